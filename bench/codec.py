@@ -1,0 +1,178 @@
+"""Codec benchmark: our generated encoders/decoders against kafka-python 3.0.12, measured in the same run.
+
+    python bench/codec.py          # a table of operations per second and ratios
+    python bench/codec.py --json   # one machine-readable line
+
+Targets (issue #2 §6, a goal, not a CI gate): encode >= 10x and decode >= 2x kafka-python on every case.
+Both sides encode the same field values (the kafka-python object is built from ours by tests/oracle/bridge.py) and
+each side decodes its own bytes; the run first checks that the two encodings are byte-identical.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import timeit
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from generated import messages  # noqa: E402
+from tests.oracle.bridge import KP_CLASSES, to_kp  # noqa: E402
+
+
+def _sub(cls: Any, attr: str) -> Any:
+    """The struct class behind field ``attr`` of ``cls`` (found through FIELDS, not by guessing names)."""
+    for field in cls.FIELDS:
+        if field.attr == attr:
+            return field.struct
+    raise KeyError(f"{cls.__name__} has no struct field {attr}")
+
+
+def api_versions_v3() -> tuple[Any, int]:
+    cls = messages.by_name("ApiVersionsResponse")
+    api = _sub(cls, "api_keys")
+    feats = _sub(cls, "supported_features")
+    keys = [api(api_key=k, min_version=0, max_version=k % 17) for k in range(60)]
+    obj = cls(
+        error_code=0,
+        api_keys=keys,
+        throttle_time_ms=0,
+        supported_features=[feats(name="kraft.version", min_version=0, max_version=1)],
+        finalized_features_epoch=7,
+    )
+    return obj, 3
+
+
+def describe_quorum_v2() -> tuple[Any, int]:
+    cls = messages.by_name("DescribeQuorumResponse")
+    topic = _sub(cls, "topics")
+    part = _sub(topic, "partitions")
+    replica = _sub(part, "current_voters")
+    node = _sub(cls, "nodes")
+    listener = _sub(node, "listeners")
+
+    def rs(i: int) -> Any:
+        return replica(
+            replica_id=i,
+            replica_directory_id=uuid.UUID(int=(i + 1) * 0x1234567),
+            log_end_offset=100_000 + i,
+            last_fetch_timestamp=1_700_000_000_000 + i,
+            last_caught_up_timestamp=1_700_000_000_000 + i,
+        )
+
+    p = part(
+        partition_index=0,
+        error_code=0,
+        error_message=None,
+        leader_id=1,
+        leader_epoch=12,
+        high_watermark=100_000,
+        current_voters=[rs(i) for i in range(1, 4)],
+        observers=[rs(i) for i in range(100, 105)],
+    )
+    nodes = [node(node_id=i, listeners=[listener(name="CONTROLLER", host=f"controller-{i}", port=9093)])
+             for i in range(1, 4)]
+    obj = cls(error_code=0, error_message=None, topics=[topic(topic_name="__cluster_metadata", partitions=[p])],
+              nodes=nodes)
+    return obj, 2
+
+
+def fetch_v16() -> tuple[Any, int]:
+    cls = messages.by_name("FetchResponse")
+    topic = _sub(cls, "responses")
+    part = _sub(topic, "partitions")
+    p = part(partition_index=0, error_code=0, high_watermark=5000, last_stable_offset=5000, log_start_offset=0,
+             aborted_transactions=None, preferred_read_replica=-1, records=bytes(range(256)) * 64)
+    obj = cls(throttle_time_ms=0, error_code=0, session_id=0,
+              responses=[topic(topic_id=uuid.UUID(int=1), partitions=[p])])
+    return obj, 16
+
+
+def metadata_v12() -> tuple[Any, int]:
+    cls = messages.by_name("MetadataResponse")
+    broker = _sub(cls, "brokers")
+    topic = _sub(cls, "topics")
+    part = _sub(topic, "partitions")
+    topics = []
+    for t in range(100):
+        parts = [part(error_code=0, partition_index=p, leader_id=p % 3, leader_epoch=4, replica_nodes=[0, 1, 2],
+                      isr_nodes=[0, 1, 2], offline_replicas=[]) for p in range(3)]
+        topics.append(topic(error_code=0, name=f"topic-{t:03d}", topic_id=uuid.UUID(int=t + 77), is_internal=False,
+                            partitions=parts, topic_authorized_operations=-2147483648))
+    obj = cls(throttle_time_ms=0, brokers=[broker(node_id=i, host=f"broker-{i}", port=9092, rack=None)
+                                           for i in range(3)],
+              cluster_id="MkU3OEVBNTcwNTJENDM2Qk", controller_id=1, topics=topics)
+    return obj, 12
+
+
+CASES: dict[str, Callable[[], tuple[Any, int]]] = {
+    "ApiVersionsResponse v3": api_versions_v3,
+    "DescribeQuorumResponse v2": describe_quorum_v2,
+    "FetchResponse v16 (16 KiB)": fetch_v16,
+    "MetadataResponse v12 (100x3)": metadata_v12,
+}
+
+
+def _rate(fn: Callable[[], object], budget_s: float) -> float:
+    timer = timeit.Timer(fn)
+    n, elapsed = timer.autorange()
+    best = elapsed / n
+    for _ in range(max(1, int(budget_s / max(elapsed, 1e-9)) - 1)):
+        best = min(best, timer.timeit(n) / n)
+    return 1.0 / best
+
+
+def run(budget_s: float) -> list[dict[str, Any]]:
+    rows = []
+    for name, build in CASES.items():
+        ours, version = build()
+        cls = type(ours)
+        kp_cls = KP_CLASSES[cls.NAME]
+        theirs = to_kp(ours, kp_cls, version)
+        our_bytes = ours.encode(version)
+        kp_bytes = bytes(theirs.encode(version=version))
+        if our_bytes != kp_bytes:
+            raise SystemExit(f"{name}: encodings differ ({len(our_bytes)} vs {len(kp_bytes)} bytes)")
+        if cls.decode(our_bytes, version) != ours:
+            raise SystemExit(f"{name}: our round trip is not exact")
+        row = {
+            "case": name,
+            "bytes": len(our_bytes),
+            "encode_ours": _rate(lambda: ours.encode(version), budget_s),
+            "encode_kafka_python": _rate(lambda: theirs.encode(version=version), budget_s),
+            "decode_ours": _rate(lambda: cls.decode(our_bytes, version), budget_s),
+            "decode_kafka_python": _rate(lambda: kp_cls.decode(kp_bytes, version=version), budget_s),
+        }
+        row["encode_ratio"] = row["encode_ours"] / row["encode_kafka_python"]
+        row["decode_ratio"] = row["decode_ours"] / row["decode_kafka_python"]
+        rows.append(row)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--json", action="store_true", help="print one machine-readable line")
+    parser.add_argument("--budget", type=float, default=1.0, help="seconds of timing per measurement")
+    args = parser.parse_args()
+    rows = run(args.budget)
+    if args.json:
+        print(json.dumps({"benchmark": "codec", "peer": "kafka-python 3.0.12", "rows": rows}))
+        return
+    head = f"{'case':30} {'bytes':>7} {'enc ours/s':>11} {'enc kp/s':>10} {'enc x':>6} {'dec ours/s':>11} " \
+           f"{'dec kp/s':>10} {'dec x':>6}"
+    print(head)
+    print("-" * len(head))
+    for r in rows:
+        print(f"{r['case']:30} {r['bytes']:>7} {r['encode_ours']:>11.0f} {r['encode_kafka_python']:>10.0f} "
+              f"{r['encode_ratio']:>6.1f} {r['decode_ours']:>11.0f} {r['decode_kafka_python']:>10.0f} "
+              f"{r['decode_ratio']:>6.1f}")
+    print("targets: encode >= 10x, decode >= 2x kafka-python 3.0.12")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,415 @@
+"""``server.properties`` for a kraftd controller: Kafka's keys, Kafka's defaults.
+
+Contracts:
+1. :func:`parse_properties` reads the Java ``.properties`` format: ``#``/``!`` comment lines, ``=``, ``:`` or
+   whitespace as the key separator, backslash escapes (``\\t \\n \\r \\f \\uXXXX``, anything else stands for
+   itself) and line continuation (an odd number of trailing backslashes). A later duplicate key wins.
+2. :func:`load_config` / :func:`config_from_properties` return an immutable :class:`KraftConfig` or raise
+   :class:`ConfigError` whose message names the offending key and the form it expects.
+3. Keys we do not know are logged as warnings (never an error) and kept in ``KraftConfig.unknown_keys``; a short
+   list of Kafka keys that make no sense for this controller is accepted silently.
+4. Only the ``controller`` role and the ``PLAINTEXT`` security protocol are supported; anything else fails.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kwire.errors import KraftError
+
+log = logging.getLogger("kraftd.config")
+
+DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+MIN_SEGMENT_BYTES = 1024
+DEFAULT_LOG_DIR = "/tmp/kafka-logs"
+DEFAULT_LISTENERS = "PLAINTEXT://:9092"
+# Kafka's default listener.security.protocol.map.
+DEFAULT_PROTOCOL_MAP = {
+    "PLAINTEXT": "PLAINTEXT",
+    "SSL": "SSL",
+    "SASL_PLAINTEXT": "SASL_PLAINTEXT",
+    "SASL_SSL": "SASL_SSL",
+}
+
+
+class ConfigError(KraftError):
+    """``server.properties`` is malformed or holds a value this controller cannot run with."""
+
+
+@dataclass(frozen=True, slots=True)
+class Endpoint:
+    """One listener: ``NAME://host:port``. An empty host means every interface (bind) / unknown (advertise)."""
+
+    name: str
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{self.name}://{host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
+class StaticVoter:
+    """One entry of ``controller.quorum.voters`` (``id@host:port``)."""
+
+    node_id: int
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
+class KraftConfig:
+    node_id: int
+    process_roles: tuple[str, ...]
+    controller_listener_names: tuple[str, ...]
+    listeners: tuple[Endpoint, ...]
+    advertised_listeners: tuple[Endpoint, ...]
+    security_protocol_map: Mapping[str, str]
+    metadata_log_dir: Path
+    quorum_voters: tuple[StaticVoter, ...]
+    bootstrap_servers: tuple[tuple[str, int], ...]
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    append_linger_ms: int = 25
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    unknown_keys: tuple[str, ...] = field(default=())
+
+    @property
+    def controller_listener(self) -> Endpoint:
+        """The listener the quorum speaks on: the first name of ``controller.listener.names``."""
+        name = self.controller_listener_names[0]
+        return next(e for e in self.listeners if e.name == name)
+
+    @property
+    def advertised_controller_listeners(self) -> tuple[Endpoint, ...]:
+        """Every controller listener as peers should reach it, in ``controller.listener.names`` order."""
+        out: list[Endpoint] = []
+        for name in self.controller_listener_names:
+            adv = next((e for e in self.advertised_listeners if e.name == name), None)
+            bound = next((e for e in self.listeners if e.name == name), None)
+            chosen = adv if adv is not None else bound
+            if chosen is None:
+                continue
+            host = chosen.host or (bound.host if bound is not None else "") or "localhost"
+            out.append(Endpoint(chosen.name, host, chosen.port))
+        return tuple(out)
+
+
+# --------------------------------------------------------------------------------------------------- parsing
+
+
+def _logical_lines(text: str) -> list[str]:
+    """Join continuation lines; drop blanks and comments (contract 1)."""
+    out: list[str] = []
+    pending: str | None = None
+    for raw in text.splitlines():
+        line = raw.lstrip(" \t\f")
+        if pending is None:
+            if not line or line[0] in "#!":
+                continue
+        trailing = len(line) - len(line.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending = (pending or "") + line[:-1]
+            continue
+        out.append((pending or "") + line)
+        pending = None
+    if pending is not None:
+        out.append(pending)
+    return out
+
+
+def _unescape(s: str, key: str) -> str:
+    out: list[str] = []
+    i = 0
+    while i < len(s):
+        c = s[i]
+        if c != "\\":
+            out.append(c)
+            i += 1
+            continue
+        if i + 1 >= len(s):
+            break
+        n = s[i + 1]
+        if n == "u":
+            hexdigits = s[i + 2 : i + 6]
+            if len(hexdigits) != 4 or any(h not in "0123456789abcdefABCDEF" for h in hexdigits):
+                raise ConfigError(f"{key or 'properties'}: malformed \\uXXXX escape {s[i : i + 6]!r}")
+            out.append(chr(int(hexdigits, 16)))
+            i += 6
+            continue
+        out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
+        i += 2
+    return "".join(out)
+
+
+def _split_key(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        c = line[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c in "=: \t\f":
+            break
+        i += 1
+    key, rest = line[:i], line[i:]
+    rest = rest.lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text into an ordered dict (contract 1)."""
+    props: dict[str, str] = {}
+    for line in _logical_lines(text):
+        raw_key, raw_value = _split_key(line)
+        key = _unescape(raw_key, "")
+        props[key] = _unescape(raw_value, key)
+    return props
+
+
+# ------------------------------------------------------------------------------------------------ validation
+
+
+def _int(props: Mapping[str, str], key: str, default: int | None, minimum: int) -> int:
+    raw = props.get(key)
+    if raw is None or raw.strip() == "":
+        if default is None:
+            raise ConfigError(f"{key}: required; expected an integer >= {minimum}")
+        return default
+    try:
+        value = int(raw.strip())
+    except ValueError:
+        raise ConfigError(f"{key}: {raw!r} is not an integer; expected an integer >= {minimum}") from None
+    if value < minimum:
+        raise ConfigError(f"{key}: {value} is out of range; expected an integer >= {minimum}")
+    return value
+
+
+def _csv(raw: str | None) -> list[str]:
+    if raw is None:
+        return []
+    return [p.strip() for p in raw.split(",") if p.strip()]
+
+
+def _host_port(text: str, key: str, form: str) -> tuple[str, int]:
+    if text.startswith("["):
+        close = text.find("]")
+        if close < 0 or text[close + 1 : close + 2] != ":":
+            raise ConfigError(f"{key}: {text!r} is malformed; expected {form}")
+        host, port_text = text[1:close], text[close + 2 :]
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            raise ConfigError(f"{key}: {text!r} has no port; expected {form}")
+    try:
+        port = int(port_text)
+    except ValueError:
+        raise ConfigError(f"{key}: {text!r} has a non-numeric port; expected {form}") from None
+    if not 0 <= port <= 65535:
+        raise ConfigError(f"{key}: port {port} is out of range 0-65535; expected {form}")
+    return host, port
+
+
+def parse_endpoints(raw: str | None, key: str) -> tuple[Endpoint, ...]:
+    form = "a comma-separated list of NAME://host:port"
+    out: list[Endpoint] = []
+    for item in _csv(raw):
+        name, sep, rest = item.partition("://")
+        if not sep or not name:
+            raise ConfigError(f"{key}: {item!r} is malformed; expected {form}")
+        host, port = _host_port(rest, key, form)
+        if any(e.name == name.upper() for e in out):
+            raise ConfigError(f"{key}: listener name {name!r} appears twice; expected {form}")
+        out.append(Endpoint(name.upper(), host, port))
+    return tuple(out)
+
+
+def parse_voters(raw: str | None, key: str = "controller.quorum.voters") -> tuple[StaticVoter, ...]:
+    form = "a comma-separated list of id@host:port"
+    out: list[StaticVoter] = []
+    for item in _csv(raw):
+        id_text, sep, rest = item.partition("@")
+        if not sep:
+            raise ConfigError(f"{key}: {item!r} has no '@'; expected {form}")
+        try:
+            node_id = int(id_text)
+        except ValueError:
+            raise ConfigError(f"{key}: {item!r} has a non-numeric id; expected {form}") from None
+        if node_id < 0:
+            raise ConfigError(f"{key}: {item!r} has a negative id; expected {form}")
+        host, port = _host_port(rest, key, form)
+        if any(v.node_id == node_id for v in out):
+            raise ConfigError(f"{key}: voter id {node_id} appears twice; expected {form}")
+        out.append(StaticVoter(node_id, host, port))
+    return tuple(out)
+
+
+def _protocol_map(raw: str | None, controller_names: list[str]) -> dict[str, str]:
+    key = "listener.security.protocol.map"
+    if raw is None:
+        # As Kafka does: an unset map still lets controller listener names default to PLAINTEXT.
+        mapping = dict(DEFAULT_PROTOCOL_MAP)
+        for name in controller_names:
+            mapping.setdefault(name, "PLAINTEXT")
+        return mapping
+    mapping = {}
+    for item in _csv(raw):
+        name, sep, proto = item.partition(":")
+        if not sep or not name or not proto:
+            raise ConfigError(
+                f"{key}: {item!r} is malformed; expected a comma-separated list of NAME:PROTOCOL"
+            )
+        mapping[name.strip().upper()] = proto.strip().upper()
+    return mapping
+
+
+# Kafka keys that are valid in a server.properties but have no effect on this controller (contract 3).
+_TOLERATED = frozenset(
+    {
+        "num.network.threads",
+        "num.io.threads",
+        "socket.send.buffer.bytes",
+        "socket.receive.buffer.bytes",
+        "socket.request.max.bytes",
+        "num.partitions",
+        "num.recovery.threads.per.data.dir",
+        "offsets.topic.replication.factor",
+        "share.coordinator.state.topic.replication.factor",
+        "share.coordinator.state.topic.min.isr",
+        "transaction.state.log.replication.factor",
+        "transaction.state.log.min.isr",
+        "log.retention.hours",
+        "log.segment.bytes",
+        "log.retention.check.interval.ms",
+        "inter.broker.listener.name",
+    }
+)
+
+_KNOWN = frozenset(
+    {
+        "node.id",
+        "process.roles",
+        "controller.listener.names",
+        "listeners",
+        "advertised.listeners",
+        "listener.security.protocol.map",
+        "metadata.log.dir",
+        "log.dirs",
+        "log.dir",
+        "controller.quorum.voters",
+        "controller.quorum.bootstrap.servers",
+        "controller.quorum.election.timeout.ms",
+        "controller.quorum.fetch.timeout.ms",
+        "controller.quorum.election.backoff.max.ms",
+        "controller.quorum.request.timeout.ms",
+        "controller.quorum.retry.backoff.ms",
+        "controller.quorum.append.linger.ms",
+        "metadata.log.segment.bytes",
+    }
+)
+
+
+def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
+    """Validate parsed properties into a :class:`KraftConfig` (contracts 2-4)."""
+    node_id = _int(props, "node.id", None, 0)
+
+    roles = tuple(r.lower() for r in _csv(props.get("process.roles")))
+    if roles != ("controller",):
+        raise ConfigError(
+            f"process.roles: {props.get('process.roles')!r} is not supported; expected 'controller' "
+            "(kraftd runs KRaft controllers only)"
+        )
+
+    names = [n.upper() for n in _csv(props.get("controller.listener.names"))]
+    if not names:
+        raise ConfigError(
+            "controller.listener.names: required; expected a comma-separated list of listener names"
+        )
+
+    listeners = parse_endpoints(props.get("listeners", DEFAULT_LISTENERS), "listeners")
+    advertised = parse_endpoints(props.get("advertised.listeners"), "advertised.listeners")
+    if names[0] not in {e.name for e in listeners}:
+        raise ConfigError(
+            f"listeners: must contain the controller listener {names[0]!r} named first in "
+            "controller.listener.names; expected e.g. CONTROLLER://127.0.0.1:9093"
+        )
+    proto_map = _protocol_map(props.get("listener.security.protocol.map"), names)
+    for endpoint in listeners:
+        proto = proto_map.get(endpoint.name)
+        if proto is None:
+            raise ConfigError(
+                f"listener.security.protocol.map: no entry for listener {endpoint.name!r}; "
+                "expected a comma-separated list of NAME:PROTOCOL covering every listener"
+            )
+        if endpoint.name in names and proto != "PLAINTEXT":
+            raise ConfigError(
+                f"listener.security.protocol.map: {endpoint.name}:{proto} is not supported; expected PLAINTEXT"
+            )
+
+    log_dir = props.get("metadata.log.dir", "").strip()
+    if not log_dir:
+        dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir")) or [DEFAULT_LOG_DIR]
+        log_dir = dirs[0]
+
+    voters = parse_voters(props.get("controller.quorum.voters"))
+    bootstrap = tuple(
+        _host_port(item, "controller.quorum.bootstrap.servers", "a comma-separated list of host:port")
+        for item in _csv(props.get("controller.quorum.bootstrap.servers"))
+    )
+    if not voters and not bootstrap:
+        raise ConfigError(
+            "controller.quorum.voters: either it or controller.quorum.bootstrap.servers must be set; "
+            "expected id@host:port,... (or host:port,... for bootstrap servers)"
+        )
+    if voters and node_id not in {v.node_id for v in voters}:
+        raise ConfigError(
+            f"controller.quorum.voters: a controller's node.id {node_id} must be one of the voters; "
+            "expected id@host:port,... including this node"
+        )
+
+    unknown = tuple(k for k in props if k not in _KNOWN and k not in _TOLERATED)
+    for key in unknown:
+        log.warning("unknown configuration key %r ignored", key)
+
+    return KraftConfig(
+        node_id=node_id,
+        process_roles=roles,
+        controller_listener_names=tuple(names),
+        listeners=listeners,
+        advertised_listeners=advertised,
+        security_protocol_map=proto_map,
+        metadata_log_dir=Path(log_dir),
+        quorum_voters=voters,
+        bootstrap_servers=bootstrap,
+        election_timeout_ms=_int(props, "controller.quorum.election.timeout.ms", 1000, 1),
+        fetch_timeout_ms=_int(props, "controller.quorum.fetch.timeout.ms", 2000, 1),
+        election_backoff_max_ms=_int(props, "controller.quorum.election.backoff.max.ms", 1000, 1),
+        request_timeout_ms=_int(props, "controller.quorum.request.timeout.ms", 2000, 1),
+        retry_backoff_ms=_int(props, "controller.quorum.retry.backoff.ms", 20, 0),
+        append_linger_ms=_int(props, "controller.quorum.append.linger.ms", 25, 0),
+        segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
+        unknown_keys=unknown,
+    )
+
+
+def load_config(path: str | Path) -> KraftConfig:
+    """Read and validate a ``server.properties`` file (ISO-8859-1 is Java's encoding; we accept UTF-8 too)."""
+    p = Path(path)
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"cannot read configuration file {p}: {exc.strerror or exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = data.decode("latin-1")
+    return config_from_properties(parse_properties(text))

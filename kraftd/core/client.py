@@ -1,0 +1,98 @@
+"""A sans-IO RaftClient facade over RaftNode (Kafka's RaftClient, without threads or futures).
+
+Contract for the shell (the daemon wraps each method with asyncio):
+1. ``step(event)`` feeds one event and returns the effects to execute (kraftd.core.effects contract);
+   registered listeners are called synchronously, before it returns, for ``ApplyCommitted`` and
+   ``LeaderChanged`` effects, in effect order.
+2. ``append(records)`` returns the ``OffsetRange`` the records will occupy, or raises ``NotLeaderError``;
+   they are committed once a ``handle_commit`` call reports ``high_watermark > range.last``, and never if an
+   ``AppendFailed`` covering them is emitted. Call ``step(Tick(now))`` after appending so the linger
+   deadline is scheduled.
+3. ``describe_quorum()`` returns what DescribeQuorum needs; it raises ``NotLeaderError`` on a non-leader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Protocol
+
+from kraftd.core.effects import ApplyCommitted, Effect, LeaderChanged
+from kraftd.core.events import Event
+from kraftd.core.log import LogBatch
+from kraftd.core.node import RaftNode
+from kraftd.core.replication import NotLeaderError
+from kraftd.core.states import Leader
+from kraftd.core.types import LeaderAndEpoch, OffsetRange
+
+
+class RaftListener(Protocol):
+    def handle_commit(self, batches: tuple[LogBatch, ...], high_watermark: int) -> None: ...
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaInfo:
+    replica_id: int
+    directory_id: object | None
+    log_end_offset: int
+    last_fetch_timestamp: int
+    last_caught_up_timestamp: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumInfo:
+    leader_id: int
+    leader_epoch: int
+    high_watermark: int
+    voters: tuple[ReplicaInfo, ...]
+    observers: tuple[ReplicaInfo, ...]
+
+
+class RaftClient:
+    def __init__(self, node: RaftNode) -> None:
+        self.node = node
+        self._listeners: list[RaftListener] = []
+
+    def register(self, listener: RaftListener) -> None:
+        self._listeners.append(listener)
+
+    def step(self, event: Event) -> list[Effect]:
+        effects = self.node.step(event)
+        for e in effects:
+            if isinstance(e, ApplyCommitted):
+                for lst in self._listeners:
+                    lst.handle_commit(e.batches, e.high_watermark)
+            elif isinstance(e, LeaderChanged):
+                for lst in self._listeners:
+                    lst.handle_leader_change(e.leader)
+        return effects
+
+    def append(self, records: list[bytes]) -> OffsetRange:
+        return self.node.append(records)
+
+    @property
+    def leader_and_epoch(self) -> LeaderAndEpoch:
+        return self.node.leader_and_epoch()
+
+    @property
+    def high_watermark(self) -> int:
+        return self.node.high_watermark
+
+    def describe_quorum(self) -> QuorumInfo:
+        node = self.node
+        d = node.data
+        if not isinstance(d, Leader):
+            raise NotLeaderError(f"node {node.local.id} is not the leader")
+        now = node.now
+        me = ReplicaInfo(node.local.id, node.local.directory_id, node.log.end_offset, now, now)
+        voters: list[ReplicaInfo] = []
+        observers: list[ReplicaInfo] = []
+        for rid, p in sorted(d.replicas.items()):
+            info = ReplicaInfo(rid, p.key.directory_id, p.end_offset, p.last_fetch_ms, p.last_caught_up_ms)
+            (voters if node.voters.has_id(rid) else observers).append(info)
+        if node.is_voter:
+            voters.insert(0, me)
+        else:
+            observers.insert(0, me)
+        return QuorumInfo(node.local.id, node.epoch, node.high_watermark, tuple(voters), tuple(observers))

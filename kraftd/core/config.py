@@ -1,0 +1,48 @@
+"""Quorum configuration (Kafka's ``controller.quorum.*`` defaults) and the planted-bug switches.
+
+Invariants:
+1. Every duration is in milliseconds of the caller's clock (``now_ms`` of events).
+2. The election timeout is randomized per arming in [T, 2T) from the ``random.Random`` the caller passes.
+3. ``BugFlags`` exist only so the simulator can prove it catches known-unsafe behaviour; production
+   configs leave them all False.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class BugFlags:
+    """Known-unsafe deviations, each a switch the simulator must catch."""
+
+    ack_before_flush: bool = False  # report unflushed offsets to the leader
+    commit_old_epoch: bool = False  # advance the HWM before a record of the leader's own epoch commits
+    no_check_quorum: bool = False  # a leader cut off from the majority never resigns
+    double_vote: bool = False  # grant a second, different vote in one epoch
+
+    def any(self) -> bool:
+        return self.ack_before_flush or self.commit_old_epoch or self.no_check_quorum or self.double_vote
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumConfig:
+    election_timeout_ms: int = 1000
+    fetch_timeout_ms: int = 2000
+    election_backoff_max_ms: int = 1000
+    request_timeout_ms: int = 2000
+    retry_backoff_ms: int = 20
+    append_linger_ms: int = 25
+    fetch_max_wait_ms: int = 500
+    max_batch_size_bytes: int = 8 * 1024 * 1024
+    fetch_max_bytes: int = 8 * 1024 * 1024
+    observer_session_timeout_ms: int = 300_000
+    bugs: BugFlags = field(default_factory=BugFlags)
+
+    @property
+    def check_quorum_timeout_ms(self) -> int:
+        return int(self.fetch_timeout_ms * 1.5)
+
+    @property
+    def begin_quorum_resend_ms(self) -> int:
+        return self.fetch_timeout_ms // 2

@@ -1,0 +1,115 @@
+"""Outputs of the core. The shell (and the simulator) executes the effects of one ``step`` as follows.
+
+Execution contract ("persist, then send, then apply"):
+1. Effects are executed in list order. The core orders them: ``PersistElectionState`` first, then log
+   effects (``TruncateLog``, ``AppendBatches``, ``FlushLog``), then messages (``SendRequest``,
+   ``SendResponse``), then notifications (``ApplyCommitted``, ``LeaderChanged``), ``SetDeadline`` last.
+2. ``PersistElectionState`` must be durable (fsync) before any later effect of the same step is executed:
+   a vote or a new epoch is never visible to a peer before it is on disk (Kafka's durableTransitionTo).
+3. ``TruncateLog``/``AppendBatches`` change the log immediately (page cache). ``FlushLog`` may complete
+   later; its completion is reported with ``LogFlushed``. Data not yet flushed may be lost on a crash.
+4. ``SetDeadline`` is the latest time at which the shell must deliver a ``Tick``; earlier is harmless.
+5. ``ApplyCommitted`` batches are contiguous and each is reported once per core instance.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kraftd.core.log import LogBatch
+from kraftd.core.types import ElectionState, LeaderAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class PersistElectionState:
+    state: ElectionState
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateLog:
+    """Remove every batch at or above ``offset``."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class AppendBatches:
+    batches: tuple[LogBatch, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class FlushLog:
+    """Make the log durable up to ``offset`` (exclusive); answer with ``LogFlushed``."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class SendRequest:
+    destination: int
+    request_id: int
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class SendResponse:
+    token: int
+    message: Any
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyCommitted:
+    batches: tuple[LogBatch, ...]
+    high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderChanged:
+    leader: LeaderAndEpoch
+
+
+@dataclass(frozen=True, slots=True)
+class AppendFailed:
+    """Records accepted by ``append`` that will never commit (the leader lost its epoch first)."""
+
+    first_offset: int
+    last_offset: int
+    epoch: int
+
+
+@dataclass(frozen=True, slots=True)
+class SetDeadline:
+    at_ms: int
+
+
+Effect = (
+    PersistElectionState
+    | TruncateLog
+    | AppendBatches
+    | FlushLog
+    | SendRequest
+    | SendResponse
+    | ApplyCommitted
+    | LeaderChanged
+    | AppendFailed
+    | SetDeadline
+)
+
+_ORDER: dict[type, int] = {
+    PersistElectionState: 0,
+    TruncateLog: 1,
+    AppendBatches: 1,
+    FlushLog: 1,
+    SendRequest: 2,
+    SendResponse: 2,
+    ApplyCommitted: 3,
+    LeaderChanged: 3,
+    AppendFailed: 3,
+    SetDeadline: 4,
+}
+
+
+def ordered(effects: list[Effect]) -> list[Effect]:
+    """Stable-sort effects into the execution contract's phases (invariant 1)."""
+    return sorted(effects, key=lambda e: _ORDER[type(e)])

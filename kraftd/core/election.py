@@ -1,0 +1,179 @@
+"""Elections: pre-vote (KIP-996), vote (KIP-595) and the timers that start them.
+
+Invariants:
+1. A Prospective never changes its epoch or persists anything; its pre-votes carry its current epoch.
+2. A majority of pre-vote grants makes it a Candidate (epoch + 1, durable self-vote); a majority of
+   rejections or its election timeout returns it to Follower of the known leader, else Unattached, in the
+   same epoch. A Candidate that is rejected backs off (binary exponential) and returns to Prospective.
+3. A standard vote is granted at most once per epoch (or again to the same replica), only with no known
+   leader and an up-to-date log, and is durable before the response leaves (node invariant 1).
+4. A pre-vote grant is never persisted. Leaders never grant pre-votes; followers only before their first
+   successful fetch from their leader.
+5. Request validation order follows Kafka: cluster id, topic/partition, epochs/offsets, fenced epoch, then
+   adopt a higher epoch, then the voter key.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kraftd.core import messages as m
+from kraftd.core import replication
+from kraftd.core.log import OffsetAndEpoch
+from kraftd.core.states import Candidate, Follower, Prospective, Unattached
+from kraftd.core.types import NO_LEADER, ZERO_UUID, ElectionState, ReplicaKey, Role
+from kwire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kraftd.core.node import RaftNode
+
+_RETRY_BACKOFF_BASE_MS = 100
+
+
+def poll_unattached(node: RaftNode, d: Unattached) -> None:
+    if node.is_voter:
+        single = node.voters.ids == (node.local.id,)
+        if (single or node.now >= d.election_deadline) and not node.shutting_down:
+            to_prospective(node)
+        return
+    replication.discover_leader(node)
+
+
+def to_prospective(node: RaftNode) -> None:
+    leader = node.leader_id() if node.role in (Role.FOLLOWER, Role.UNATTACHED) else NO_LEADER
+    data = Prospective(node.election_deadline(), leader, {node.local.id})
+    node.transition(Role.PROSPECTIVE, data, node.election)
+
+
+def to_candidate(node: RaftNode) -> None:
+    state = ElectionState(node.epoch + 1, NO_LEADER, node.local)
+    node.transition(Role.CANDIDATE, Candidate(node.election_deadline(), {node.local.id}), state)
+
+
+def _lost(node: RaftNode, d: Prospective) -> None:
+    if d.leader_id >= 0:
+        node.to_follower(node.epoch, d.leader_id)
+    else:
+        node.to_unattached(node.epoch)
+
+
+def election_backoff_ms(node: RaftNode) -> int:
+    retries = max(1, node.election_retries)
+    bound = 2 << min(20, retries - 1)
+    return int(min(_RETRY_BACKOFF_BASE_MS * node.rng.randrange(bound), node.config.election_backoff_max_ms))
+
+
+def poll_election(node: RaftNode, d: Prospective | Candidate) -> None:
+    majority = node.voters.majority()
+    can_still_win = len(node.voters.voters) - len(d.rejected) >= majority
+    if isinstance(d, Prospective):
+        if len(d.granted) >= majority:
+            to_candidate(node)
+        elif not can_still_win or node.now >= d.election_deadline:
+            _lost(node, d)
+        else:
+            _send_votes(node, d, pre_vote=True)
+        return
+    if len(d.granted) >= majority:
+        node.election_retries = 0
+        replication.become_leader(node, tuple(sorted(d.granted)))
+    elif d.backoff_until is not None:
+        if node.now >= d.backoff_until:
+            to_prospective(node)
+    elif not can_still_win:
+        node.election_retries += 1
+        d.backoff_until = node.now + election_backoff_ms(node)
+    elif node.now >= d.election_deadline:
+        node.election_retries += 1
+        to_prospective(node)
+    else:
+        _send_votes(node, d, pre_vote=False)
+
+
+def _send_votes(node: RaftNode, d: Prospective | Candidate, pre_vote: bool) -> None:
+    last = OffsetAndEpoch(node.log.end_offset, node.log.last_epoch)
+    for voter in node.voters.voters:
+        if voter.id in d.granted or voter.id in d.rejected or not node.can_send(voter.id):
+            continue
+        req = m.vote_request(node.cluster_id, voter, node.epoch, node.local, last, pre_vote)
+        node.send(voter.id, req)
+
+
+def handle_vote_request(node: RaftNode, msg: Any) -> Any:
+    if msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id:
+        return m.vote_response(ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.NONE, NO_LEADER, -1, False)
+    part = m.single_partition(msg)
+    if part is None:
+        return m.vote_response(ErrorCode.INVALID_REQUEST, ErrorCode.NONE, NO_LEADER, -1, False)
+    epoch, pre = part.replica_epoch, part.pre_vote
+    last = OffsetAndEpoch(part.last_offset, part.last_offset_epoch)
+    bad_epoch = last.epoch > epoch if pre else last.epoch >= epoch
+    if last.offset < 0 or last.epoch < 0 or bad_epoch or part.replica_id < 0:
+        return _reject(node, ErrorCode.INVALID_REQUEST)
+    if epoch < node.epoch:
+        return _reject(node, ErrorCode.FENCED_LEADER_EPOCH)
+    if epoch > node.epoch:
+        node.maybe_transition(NO_LEADER, epoch)
+    dir_ok = part.voter_directory_id == ZERO_UUID or node.local.directory_id in (
+        None,
+        part.voter_directory_id,
+    )
+    if (msg.voter_id >= 0 and msg.voter_id != node.local.id) or not dir_ok:
+        return _reject(node, ErrorCode.INVALID_VOTER_KEY)
+    candidate = m.key_of(part.replica_id, part.replica_directory_id)
+    granted = can_grant(node, candidate, last, pre)
+    if granted and not pre and node.election.voted_key != candidate:
+        node.record_vote(candidate)
+    return m.vote_response(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch, granted)
+
+
+def _reject(node: RaftNode, code: ErrorCode) -> Any:
+    return m.vote_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, False)
+
+
+def can_grant(node: RaftNode, candidate: ReplicaKey, last: OffsetAndEpoch, pre_vote: bool) -> bool:
+    """The per-state grant rules (invariants 3 and 4)."""
+    up_to_date = (last.epoch, last.offset) >= (node.log.last_epoch, node.log.end_offset)
+    role, d = node.role, node.data
+    if pre_vote:
+        if role is Role.LEADER:
+            return False
+        if isinstance(d, Follower) and node.is_voter:
+            return up_to_date and not d.has_fetched
+        return up_to_date
+    if role not in (Role.UNATTACHED, Role.PROSPECTIVE):
+        return False
+    voted = node.election.voted_key
+    if voted is not None and not node.bugs.double_vote:
+        return voted.matches(candidate)
+    if node.leader_id() >= 0:
+        return False
+    return up_to_date
+
+
+def handle_vote_response(node: RaftNode, source: int, request: Any, resp: Any) -> None:
+    d = node.data
+    if not isinstance(d, Prospective | Candidate):
+        return
+    req = m.single_partition(request)
+    if req is None or req.pre_vote != isinstance(d, Prospective) or req.replica_epoch != node.epoch:
+        return
+    if resp.error_code != ErrorCode.NONE:
+        if resp.error_code == ErrorCode.UNSUPPORTED_VERSION and isinstance(d, Prospective):
+            to_candidate(node)  # the quorum may predate pre-vote (KIP-996 compatibility)
+        return
+    part = m.single_partition(resp)
+    if part is None:
+        return
+    if part.leader_epoch > node.epoch:
+        node.maybe_transition(part.leader_id, part.leader_epoch)
+        return
+    if part.leader_epoch < node.epoch or part.error_code != ErrorCode.NONE:
+        return
+    if part.leader_id >= 0 and part.leader_id != node.local.id and node.leader_id() < 0:
+        node.maybe_transition(part.leader_id, part.leader_epoch)
+        return
+    if part.vote_granted:
+        d.granted.add(source)
+    else:
+        d.rejected.add(source)

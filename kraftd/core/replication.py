@@ -1,0 +1,339 @@
+"""Log replication: the leader's accumulator, Fetch serving with divergence checks, the high watermark,
+and the follower's fetch loop (KIP-595 pull-based replication).
+
+Invariants:
+1. A new leader appends a LeaderChange control batch at once; its epoch start offset is the log end
+   before that batch. The HWM is the majority-th largest flushed offset among voters (the leader counts its
+   own flushed offset), moves only forward, and only once it exceeds the epoch start offset.
+2. A Fetch is answered at once on error, divergence or data; otherwise it waits (long poll) up to its max
+   wait, and is completed early by new data or an HWM change.
+3. A replica's progress (fetched offset, last fetch time, last caught-up time) is updated only from a
+   Fetch that validated against the leader's log; only voters count for the HWM and check-quorum.
+4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
+   is durable (node invariant 3); its HWM is min(leader HWM, own flushed offset) and never decreases.
+5. Records handed to ``append`` get offsets at once; if the leader loses its epoch before they are
+   written they are reported with ``AppendFailed`` and never commit.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from kraftd.core import batches
+from kraftd.core import messages as m
+from kraftd.core.effects import (
+    AppendBatches,
+    AppendFailed,
+    ApplyCommitted,
+    FlushLog,
+    SendResponse,
+    TruncateLog,
+)
+from kraftd.core.log import LogBatch, LogInconsistencyError
+from kraftd.core.states import Follower, Leader, ParkedFetch, ReplicaProgress
+from kraftd.core.types import ElectionState, OffsetRange, Role
+from kwire.errors import CorruptRecordError, ErrorCode, KraftError
+
+if TYPE_CHECKING:
+    from kraftd.core.node import RaftNode
+
+
+class NotLeaderError(KraftError):
+    error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
+
+
+class RecordTooLargeError(KraftError):
+    error_code = ErrorCode.MESSAGE_TOO_LARGE
+
+
+# ----- leader -----
+def become_leader(node: RaftNode, granting: tuple[int, ...]) -> None:
+    now = node.now
+    data = Leader(
+        epoch_start_offset=node.log.end_offset,
+        check_quorum_deadline=now + node.config.check_quorum_timeout_ms,
+        begin_quorum_deadline=now,
+        granting=granting,
+    )
+    for v in node.voters.voters:
+        if v.id != node.local.id:
+            data.replicas[v.id] = ReplicaProgress(v)
+    state = ElectionState(node.epoch, node.local.id, node.election.voted_key)
+    node.transition(Role.LEADER, data, state)
+    batch = batches.leader_change_batch(
+        node.log.end_offset, node.epoch, node.local.id, list(node.voters.ids), list(granting), now
+    )
+    _write(node, data, [batch])
+
+
+def _write(node: RaftNode, d: Leader, new: list[LogBatch]) -> None:
+    for b in new:
+        node.log.append(b)
+    node.out.append(AppendBatches(tuple(new)))
+    node.out.append(FlushLog(node.log.end_offset))
+    _complete_parked(node, d)
+
+
+def leave_leader(node: RaftNode, d: Leader) -> None:
+    if d.pending:
+        first = node.log.end_offset
+        node.out.append(AppendFailed(first, first + len(d.pending) - 1, node.epoch))
+        d.pending.clear()
+    for token in list(d.parked):
+        del d.parked[token]
+        respond(node, token, _not_leader(node))
+
+
+def append(node: RaftNode, records: list[bytes]) -> OffsetRange:
+    d = node.data
+    if not isinstance(d, Leader) or node.shutting_down:
+        raise NotLeaderError(f"node {node.local.id} is not the leader")
+    size = sum(len(r) for r in records)
+    if size > node.config.max_batch_size_bytes:
+        raise RecordTooLargeError(f"{size} bytes exceed the max batch size")
+    if d.pending_bytes + size > node.config.max_batch_size_bytes:
+        _drain(node, d)
+    first = node.log.end_offset + len(d.pending)
+    d.pending.extend(records)
+    d.pending_bytes += size
+    if d.linger_deadline is None:
+        d.linger_deadline = node.now + node.config.append_linger_ms
+    return OffsetRange(first, first + len(records) - 1, node.epoch)
+
+
+def append_or_fail(node: RaftNode, records: list[bytes]) -> None:
+    try:
+        append(node, records)
+    except KraftError:
+        node.out.append(AppendFailed(-1, -1, node.epoch))
+
+
+def _drain(node: RaftNode, d: Leader) -> None:
+    if d.pending:
+        batch = batches.data_batch(node.log.end_offset, node.epoch, d.pending, node.now)
+        d.pending = []
+        d.pending_bytes = 0
+        _write(node, d, [batch])
+    d.linger_deadline = None
+
+
+def poll_leader(node: RaftNode, d: Leader) -> None:
+    from kraftd.core import quorum_rpcs
+
+    now = node.now
+    if node.shutting_down or (now >= d.check_quorum_deadline and not node.bugs.no_check_quorum):
+        quorum_rpcs.resign(node, d)
+        return
+    if d.linger_deadline is not None and now >= d.linger_deadline:
+        _drain(node, d)
+    if now >= d.begin_quorum_deadline:
+        quorum_rpcs.send_begin_quorum(node, d)
+        d.begin_quorum_deadline = now + node.config.begin_quorum_resend_ms
+    for token, p in list(d.parked.items()):
+        if now >= p.deadline:
+            del d.parked[token]
+            respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
+
+
+def on_flushed(node: RaftNode, offset: int) -> None:
+    node.flushed = max(node.flushed, min(offset, node.log.end_offset))
+    d = node.data
+    if isinstance(d, Leader):
+        update_high_watermark(node, d)
+    elif isinstance(d, Follower):
+        _advance_follower_hwm(node, node.follower_leader_hwm)
+
+
+def update_high_watermark(node: RaftNode, d: Leader) -> None:
+    ends = [node.flushed]
+    ends += [p.end_offset for i, p in d.replicas.items() if node.voters.has_id(i)]
+    ends.sort(reverse=True)
+    candidate = ends[node.voters.majority() - 1]
+    own_epoch_committed = candidate > d.epoch_start_offset or node.bugs.commit_old_epoch
+    if own_epoch_committed and candidate > node.high_watermark:
+        node.high_watermark = candidate
+        _complete_parked(node, d)
+
+
+def maybe_apply(node: RaftNode) -> None:
+    if node.high_watermark > node.applied:
+        done = node.log.batches_between(node.applied, node.high_watermark)
+        node.applied = node.high_watermark
+        if done:
+            node.out.append(ApplyCommitted(tuple(done), node.high_watermark))
+
+
+def _not_leader(node: RaftNode, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> Any:
+    return m.fetch_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, node.high_watermark)
+
+
+def _fetch_data(node: RaftNode, offset: int, max_bytes: int) -> Any:
+    found = node.log.read(offset, min(max_bytes, node.config.fetch_max_bytes))
+    return m.fetch_response(
+        ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, found
+    )
+
+
+def _complete_parked(node: RaftNode, d: Leader) -> None:
+    for token, p in list(d.parked.items()):
+        del d.parked[token]
+        respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
+
+
+def respond(node: RaftNode, token: int, message: Any) -> None:
+    node.out.append(SendResponse(token, message))
+
+
+def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
+    if msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id:
+        return m.fetch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.NONE, -1, -1, -1)
+    part = m.single_partition(msg)
+    if part is None:
+        return m.fetch_response(ErrorCode.INVALID_REQUEST, ErrorCode.NONE, -1, -1, -1)
+    epoch = part.current_leader_epoch
+    if epoch < node.epoch:
+        return _not_leader(node, ErrorCode.FENCED_LEADER_EPOCH)
+    if epoch > node.epoch:
+        return _not_leader(node, ErrorCode.UNKNOWN_LEADER_EPOCH)
+    d = node.data
+    if not isinstance(d, Leader) or node.shutting_down:
+        return _not_leader(node)
+    offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
+    if offset < 0 or last_epoch < 0 or last_epoch > epoch:
+        return _not_leader(node, ErrorCode.INVALID_REQUEST)
+    diverging = node.log.validate(offset, last_epoch)
+    if diverging is not None:
+        return m.fetch_response(
+            ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, None, diverging
+        )
+    rid = m.fetch_replica_id(msg)
+    _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
+    found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
+    if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
+        return m.fetch_response(
+            ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, found
+        )
+    d.parked[token] = ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms)
+    return None
+
+
+def _track_replica(node: RaftNode, d: Leader, key: Any, offset: int) -> None:
+    now = node.now
+    voter = node.voters.is_voter(key)
+    p = d.replicas.get(key.id)
+    if p is None:
+        p = d.replicas[key.id] = ReplicaProgress(key)
+    p.update(now, offset, node.log.end_offset)
+    for rid, q in list(d.replicas.items()):  # forget observers past their session (KIP-595)
+        if not node.voters.has_id(rid) and now - q.last_fetch_ms > node.config.observer_session_timeout_ms:
+            del d.replicas[rid]
+    if voter and key.id != node.local.id:
+        d.fetched_voters.add(key.id)
+        needed = node.voters.majority() - (1 if node.is_voter else 0)
+        if len(d.fetched_voters) >= needed:
+            d.fetched_voters.clear()
+            d.check_quorum_deadline = now + node.config.check_quorum_timeout_ms
+        update_high_watermark(node, d)
+
+
+# ----- follower and observer -----
+def send_fetch(node: RaftNode, dest: int) -> None:
+    req = m.fetch_request(
+        node.cluster_id,
+        node.local,
+        node.epoch,
+        node.log.end_offset,
+        node.log.last_epoch,
+        node.config.fetch_max_wait_ms,
+        node.config.fetch_max_bytes,
+        node.high_watermark,
+    )
+    node.send(dest, req)
+
+
+def poll_follower(node: RaftNode, d: Follower) -> None:
+    from kraftd.core import election
+
+    if node.now >= d.fetch_deadline and not node.shutting_down:
+        if node.is_voter:
+            election.to_prospective(node)
+        else:
+            node.to_unattached(node.epoch)
+        return
+    ready = node.flushed >= node.log.end_offset or node.bugs.ack_before_flush
+    if ready and node.can_send(d.leader_id):
+        send_fetch(node, d.leader_id)
+
+
+def discover_leader(node: RaftNode) -> None:
+    """An observer with no leader asks the voters in turn; any of them names the leader."""
+    if any(True for _ in node.inflight.values()):
+        return
+    ids = node.voters.ids
+    dest = ids[node.discovery_cursor % len(ids)]
+    node.discovery_cursor += 1
+    if node.can_send(dest):
+        send_fetch(node, dest)
+
+
+def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
+    if resp.error_code != ErrorCode.NONE:
+        return  # backoff already applied; the fetch timer decides when to give up
+    part = m.single_partition(resp)
+    if part is None:
+        return
+    leader, epoch = part.current_leader.leader_id, part.current_leader.leader_epoch
+    if part.error_code != ErrorCode.NONE:
+        node.backoff[source] = node.now + node.config.retry_backoff_ms
+        node.maybe_transition(leader, epoch)
+        return
+    node.maybe_transition(leader, epoch)
+    d = node.data
+    if not isinstance(d, Follower) or epoch != node.epoch or d.leader_id != source:
+        return
+    div = part.diverging_epoch
+    if div.epoch >= 0 or div.end_offset >= 0:
+        own = node.log.end_offset_for_epoch(div.epoch)
+        target = max(min(div.end_offset, own.offset), node.log.start_offset)
+        if target < node.log.end_offset:
+            end = node.log.truncate_to(target)
+            node.flushed = min(node.flushed, end)
+            node.out.append(TruncateLog(end))
+        _fetched(node, d, part.high_watermark)
+        return
+    if part.records:
+        try:
+            fresh = _validated(node, batches.split_batches(part.records))
+        except (CorruptRecordError, LogInconsistencyError):
+            node.backoff[source] = node.now + node.config.retry_backoff_ms
+            return
+        for b in fresh:
+            node.log.append(b)
+        if fresh:
+            node.out.append(AppendBatches(tuple(fresh)))
+            node.out.append(FlushLog(node.log.end_offset))
+    _fetched(node, d, part.high_watermark)
+
+
+def _validated(node: RaftNode, got: list[LogBatch]) -> list[LogBatch]:
+    """The batches that extend the log, checked before any is appended (log invariants 1-2)."""
+    fresh = [b for b in got if b.base_offset >= node.log.end_offset]
+    expect, last_epoch = node.log.end_offset, node.log.last_epoch
+    for b in fresh:
+        if b.base_offset != expect or b.epoch < last_epoch or b.epoch > node.epoch:
+            raise LogInconsistencyError(f"batch {b.base_offset}@{b.epoch} does not extend the log")
+        expect, last_epoch = b.next_offset, b.epoch
+    return fresh
+
+
+def _fetched(node: RaftNode, d: Follower, leader_hwm: int) -> None:
+    d.has_fetched = True
+    d.fetch_deadline = node.now + node.config.fetch_timeout_ms
+    node.follower_leader_hwm = leader_hwm
+    _advance_follower_hwm(node, leader_hwm)
+
+
+def _advance_follower_hwm(node: RaftNode, leader_hwm: int) -> None:
+    hwm = min(leader_hwm, node.flushed)
+    if hwm > node.high_watermark:
+        node.high_watermark = hwm

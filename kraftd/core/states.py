@@ -1,0 +1,96 @@
+"""Per-role volatile data. None of it is durable: a restart rebuilds it from ElectionState and the log.
+
+Invariants:
+1. ``Prospective``/``Candidate`` record at most one answer per voter; the local vote counts as granted.
+2. ``Leader.replicas`` holds every voter but the leader, plus observers seen within the session timeout.
+3. ``Follower.has_fetched`` turns True at the first successful fetch from ``leader_id`` in this state and
+   never back (KIP-996: it then rejects pre-votes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraftd.core.types import NO_LEADER, ReplicaKey
+
+
+@dataclass(slots=True)
+class Unattached:
+    election_deadline: int
+    leader_id: int = NO_LEADER
+
+
+@dataclass(slots=True)
+class Prospective:
+    election_deadline: int
+    leader_id: int = NO_LEADER
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class Candidate:
+    election_deadline: int
+    granted: set[int] = field(default_factory=set)
+    rejected: set[int] = field(default_factory=set)
+    backoff_until: int | None = None
+
+
+@dataclass(slots=True)
+class ReplicaProgress:
+    key: ReplicaKey
+    end_offset: int = -1
+    last_fetch_ms: int = -1
+    last_caught_up_ms: int = -1
+    leader_end_at_last_fetch: int = -1
+
+    def update(self, now_ms: int, fetch_offset: int, leader_end: int) -> None:
+        """Kafka's caught-up rule: caught up now if at the leader's end; else as of the previous fetch if
+        this fetch reached the leader's end at that time."""
+        if fetch_offset >= leader_end:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
+        elif fetch_offset >= self.leader_end_at_last_fetch >= 0:
+            self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        self.end_offset = fetch_offset
+        self.last_fetch_ms = now_ms
+        self.leader_end_at_last_fetch = leader_end
+
+
+@dataclass(slots=True)
+class ParkedFetch:
+    replica_id: int
+    fetch_offset: int
+    max_bytes: int
+    deadline: int
+
+
+@dataclass(slots=True)
+class Leader:
+    epoch_start_offset: int
+    check_quorum_deadline: int
+    begin_quorum_deadline: int
+    granting: tuple[int, ...]
+    replicas: dict[int, ReplicaProgress] = field(default_factory=dict)
+    fetched_voters: set[int] = field(default_factory=set)
+    pending: list[bytes] = field(default_factory=list)
+    pending_bytes: int = 0
+    linger_deadline: int | None = None
+    parked: dict[int, ParkedFetch] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Follower:
+    leader_id: int
+    fetch_deadline: int
+    has_fetched: bool = False
+
+
+@dataclass(slots=True)
+class Resigned:
+    election_deadline: int
+    preferred: list[ReplicaKey]
+    unacked: set[int]
+    shutting_down: bool = False
+
+
+RoleData = Unattached | Prospective | Candidate | Leader | Follower | Resigned

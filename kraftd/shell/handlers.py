@@ -1,0 +1,162 @@
+"""Answers the shell gives itself (not the core): ApiVersions, DescribeQuorum, DescribeCluster, Metadata.
+
+Contracts:
+1. ApiVersions lists exactly the APIs of :data:`SERVED`; an unsupported request version gets a v0 answer with
+   UNSUPPORTED_VERSION and only ApiVersions' own range (KIP-511); ``kraft.version`` (0-1) appears among the
+   supported features only for request versions >= 4.
+2. DescribeQuorum is answered by the leader; elsewhere the partition carries NOT_LEADER_OR_FOLLOWER (top-level
+   NONE), as Kafka's controllers answer. A topic/partition other than ``__cluster_metadata``-0 gets
+   UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners.
+3. DescribeCluster answers with the controller nodes, ``controller_id`` = the current leader (-1 unknown) and
+   echoes the requested endpoint type (we answer brokers' questions with the controllers, deliberately).
+4. Metadata lists the controller nodes as brokers, ``controller_id`` = the leader, the cluster id and no topics:
+   each requested topic gets UNKNOWN_TOPIC_OR_PARTITION.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from generated import describe_quorum_response as dq
+from generated.api_versions_response import ApiVersion, ApiVersionsResponse, SupportedFeatureKey
+from generated.describe_cluster_request import DescribeClusterRequest
+from generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.messages import API_SPECS
+from generated.metadata_request import MetadataRequest
+from generated.metadata_response import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
+from kraftd.config import Endpoint
+from kraftd.core.client import QuorumInfo, ReplicaInfo
+from kraftd.core.types import METADATA_PARTITION, METADATA_TOPIC
+from kwire.errors import ErrorCode
+
+API_VERSIONS, METADATA, FETCH = 18, 3, 1
+VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
+SERVED: tuple[int, ...] = (
+    FETCH,
+    METADATA,
+    API_VERSIONS,
+    VOTE,
+    BEGIN_QUORUM,
+    END_QUORUM,
+    DESCRIBE_QUORUM,
+    DESCRIBE_CLUSTER,
+)
+CORE_APIS = frozenset({FETCH, VOTE, BEGIN_QUORUM, END_QUORUM})
+
+
+def supported_versions() -> dict[int, tuple[int, int]]:
+    return {k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version) for k in SERVED}
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterView:
+    """What the shell knows about the quorum's nodes, for the answers above."""
+
+    cluster_id: str
+    nodes: dict[int, tuple[Endpoint, ...]]  # node id -> listeners, controller listener first
+    leader_id: int
+
+
+def api_versions_response(version: int) -> tuple[ApiVersionsResponse, int]:
+    """Contract 1; returns the response and the version to encode it at."""
+    lo, hi = API_SPECS[API_VERSIONS].lowest_version, API_SPECS[API_VERSIONS].highest_version
+    if not lo <= version <= hi:
+        resp = ApiVersionsResponse(
+            error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[ApiVersion(API_VERSIONS, lo, hi)]
+        )
+        return resp, 0
+    keys = [ApiVersion(k, a, b) for k, (a, b) in sorted(supported_versions().items())]
+    features = [SupportedFeatureKey("kraft.version", 0, 1)] if version >= 4 else []
+    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys, supported_features=features), version
+
+
+def _replica(r: ReplicaInfo) -> dq.ReplicaState:
+    d = r.directory_id if isinstance(r.directory_id, uuid.UUID) else uuid.UUID(int=0)
+    return dq.ReplicaState(
+        r.replica_id, d, r.log_end_offset, r.last_fetch_timestamp, r.last_caught_up_timestamp
+    )
+
+
+def describe_quorum_response(
+    req: DescribeQuorumRequest, info: QuorumInfo | None, view: ClusterView
+) -> dq.DescribeQuorumResponse:
+    """Contract 2; ``info`` is None on a non-leader."""
+    topics = req.topics
+    ours = (
+        len(topics) == 1
+        and topics[0].topic_name == METADATA_TOPIC
+        and len(topics[0].partitions) == 1
+        and topics[0].partitions[0].partition_index == METADATA_PARTITION
+    )
+    if not ours:
+        parts = [
+            dq.TopicData(
+                t.topic_name,
+                [
+                    dq.PartitionData(p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                    for p in t.partitions
+                ],
+            )
+            for t in topics
+        ]
+        return dq.DescribeQuorumResponse(topics=parts)
+    if info is None:
+        part = dq.PartitionData(
+            METADATA_PARTITION, ErrorCode.NOT_LEADER_OR_FOLLOWER, error_message=None, leader_id=view.leader_id
+        )
+        return dq.DescribeQuorumResponse(topics=[dq.TopicData(METADATA_TOPIC, [part])])
+    part = dq.PartitionData(
+        partition_index=METADATA_PARTITION,
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        leader_id=info.leader_id,
+        leader_epoch=info.leader_epoch,
+        high_watermark=info.high_watermark,
+        current_voters=[_replica(r) for r in info.voters],
+        observers=[_replica(r) for r in info.observers],
+    )
+    nodes = [
+        dq.Node(v.replica_id, [dq.Listener(e.name, e.host, e.port) for e in view.nodes.get(v.replica_id, ())])
+        for v in info.voters
+        if view.nodes.get(v.replica_id)
+    ]
+    return dq.DescribeQuorumResponse(
+        error_message=None, topics=[dq.TopicData(METADATA_TOPIC, [part])], nodes=nodes
+    )
+
+
+def describe_cluster_response(req: DescribeClusterRequest, view: ClusterView) -> DescribeClusterResponse:
+    """Contract 3."""
+    brokers = [
+        DescribeClusterBroker(node_id, eps[0].host, eps[0].port, None, False)
+        for node_id, eps in sorted(view.nodes.items())
+        if eps
+    ]
+    return DescribeClusterResponse(
+        error_code=ErrorCode.NONE,
+        error_message=None,
+        endpoint_type=req.endpoint_type,
+        cluster_id=view.cluster_id,
+        controller_id=view.leader_id,
+        brokers=brokers,
+    )
+
+
+def metadata_response(req: MetadataRequest, view: ClusterView) -> MetadataResponse:
+    """Contract 4."""
+    brokers = [
+        MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)
+        for node_id, eps in sorted(view.nodes.items())
+        if eps
+    ]
+    topics = [
+        MetadataResponseTopic(
+            error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=t.name, topic_id=t.topic_id
+        )
+        for t in (req.topics or [])
+    ]
+    return MetadataResponse(
+        brokers=brokers, cluster_id=view.cluster_id, controller_id=view.leader_id, topics=topics
+    )

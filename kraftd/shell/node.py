@@ -1,0 +1,368 @@
+"""The asyncio controller node: storage + core + transport, driven by one event loop task.
+
+Contracts (numbers continue kraftd.shell's):
+4. One driver task owns the core: every event goes through ``_events``; effects of a step are executed in
+   order before the next event is taken. PersistElectionState, TruncateLog and AppendBatches complete (fsync
+   for the first) before any later effect of the same step, so a vote or epoch is durable before a peer sees it.
+5. FlushLog runs the fsync in a worker thread; at most one flush is in flight and a request arriving meanwhile
+   is coalesced into one more flush. Only its completion feeds ``LogFlushed`` to the core.
+6. Requests for Vote/BeginQuorumEpoch/EndQuorumEpoch/Fetch go to the core and are answered with its
+   SendResponse; the rest are answered by kraftd.shell.handlers.
+7. :meth:`ControllerNode.append` resolves with the last offset once the high watermark passes it and fails
+   with NotLeaderError if the records can no longer commit (AppendFailed, stop).
+8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
+   :meth:`wait_stopped` re-raises it.
+9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
+   forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get
+   the leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
+   NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from typing import Any
+
+from generated.describe_cluster_request import DescribeClusterRequest
+from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.metadata_request import MetadataRequest
+from generated.request_header import RequestHeader
+from kraftd.config import Endpoint, KraftConfig
+from kraftd.core import messages as core_messages
+from kraftd.core.client import RaftClient
+from kraftd.core.config import QuorumConfig
+from kraftd.core.effects import (
+    AppendBatches,
+    AppendFailed,
+    ApplyCommitted,
+    Effect,
+    FlushLog,
+    LeaderChanged,
+    PersistElectionState,
+    SendRequest,
+    SendResponse,
+    SetDeadline,
+    TruncateLog,
+)
+from kraftd.core.events import Event, LogFlushed, RequestReceived, ResponseReceived, Shutdown, Tick
+from kraftd.core.node import RaftNode
+from kraftd.core.replication import NotLeaderError
+from kraftd.core.states import Leader, Resigned
+from kraftd.core.types import LeaderAndEpoch, ReplicaKey
+from kraftd.shell import handlers
+from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
+from kraftd.shell.transport import PeerConnection, PeerError, Server
+from kraftd.storage.layout import NodeStorage, open_node_storage
+from kwire.errors import ErrorCode
+
+log = logging.getLogger("kraftd.node")
+
+FORWARD_CLIENT = "kraftd-forward-"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class ControllerNode:
+    def __init__(self, config: KraftConfig, *, fsync: bool = True, seed: int | None = None) -> None:
+        self.config = config
+        self.fsync = fsync
+        self.rng = random.Random(seed)
+        self.fatal: BaseException | None = None
+        self._events: asyncio.Queue[Event] = asyncio.Queue()
+        self._deadline = 0
+        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._next_token = 1
+        self._waiters: list[tuple[int, asyncio.Future[int]]] = []
+        self._flushing = False
+        self._flush_again = False
+        self._stopped = asyncio.Event()
+        self._leader_changed = asyncio.Event()
+        self._driver: asyncio.Task[None] | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.storage: NodeStorage | None = None
+        self.peers: dict[int, PeerConnection] = {}
+        self._forwarders: dict[int, PeerConnection] = {}
+
+    # ------------------------------------------------------------------ lifecycle
+    async def start(self) -> None:
+        cfg = self.config
+        storage = open_node_storage(cfg, fsync=self.fsync)
+        self.storage = storage
+        for cut in storage.log.recovery_cuts:
+            log.warning("recovered log: %s", cut.describe())
+        self.setup = quorum_setup(cfg, storage)
+        self.mirror = DiskMirror(storage, self.setup)
+        self.cluster_id = storage.meta.cluster_id
+        local = ReplicaKey(cfg.node_id, storage.meta.directory_id)
+        qc = QuorumConfig(
+            election_timeout_ms=cfg.election_timeout_ms,
+            fetch_timeout_ms=cfg.fetch_timeout_ms,
+            election_backoff_max_ms=cfg.election_backoff_max_ms,
+            request_timeout_ms=cfg.request_timeout_ms,
+            retry_backoff_ms=cfg.retry_backoff_ms,
+            append_linger_ms=cfg.append_linger_ms,
+        )
+        core = RaftNode(
+            local=local,
+            voters=self.setup.voters,
+            config=qc,
+            rng=self.rng,
+            cluster_id=self.cluster_id,
+            election_state=to_core_state(storage.election_state),
+            log=load_core_log(storage.log),
+            now_ms=now_ms(),
+        )
+        self.client = RaftClient(core)
+        name = cfg.controller_listener_names[0]
+        for node_id, eps in self.setup.endpoints.items():
+            ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
+            if node_id != cfg.node_id and ep is not None:
+                self.peers[node_id] = PeerConnection(
+                    ep.host,
+                    ep.port,
+                    client_id=f"raft-client-{cfg.node_id}",
+                    timeout_ms=cfg.request_timeout_ms,
+                )
+        bind = cfg.controller_listener
+        self.server = Server(bind.host, bind.port, self._handle, handlers.supported_versions())
+        await self.server.start()
+        log.info(
+            "node %d listening on %s:%d (cluster %s)",
+            cfg.node_id,
+            bind.host,
+            self.server.port,
+            self.cluster_id,
+        )
+        self._driver = asyncio.create_task(self._drive())
+
+    @property
+    def core(self) -> RaftNode:
+        return self.client.node
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def stop(self, graceful: bool = True) -> None:
+        """Resign (EndQuorumEpoch) if leading, then close everything (bounded by the request timeout)."""
+        if graceful and not self._stopped.is_set() and self._driver is not None:
+            self._events.put_nowait(Shutdown(now_ms()))
+            limit = time.monotonic() + self.config.request_timeout_ms / 1000
+            while time.monotonic() < limit and not self._stopped.is_set():
+                d = self.core.data
+                if not isinstance(d, Leader) and not (isinstance(d, Resigned) and d.unacked):
+                    break
+                await asyncio.sleep(0.01)
+        await self._shutdown()
+
+    async def _shutdown(self) -> None:
+        self._stopped.set()
+        if self._driver is not None and self._driver is not asyncio.current_task():
+            self._driver.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._driver
+        for t in list(self._tasks):
+            t.cancel()
+        for fut in self._pending.values():
+            if not fut.done():
+                fut.cancel()
+        for _, fut in self._waiters:
+            if not fut.done():
+                fut.set_exception(NotLeaderError("the node stopped"))
+        self._waiters.clear()
+        for peer in [*self.peers.values(), *self._forwarders.values()]:
+            peer.close()
+        if getattr(self, "server", None) is not None:
+            await self.server.close()
+        if self.storage is not None:
+            self.storage.close()
+
+    async def wait_stopped(self) -> None:
+        await self._stopped.wait()
+        if self.fatal is not None:
+            raise self.fatal
+
+    # ------------------------------------------------------------------ driver (contract 4)
+    async def _drive(self) -> None:
+        try:
+            self._execute(self.client.step(Tick(now_ms())))
+            while not self._stopped.is_set():
+                timeout = max(0.0, (self._deadline - now_ms()) / 1000)
+                try:
+                    event: Event = await asyncio.wait_for(self._events.get(), timeout)
+                except TimeoutError:
+                    event = Tick(now_ms())
+                self._execute(self.client.step(event))
+        except asyncio.CancelledError:
+            raise
+        except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
+            log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
+            self.fatal = exc
+            self._spawn(self._shutdown())
+
+    def _spawn(self, coro: Any) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _execute(self, effects: list[Effect]) -> None:
+        for e in effects:
+            if isinstance(e, PersistElectionState | TruncateLog | AppendBatches):
+                self.mirror.apply(e)
+            elif isinstance(e, FlushLog):
+                self._request_flush()
+            elif isinstance(e, SendRequest):
+                self._spawn(self._send(e.destination, e.request_id, e.message))
+            elif isinstance(e, SendResponse):
+                fut = self._pending.pop(e.token, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(e.message)
+            elif isinstance(e, ApplyCommitted):
+                self._commit(e.high_watermark)
+            elif isinstance(e, AppendFailed):
+                self._fail_range(e.first_offset, e.last_offset)
+            elif isinstance(e, LeaderChanged):
+                self._on_leader(e.leader)
+            elif isinstance(e, SetDeadline):
+                self._deadline = e.at_ms
+
+    # ------------------------------------------------------------------ flushing (contract 5)
+    def _request_flush(self) -> None:
+        if self._flushing:
+            self._flush_again = True
+            return
+        assert self.storage is not None
+        target, run = self.storage.log.begin_flush()
+        self._flushing = True
+        self._spawn(self._flush(target, run))
+
+    async def _flush(self, target: int, run: Any) -> None:
+        assert self.storage is not None
+        try:
+            await asyncio.to_thread(run)
+        except BaseException as exc:  # noqa: BLE001 - contract 8
+            log.critical("node %d: log flush failed, stopping: %s", self.config.node_id, exc)
+            self.fatal = exc
+            await self._shutdown()
+            return
+        flushed = self.storage.log.complete_flush(target)
+        self._flushing = False
+        self._events.put_nowait(LogFlushed(now_ms(), flushed))
+        if self._flush_again:
+            self._flush_again = False
+            self._request_flush()
+
+    # ------------------------------------------------------------------ network
+    async def _send(self, dest: int, request_id: int, message: Any) -> None:
+        peer = self.peers.get(dest)
+        if peer is None:
+            resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
+        else:
+            try:
+                resp = await peer.request(message)
+            except PeerError as exc:
+                resp = core_messages.error_response(message, ErrorCode(exc.error_code))
+        self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
+
+    def cluster_view(self) -> handlers.ClusterView:
+        nodes: dict[int, tuple[Endpoint, ...]] = dict(self.setup.endpoints)
+        nodes[self.config.node_id] = self.config.advertised_controller_listeners
+        return handlers.ClusterView(self.cluster_id, nodes, self.core.leader_id())
+
+    async def _handle(self, header: RequestHeader, body: Any, version: int) -> tuple[Any, int] | None:
+        key = header.request_api_key
+        if key == handlers.API_VERSIONS:
+            return handlers.api_versions_response(version)
+        if key == handlers.DESCRIBE_QUORUM:
+            assert isinstance(body, DescribeQuorumRequest)
+            try:
+                info = self.client.describe_quorum()
+            except NotLeaderError:
+                info = None
+                forwarded = await self._forward(header, body)
+                if forwarded is not None:
+                    return forwarded, version
+            return handlers.describe_quorum_response(body, info, self.cluster_view()), version
+        if key == handlers.DESCRIBE_CLUSTER:
+            assert isinstance(body, DescribeClusterRequest)
+            return handlers.describe_cluster_response(body, self.cluster_view()), version
+        if key == handlers.METADATA:
+            assert isinstance(body, MetadataRequest)
+            return handlers.metadata_response(body, self.cluster_view()), version
+        token = self._next_token
+        self._next_token += 1
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._pending[token] = fut
+        self._events.put_nowait(RequestReceived(now_ms(), token, body))
+        return await fut, version
+
+    async def _forward(self, header: RequestHeader, body: Any) -> Any | None:
+        """Contract 9: relay a client's DescribeQuorum to the leader, once; None when that is not possible."""
+        leader = self.core.leader_id()
+        if leader < 0 or leader == self.config.node_id or (header.client_id or "").startswith(FORWARD_CLIENT):
+            return None
+        target = self.peers.get(leader)
+        if target is None:
+            return None
+        conn = self._forwarders.get(leader)
+        if conn is None:
+            conn = PeerConnection(
+                target.host,
+                target.port,
+                client_id=f"{FORWARD_CLIENT}{self.config.node_id}",
+                timeout_ms=self.config.request_timeout_ms,
+            )
+            self._forwarders[leader] = conn
+        try:
+            return await conn.request(body)
+        except PeerError:
+            return None
+
+    # ------------------------------------------------------------------ RaftClient (contract 7)
+    async def append(self, records: list[bytes]) -> int:
+        """Append as leader; resolves with the last offset once committed."""
+        if self._stopped.is_set():
+            raise NotLeaderError("the node is stopped")
+        rng = self.client.append(records)
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiters.append((rng.last, fut))
+        self._events.put_nowait(Tick(now_ms()))
+        return await fut
+
+    def _commit(self, hwm: int) -> None:
+        keep = []
+        for last, fut in self._waiters:
+            if last < hwm:
+                if not fut.done():
+                    fut.set_result(last)
+            else:
+                keep.append((last, fut))
+        self._waiters = keep
+
+    def _fail_range(self, first: int, last: int) -> None:
+        keep = []
+        for off, fut in self._waiters:
+            if first <= off <= last:
+                if not fut.done():
+                    fut.set_exception(NotLeaderError(f"records up to offset {off} will not commit"))
+            else:
+                keep.append((off, fut))
+        self._waiters = keep
+
+    def _on_leader(self, leader: LeaderAndEpoch) -> None:
+        log.info("node %d: leader is %d in epoch %d", self.config.node_id, leader.leader_id, leader.epoch)
+        self._leader_changed.set()
+        self._leader_changed = asyncio.Event()
+
+    async def wait_for_leader(self, timeout: float) -> LeaderAndEpoch:
+        """The current leader once one is known (TimeoutError after ``timeout`` seconds)."""
+        async with asyncio.timeout(timeout):
+            while self.core.leader_id() < 0:
+                await self._leader_changed.wait()
+        return self.core.leader_and_epoch()

@@ -1,0 +1,110 @@
+"""The bridge between on-disk storage (kraftd.storage) and the core's in-memory view (kraftd.core).
+
+Contracts:
+1. :func:`load_core_log` gives the core exactly the batches the recovered disk log holds, in order.
+2. Election state maps 1:1 to quorum-state: epoch = leaderEpoch, leader id, voted key = (votedId,
+   votedDirectoryId; the zero uuid means "unknown"). ``data_version`` 1 is written when the quorum was
+   bootstrapped with directory ids (kraft.version 1), 0 with static ``controller.quorum.voters``.
+3. :meth:`DiskMirror.apply` executes TruncateLog/AppendBatches/PersistElectionState synchronously; anything it
+   cannot do raises (LogIOError is fatal).
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from kraftd.config import Endpoint, KraftConfig
+from kraftd.core.effects import AppendBatches, PersistElectionState, TruncateLog
+from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.types import NO_LEADER, ElectionState, ReplicaKey, VoterSet
+from kraftd.storage import batches as batch_format
+from kraftd.storage.bootstrap import read_bootstrap_checkpoint
+from kraftd.storage.layout import NodeStorage
+from kraftd.storage.log import MetadataLog
+from kraftd.storage.quorum_state import NOT_VOTED, ElectionStateRecord
+from kraftd.storage.uuids import ZERO_UUID
+
+
+@dataclass(frozen=True, slots=True)
+class QuorumSetup:
+    """Who the voters are and how to reach them."""
+
+    voters: VoterSet
+    endpoints: dict[int, tuple[Endpoint, ...]]
+    kraft_version: int
+
+
+def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
+    """Static ``controller.quorum.voters`` win; else the bootstrap checkpoint written by ``format``."""
+    if config.quorum_voters:
+        name = config.controller_listener_names[0]
+        return QuorumSetup(
+            VoterSet(tuple(ReplicaKey(v.node_id) for v in config.quorum_voters)),
+            {v.node_id: (Endpoint(name, v.host, v.port),) for v in config.quorum_voters},
+            0,
+        )
+    path = storage.bootstrap_checkpoint
+    if path is None:
+        return QuorumSetup(VoterSet(()), {}, 1)
+    version, voters = read_bootstrap_checkpoint(path)
+    return QuorumSetup(
+        VoterSet(tuple(ReplicaKey(v.node_id, v.directory_id) for v in voters)),
+        {v.node_id: v.endpoints for v in voters},
+        version,
+    )
+
+
+def load_core_log(disk: MetadataLog) -> ReplicatedLog:
+    core = ReplicatedLog(start_offset=disk.start_offset)
+    for data in disk.batches():
+        h = batch_format.peek(data)
+        assert h is not None
+        core.append(LogBatch(h.base_offset, h.last_offset, h.epoch, data, h.is_control))
+    return core
+
+
+def to_core_state(rec: ElectionStateRecord | None) -> ElectionState | None:
+    if rec is None:
+        return None
+    voted = None
+    if rec.voted_id != NOT_VOTED:
+        voted = ReplicaKey(
+            rec.voted_id, None if rec.voted_directory_id == ZERO_UUID else rec.voted_directory_id
+        )
+    return ElectionState(max(rec.leader_epoch, 0), rec.leader_id, voted)
+
+
+def to_record(state: ElectionState, setup: QuorumSetup) -> ElectionStateRecord:
+    voted_id = state.voted_key.id if state.voted_key is not None else NOT_VOTED
+    voted_dir: uuid.UUID = ZERO_UUID
+    if state.voted_key is not None and isinstance(state.voted_key.directory_id, uuid.UUID):
+        voted_dir = state.voted_key.directory_id
+    return ElectionStateRecord(
+        leader_epoch=state.epoch,
+        leader_id=state.leader_id if state.leader_id >= 0 else NO_LEADER,
+        voted_id=voted_id,
+        voted_directory_id=voted_dir,
+        data_version=1 if setup.kraft_version >= 1 else 0,
+        current_voters=() if setup.kraft_version >= 1 else setup.voters.ids,
+    )
+
+
+class DiskMirror:
+    """Executes the core's storage effects against a NodeStorage (contract 3)."""
+
+    def __init__(self, storage: NodeStorage, setup: QuorumSetup) -> None:
+        self.storage = storage
+        self.setup = setup
+
+    @property
+    def log(self) -> MetadataLog:
+        return self.storage.log
+
+    def apply(self, effect: PersistElectionState | TruncateLog | AppendBatches) -> None:
+        if isinstance(effect, PersistElectionState):
+            self.storage.quorum_state.write(to_record(effect.state, self.setup))
+        elif isinstance(effect, TruncateLog):
+            self.storage.log.truncate_to(effect.offset)
+        else:
+            self.storage.log.append(b"".join(b.data for b in effect.batches))

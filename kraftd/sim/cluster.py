@@ -1,0 +1,316 @@
+"""The deterministic simulated cluster: nodes running the pure core on a virtual clock, an event heap,
+durable storage that survives crashes, and the invariant checker hooked into effect execution.
+
+Invariants:
+1. Event-driven: the clock jumps to the next scheduled delivery, flush completion, tick or scenario action;
+   ties are broken by insertion order, so a seed fully determines the run.
+2. Effects of one step are executed exactly as the core's contract says: election state is durable first
+   (synchronously), log effects change the volatile log, a FlushLog makes the volatile prefix durable after
+   a random storage delay, then messages leave.
+3. A crash discards the core and everything volatile; a restart rebuilds the core from the durable
+   election state and the durable (flushed) log only. Messages to a down node or from a previous
+   incarnation are lost.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from kraftd.core import effects as fx
+from kraftd.core import messages as m
+from kraftd.core.config import QuorumConfig
+from kraftd.core.events import (
+    AppendRecords,
+    Event,
+    LogFlushed,
+    RequestReceived,
+    ResponseReceived,
+    Shutdown,
+    Tick,
+)
+from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.node import RaftNode
+from kraftd.core.replication import NotLeaderError
+from kraftd.core.types import ElectionState, ReplicaKey, Role, VoterSet
+from kraftd.sim.invariants import Checker
+from kraftd.sim.network import Network
+from kwire.errors import ErrorCode
+
+
+@dataclass(slots=True)
+class Storage:
+    election: ElectionState = field(default_factory=ElectionState)
+    batches: list[LogBatch] = field(default_factory=list)
+
+    @property
+    def end_offset(self) -> int:
+        return self.batches[-1].next_offset if self.batches else 0
+
+
+@dataclass(slots=True)
+class SimNode:
+    node_id: int
+    storage: Storage = field(default_factory=Storage)
+    core: RaftNode | None = None
+    incarnation: int = 0
+    tick_at: int | None = None
+
+
+class Cluster:
+    def __init__(
+        self,
+        rng: random.Random,
+        voters: list[int],
+        observers: list[int],
+        config: QuorumConfig,
+        checker: Checker,
+        max_storage_delay_ms: int = 5,
+        trace_len: int = 400,
+    ) -> None:
+        self.rng = rng
+        self.now = 0
+        self.voter_ids = voters
+        self.voter_set = VoterSet.of(*voters)
+        self.config = config
+        self.checker = checker
+        self.net = Network(rng)
+        self.max_storage_delay_ms = max_storage_delay_ms
+        self.nodes = {i: SimNode(i) for i in [*voters, *observers]}
+        self._heap: list[tuple[int, int, Callable[[], None]]] = []
+        self._seq = 0
+        self._tokens: dict[
+            int, tuple[int, int, int, int]
+        ] = {}  # token -> requester, incarnation, req id, server
+        self._next_token = 1
+        self.trace: deque[str] = deque(maxlen=trace_len)
+        self.events = 0
+        self.roundtrip: Callable[[Any], Any] | None = None
+        self.commits: dict[int, int] = {}  # append id -> virtual time committed
+
+    # ----- scheduling -----
+    def at(self, when: int, action: Callable[[], None]) -> None:
+        self._seq += 1
+        heapq.heappush(self._heap, (when, self._seq, action))
+
+    def run_until(self, deadline: int, stop: Callable[[], bool] | None = None) -> bool:
+        """Process events up to ``deadline``; return True as soon as ``stop()`` holds."""
+        while self._heap and self._heap[0][0] <= deadline:
+            if stop is not None and stop():
+                return True
+            when, _, action = heapq.heappop(self._heap)
+            self.now = max(self.now, when)
+            action()
+            self.events += 1
+        self.now = max(self.now, deadline)
+        return stop is not None and stop()
+
+    # ----- node life cycle -----
+    def start(self, node_id: int) -> None:
+        n = self.nodes[node_id]
+        n.incarnation += 1
+        log = ReplicatedLog()
+        for b in n.storage.batches:
+            log.append(b)
+        n.core = RaftNode(
+            local=ReplicaKey(node_id),
+            voters=self.voter_set,
+            config=self.config,
+            rng=random.Random(self.rng.getrandbits(32)),
+            cluster_id="sim",
+            election_state=n.storage.election,
+            log=log,
+            now_ms=self.now,
+        )
+        self.trace.append(
+            f"{self.now:>7} n{node_id} start epoch={n.storage.election.epoch} log={log.end_offset}"
+        )
+        self.deliver(node_id, Tick(self.now))
+
+    def crash(self, node_id: int, lose_state: bool = False) -> None:
+        n = self.nodes[node_id]
+        n.core = None
+        n.tick_at = None
+        n.incarnation += 1
+        if lose_state:
+            n.storage = Storage()
+        self.trace.append(f"{self.now:>7} n{node_id} CRASH{' and lose all data' if lose_state else ''}")
+
+    def is_up(self, node_id: int) -> bool:
+        return self.nodes[node_id].core is not None
+
+    def shutdown(self, node_id: int) -> None:
+        self.trace.append(f"{self.now:>7} n{node_id} graceful shutdown")
+        self.deliver(node_id, Shutdown(self.now))
+
+    def append(self, node_id: int, records: list[bytes]) -> tuple[int, int] | None:
+        core = self.nodes[node_id].core
+        if core is None:
+            return None
+        try:
+            r = core.append(records)
+        except NotLeaderError:
+            return None
+        self.deliver(node_id, Tick(self.now))
+        return (r.last, r.epoch)
+
+    # ----- stepping a node -----
+    def deliver(self, node_id: int, event: Event) -> None:
+        n = self.nodes[node_id]
+        core = n.core
+        if core is None:
+            return
+        before_role = core.role
+        out = core.step(event)
+        self.trace.append(f"{self.now:>7} n{node_id} {_describe(event)} -> {core.role.value} e{core.epoch}")
+        self._execute(n, core, out, event)
+        if core.role is Role.LEADER:
+            if before_role is not Role.LEADER:
+                self.checker.on_new_leader(node_id, core.epoch, core.log.batches)
+            self.checker.on_leader_hwm(node_id, core.epoch, core.high_watermark)
+        self.check_durable()
+
+    def check_durable(self) -> None:
+        ends = {i: n.storage.end_offset for i, n in self.nodes.items()}
+        leaders = [
+            (i, n.core.high_watermark)
+            for i, n in self.nodes.items()
+            if n.core is not None and n.core.role is Role.LEADER
+        ]
+        self.checker.check_durable(ends, leaders)
+
+    def _execute(self, n: SimNode, core: RaftNode, out: list[fx.Effect], event: Event) -> None:
+        nid = n.node_id
+        for e in out:
+            if isinstance(e, fx.PersistElectionState):
+                self.checker.on_persist(nid, n.storage.election, e.state)
+                if (
+                    isinstance(event, RequestReceived)
+                    and isinstance(event.message, m.VoteRequest)
+                    and event.message.topics[0].partitions[0].pre_vote
+                    and e.state.epoch == n.storage.election.epoch
+                    and e.state.voted_key != n.storage.election.voted_key
+                ):
+                    from kraftd.sim.invariants import InvariantViolation
+
+                    raise InvariantViolation(8, f"node {nid} persisted a vote answering a pre-vote")
+                n.storage.election = e.state
+            elif isinstance(e, fx.AppendBatches):
+                self.checker.on_append(nid, core.log.batches, len(e.batches))
+            elif isinstance(e, fx.TruncateLog):
+                removed = [b for b in n.storage.batches if b.next_offset > e.offset]
+                self.checker.on_truncate(nid, removed)
+                n.storage.batches = [b for b in n.storage.batches if b.next_offset <= e.offset]
+            elif isinstance(e, fx.FlushLog):
+                delay = self.rng.randint(0, self.max_storage_delay_ms)
+                inc = n.incarnation
+                self.at(self.now + delay, partial(self._flushed, n, inc, e.offset))
+            elif isinstance(e, fx.SendRequest):
+                if isinstance(e.message, m.VoteRequest):
+                    part = e.message.topics[0].partitions[0]
+                    if part.pre_vote:
+                        self.checker.on_prevote_sent(nid, part.replica_epoch, n.storage.election.epoch)
+                self._send_request(n, e)
+            elif isinstance(e, fx.SendResponse):
+                self._send_response(nid, e)
+            elif isinstance(e, fx.ApplyCommitted):
+                self.checker.on_apply(nid, e.batches, core.log.batches)
+            elif isinstance(e, fx.SetDeadline):
+                if n.tick_at is None or e.at_ms != n.tick_at:
+                    n.tick_at = e.at_ms
+                    inc = n.incarnation
+                    self.at(e.at_ms, partial(self._tick, n, inc, e.at_ms))
+
+    def _tick(self, n: SimNode, inc: int, at: int) -> None:
+        if n.incarnation == inc and n.tick_at == at:
+            n.tick_at = None
+            self.deliver(n.node_id, Tick(self.now))
+
+    def _flushed(self, n: SimNode, inc: int, offset: int) -> None:
+        if n.incarnation != inc or n.core is None:
+            return
+        keep = [b for b in n.core.log.batches if b.next_offset <= offset]
+        if len(keep) > len(n.storage.batches):
+            n.storage.batches = keep
+        self.deliver(n.node_id, LogFlushed(self.now, offset))
+
+    # ----- network -----
+    def _send_request(self, n: SimNode, e: fx.SendRequest) -> None:
+        src, dst, inc = n.node_id, e.destination, n.incarnation
+        msg = self.roundtrip(e.message) if self.roundtrip else e.message
+        if (not self.is_up(dst) and self.net.reachable(src, dst)) or self.net.disconnected():
+            err = m.error_response(e.message, ErrorCode.BROKER_NOT_AVAILABLE)  # refused or reset
+            self.at(
+                self.now + self.rng.randint(1, 5), lambda: self._response(src, inc, dst, e.request_id, err)
+            )
+            return
+        for delay in self.net.delays():
+            self.at(self.now + delay, lambda: self._request(src, inc, dst, e.request_id, msg))
+
+    def _request(self, src: int, src_inc: int, dst: int, request_id: int, msg: Any) -> None:
+        if not self.net.reachable(src, dst) or not self.is_up(dst):
+            return
+        token = self._next_token
+        self._next_token += 1
+        self._tokens[token] = (src, src_inc, request_id, dst)
+        self.deliver(dst, RequestReceived(self.now, token, msg))
+
+    def _send_response(self, server: int, e: fx.SendResponse) -> None:
+        entry = self._tokens.pop(e.token, None)
+        if entry is None:
+            return
+        src, src_inc, request_id, _ = entry
+        msg = self.roundtrip(e.message) if self.roundtrip else e.message
+        for delay in self.net.delays():
+            self.at(self.now + delay, lambda: self._response(src, src_inc, server, request_id, msg))
+
+    def _response(self, dst: int, dst_inc: int, server: int, request_id: int, msg: Any) -> None:
+        if self.nodes[dst].incarnation != dst_inc or not self.net.reachable(server, dst):
+            return
+        self.deliver(dst, ResponseReceived(self.now, server, request_id, msg))
+
+    # ----- views -----
+    def leaders(self) -> list[RaftNode]:
+        return [n.core for n in self.nodes.values() if n.core is not None and n.core.role is Role.LEADER]
+
+    def leader(self) -> RaftNode | None:
+        ls = self.leaders()
+        return max(ls, key=lambda c: c.epoch) if ls else None
+
+    def max_epoch(self) -> int:
+        return max(n.storage.election.epoch for n in self.nodes.values())
+
+
+def _describe(event: Event) -> str:
+    if isinstance(event, RequestReceived | ResponseReceived):
+        kind = "req" if isinstance(event, RequestReceived) else f"resp from n{event.source}"
+        return f"{kind} {_summary(event.message)}"
+    if isinstance(event, AppendRecords):
+        return f"append {len(event.records)}"
+    return type(event).__name__
+
+
+def _summary(msg: Any) -> str:
+    name = type(msg).__name__
+    if getattr(msg, "error_code", 0):
+        return f"{name}(error={msg.error_code})"
+    part = m.single_partition(msg)
+    if part is None:
+        return name
+    if isinstance(msg, m.VoteRequest):
+        return f"{name}(n{part.replica_id} e{part.replica_epoch} pre={part.pre_vote} last={part.last_offset}@{part.last_offset_epoch})"
+    if isinstance(msg, m.VoteResponse):
+        return f"{name}(granted={part.vote_granted} e{part.leader_epoch} leader={part.leader_id} err={part.error_code})"
+    if isinstance(msg, m.FetchRequest):
+        return f"{name}(n{m.fetch_replica_id(msg)} off={part.fetch_offset}@{part.last_fetched_epoch} e{part.current_leader_epoch})"
+    if isinstance(msg, m.FetchResponse):
+        div = part.diverging_epoch
+        extra = f" diverging={div.end_offset}@{div.epoch}" if div.epoch >= 0 else ""
+        n = len(part.records or b"")
+        return f"{name}(err={part.error_code} e{part.current_leader.leader_epoch} hwm={part.high_watermark} bytes={n}{extra})"
+    return f"{name}(leader={part.leader_id} e{part.leader_epoch})"

@@ -1,0 +1,153 @@
+"""One simulated run: a seeded cluster, a background workload of random appends, and the helpers the
+scenarios use (wait for a leader, wait for a fresh append to commit, faults).
+
+Liveness bound (stated): once faults are healed and a majority of voters is up, a leader exists and an
+append made then commits within ``LIVENESS_BOUND_MS`` of virtual time. Derivation with the defaults: a
+zombie resigns within check-quorum (3 s); followers notice within the fetch timeout (2 s); an election
+needs at most a couple of randomized timeouts in [1 s, 2 s) plus election backoff (<= 1 s) each; we allow
+20 s to cover repeated split pre-votes under message loss.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+
+from kraftd.core.config import BugFlags, QuorumConfig
+from kraftd.core.node import RaftNode
+from kraftd.core.types import Role
+from kraftd.sim.cluster import Cluster
+from kraftd.sim.invariants import Checker
+from kraftd.sim.network import NetworkFaults
+
+LIVENESS_BOUND_MS = 20_000
+
+
+class LivenessFailure(AssertionError):
+    pass
+
+
+class ScenarioFailure(AssertionError):
+    pass
+
+
+@dataclass(slots=True)
+class Workload:
+    enabled: bool = True
+    counter: int = 0
+    pending: list[tuple[int, int, int]] = field(default_factory=list)  # (node, last offset, epoch)
+    committed: int = 0
+
+
+class Harness:
+    def __init__(self, seed: int, bugs: BugFlags | None = None) -> None:
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.bugs = bugs or BugFlags()
+        self.cluster: Cluster | None = None
+        self.work = Workload()
+
+    # ----- setup -----
+    def setup(
+        self,
+        voters: int,
+        observers: int = 0,
+        faults: NetworkFaults | None = None,
+        check_monotonic_epoch: bool = True,
+        check_majority_hwm: bool = True,
+        fetch_max_bytes: int | None = None,
+    ) -> Cluster:
+        rng = self.rng
+        vids = list(range(voters))
+        oids = list(range(voters, voters + observers))
+        cfg = QuorumConfig(bugs=self.bugs, fetch_max_bytes=fetch_max_bytes or 8 * 1024 * 1024)
+        checker = Checker(tuple(vids), check_monotonic_epoch, check_majority_hwm)
+        c = Cluster(rng, vids, oids, cfg, checker, max_storage_delay_ms=rng.choice([0, 2, 5, 20]))
+        c.net.faults = faults or NetworkFaults(
+            max_delay_ms=rng.choice([2, 5, 10, 30]),
+            drop_rate=rng.choice([0.0, 0.0, 0.001, 0.005]),
+            disconnect_rate=rng.choice([0.0, 0.01, 0.05]),
+            duplicate_rate=rng.choice([0.0, 0.01, 0.05]),
+        )
+        self.cluster = c
+        for i in [*vids, *oids]:
+            c.start(i)
+        self._schedule_append(c)
+        return c
+
+    @property
+    def c(self) -> Cluster:
+        assert self.cluster is not None
+        return self.cluster
+
+    # ----- workload -----
+    def _schedule_append(self, c: Cluster) -> None:
+        c.at(c.now + self.rng.randint(10, 150), lambda: self._append_tick(c))
+
+    def _append_tick(self, c: Cluster) -> None:
+        if self.work.enabled:
+            self.append_now()
+        self._schedule_append(c)
+
+    def append_now(self) -> tuple[int, int, int] | None:
+        c = self.c
+        leader = c.leader()
+        if leader is None:
+            return None
+        self.work.counter += 1
+        values = [f"s{self.seed}-r{self.work.counter}-{i}".encode() for i in range(self.rng.randint(1, 3))]
+        got = c.append(leader.local.id, values)
+        if got is None:
+            return None
+        entry = (leader.local.id, got[0], got[1])
+        self.work.pending.append(entry)
+        return entry
+
+    def is_committed(self, entry: tuple[int, int, int]) -> bool:
+        node_id, last, epoch = entry
+        core = self.c.nodes[node_id].core
+        return core is not None and core.epoch == epoch and core.high_watermark > last
+
+    # ----- waiting -----
+    def run(self, ms: int) -> None:
+        self.c.run_until(self.c.now + ms)
+
+    def wait_leader(self, timeout_ms: int = LIVENESS_BOUND_MS, exclude: int | None = None) -> RaftNode:
+        c = self.c
+
+        def ready() -> bool:
+            lead = c.leader()
+            return lead is not None and lead.local.id != exclude and lead.high_watermark > 0
+
+        if not c.run_until(c.now + timeout_ms, ready):
+            raise LivenessFailure(f"no leader within {timeout_ms} ms (t={c.now})")
+        lead = c.leader()
+        assert lead is not None
+        return lead
+
+    def wait_commit(self, timeout_ms: int = LIVENESS_BOUND_MS) -> None:
+        """Liveness: a fresh append commits within the bound (retried on every new leader)."""
+        c = self.c
+        deadline = c.now + timeout_ms
+        while c.now < deadline:
+            entry = self.append_now()
+            if entry is None:
+                c.run_until(min(deadline, c.now + 50))
+                continue
+            epoch = entry[2]
+
+            def done(entry: tuple[int, int, int] = entry, epoch: int = epoch) -> bool:
+                lead = c.leader()
+                return self.is_committed(entry) or lead is None or lead.epoch != epoch
+
+            c.run_until(deadline, done)
+            if self.is_committed(entry):
+                return
+        raise LivenessFailure(f"no append committed within {timeout_ms} ms (t={c.now})")
+
+    def up_voters(self) -> list[int]:
+        return [i for i in self.c.voter_ids if self.c.is_up(i)]
+
+    def role(self, node_id: int) -> Role | None:
+        core = self.c.nodes[node_id].core
+        return None if core is None else core.role

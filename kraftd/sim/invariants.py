@@ -1,0 +1,156 @@
+"""Safety invariants checked after every simulated event (the issue's list; Kafka's
+RaftEventSimulationTest checks the same family).
+
+1. At most one leader per epoch (over persisted election states and live leaders).
+2. Log matching: a batch at (offset, epoch) is the same batch, preceded by the same batch, on every node.
+   Recorded as facts in a registry, so by induction equal (offset, epoch) implies equal prefixes.
+3. Every committed batch is in the log of every later leader (checked when a leader takes office).
+4. Committed data is never lost or changed: what any node applies agrees with the global committed prefix,
+   no node truncates a committed batch, and a majority of voters keeps it durable across crashes.
+5. Each leader's HWM never decreases within its epoch.
+6. Each node's persisted epoch never decreases.
+7. A majority of voters has flushed (durably holds) every offset below each live leader's HWM.
+8. Pre-vote never changes an epoch: pre-vote requests carry the sender's persisted epoch, and answering a
+   same-epoch pre-vote persists nothing (entering Prospective with a new epoch is rejected by the core's
+   transition table, which the simulator reports as a failure).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from kraftd.core.log import LogBatch
+from kraftd.core.types import ElectionState
+
+
+class InvariantViolation(AssertionError):
+    def __init__(self, number: int, text: str) -> None:
+        super().__init__(f"invariant ({number}) violated: {text}")
+        self.number = number
+
+
+def _key(b: LogBatch) -> tuple[int, int, int]:
+    return (b.base_offset, b.epoch, b.last_offset)
+
+
+@dataclass(slots=True)
+class Checker:
+    voters: tuple[int, ...]
+    check_monotonic_epoch: bool = True
+    check_majority_hwm: bool = True
+    leaders: dict[int, int] = field(default_factory=dict)  # epoch -> leader id
+    registry: dict[tuple[int, int, int], tuple[bytes, tuple[int, int, int] | None]] = field(
+        default_factory=dict
+    )
+    committed: list[LogBatch] = field(default_factory=list)
+    leader_hwm: dict[tuple[int, int], int] = field(default_factory=dict)  # (node, epoch) -> hwm
+
+    @property
+    def committed_end(self) -> int:
+        return self.committed[-1].next_offset if self.committed else 0
+
+    def majority(self) -> int:
+        return len(self.voters) // 2 + 1
+
+    # (1), (6)
+    def on_persist(self, node: int, old: ElectionState, new: ElectionState) -> None:
+        if self.check_monotonic_epoch and new.epoch < old.epoch:
+            raise InvariantViolation(6, f"node {node} persisted epoch {new.epoch} after {old.epoch}")
+        self.note_leader(new.epoch, new.leader_id)
+
+    def note_leader(self, epoch: int, leader_id: int) -> None:
+        if leader_id < 0:
+            return
+        known = self.leaders.setdefault(epoch, leader_id)
+        if known != leader_id:
+            raise InvariantViolation(1, f"epoch {epoch} has leaders {known} and {leader_id}")
+
+    # (2), (4)
+    def on_append(self, node: int, log_batches: list[LogBatch], count: int) -> None:
+        start = len(log_batches) - count
+        for i in range(start, len(log_batches)):
+            b = log_batches[i]
+            prev = _key(log_batches[i - 1]) if i > 0 else None
+            fact = (b.data, prev)
+            seen = self.registry.setdefault(_key(b), fact)
+            if seen != fact:
+                raise InvariantViolation(
+                    2, f"node {node}: batch {b.base_offset}@{b.epoch} differs from another copy"
+                )
+            if i < len(self.committed) and _key(self.committed[i]) != _key(b):
+                raise InvariantViolation(
+                    4,
+                    f"node {node} wrote {b.base_offset}@{b.epoch} over committed batch {_key(self.committed[i])}",
+                )
+
+    def on_truncate(self, node: int, removed: list[LogBatch]) -> None:
+        for b in removed:
+            i = self._index_of(b.base_offset)
+            if i < len(self.committed) and _key(self.committed[i]) == _key(b):
+                raise InvariantViolation(
+                    4, f"node {node} truncated committed batch {b.base_offset}@{b.epoch}"
+                )
+
+    def on_apply(self, node: int, applied: tuple[LogBatch, ...], log_batches: list[LogBatch]) -> None:
+        for b in applied:
+            idx = self._index_of(b.base_offset)
+            if idx < len(self.committed):
+                if _key(self.committed[idx]) != _key(b) or self.committed[idx].data != b.data:
+                    raise InvariantViolation(
+                        4, f"node {node} applied {_key(b)} but {_key(self.committed[idx])} was committed"
+                    )
+            elif b.base_offset == self.committed_end:
+                self.committed.append(b)
+            else:
+                raise InvariantViolation(
+                    4, f"node {node} applied {_key(b)} past a gap at {self.committed_end}"
+                )
+
+    def _index_of(self, offset: int) -> int:
+        lo, hi = 0, len(self.committed)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.committed[mid].base_offset < offset:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+    # (3)
+    def on_new_leader(self, node: int, epoch: int, log_batches: list[LogBatch]) -> None:
+        self.note_leader(epoch, node)
+        n = len(self.committed)
+        if len(log_batches) < n or any(_key(log_batches[i]) != _key(self.committed[i]) for i in range(n)):
+            raise InvariantViolation(
+                3, f"leader {node} of epoch {epoch} lacks committed data below {self.committed_end}"
+            )
+
+    # (5)
+    def on_leader_hwm(self, node: int, epoch: int, hwm: int) -> None:
+        prev = self.leader_hwm.get((node, epoch), 0)
+        if hwm < prev:
+            raise InvariantViolation(5, f"leader {node} epoch {epoch} HWM went {prev} -> {hwm}")
+        self.leader_hwm[(node, epoch)] = hwm
+
+    # (7), (4: durable on a majority)
+    def check_durable(self, durable_ends: dict[int, int], leader_hwms: list[tuple[int, int]]) -> None:
+        if not self.check_majority_hwm:
+            return
+        ends = sorted((durable_ends.get(v, 0) for v in self.voters), reverse=True)
+        kth = ends[self.majority() - 1]
+        for node, hwm in leader_hwms:
+            if hwm > kth:
+                raise InvariantViolation(
+                    7, f"leader {node} HWM {hwm} but only {kth} is flushed on a majority"
+                )
+        if self.committed_end > kth:
+            raise InvariantViolation(
+                4, f"committed offset {self.committed_end} is durable only up to {kth} on a majority"
+            )
+
+    # (8)
+    def on_prevote_sent(self, node: int, request_epoch: int, persisted_epoch: int) -> None:
+        if request_epoch != persisted_epoch:
+            raise InvariantViolation(
+                8, f"node {node} pre-voted at epoch {request_epoch}, persisted {persisted_epoch}"
+            )

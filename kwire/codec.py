@@ -1,0 +1,168 @@
+"""Runtime primitives shared by every module in ``generated/``.
+
+Contracts:
+1. This module imports nothing from the project except :mod:`kwire.errors` (generated code depends on it).
+2. Unsigned varints are Kafka's protocol varints (7 bits per byte, little-endian groups, high bit = more),
+   at most 5 bytes and 32 bits, as in ByteUtils.readUnsignedVarint; anything longer is a
+   :class:`MessageDecodeError`. Record-level zigzag varints live in ``kwire.records``, not here.
+3. Tagged-field sections are written as: count, then (tag, size, payload) in ascending tag order.
+4. The exception tuples below list everything a generated reader/writer can raise on bad input; the
+   generated top-level methods translate them into :class:`MessageDecodeError`/:class:`MessageEncodeError`.
+"""
+
+from __future__ import annotations
+
+import builtins
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID, SafeUUID
+
+from kwire.errors import MessageDecodeError, MessageEncodeError
+
+__all__ = [
+    "ArrayPackers",
+    "ArrayUnpackers",
+    "DECODE_ERRORS",
+    "ENCODE_ERRORS",
+    "FieldInfo",
+    "ZERO_UUID",
+    "read_uvarint",
+    "uuid_from_bytes",
+    "write_tagged",
+    "write_uvarint",
+]
+
+# Kafka's Uuid.ZERO_UUID: the default of every uuid field without a spec default.
+ZERO_UUID = UUID(int=0)
+
+DECODE_ERRORS: tuple[type[BaseException], ...] = (
+    struct.error,
+    IndexError,
+    ValueError,  # includes UnicodeDecodeError
+    TypeError,
+    OverflowError,
+)
+ENCODE_ERRORS: tuple[type[BaseException], ...] = (
+    struct.error,
+    AttributeError,  # e.g. None where a str/struct/uuid is required
+    TypeError,
+    ValueError,  # includes UnicodeEncodeError
+    OverflowError,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldInfo:
+    """Spec metadata of one field, in spec order on each generated struct's ``FIELDS``.
+
+    Version ranges are inclusive; an open-ended range ("N+") has upper bound 32767.
+    ``default`` is the Python default (None for struct and array fields).
+    """
+
+    name: str
+    attr: str
+    type: str
+    versions: tuple[int, int]
+    nullable_versions: tuple[int, int] | None
+    tagged_versions: tuple[int, int] | None
+    tag: int | None
+    ignorable: bool
+    default: object
+    struct: builtins.type | None
+    map_key: bool = False
+
+
+def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
+    """Decode an unsigned varint at ``pos``; return (value, position after it)."""
+    value = 0
+    shift = 0
+    n = len(data)
+    while True:
+        if pos >= n:
+            raise MessageDecodeError("truncated unsigned varint")
+        b = data[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return value, pos
+        shift += 7
+        if shift > 28:
+            raise MessageDecodeError("unsigned varint is longer than 5 bytes")
+
+
+def write_uvarint(out: bytearray, value: int) -> None:
+    """Append ``value`` (0 <= value < 2**32) as an unsigned varint."""
+    if value < 0 or value > 0xFFFFFFFF:
+        raise MessageEncodeError(f"unsigned varint out of range: {value}")
+    while value >= 0x80:
+        out.append((value & 0x7F) | 0x80)
+        value >>= 7
+    out.append(value)
+
+
+def _tag_of(entry: tuple[int, bytes | bytearray]) -> int:
+    return entry[0]
+
+
+def write_tagged(out: bytearray, fields: Sequence[tuple[int, bytes | bytearray]]) -> None:
+    """Append a tagged-field section holding ``fields`` in ascending tag order (stable for equal tags)."""
+    if len(fields) > 1:
+        fields = sorted(fields, key=_tag_of)
+    write_uvarint(out, len(fields))
+    for tag, payload in fields:
+        if not isinstance(tag, int) or tag < 0:
+            raise MessageEncodeError(f"invalid tag {tag!r} in tagged fields")
+        write_uvarint(out, tag)
+        write_uvarint(out, len(payload))
+        out += payload
+
+
+_new = object.__new__
+_set = object.__setattr__
+_SAFE = SafeUUID.unknown
+# Decoded UUIDs are immutable, so equal ones may be shared: directory and topic ids repeat constantly.
+_UUIDS: dict[bytes, UUID] = {}
+_UUIDS_MAX = 4096
+
+
+def uuid_from_bytes(raw: bytes) -> UUID:
+    """The UUID of exactly 16 big-endian bytes (equal to ``UUID(bytes=raw)``; possibly a shared instance)."""
+    u = _UUIDS.get(raw)
+    if u is None:
+        u = _new(UUID)
+        _set(u, "int", int.from_bytes(raw, "big"))
+        _set(u, "is_safe", _SAFE)
+        if len(_UUIDS) < _UUIDS_MAX:
+            _UUIDS[raw] = u
+    return u
+
+
+class ArrayPackers(dict[int, Callable[..., bytes]]):
+    """count → precompiled ``pack`` for an array of ``count`` fixed-width elements of one struct code
+    (e.g. ``packers[3](a, b, c)`` for ">3i"); filled lazily, small counts cached."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__()
+        self.code = code
+
+    def __missing__(self, count: int) -> Callable[..., bytes]:
+        fn = struct.Struct(f">{count}{self.code}").pack
+        if count <= 1024:
+            self[count] = fn
+        return fn
+
+
+class ArrayUnpackers(dict[int, Callable[[bytes, int], tuple[Any, ...]]]):
+    """count → precompiled ``unpack_from`` for ``count`` fixed-width elements (see :class:`ArrayPackers`)."""
+
+    def __init__(self, code: str) -> None:
+        super().__init__()
+        self.code = code
+
+    def __missing__(self, count: int) -> Callable[[bytes, int], tuple[Any, ...]]:
+        fn = struct.Struct(f">{count}{self.code}").unpack_from
+        if count <= 1024:
+            self[count] = fn
+        return fn

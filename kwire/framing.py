@@ -1,0 +1,78 @@
+"""Kafka's size-prefixed framing, sans-IO.
+
+Every request and response on a Kafka connection is ``int32 size`` followed by ``size`` bytes.
+
+Contracts:
+1. :class:`FrameDecoder` accepts arbitrary chunks (one byte at a time, many frames at once) and returns complete
+   frame payloads in arrival order; bytes it has not yet returned stay buffered.
+2. A size prefix that is negative or above ``max_frame_size`` (default 104857600, Kafka's
+   ``socket.request.max.bytes``) raises :class:`FrameSizeError` as soon as its four bytes arrive, before any
+   buffer of that size exists (Kafka NetworkReceive raises InvalidReceiveException in the same cases). The
+   decoder is then unusable: every later ``feed`` raises the same error (the connection must close).
+3. A zero-size frame is legal framing; what it means is up to the layer above.
+4. :func:`encode_frame` is the inverse; a payload over the limit is our own misuse (LocalProtocolError).
+"""
+
+from __future__ import annotations
+
+from kwire.errors import FrameSizeError, LocalProtocolError
+
+DEFAULT_MAX_FRAME_SIZE = 104857600
+_COMPACT_AT = 1 << 16
+
+
+class FrameDecoder:
+    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
+        if max_frame_size < 0:
+            raise LocalProtocolError("max_frame_size must be non-negative")
+        self.max_frame_size = max_frame_size
+        self._buf = bytearray()
+        self._pos = 0
+        self._need: int | None = None  # payload size of the frame in progress, once its prefix is read
+        self._error: FrameSizeError | None = None
+
+    @property
+    def buffered(self) -> int:
+        """Bytes received but not yet returned as part of a frame."""
+        return len(self._buf) - self._pos
+
+    def feed(self, data: bytes | bytearray | memoryview) -> list[bytes]:
+        """Add received bytes; return every frame payload they complete."""
+        if self._error is not None:
+            raise self._error
+        self._buf += data
+        frames: list[bytes] = []
+        buf = self._buf
+        while True:
+            avail = len(buf) - self._pos
+            if self._need is None:
+                if avail < 4:
+                    break
+                size = int.from_bytes(buf[self._pos : self._pos + 4], "big", signed=True)
+                if size < 0 or size > self.max_frame_size:
+                    self._error = FrameSizeError(
+                        f"frame size {size} outside 0..{self.max_frame_size}; closing the connection"
+                    )
+                    raise self._error
+                self._pos += 4
+                self._need = size
+                avail -= 4
+            if avail < self._need:
+                break
+            end = self._pos + self._need
+            frames.append(bytes(buf[self._pos : end]))
+            self._pos = end
+            self._need = None
+        if self._pos >= _COMPACT_AT or self._pos == len(buf):
+            del buf[: self._pos]
+            self._pos = 0
+        return frames
+
+
+def encode_frame(
+    payload: bytes | bytearray | memoryview, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE
+) -> bytes:
+    n = len(payload)
+    if n > max_frame_size:
+        raise LocalProtocolError(f"frame of {n} bytes exceeds the {max_frame_size} limit")
+    return n.to_bytes(4, "big") + bytes(payload)

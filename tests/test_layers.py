@@ -1,0 +1,102 @@
+"""The layering contract of docs/CONTRACTS.md, checked by parsing every module's imports.
+
+1. generated/ imports only the standard library, kwire.errors and kwire.codec (and itself).
+2. kwire/ never imports kraftd or tools; kwire.errors and kwire.codec import nothing of ours.
+3. kraftd/core never imports the shell (kraftd.shell, kraftd.storage, kraftd.config), the simulator or tools.
+4. Nothing below tools/ imports tools.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+OURS = ("generated", "kwire", "kraftd", "tools", "codegen")
+
+
+def _imports(path: Path, root: Path = ROOT) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                mod = ".".join([*base, node.module] if node.module else base)
+            else:
+                mod = node.module or ""
+            names.add(mod)
+            # `from kwire import errors` names the submodule kwire.errors.
+            names.update(f"{mod}.{alias.name}" for alias in node.names)
+    return names
+
+
+def _modules(package: str, root: Path = ROOT) -> list[Path]:
+    return sorted((root / package).rglob("*.py"))
+
+
+def _ours(name: str) -> bool:
+    return name.split(".")[0] in OURS
+
+
+def _violations(
+    package: str, allowed: tuple[str, ...], forbidden: tuple[str, ...] = (), root: Path = ROOT
+) -> list[str]:
+    bad = []
+    for path in _modules(package, root):
+        for name in _imports(path, root):
+            if forbidden and any(name == f or name.startswith(f + ".") for f in forbidden):
+                bad.append(f"{path.relative_to(root)} imports {name}")
+            elif allowed and _ours(name) and not any(name == a or name.startswith(a + ".") for a in allowed):
+                # `from kwire import errors` yields both "kwire" and "kwire.errors"; the bare package is fine.
+                if name in {a.split(".")[0] for a in allowed}:
+                    continue
+                bad.append(f"{path.relative_to(root)} imports {name}")
+    return bad
+
+
+def test_generated_depends_only_on_runtime() -> None:
+    if not _modules("generated"):
+        pytest.skip("generated/ is empty")
+    assert _violations("generated", allowed=("generated", "kwire.errors", "kwire.codec")) == []
+
+
+def test_kwire_never_imports_kraftd_or_tools() -> None:
+    assert _violations("kwire", allowed=(), forbidden=("kraftd", "tools", "codegen")) == []
+
+
+def test_kwire_runtime_modules_import_nothing_of_ours() -> None:
+    for name in ("errors", "codec"):
+        path = ROOT / "kwire" / f"{name}.py"
+        if path.exists():
+            ours = sorted(n for n in _imports(path) if _ours(n) and n not in {"kwire.errors", "kwire"})
+            assert ours == [], f"kwire/{name}.py imports {ours}"
+
+
+def test_core_never_imports_shell_sim_or_tools() -> None:
+    forbidden = ("kraftd.shell", "kraftd.storage", "kraftd.config", "kraftd.sim", "tools", "codegen")
+    assert _violations("kraftd/core", allowed=(), forbidden=forbidden) == []
+
+
+def test_core_imports_no_io_modules() -> None:
+    io_modules = ("asyncio", "socket", "os", "time", "threading", "subprocess", "selectors", "pathlib", "io")
+    assert _violations("kraftd/core", allowed=(), forbidden=io_modules) == []
+
+
+def test_checker_sees_planted_violations(tmp_path: Path) -> None:
+    # The checker itself must be able to fail: a core module importing asyncio, and a kwire module importing
+    # kraftd through a relative-looking absolute import, are both reported.
+    (tmp_path / "kraftd" / "core").mkdir(parents=True)
+    (tmp_path / "kraftd" / "core" / "bad.py").write_text("import asyncio\nfrom kraftd.shell import node\n")
+    (tmp_path / "kwire").mkdir()
+    (tmp_path / "kwire" / "bad.py").write_text("from kraftd.core import roles\n")
+    core_bad = _violations("kraftd/core", allowed=(), forbidden=("asyncio", "kraftd.shell"), root=tmp_path)
+    assert sorted(core_bad) == ["kraftd/core/bad.py imports asyncio", "kraftd/core/bad.py imports kraftd.shell",
+                                "kraftd/core/bad.py imports kraftd.shell.node"]
+    assert _violations("kwire", allowed=(), forbidden=("kraftd",), root=tmp_path) != []

@@ -1,0 +1,1 @@
+"""Operator command-line tools (click), verbs and flags mirroring Kafka's."""

@@ -1,0 +1,167 @@
+"""``kraft-metadata-quorum``: describe the quorum the way Kafka's kafka-metadata-quorum does.
+
+Flow (Kafka's ``--bootstrap-controller`` path): ApiVersions, then DescribeCluster (endpoint type 2) to learn
+the cluster id and the active controller, then DescribeQuorum to that controller. ``--bootstrap-server`` is
+accepted and follows the same path (our controllers answer brokers' questions too).
+
+Contracts:
+1. Exactly one of ``--bootstrap-server`` / ``--bootstrap-controller`` is required, and exactly one of
+   ``describe --status`` / ``--replication``; ``--human-readable`` only goes with ``--replication``.
+2. Output is tools.quorum_report's; failures print one line on stderr and exit 1.
+3. Every retry loop is bounded (a leader change between DescribeCluster and DescribeQuorum is retried a few
+   times within ``--timeout-ms``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import click
+
+from generated.describe_cluster_request import DescribeClusterRequest
+from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
+from kraftd.shell.transport import PeerConnection, PeerError
+from kwire.errors import ErrorCode, KraftError
+from tools.quorum_report import QuorumInfo, Replica, replication_report, status_report
+
+CONTROLLERS = 2
+BROKERS = 1
+
+
+def _hosts(text: str) -> list[tuple[str, int]]:
+    out = []
+    for item in (p.strip() for p in text.split(",")):
+        host, sep, port = item.rpartition(":")
+        if not sep or not port.isdigit():
+            raise click.BadParameter(f"{item!r} is not host:port")
+        out.append((host.strip("[]"), int(port)))
+    return out
+
+
+async def fetch_quorum(
+    hosts: list[tuple[str, int]], endpoint_type: int, timeout_ms: int
+) -> tuple[str, QuorumInfo]:
+    """The cluster id and the leader's DescribeQuorum answer (contract 3)."""
+    deadline = time.monotonic() + timeout_ms / 1000
+    last_error = "no bootstrap server answered"
+    for _attempt in range(20):
+        if time.monotonic() > deadline:
+            break
+        for host, port in hosts:
+            conn = PeerConnection(host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms)
+            try:
+                cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type))
+            except PeerError as exc:
+                last_error = str(exc)
+                continue
+            finally:
+                conn.close()
+            if cluster.error_code != ErrorCode.NONE:
+                last_error = f"DescribeCluster failed: {ErrorCode(cluster.error_code).name} {cluster.error_message or ''}"
+                continue
+            leader = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
+            if leader is None:
+                last_error = "no active controller is known yet"
+                continue
+            conn = PeerConnection(
+                leader.host, leader.port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms
+            )
+            try:
+                req = DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
+                resp = await conn.request(req)
+            except PeerError as exc:
+                last_error = str(exc)
+                continue
+            finally:
+                conn.close()
+            if resp.error_code != ErrorCode.NONE:
+                raise KraftError(f"DescribeQuorum failed: {ErrorCode(resp.error_code).name}")
+            part = resp.topics[0].partitions[0]
+            if part.error_code != ErrorCode.NONE:
+                last_error = f"DescribeQuorum failed: {ErrorCode(part.error_code).name}"
+                continue
+            endpoints = {
+                n.node_id: tuple(
+                    f"{lst.name}://{('[' + lst.host + ']') if ':' in lst.host else lst.host}:{lst.port}"
+                    for lst in n.listeners
+                )
+                for n in resp.nodes
+            }
+
+            def rep(r: Any) -> Replica:
+                return Replica(
+                    r.replica_id,
+                    r.replica_directory_id,
+                    r.log_end_offset,
+                    r.last_fetch_timestamp,
+                    r.last_caught_up_timestamp,
+                )
+
+            info = QuorumInfo(
+                part.leader_id,
+                part.leader_epoch,
+                part.high_watermark,
+                tuple(rep(v) for v in part.current_voters),
+                tuple(rep(o) for o in part.observers),
+                endpoints,
+            )
+            return cluster.cluster_id, info
+        await asyncio.sleep(0.2)
+    raise KraftError(last_error)
+
+
+@click.group(help="This tool describes kraft metadata quorum status.")
+@click.option("--bootstrap-server", help="A comma-separated list of host:port pairs of the cluster.")
+@click.option("--bootstrap-controller", help="A comma-separated list of host:port pairs of the controllers.")
+@click.option(
+    "--command-config", type=click.Path(exists=True, dir_okay=False), help="Accepted for compatibility."
+)
+@click.option("--timeout-ms", default=10000, show_default=True, hidden=True)
+@click.pass_context
+def main(
+    ctx: click.Context,
+    bootstrap_server: str | None,
+    bootstrap_controller: str | None,
+    command_config: str | None,
+    timeout_ms: int,
+) -> None:
+    if (bootstrap_server is None) == (bootstrap_controller is None):
+        raise click.UsageError("Exactly one of --bootstrap-server or --bootstrap-controller must be given.")
+    hosts = _hosts(bootstrap_server or bootstrap_controller or "")
+    ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms)
+
+
+@main.command(help="Describe the metadata quorum info")
+@click.option("--status", is_flag=True, help="A short summary of the quorum status.")
+@click.option("--replication", is_flag=True, help="Detailed information about the status of replication.")
+@click.option("--human-readable", is_flag=True, help="Human-readable output (with --replication).")
+@click.pass_obj
+def describe(
+    obj: tuple[list[tuple[str, int]], int, int], status: bool, replication: bool, human_readable: bool
+) -> None:
+    hosts, endpoint_type, timeout_ms = obj
+    if status and replication:
+        raise click.ClickException(
+            "Only one of --status or --replication should be specified with describe sub-command"
+        )
+    if not status and not replication:
+        raise click.ClickException(
+            "One of --status or --replication must be specified with describe sub-command"
+        )
+    if status and human_readable:
+        raise click.ClickException("The option --human-readable is only supported along with --replication")
+    try:
+        cluster_id, info = asyncio.run(fetch_quorum(hosts, endpoint_type, timeout_ms))
+        text = (
+            status_report(cluster_id, info)
+            if status
+            else replication_report(info, human_readable=human_readable)
+        )
+    except KraftError as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(text, nl=False)
+
+
+__all__ = ["main", "fetch_quorum"]
