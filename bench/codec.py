@@ -75,10 +75,16 @@ def describe_quorum_v2() -> tuple[Any, int]:
         current_voters=[rs(i) for i in range(1, 4)],
         observers=[rs(i) for i in range(100, 105)],
     )
-    nodes = [node(node_id=i, listeners=[listener(name="CONTROLLER", host=f"controller-{i}", port=9093)])
-             for i in range(1, 4)]
-    obj = cls(error_code=0, error_message=None, topics=[topic(topic_name="__cluster_metadata", partitions=[p])],
-              nodes=nodes)
+    nodes = [
+        node(node_id=i, listeners=[listener(name="CONTROLLER", host=f"controller-{i}", port=9093)])
+        for i in range(1, 4)
+    ]
+    obj = cls(
+        error_code=0,
+        error_message=None,
+        topics=[topic(topic_name="__cluster_metadata", partitions=[p])],
+        nodes=nodes,
+    )
     return obj, 2
 
 
@@ -86,10 +92,22 @@ def fetch_v16() -> tuple[Any, int]:
     cls = messages.by_name("FetchResponse")
     topic = _sub(cls, "responses")
     part = _sub(topic, "partitions")
-    p = part(partition_index=0, error_code=0, high_watermark=5000, last_stable_offset=5000, log_start_offset=0,
-             aborted_transactions=None, preferred_read_replica=-1, records=bytes(range(256)) * 64)
-    obj = cls(throttle_time_ms=0, error_code=0, session_id=0,
-              responses=[topic(topic_id=uuid.UUID(int=1), partitions=[p])])
+    p = part(
+        partition_index=0,
+        error_code=0,
+        high_watermark=5000,
+        last_stable_offset=5000,
+        log_start_offset=0,
+        aborted_transactions=None,
+        preferred_read_replica=-1,
+        records=bytes(range(256)) * 64,
+    )
+    obj = cls(
+        throttle_time_ms=0,
+        error_code=0,
+        session_id=0,
+        responses=[topic(topic_id=uuid.UUID(int=1), partitions=[p])],
+    )
     return obj, 16
 
 
@@ -100,13 +118,35 @@ def metadata_v12() -> tuple[Any, int]:
     part = _sub(topic, "partitions")
     topics = []
     for t in range(100):
-        parts = [part(error_code=0, partition_index=p, leader_id=p % 3, leader_epoch=4, replica_nodes=[0, 1, 2],
-                      isr_nodes=[0, 1, 2], offline_replicas=[]) for p in range(3)]
-        topics.append(topic(error_code=0, name=f"topic-{t:03d}", topic_id=uuid.UUID(int=t + 77), is_internal=False,
-                            partitions=parts, topic_authorized_operations=-2147483648))
-    obj = cls(throttle_time_ms=0, brokers=[broker(node_id=i, host=f"broker-{i}", port=9092, rack=None)
-                                           for i in range(3)],
-              cluster_id="MkU3OEVBNTcwNTJENDM2Qk", controller_id=1, topics=topics)
+        parts = [
+            part(
+                error_code=0,
+                partition_index=p,
+                leader_id=p % 3,
+                leader_epoch=4,
+                replica_nodes=[0, 1, 2],
+                isr_nodes=[0, 1, 2],
+                offline_replicas=[],
+            )
+            for p in range(3)
+        ]
+        topics.append(
+            topic(
+                error_code=0,
+                name=f"topic-{t:03d}",
+                topic_id=uuid.UUID(int=t + 77),
+                is_internal=False,
+                partitions=parts,
+                topic_authorized_operations=-2147483648,
+            )
+        )
+    obj = cls(
+        throttle_time_ms=0,
+        brokers=[broker(node_id=i, host=f"broker-{i}", port=9092, rack=None) for i in range(3)],
+        cluster_id="MkU3OEVBNTcwNTJENDM2Qk",
+        controller_id=1,
+        topics=topics,
+    )
     return obj, 12
 
 
@@ -127,6 +167,18 @@ def _rate(fn: Callable[[], object], budget_s: float) -> float:
     return 1.0 / best
 
 
+def _measure(
+    ours: Any, theirs: Any, kp_cls: Any, version: int, data: bytes, budget_s: float
+) -> dict[str, float]:
+    cls = type(ours)
+    return {
+        "encode_ours": _rate(lambda: ours.encode(version), budget_s),
+        "encode_kafka_python": _rate(lambda: theirs.encode(version=version), budget_s),
+        "decode_ours": _rate(lambda: cls.decode(data, version), budget_s),
+        "decode_kafka_python": _rate(lambda: kp_cls.decode(data, version=version), budget_s),
+    }
+
+
 def run(budget_s: float) -> list[dict[str, Any]]:
     rows = []
     for name, build in CASES.items():
@@ -140,14 +192,8 @@ def run(budget_s: float) -> list[dict[str, Any]]:
             raise SystemExit(f"{name}: encodings differ ({len(our_bytes)} vs {len(kp_bytes)} bytes)")
         if cls.decode(our_bytes, version) != ours:
             raise SystemExit(f"{name}: our round trip is not exact")
-        row = {
-            "case": name,
-            "bytes": len(our_bytes),
-            "encode_ours": _rate(lambda: ours.encode(version), budget_s),
-            "encode_kafka_python": _rate(lambda: theirs.encode(version=version), budget_s),
-            "decode_ours": _rate(lambda: cls.decode(our_bytes, version), budget_s),
-            "decode_kafka_python": _rate(lambda: kp_cls.decode(kp_bytes, version=version), budget_s),
-        }
+        row: dict[str, Any] = {"case": name, "bytes": len(our_bytes)}
+        row.update(_measure(ours, theirs, kp_cls, version, our_bytes, budget_s))
         row["encode_ratio"] = row["encode_ours"] / row["encode_kafka_python"]
         row["decode_ratio"] = row["decode_ours"] / row["decode_kafka_python"]
         rows.append(row)
@@ -163,14 +209,18 @@ def main() -> None:
     if args.json:
         print(json.dumps({"benchmark": "codec", "peer": "kafka-python 3.0.12", "rows": rows}))
         return
-    head = f"{'case':30} {'bytes':>7} {'enc ours/s':>11} {'enc kp/s':>10} {'enc x':>6} {'dec ours/s':>11} " \
-           f"{'dec kp/s':>10} {'dec x':>6}"
+    head = (
+        f"{'case':30} {'bytes':>7} {'enc ours/s':>11} {'enc kp/s':>10} {'enc x':>6} {'dec ours/s':>11} "
+        f"{'dec kp/s':>10} {'dec x':>6}"
+    )
     print(head)
     print("-" * len(head))
     for r in rows:
-        print(f"{r['case']:30} {r['bytes']:>7} {r['encode_ours']:>11.0f} {r['encode_kafka_python']:>10.0f} "
-              f"{r['encode_ratio']:>6.1f} {r['decode_ours']:>11.0f} {r['decode_kafka_python']:>10.0f} "
-              f"{r['decode_ratio']:>6.1f}")
+        print(
+            f"{r['case']:30} {r['bytes']:>7} {r['encode_ours']:>11.0f} {r['encode_kafka_python']:>10.0f} "
+            f"{r['encode_ratio']:>6.1f} {r['decode_ours']:>11.0f} {r['decode_kafka_python']:>10.0f} "
+            f"{r['decode_ratio']:>6.1f}"
+        )
     print("targets: encode >= 10x, decode >= 2x kafka-python 3.0.12")
 
 

@@ -21,7 +21,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--specs", type=Path, default=ROOT / "messages", help="directory of *.json specs")
     ap.add_argument("--out", type=Path, default=ROOT / "generated", help="output package directory")
     ap.add_argument("--package", default="generated", help="import name of the output package")
-    ap.add_argument("--check", action="store_true", help="report stale files and exit non-zero; write nothing")
+    ap.add_argument(
+        "--check", action="store_true", help="report stale files and exit non-zero; write nothing"
+    )
     args = ap.parse_args(argv)
     try:
         files = generate(args.specs, args.package)
@@ -33,7 +35,10 @@ def main(argv: list[str] | None = None) -> int:
         for p in problems:
             print(p, file=sys.stderr)
         if problems:
-            print(f"codegen: {len(problems)} generated file(s) out of date; run `python -m codegen`", file=sys.stderr)
+            print(
+                f"codegen: {len(problems)} generated file(s) out of date; run `python -m codegen`",
+                file=sys.stderr,
+            )
             return 1
         return 0
     for change in sync(args.out, files):

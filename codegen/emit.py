@@ -54,8 +54,18 @@ def ruff_binary() -> str:
 
 def ruff_format(source: str, filename: str) -> str:
     proc = subprocess.run(
-        [ruff_binary(), "format", "--isolated", "--line-length", "110", "--target-version", "py311",
-         "--stdin-filename", filename, "-"],
+        [
+            ruff_binary(),
+            "format",
+            "--isolated",
+            "--line-length",
+            "110",
+            "--target-version",
+            "py311",
+            "--stdin-filename",
+            filename,
+            "-",
+        ],
         input=source.encode(),
         capture_output=True,
         check=False,
@@ -80,7 +90,9 @@ def load_specs(specs_dir: Path) -> list[Loaded]:
         validate(spec)
         mod = module_name(spec)
         if mod in modules or mod in ("messages", "__init__"):
-            raise SpecError(f"{path}: name: module name {mod!r} collides with {modules.get(mod, 'a reserved name')}")
+            raise SpecError(
+                f"{path}: name: module name {mod!r} collides with {modules.get(mod, 'a reserved name')}"
+            )
         modules[mod] = str(path)
         out.append(Loaded(spec, f"{specs_dir.name}/{path.name}", mod))
     return out
@@ -125,7 +137,6 @@ def render_module(env: Environment, item: Loaded) -> str:
         formats=sorted((codes, name) for codes, name in lw.formats.items()),
         uuid_consts=sorted(lw.defaults.uuid_consts.items()),
         arrays=sorted(lw.arrays),
-        struct_defaults=sorted(lw.defaults.struct_defaults),
         structs=structs,
         funcs=lw.funcs,
         top_writers=sorted(out.writers.items()),

@@ -15,7 +15,20 @@ from dataclasses import dataclass, field
 VERSION_MAX = 32767
 
 PRIMITIVES = frozenset(
-    {"bool", "int8", "int16", "uint16", "int32", "uint32", "int64", "float64", "uuid", "string", "bytes", "records"}
+    {
+        "bool",
+        "int8",
+        "int16",
+        "uint16",
+        "int32",
+        "uint32",
+        "int64",
+        "float64",
+        "uuid",
+        "string",
+        "bytes",
+        "records",
+    }
 )
 # Fixed-width types and their struct format codes (big-endian, network order).
 FIXED_CODES = {
@@ -29,7 +42,17 @@ FIXED_CODES = {
     "float64": "d",
     "uuid": "16s",
 }
-FIXED_SIZES = {"bool": 1, "int8": 1, "int16": 2, "uint16": 2, "int32": 4, "uint32": 4, "int64": 8, "float64": 8, "uuid": 16}
+FIXED_SIZES = {
+    "bool": 1,
+    "int8": 1,
+    "int16": 2,
+    "uint16": 2,
+    "int32": 4,
+    "uint32": 4,
+    "int64": 8,
+    "float64": 8,
+    "uuid": 16,
+}
 # Integer ranges used for default range checks.
 INT_RANGES = {
     "int8": (-(2**7), 2**7 - 1),

@@ -11,17 +11,13 @@ Contracts:
 from __future__ import annotations
 
 import keyword
-import re
 
 from codegen.model import INT_RANGES, FieldSpec, MessageSpec
-from codegen.validate import parse_int_default, parse_uuid_default
+from codegen.validate import parse_int_default, parse_uuid_default, snake_attr
 
 
 def snake(name: str) -> str:
-    s = name.replace("KRaft", "Kraft")
-    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", s)
-    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s)
-    s = s.lower()
+    s = snake_attr(name)
     return s + "_" if keyword.iskeyword(s) else s
 
 
@@ -30,7 +26,9 @@ def elem_pytype(t: str) -> str:
         return "bool"
     if t in INT_RANGES:
         return "int"
-    return {"float64": "float", "uuid": "UUID", "string": "str", "bytes": "bytes", "records": "bytes"}.get(t, t)
+    return {"float64": "float", "uuid": "UUID", "string": "str", "bytes": "bytes", "records": "bytes"}.get(
+        t, t
+    )
 
 
 def any_nullable(f: FieldSpec) -> bool:
@@ -55,7 +53,6 @@ class Defaults:
 
     def __init__(self) -> None:
         self.uuid_consts: dict[str, str] = {}  # const name -> expression
-        self.struct_defaults: set[str] = set()  # struct classes needing a module-level default instance
 
     def uuid_const(self, text: str) -> str:
         u = parse_uuid_default(text)
@@ -106,9 +103,12 @@ class Defaults:
         if e in ("True", "False"):
             return f"not {x}" if e == "True" else x
         if f.is_struct:
-            # compare against a shared, never-mutated default instance instead of building one per call
-            self.struct_defaults.add(f.type)
-            return f"{x} != _D_{f.type}"
+            assert f.struct is not None
+            # field-by-field against the defaults: no default instance built, no dataclass __eq__ call
+            parts = [self.nondefault(g, f"{x}.{snake(g.name)}") for g in f.struct.fields]
+            parts.append(f"{x}.unknown_tagged_fields")
+            cond = " or ".join(f"({c})" for c in parts)
+            return f"{x} is None or {cond}" if any_nullable(f) else cond
         return f"{x} != {e}"
 
 

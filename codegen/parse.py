@@ -101,11 +101,11 @@ class _Parser:
                 raise self.err(key, "required key is missing")
         name = as_str(doc["name"]) or ""
         if "flexibleVersions" not in doc:
-            raise self.err("flexibleVersions", "required key is missing (use \"none\" or \"N+\")")
+            raise self.err("flexibleVersions", 'required key is missing (use "none" or "N+")')
         valid = self.versions("validVersions", "validVersions", doc["validVersions"])
         flexible = self.versions("flexibleVersions", "flexibleVersions", doc["flexibleVersions"])
         if flexible is not None and not flexible.open_ended:
-            raise self.err("flexibleVersions", f"must be open-ended (\"N+\") or \"none\", got {flexible}")
+            raise self.err("flexibleVersions", f'must be open-ended ("N+") or "none", got {flexible}')
         api_key: int | None = None
         if doc.get("apiKey") is not None:
             try:
@@ -118,7 +118,7 @@ class _Parser:
                 raise self.err(f"commonStructs.{cname}", "common struct defined more than once")
             cv = self.versions(f"commonStructs.{cname}", "versions", c.get("versions"))
             if cv is None:
-                raise self.err(f"commonStructs.{cname}", "versions must not be \"none\"")
+                raise self.err(f"commonStructs.{cname}", 'versions must not be "none"')
             self.common[cname] = StructSpec(cname, cv, [], common=True)
         for c in doc.get("commonStructs", []) or []:
             cs = self.common[as_str(c.get("name")) or ""]
@@ -131,7 +131,7 @@ class _Parser:
             for rng, hv in dict(doc["headerVersions"]).items():
                 r = self.versions("headerVersions", "headerVersions", rng)
                 if r is None:
-                    raise self.err("headerVersions", "range must not be \"none\"")
+                    raise self.err("headerVersions", 'range must not be "none"')
                 header_versions.append((r, int(as_str(hv) or "")))
         try:
             return MessageSpec(
@@ -163,7 +163,9 @@ class _Parser:
         ftype = as_str(raw.get("type"))
         if not ftype:
             raise self.err(where, "type is required")
-        tagged = self.versions(where, "taggedVersions", raw["taggedVersions"]) if "taggedVersions" in raw else None
+        tagged = (
+            self.versions(where, "taggedVersions", raw["taggedVersions"]) if "taggedVersions" in raw else None
+        )
         if "versions" in raw:
             versions = self.versions(where, "versions", raw["versions"])
         elif tagged is not None:

@@ -3,7 +3,8 @@
 Every failure raises :class:`SpecError` naming the file and the field. Rules, numbered as the tests use them:
  1. validVersions has a maximum (not open-ended) — Kafka: "does not specify a maximum version".
  2. flexibleVersions is required and "none" or open-ended (checked in parse).
- 3. Field names match ``[A-Za-z][A-Za-z0-9]*`` and are unique within a struct.
+ 3. Field names match ``[A-Za-z][A-Za-z0-9]*`` and are unique within a struct; the message name is
+    capitalized alphanumeric (it becomes a class and a module name).
  4. Tags are unique within a struct and contiguous from 0; a tag needs taggedVersions and vice versa.
  5. taggedVersions is open-ended, within the field's versions and within the message's flexibleVersions.
  6. A tagged field is nullable in all of its tagged versions or in none of them.
@@ -13,7 +14,8 @@ Every failure raises :class:`SpecError` naming the file and the field. Rules, nu
  9. mapKey is not allowed on top-level fields nor on tagged fields.
 10. No arrays of arrays; nullableVersions only on string/bytes/records/struct/array types.
 11. Field-level flexibleVersions only on string and bytes fields.
-12. Struct names are unique in a file (also checked in parse for redefinitions and common structs).
+12. Struct names are unique in a file (also checked in parse for redefinitions and common structs) and do
+    not shadow a name the generated module uses; field attributes do not shadow generated methods.
 """
 
 from __future__ import annotations
@@ -27,6 +29,18 @@ from codegen.model import INT_RANGES, PRIMITIVES, FieldSpec, MessageSpec, SpecEr
 
 _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _NULLABLE_TYPES = frozenset({"string", "bytes", "records"})
+# Names every generated module defines or imports at module level, and attributes every class has.
+RESERVED_STRUCT_NAMES = frozenset(
+    {"UUID", "Callable", "ClassVar", "FieldInfo", "struct", "dataclass", "field"}
+)
+RESERVED_ATTRS = frozenset({"encode", "decode", "write", "read", "unknown_tagged_fields"})
+
+
+def snake_attr(name: str) -> str:
+    """The Python attribute of a field name (same rule as codegen.names.snake, kept import-cycle free)."""
+    s = name.replace("KRaft", "Kraft")
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", s)
+    return re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", s).lower()
 
 
 def parse_int_default(text: str, ftype: str) -> int:
@@ -67,7 +81,9 @@ def check_default(f: FieldSpec) -> None:
         return
     if d == "null":
         if f.versions is None or f.nullable is None or not f.nullable.contains_range(f.versions):
-            raise ValueError('a "null" default requires nullableVersions covering all of the field\'s versions')
+            raise ValueError(
+                'a "null" default requires nullableVersions covering all of the field\'s versions'
+            )
         return
     if f.type in INT_RANGES:
         parse_int_default(d, f.type)
@@ -123,7 +139,7 @@ def _check_tagged(spec: MessageSpec, f: FieldSpec, tagged: Versions) -> None:
     if f.tag is not None and f.tag < 0:
         raise ValueError(f"tag must be non-negative, got {f.tag}")
     if not tagged.open_ended:
-        raise ValueError(f"taggedVersions must be open-ended (\"N+\"), got {tagged}")
+        raise ValueError(f'taggedVersions must be open-ended ("N+"), got {tagged}')
     if not f.versions.contains_range(tagged):
         raise ValueError(f"taggedVersions {tagged} are not within versions {f.versions}")
     if spec.flexible is None or not spec.flexible.contains_range(tagged):
@@ -148,6 +164,8 @@ def _check_struct(spec: MessageSpec, s: StructSpec, top: bool) -> None:
         if f.name.lower() in names:
             raise SpecError(f"{spec.path}: field {where}: duplicate field name {f.name!r} in {s.name}")
         names.add(f.name.lower())
+        if snake_attr(f.name) in RESERVED_ATTRS:
+            raise SpecError(f"{spec.path}: field {where}: name {f.name!r} clashes with a generated method")
         _check_field(spec, f, where, top)
         if f.tag is not None:
             if f.tag in tags:
@@ -164,8 +182,10 @@ def _check_struct(spec: MessageSpec, s: StructSpec, top: bool) -> None:
 
 def validate(spec: MessageSpec) -> None:
     """Raise SpecError on the first rule the spec breaks."""
+    if not _NAME_RE.match(spec.name) or not spec.name[0].isupper():
+        raise SpecError(f"{spec.path}: name: {spec.name!r} is not a capitalized alphanumeric name")
     if spec.valid is None:
-        raise SpecError(f"{spec.path}: validVersions: must not be \"none\"")
+        raise SpecError(f'{spec.path}: validVersions: must not be "none"')
     if spec.valid.open_ended:
         raise SpecError(f"{spec.path}: validVersions: must specify a maximum version, got {spec.valid}")
     if spec.type not in ("request", "response", "header", "data", "metadata"):
@@ -174,6 +194,8 @@ def validate(spec: MessageSpec) -> None:
         raise SpecError(f"{spec.path}: apiKey: required for {spec.type} specs")
     seen: dict[str, StructSpec] = {}
     for s in spec.all_structs():
+        if s.name in RESERVED_STRUCT_NAMES:
+            raise SpecError(f"{spec.path}: struct {s.name}: name is reserved by the generated module")
         if s.name in seen and seen[s.name] is not s:
             raise SpecError(f"{spec.path}: struct {s.name}: defined more than once")
         seen[s.name] = s

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -67,9 +71,17 @@ class ApiVersionsRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> ApiVersionsRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_ApiVersionsRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of ApiVersionsRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read ApiVersionsRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading ApiVersionsRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after ApiVersionsRequest v{version}")
         return obj
@@ -100,23 +112,13 @@ def _w_ApiVersionsRequest_0(out: bytearray, o: ApiVersionsRequest) -> None:
 
 
 def _w_ApiVersionsRequest_3(out: bytearray, o: ApiVersionsRequest) -> None:
-    s_client_software_name = o.client_software_name.encode()
-    n_client_software_name = len(s_client_software_name)
-    if n_client_software_name < 127:
-        out.append(n_client_software_name + 1)
-    else:
-        if n_client_software_name > 32767:
-            raise MessageEncodeError("string field ClientSoftwareName is too long to be serialized")
-        _wuv(out, n_client_software_name + 1)
+    s_client_software_name = _SC.get(o.client_software_name)
+    if s_client_software_name is None:
+        s_client_software_name = _cstr(o.client_software_name)
     out += s_client_software_name
-    s_client_software_version = o.client_software_version.encode()
-    n_client_software_version = len(s_client_software_version)
-    if n_client_software_version < 127:
-        out.append(n_client_software_version + 1)
-    else:
-        if n_client_software_version > 32767:
-            raise MessageEncodeError("string field ClientSoftwareVersion is too long to be serialized")
-        _wuv(out, n_client_software_version + 1)
+    s_client_software_version = _SC.get(o.client_software_version)
+    if s_client_software_version is None:
+        s_client_software_version = _cstr(o.client_software_version)
     out += s_client_software_version
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -29,6 +33,12 @@ _U_hh = _S_hh.unpack_from
 _S_hhh = struct.Struct(">hhh")
 _P_hhh = _S_hhh.pack
 _U_hhh = _S_hhh.unpack_from
+_S_hhhx = struct.Struct(">hhhx")
+_P_hhhx = _S_hhhx.pack
+_U_hhhx = _S_hhhx.unpack_from
+_S_hhx = struct.Struct(">hhx")
+_P_hhx = _S_hhx.pack
+_U_hhx = _S_hhx.unpack_from
 _S_i = struct.Struct(">i")
 _P_i = _S_i.pack
 _U_i = _S_i.unpack_from
@@ -126,9 +136,17 @@ class ApiVersionsResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> ApiVersionsResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_ApiVersionsResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of ApiVersionsResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read ApiVersionsResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading ApiVersionsResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after ApiVersionsResponse v{version}")
         return obj
@@ -153,91 +171,15 @@ class ApiVersionsResponse:
             raise MessageDecodeError(f"{e} (reading ApiVersionsResponse v{version})") from None
 
 
-def _w_ApiVersion_0(out: bytearray, o: ApiVersion) -> None:
-    out += _P_hhh(o.api_key, o.min_version, o.max_version)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_ApiVersion_3(out: bytearray, o: ApiVersion) -> None:
-    out += _P_hhh(o.api_key, o.min_version, o.max_version)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_ApiVersion_0(d: bytes, p: int) -> tuple[ApiVersion, int]:
-    f_api_key, f_min_version, f_max_version = _U_hhh(d, p)
-    p += 6
-    ob_ = _new(ApiVersion)
-    ob_.api_key = f_api_key
-    ob_.min_version = f_min_version
-    ob_.max_version = f_max_version
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_ApiVersion_3(d: bytes, p: int) -> tuple[ApiVersion, int]:
-    f_api_key, f_min_version, f_max_version = _U_hhh(d, p)
-    p += 6
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(ApiVersion)
-    ob_.api_key = f_api_key
-    ob_.min_version = f_min_version
-    ob_.max_version = f_max_version
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_SupportedFeatureKey_0(out: bytearray, o: SupportedFeatureKey) -> None:
-    if o.name != "":
-        raise MessageEncodeError("Attempted to write a non-default Name")
-    if o.min_version != 0:
-        raise MessageEncodeError("Attempted to write a non-default MinVersion")
-    if o.max_version != 0:
-        raise MessageEncodeError("Attempted to write a non-default MaxVersion")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
 def _w_SupportedFeatureKey_3(out: bytearray, o: SupportedFeatureKey) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
+    s_name = _SC.get(o.name)
+    if s_name is None:
+        s_name = _cstr(o.name)
     out += s_name
-    out += _P_hh(o.min_version, o.max_version)
+    out += _P_hhx(o.min_version, o.max_version)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_SupportedFeatureKey_0(d: bytes, p: int) -> tuple[SupportedFeatureKey, int]:
-    ob_ = _new(SupportedFeatureKey)
-    ob_.name = ""
-    ob_.min_version = 0
-    ob_.max_version = 0
-    ob_.unknown_tagged_fields = []
-    return ob_, p
 
 
 def _r_SupportedFeatureKey_3(d: bytes, p: int) -> tuple[SupportedFeatureKey, int]:
@@ -281,41 +223,15 @@ def _r_SupportedFeatureKey_3(d: bytes, p: int) -> tuple[SupportedFeatureKey, int
     return ob_, p
 
 
-def _w_FinalizedFeatureKey_0(out: bytearray, o: FinalizedFeatureKey) -> None:
-    if o.name != "":
-        raise MessageEncodeError("Attempted to write a non-default Name")
-    if o.max_version_level != 0:
-        raise MessageEncodeError("Attempted to write a non-default MaxVersionLevel")
-    if o.min_version_level != 0:
-        raise MessageEncodeError("Attempted to write a non-default MinVersionLevel")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
 def _w_FinalizedFeatureKey_3(out: bytearray, o: FinalizedFeatureKey) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
+    s_name = _SC.get(o.name)
+    if s_name is None:
+        s_name = _cstr(o.name)
     out += s_name
-    out += _P_hh(o.max_version_level, o.min_version_level)
+    out += _P_hhx(o.max_version_level, o.min_version_level)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_FinalizedFeatureKey_0(d: bytes, p: int) -> tuple[FinalizedFeatureKey, int]:
-    ob_ = _new(FinalizedFeatureKey)
-    ob_.name = ""
-    ob_.max_version_level = 0
-    ob_.min_version_level = 0
-    ob_.unknown_tagged_fields = []
-    return ob_, p
 
 
 def _r_FinalizedFeatureKey_3(d: bytes, p: int) -> tuple[FinalizedFeatureKey, int]:
@@ -395,11 +311,10 @@ def _w_ApiVersionsResponse_3(out: bytearray, o: ApiVersionsResponse) -> None:
     else:
         _wuv(out, n_api_keys + 1)
     for e_api_keys in a_api_keys:
-        out += _P_hhh(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
+        out += _P_hhhx(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
         if e_api_keys.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_api_keys.unknown_tagged_fields)
-        else:
-            out.append(0)
     out += _P_i(o.throttle_time_ms)
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
     if o.supported_features is None or len(o.supported_features) != 0:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -26,6 +30,15 @@ _U_ob = _S_ob.unpack_from
 _S_obo = struct.Struct(">?b?")
 _P_obo = _S_obo.pack
 _U_obo = _S_obo.unpack_from
+_S_obox = struct.Struct(">?b?x")
+_P_obox = _S_obox.pack
+_U_obox = _S_obox.unpack_from
+_S_obx = struct.Struct(">?bx")
+_P_obx = _S_obx.pack
+_U_obx = _S_obx.unpack_from
+_S_ox = struct.Struct(">?x")
+_P_ox = _S_ox.pack
+_U_ox = _S_ox.unpack_from
 
 
 @dataclass(slots=True)
@@ -77,9 +90,17 @@ class DescribeClusterRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeClusterRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_DescribeClusterRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of DescribeClusterRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read DescribeClusterRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading DescribeClusterRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after DescribeClusterRequest v{version}"
@@ -111,29 +132,26 @@ def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> No
         raise MessageEncodeError("Attempted to write a non-default EndpointType")
     if o.include_fenced_brokers:
         raise MessageEncodeError("Attempted to write a non-default IncludeFencedBrokers")
-    out += _P_o(o.include_cluster_authorized_operations)
+    out += _P_ox(o.include_cluster_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_DescribeClusterRequest_1(out: bytearray, o: DescribeClusterRequest) -> None:
     if o.include_fenced_brokers:
         raise MessageEncodeError("Attempted to write a non-default IncludeFencedBrokers")
-    out += _P_ob(o.include_cluster_authorized_operations, o.endpoint_type)
+    out += _P_obx(o.include_cluster_authorized_operations, o.endpoint_type)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_DescribeClusterRequest_2(out: bytearray, o: DescribeClusterRequest) -> None:
-    out += _P_obo(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+    out += _P_obox(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_DescribeClusterRequest_0(d: bytes, p: int) -> tuple[DescribeClusterRequest, int]:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_o = struct.Struct(">?")
 _P_o = _S_o.pack
 _U_o = _S_o.unpack_from
+_S_ox = struct.Struct(">?x")
+_P_ox = _S_ox.pack
+_U_ox = _S_ox.unpack_from
 _S_b = struct.Struct(">b")
 _P_b = _S_b.pack
 _U_b = _S_b.unpack_from
@@ -29,6 +36,9 @@ _U_i = _S_i.unpack_from
 _S_ih = struct.Struct(">ih")
 _P_ih = _S_ih.pack
 _U_ih = _S_ih.unpack_from
+_S_ix = struct.Struct(">ix")
+_P_ix = _S_ix.pack
+_U_ix = _S_ix.unpack_from
 
 
 @dataclass(slots=True)
@@ -99,9 +109,17 @@ class DescribeClusterResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeClusterResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_DescribeClusterResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of DescribeClusterResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read DescribeClusterResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading DescribeClusterResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after DescribeClusterResponse v{version}"
@@ -126,69 +144,6 @@ class DescribeClusterResponse:
             raise MessageDecodeError(f"cannot read DescribeClusterResponse v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading DescribeClusterResponse v{version})") from None
-
-
-def _w_DescribeClusterBroker_0(out: bytearray, o: DescribeClusterBroker) -> None:
-    if o.is_fenced:
-        raise MessageEncodeError("Attempted to write a non-default IsFenced")
-    out += _P_i(o.broker_id)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
-    out += s_host
-    out += _P_i(o.port)
-    if o.rack is None:
-        out.append(0)
-    else:
-        s_rack = o.rack.encode()
-        n_rack = len(s_rack)
-        if n_rack < 127:
-            out.append(n_rack + 1)
-        else:
-            if n_rack > 32767:
-                raise MessageEncodeError("string field Rack is too long to be serialized")
-            _wuv(out, n_rack + 1)
-        out += s_rack
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_DescribeClusterBroker_2(out: bytearray, o: DescribeClusterBroker) -> None:
-    out += _P_i(o.broker_id)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
-    out += s_host
-    out += _P_i(o.port)
-    if o.rack is None:
-        out.append(0)
-    else:
-        s_rack = o.rack.encode()
-        n_rack = len(s_rack)
-        if n_rack < 127:
-            out.append(n_rack + 1)
-        else:
-            if n_rack > 32767:
-                raise MessageEncodeError("string field Rack is too long to be serialized")
-            _wuv(out, n_rack + 1)
-        out += s_rack
-    out += _P_o(o.is_fenced)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_DescribeClusterBroker_0(d: bytes, p: int) -> tuple[DescribeClusterBroker, int]:
@@ -324,23 +279,13 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
     if o.error_message is None:
         out.append(0)
     else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
+        s_error_message = _SC.get(o.error_message)
+        if s_error_message is None:
+            s_error_message = _cstr(o.error_message)
         out += s_error_message
-    s_cluster_id = o.cluster_id.encode()
-    n_cluster_id = len(s_cluster_id)
-    if n_cluster_id < 127:
-        out.append(n_cluster_id + 1)
-    else:
-        if n_cluster_id > 32767:
-            raise MessageEncodeError("string field ClusterId is too long to be serialized")
-        _wuv(out, n_cluster_id + 1)
+    s_cluster_id = _SC.get(o.cluster_id)
+    if s_cluster_id is None:
+        s_cluster_id = _cstr(o.cluster_id)
     out += s_cluster_id
     out += _P_i(o.controller_id)
     a_brokers = o.brokers
@@ -353,37 +298,26 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
         if e_brokers.is_fenced:
             raise MessageEncodeError("Attempted to write a non-default IsFenced")
         out += _P_i(e_brokers.broker_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
             out.append(0)
-    out += _P_i(o.cluster_authorized_operations)
+    out += _P_ix(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> None:
@@ -391,24 +325,14 @@ def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> 
     if o.error_message is None:
         out.append(0)
     else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
+        s_error_message = _SC.get(o.error_message)
+        if s_error_message is None:
+            s_error_message = _cstr(o.error_message)
         out += s_error_message
     out += _P_b(o.endpoint_type)
-    s_cluster_id = o.cluster_id.encode()
-    n_cluster_id = len(s_cluster_id)
-    if n_cluster_id < 127:
-        out.append(n_cluster_id + 1)
-    else:
-        if n_cluster_id > 32767:
-            raise MessageEncodeError("string field ClusterId is too long to be serialized")
-        _wuv(out, n_cluster_id + 1)
+    s_cluster_id = _SC.get(o.cluster_id)
+    if s_cluster_id is None:
+        s_cluster_id = _cstr(o.cluster_id)
     out += s_cluster_id
     out += _P_i(o.controller_id)
     a_brokers = o.brokers
@@ -421,37 +345,26 @@ def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> 
         if e_brokers.is_fenced:
             raise MessageEncodeError("Attempted to write a non-default IsFenced")
         out += _P_i(e_brokers.broker_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
             out.append(0)
-    out += _P_i(o.cluster_authorized_operations)
+    out += _P_ix(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_DescribeClusterResponse_2(out: bytearray, o: DescribeClusterResponse) -> None:
@@ -459,24 +372,14 @@ def _w_DescribeClusterResponse_2(out: bytearray, o: DescribeClusterResponse) -> 
     if o.error_message is None:
         out.append(0)
     else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
+        s_error_message = _SC.get(o.error_message)
+        if s_error_message is None:
+            s_error_message = _cstr(o.error_message)
         out += s_error_message
     out += _P_b(o.endpoint_type)
-    s_cluster_id = o.cluster_id.encode()
-    n_cluster_id = len(s_cluster_id)
-    if n_cluster_id < 127:
-        out.append(n_cluster_id + 1)
-    else:
-        if n_cluster_id > 32767:
-            raise MessageEncodeError("string field ClusterId is too long to be serialized")
-        _wuv(out, n_cluster_id + 1)
+    s_cluster_id = _SC.get(o.cluster_id)
+    if s_cluster_id is None:
+        s_cluster_id = _cstr(o.cluster_id)
     out += s_cluster_id
     out += _P_i(o.controller_id)
     a_brokers = o.brokers
@@ -487,38 +390,26 @@ def _w_DescribeClusterResponse_2(out: bytearray, o: DescribeClusterResponse) -> 
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.broker_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
-        out += _P_o(e_brokers.is_fenced)
+        out += _P_ox(e_brokers.is_fenced)
         if e_brokers.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_brokers.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_i(o.cluster_authorized_operations)
+    out += _P_ix(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterResponse, int]:
@@ -572,65 +463,8 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[DescribeClusterBroker] = []
         for _ in range(ln):
-            (f_brokers_broker_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(DescribeClusterBroker)
-            ob_brokers_.broker_id = f_brokers_broker_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.is_fenced = False
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_DescribeClusterBroker_0(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     (f_cluster_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -714,65 +548,8 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[DescribeClusterBroker] = []
         for _ in range(ln):
-            (f_brokers_broker_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(DescribeClusterBroker)
-            ob_brokers_.broker_id = f_brokers_broker_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.is_fenced = False
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_DescribeClusterBroker_0(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     (f_cluster_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -856,67 +633,8 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[DescribeClusterBroker] = []
         for _ in range(ln):
-            (f_brokers_broker_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            (f_brokers_is_fenced,) = _U_o(d, p)
-            p += 1
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(DescribeClusterBroker)
-            ob_brokers_.broker_id = f_brokers_broker_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.is_fenced = f_brokers_is_fenced
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_DescribeClusterBroker_2(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     (f_cluster_authorized_operations,) = _U_i(d, p)
     p += 4

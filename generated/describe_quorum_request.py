@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_i = struct.Struct(">i")
 _P_i = _S_i.pack
 _U_i = _S_i.unpack_from
+_S_ix = struct.Struct(">ix")
+_P_ix = _S_ix.pack
+_U_ix = _S_ix.unpack_from
 
 
 @dataclass(slots=True)
@@ -90,9 +97,17 @@ class DescribeQuorumRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeQuorumRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_DescribeQuorumRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of DescribeQuorumRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read DescribeQuorumRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading DescribeQuorumRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after DescribeQuorumRequest v{version}"
@@ -117,65 +132,6 @@ class DescribeQuorumRequest:
             raise MessageDecodeError(f"cannot read DescribeQuorumRequest v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading DescribeQuorumRequest v{version})") from None
-
-
-def _w_PartitionData_0(out: bytearray, o: PartitionData) -> None:
-    out += _P_i(o.partition_index)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
-    (f_partition_index,) = _U_i(d, p)
-    p += 4
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_i(e_partitions.partition_index)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
@@ -258,14 +214,9 @@ def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
+        s_topics_topic_name = _SC.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _cstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -274,11 +225,10 @@ def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None
         else:
             _wuv(out, n_topics_partitions + 1)
         for e_topics_partitions in a_topics_partitions:
-            out += _P_i(e_topics_partitions.partition_index)
+            out += _P_ix(e_topics_partitions.partition_index)
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -303,75 +253,8 @@ def _r_DescribeQuorumRequest_0(d: bytes, p: int) -> tuple[DescribeQuorumRequest,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (f_topics_partitions_partition_index,) = _U_i(d, p)
-                    p += 4
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

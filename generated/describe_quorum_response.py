@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_H = struct.Struct(">H")
 _P_H = _S_H.pack
 _U_H = _S_H.unpack_from
+_S_Hx = struct.Struct(">Hx")
+_P_Hx = _S_Hx.pack
+_U_Hx = _S_Hx.unpack_from
 _S_h = struct.Struct(">h")
 _P_h = _S_h.pack
 _U_h = _S_h.unpack_from
@@ -29,6 +36,9 @@ _U_i = _S_i.unpack_from
 _S_i16sqqq = struct.Struct(">i16sqqq")
 _P_i16sqqq = _S_i16sqqq.pack
 _U_i16sqqq = _S_i16sqqq.unpack_from
+_S_i16sqqqx = struct.Struct(">i16sqqqx")
+_P_i16sqqqx = _S_i16sqqqx.pack
+_U_i16sqqqx = _S_i16sqqqx.unpack_from
 _S_ih = struct.Struct(">ih")
 _P_ih = _S_ih.pack
 _U_ih = _S_ih.unpack_from
@@ -44,6 +54,12 @@ _U_iq = _S_iq.unpack_from
 _S_iqqq = struct.Struct(">iqqq")
 _P_iqqq = _S_iqqq.pack
 _U_iqqq = _S_iqqq.unpack_from
+_S_iqqqx = struct.Struct(">iqqqx")
+_P_iqqqx = _S_iqqqx.pack
+_U_iqqqx = _S_iqqqx.unpack_from
+_S_iqx = struct.Struct(">iqx")
+_P_iqx = _S_iqx.pack
+_U_iqx = _S_iqx.unpack_from
 
 
 @dataclass(slots=True)
@@ -161,9 +177,17 @@ class DescribeQuorumResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeQuorumResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_DescribeQuorumResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of DescribeQuorumResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read DescribeQuorumResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading DescribeQuorumResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after DescribeQuorumResponse v{version}"
@@ -188,267 +212,6 @@ class DescribeQuorumResponse:
             raise MessageDecodeError(f"cannot read DescribeQuorumResponse v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading DescribeQuorumResponse v{version})") from None
-
-
-def _w_ReplicaState_0(out: bytearray, o: ReplicaState) -> None:
-    if o.replica_directory_id != ZERO_UUID:
-        raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-    out += _P_iq(o.replica_id, o.log_end_offset)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_ReplicaState_1(out: bytearray, o: ReplicaState) -> None:
-    if o.replica_directory_id != ZERO_UUID:
-        raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-    out += _P_iqqq(o.replica_id, o.log_end_offset, o.last_fetch_timestamp, o.last_caught_up_timestamp)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_ReplicaState_2(out: bytearray, o: ReplicaState) -> None:
-    out += _P_i16sqqq(
-        o.replica_id,
-        o.replica_directory_id.bytes,
-        o.log_end_offset,
-        o.last_fetch_timestamp,
-        o.last_caught_up_timestamp,
-    )
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_ReplicaState_0(d: bytes, p: int) -> tuple[ReplicaState, int]:
-    f_replica_id, f_log_end_offset = _U_iq(d, p)
-    p += 12
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(ReplicaState)
-    ob_.replica_id = f_replica_id
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.log_end_offset = f_log_end_offset
-    ob_.last_fetch_timestamp = -1
-    ob_.last_caught_up_timestamp = -1
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_ReplicaState_1(d: bytes, p: int) -> tuple[ReplicaState, int]:
-    f_replica_id, f_log_end_offset, f_last_fetch_timestamp, f_last_caught_up_timestamp = _U_iqqq(d, p)
-    p += 28
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(ReplicaState)
-    ob_.replica_id = f_replica_id
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.log_end_offset = f_log_end_offset
-    ob_.last_fetch_timestamp = f_last_fetch_timestamp
-    ob_.last_caught_up_timestamp = f_last_caught_up_timestamp
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_ReplicaState_2(d: bytes, p: int) -> tuple[ReplicaState, int]:
-    (
-        f_replica_id,
-        f_replica_directory_id,
-        f_log_end_offset,
-        f_last_fetch_timestamp,
-        f_last_caught_up_timestamp,
-    ) = _U_i16sqqq(d, p)
-    p += 44
-    f_replica_directory_id = _uuid(f_replica_directory_id)
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(ReplicaState)
-    ob_.replica_id = f_replica_id
-    ob_.replica_directory_id = f_replica_directory_id
-    ob_.log_end_offset = f_log_end_offset
-    ob_.last_fetch_timestamp = f_last_fetch_timestamp
-    ob_.last_caught_up_timestamp = f_last_caught_up_timestamp
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_PartitionData_0(out: bytearray, o: PartitionData) -> None:
-    out += _P_ihiiq(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    a_current_voters = o.current_voters
-    n_current_voters = len(a_current_voters)
-    if n_current_voters < 127:
-        out.append(n_current_voters + 1)
-    else:
-        _wuv(out, n_current_voters + 1)
-    for e_current_voters in a_current_voters:
-        if e_current_voters.replica_directory_id != ZERO_UUID:
-            raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-        out += _P_iq(e_current_voters.replica_id, e_current_voters.log_end_offset)
-        if e_current_voters.unknown_tagged_fields:
-            _wtags(out, e_current_voters.unknown_tagged_fields)
-        else:
-            out.append(0)
-    a_observers = o.observers
-    n_observers = len(a_observers)
-    if n_observers < 127:
-        out.append(n_observers + 1)
-    else:
-        _wuv(out, n_observers + 1)
-    for e_observers in a_observers:
-        if e_observers.replica_directory_id != ZERO_UUID:
-            raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-        out += _P_iq(e_observers.replica_id, e_observers.log_end_offset)
-        if e_observers.unknown_tagged_fields:
-            _wtags(out, e_observers.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_PartitionData_1(out: bytearray, o: PartitionData) -> None:
-    out += _P_ihiiq(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.high_watermark)
-    a_current_voters = o.current_voters
-    n_current_voters = len(a_current_voters)
-    if n_current_voters < 127:
-        out.append(n_current_voters + 1)
-    else:
-        _wuv(out, n_current_voters + 1)
-    for e_current_voters in a_current_voters:
-        if e_current_voters.replica_directory_id != ZERO_UUID:
-            raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-        out += _P_iqqq(
-            e_current_voters.replica_id,
-            e_current_voters.log_end_offset,
-            e_current_voters.last_fetch_timestamp,
-            e_current_voters.last_caught_up_timestamp,
-        )
-        if e_current_voters.unknown_tagged_fields:
-            _wtags(out, e_current_voters.unknown_tagged_fields)
-        else:
-            out.append(0)
-    a_observers = o.observers
-    n_observers = len(a_observers)
-    if n_observers < 127:
-        out.append(n_observers + 1)
-    else:
-        _wuv(out, n_observers + 1)
-    for e_observers in a_observers:
-        if e_observers.replica_directory_id != ZERO_UUID:
-            raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-        out += _P_iqqq(
-            e_observers.replica_id,
-            e_observers.log_end_offset,
-            e_observers.last_fetch_timestamp,
-            e_observers.last_caught_up_timestamp,
-        )
-        if e_observers.unknown_tagged_fields:
-            _wtags(out, e_observers.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_PartitionData_2(out: bytearray, o: PartitionData) -> None:
-    out += _P_ih(o.partition_index, o.error_code)
-    if o.error_message is None:
-        out.append(0)
-    else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
-        out += s_error_message
-    out += _P_iiq(o.leader_id, o.leader_epoch, o.high_watermark)
-    a_current_voters = o.current_voters
-    n_current_voters = len(a_current_voters)
-    if n_current_voters < 127:
-        out.append(n_current_voters + 1)
-    else:
-        _wuv(out, n_current_voters + 1)
-    for e_current_voters in a_current_voters:
-        out += _P_i16sqqq(
-            e_current_voters.replica_id,
-            e_current_voters.replica_directory_id.bytes,
-            e_current_voters.log_end_offset,
-            e_current_voters.last_fetch_timestamp,
-            e_current_voters.last_caught_up_timestamp,
-        )
-        if e_current_voters.unknown_tagged_fields:
-            _wtags(out, e_current_voters.unknown_tagged_fields)
-        else:
-            out.append(0)
-    a_observers = o.observers
-    n_observers = len(a_observers)
-    if n_observers < 127:
-        out.append(n_observers + 1)
-    else:
-        _wuv(out, n_observers + 1)
-    for e_observers in a_observers:
-        out += _P_i16sqqq(
-            e_observers.replica_id,
-            e_observers.replica_directory_id.bytes,
-            e_observers.log_end_offset,
-            e_observers.last_fetch_timestamp,
-            e_observers.last_caught_up_timestamp,
-        )
-        if e_observers.unknown_tagged_fields:
-            _wtags(out, e_observers.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
@@ -813,14 +576,9 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
 
 
 def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
+    s_topic_name = _SC.get(o.topic_name)
+    if s_topic_name is None:
+        s_topic_name = _cstr(o.topic_name)
     out += s_topic_name
     a_partitions = o.partitions
     n_partitions = len(a_partitions)
@@ -845,11 +603,10 @@ def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
         for e_partitions_current_voters in a_partitions_current_voters:
             if e_partitions_current_voters.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iq(e_partitions_current_voters.replica_id, e_partitions_current_voters.log_end_offset)
+            out += _P_iqx(e_partitions_current_voters.replica_id, e_partitions_current_voters.log_end_offset)
             if e_partitions_current_voters.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_partitions_current_voters.unknown_tagged_fields)
-            else:
-                out.append(0)
         a_partitions_observers = e_partitions.observers
         n_partitions_observers = len(a_partitions_observers)
         if n_partitions_observers < 127:
@@ -859,11 +616,10 @@ def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
         for e_partitions_observers in a_partitions_observers:
             if e_partitions_observers.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iq(e_partitions_observers.replica_id, e_partitions_observers.log_end_offset)
+            out += _P_iqx(e_partitions_observers.replica_id, e_partitions_observers.log_end_offset)
             if e_partitions_observers.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_partitions_observers.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -875,14 +631,9 @@ def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
 
 
 def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
+    s_topic_name = _SC.get(o.topic_name)
+    if s_topic_name is None:
+        s_topic_name = _cstr(o.topic_name)
     out += s_topic_name
     a_partitions = o.partitions
     n_partitions = len(a_partitions)
@@ -907,16 +658,15 @@ def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
         for e_partitions_current_voters in a_partitions_current_voters:
             if e_partitions_current_voters.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqqq(
+            out += _P_iqqqx(
                 e_partitions_current_voters.replica_id,
                 e_partitions_current_voters.log_end_offset,
                 e_partitions_current_voters.last_fetch_timestamp,
                 e_partitions_current_voters.last_caught_up_timestamp,
             )
             if e_partitions_current_voters.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_partitions_current_voters.unknown_tagged_fields)
-            else:
-                out.append(0)
         a_partitions_observers = e_partitions.observers
         n_partitions_observers = len(a_partitions_observers)
         if n_partitions_observers < 127:
@@ -926,16 +676,15 @@ def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
         for e_partitions_observers in a_partitions_observers:
             if e_partitions_observers.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqqq(
+            out += _P_iqqqx(
                 e_partitions_observers.replica_id,
                 e_partitions_observers.log_end_offset,
                 e_partitions_observers.last_fetch_timestamp,
                 e_partitions_observers.last_caught_up_timestamp,
             )
             if e_partitions_observers.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_partitions_observers.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -947,14 +696,9 @@ def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
 
 
 def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
+    s_topic_name = _SC.get(o.topic_name)
+    if s_topic_name is None:
+        s_topic_name = _cstr(o.topic_name)
     out += s_topic_name
     a_partitions = o.partitions
     n_partitions = len(a_partitions)
@@ -967,14 +711,9 @@ def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
         if e_partitions.error_message is None:
             out.append(0)
         else:
-            s_partitions_error_message = e_partitions.error_message.encode()
-            n_partitions_error_message = len(s_partitions_error_message)
-            if n_partitions_error_message < 127:
-                out.append(n_partitions_error_message + 1)
-            else:
-                if n_partitions_error_message > 32767:
-                    raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-                _wuv(out, n_partitions_error_message + 1)
+            s_partitions_error_message = _SC.get(e_partitions.error_message)
+            if s_partitions_error_message is None:
+                s_partitions_error_message = _cstr(e_partitions.error_message)
             out += s_partitions_error_message
         out += _P_iiq(e_partitions.leader_id, e_partitions.leader_epoch, e_partitions.high_watermark)
         a_partitions_current_voters = e_partitions.current_voters
@@ -984,17 +723,16 @@ def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
         else:
             _wuv(out, n_partitions_current_voters + 1)
         for e_partitions_current_voters in a_partitions_current_voters:
-            out += _P_i16sqqq(
+            out += _P_i16sqqqx(
                 e_partitions_current_voters.replica_id,
-                e_partitions_current_voters.replica_directory_id.bytes,
+                e_partitions_current_voters.replica_directory_id.int.to_bytes(16),
                 e_partitions_current_voters.log_end_offset,
                 e_partitions_current_voters.last_fetch_timestamp,
                 e_partitions_current_voters.last_caught_up_timestamp,
             )
             if e_partitions_current_voters.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_partitions_current_voters.unknown_tagged_fields)
-            else:
-                out.append(0)
         a_partitions_observers = e_partitions.observers
         n_partitions_observers = len(a_partitions_observers)
         if n_partitions_observers < 127:
@@ -1002,17 +740,16 @@ def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
         else:
             _wuv(out, n_partitions_observers + 1)
         for e_partitions_observers in a_partitions_observers:
-            out += _P_i16sqqq(
+            out += _P_i16sqqqx(
                 e_partitions_observers.replica_id,
-                e_partitions_observers.replica_directory_id.bytes,
+                e_partitions_observers.replica_directory_id.int.to_bytes(16),
                 e_partitions_observers.log_end_offset,
                 e_partitions_observers.last_fetch_timestamp,
                 e_partitions_observers.last_caught_up_timestamp,
             )
             if e_partitions_observers.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_partitions_observers.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -1053,117 +790,8 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
-                f_partitions_high_watermark,
-            ) = _U_ihiiq(d, p)
-            p += 22
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-                l_partitions_current_voters: list[ReplicaState] = []
-                for _ in range(ln):
-                    f_partitions_current_voters_replica_id, f_partitions_current_voters_log_end_offset = (
-                        _U_iq(d, p)
-                    )
-                    p += 12
-                    unk_partitions_current_voters_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_current_voters_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_current_voters_ = _new(ReplicaState)
-                    ob_partitions_current_voters_.replica_id = f_partitions_current_voters_replica_id
-                    ob_partitions_current_voters_.replica_directory_id = ZERO_UUID
-                    ob_partitions_current_voters_.log_end_offset = f_partitions_current_voters_log_end_offset
-                    ob_partitions_current_voters_.last_fetch_timestamp = -1
-                    ob_partitions_current_voters_.last_caught_up_timestamp = -1
-                    ob_partitions_current_voters_.unknown_tagged_fields = unk_partitions_current_voters_
-                    l_partitions_current_voters.append(ob_partitions_current_voters_)
-                f_partitions_current_voters = l_partitions_current_voters
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Observers was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                l_partitions_observers: list[ReplicaState] = []
-                for _ in range(ln):
-                    f_partitions_observers_replica_id, f_partitions_observers_log_end_offset = _U_iq(d, p)
-                    p += 12
-                    unk_partitions_observers_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_observers_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_observers_ = _new(ReplicaState)
-                    ob_partitions_observers_.replica_id = f_partitions_observers_replica_id
-                    ob_partitions_observers_.replica_directory_id = ZERO_UUID
-                    ob_partitions_observers_.log_end_offset = f_partitions_observers_log_end_offset
-                    ob_partitions_observers_.last_fetch_timestamp = -1
-                    ob_partitions_observers_.last_caught_up_timestamp = -1
-                    ob_partitions_observers_.unknown_tagged_fields = unk_partitions_observers_
-                    l_partitions_observers.append(ob_partitions_observers_)
-                f_partitions_observers = l_partitions_observers
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
-                    p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.error_message = ""
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.current_voters = f_partitions_current_voters
-            ob_partitions_.observers = f_partitions_observers
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_PartitionData_0(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -1216,133 +844,8 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
-                f_partitions_high_watermark,
-            ) = _U_ihiiq(d, p)
-            p += 22
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-                l_partitions_current_voters: list[ReplicaState] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_current_voters_replica_id,
-                        f_partitions_current_voters_log_end_offset,
-                        f_partitions_current_voters_last_fetch_timestamp,
-                        f_partitions_current_voters_last_caught_up_timestamp,
-                    ) = _U_iqqq(d, p)
-                    p += 28
-                    unk_partitions_current_voters_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_current_voters_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_current_voters_ = _new(ReplicaState)
-                    ob_partitions_current_voters_.replica_id = f_partitions_current_voters_replica_id
-                    ob_partitions_current_voters_.replica_directory_id = ZERO_UUID
-                    ob_partitions_current_voters_.log_end_offset = f_partitions_current_voters_log_end_offset
-                    ob_partitions_current_voters_.last_fetch_timestamp = (
-                        f_partitions_current_voters_last_fetch_timestamp
-                    )
-                    ob_partitions_current_voters_.last_caught_up_timestamp = (
-                        f_partitions_current_voters_last_caught_up_timestamp
-                    )
-                    ob_partitions_current_voters_.unknown_tagged_fields = unk_partitions_current_voters_
-                    l_partitions_current_voters.append(ob_partitions_current_voters_)
-                f_partitions_current_voters = l_partitions_current_voters
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Observers was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                l_partitions_observers: list[ReplicaState] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_observers_replica_id,
-                        f_partitions_observers_log_end_offset,
-                        f_partitions_observers_last_fetch_timestamp,
-                        f_partitions_observers_last_caught_up_timestamp,
-                    ) = _U_iqqq(d, p)
-                    p += 28
-                    unk_partitions_observers_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_observers_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_observers_ = _new(ReplicaState)
-                    ob_partitions_observers_.replica_id = f_partitions_observers_replica_id
-                    ob_partitions_observers_.replica_directory_id = ZERO_UUID
-                    ob_partitions_observers_.log_end_offset = f_partitions_observers_log_end_offset
-                    ob_partitions_observers_.last_fetch_timestamp = (
-                        f_partitions_observers_last_fetch_timestamp
-                    )
-                    ob_partitions_observers_.last_caught_up_timestamp = (
-                        f_partitions_observers_last_caught_up_timestamp
-                    )
-                    ob_partitions_observers_.unknown_tagged_fields = unk_partitions_observers_
-                    l_partitions_observers.append(ob_partitions_observers_)
-                f_partitions_observers = l_partitions_observers
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
-                    p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.error_message = ""
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.current_voters = f_partitions_current_voters
-            ob_partitions_.observers = f_partitions_observers
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_PartitionData_1(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -1395,158 +898,8 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            f_partitions_partition_index, f_partitions_error_code = _U_ih(d, p)
-            p += 6
-            f_partitions_error_message: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_partitions_error_message = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field ErrorMessage had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-                f_partitions_error_message = d[p:e].decode()
-                p = e
-            f_partitions_leader_id, f_partitions_leader_epoch, f_partitions_high_watermark = _U_iiq(d, p)
-            p += 16
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-                l_partitions_current_voters: list[ReplicaState] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_current_voters_replica_id,
-                        f_partitions_current_voters_replica_directory_id,
-                        f_partitions_current_voters_log_end_offset,
-                        f_partitions_current_voters_last_fetch_timestamp,
-                        f_partitions_current_voters_last_caught_up_timestamp,
-                    ) = _U_i16sqqq(d, p)
-                    p += 44
-                    f_partitions_current_voters_replica_directory_id = _uuid(
-                        f_partitions_current_voters_replica_directory_id
-                    )
-                    unk_partitions_current_voters_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_current_voters_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_current_voters_ = _new(ReplicaState)
-                    ob_partitions_current_voters_.replica_id = f_partitions_current_voters_replica_id
-                    ob_partitions_current_voters_.replica_directory_id = (
-                        f_partitions_current_voters_replica_directory_id
-                    )
-                    ob_partitions_current_voters_.log_end_offset = f_partitions_current_voters_log_end_offset
-                    ob_partitions_current_voters_.last_fetch_timestamp = (
-                        f_partitions_current_voters_last_fetch_timestamp
-                    )
-                    ob_partitions_current_voters_.last_caught_up_timestamp = (
-                        f_partitions_current_voters_last_caught_up_timestamp
-                    )
-                    ob_partitions_current_voters_.unknown_tagged_fields = unk_partitions_current_voters_
-                    l_partitions_current_voters.append(ob_partitions_current_voters_)
-                f_partitions_current_voters = l_partitions_current_voters
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Observers was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                l_partitions_observers: list[ReplicaState] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_observers_replica_id,
-                        f_partitions_observers_replica_directory_id,
-                        f_partitions_observers_log_end_offset,
-                        f_partitions_observers_last_fetch_timestamp,
-                        f_partitions_observers_last_caught_up_timestamp,
-                    ) = _U_i16sqqq(d, p)
-                    p += 44
-                    f_partitions_observers_replica_directory_id = _uuid(
-                        f_partitions_observers_replica_directory_id
-                    )
-                    unk_partitions_observers_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_observers_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_observers_ = _new(ReplicaState)
-                    ob_partitions_observers_.replica_id = f_partitions_observers_replica_id
-                    ob_partitions_observers_.replica_directory_id = (
-                        f_partitions_observers_replica_directory_id
-                    )
-                    ob_partitions_observers_.log_end_offset = f_partitions_observers_log_end_offset
-                    ob_partitions_observers_.last_fetch_timestamp = (
-                        f_partitions_observers_last_fetch_timestamp
-                    )
-                    ob_partitions_observers_.last_caught_up_timestamp = (
-                        f_partitions_observers_last_caught_up_timestamp
-                    )
-                    ob_partitions_observers_.unknown_tagged_fields = unk_partitions_observers_
-                    l_partitions_observers.append(ob_partitions_observers_)
-                f_partitions_observers = l_partitions_observers
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
-                    p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.error_message = f_partitions_error_message
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.current_voters = f_partitions_current_voters
-            ob_partitions_.observers = f_partitions_observers
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_PartitionData_2(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -1565,68 +918,6 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
     ob_ = _new(TopicData)
     ob_.topic_name = f_topic_name
     ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_Listener_0(out: bytearray, o: Listener) -> None:
-    if o.name != "":
-        raise MessageEncodeError("Attempted to write a non-default Name")
-    if o.host != "":
-        raise MessageEncodeError("Attempted to write a non-default Host")
-    if o.port != 0:
-        raise MessageEncodeError("Attempted to write a non-default Port")
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_Listener_2(out: bytearray, o: Listener) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
-    out += s_host
-    out += _P_H(o.port)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(Listener)
-    ob_.name = ""
-    ob_.host = ""
-    ob_.port = 0
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -1688,169 +979,6 @@ def _r_Listener_2(d: bytes, p: int) -> tuple[Listener, int]:
     return ob_, p
 
 
-def _w_Node_0(out: bytearray, o: Node) -> None:
-    if o.node_id != 0:
-        raise MessageEncodeError("Attempted to write a non-default NodeId")
-    if o.listeners is None or len(o.listeners) != 0:
-        raise MessageEncodeError("Attempted to write a non-default Listeners")
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_Node_2(out: bytearray, o: Node) -> None:
-    out += _P_i(o.node_id)
-    a_listeners = o.listeners
-    n_listeners = len(a_listeners)
-    if n_listeners < 127:
-        out.append(n_listeners + 1)
-    else:
-        _wuv(out, n_listeners + 1)
-    for e_listeners in a_listeners:
-        s_listeners_name = e_listeners.name.encode()
-        n_listeners_name = len(s_listeners_name)
-        if n_listeners_name < 127:
-            out.append(n_listeners_name + 1)
-        else:
-            if n_listeners_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_listeners_name + 1)
-        out += s_listeners_name
-        s_listeners_host = e_listeners.host.encode()
-        n_listeners_host = len(s_listeners_host)
-        if n_listeners_host < 127:
-            out.append(n_listeners_host + 1)
-        else:
-            if n_listeners_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_listeners_host + 1)
-        out += s_listeners_host
-        out += _P_H(e_listeners.port)
-        if e_listeners.unknown_tagged_fields:
-            _wtags(out, e_listeners.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_Node_0(d: bytes, p: int) -> tuple[Node, int]:
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(Node)
-    ob_.node_id = 0
-    ob_.listeners = []
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_Node_2(d: bytes, p: int) -> tuple[Node, int]:
-    (f_node_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Listeners was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Listeners claims more elements than bytes remain")
-        l_listeners: list[Listener] = []
-        for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_listeners_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_listeners_host = d[p:e].decode()
-                p = e
-            (f_listeners_port,) = _U_H(d, p)
-            p += 2
-            unk_listeners_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_listeners_.append((tg, d[p:te]))
-                    p = te
-            ob_listeners_ = _new(Listener)
-            ob_listeners_.name = f_listeners_name
-            ob_listeners_.host = f_listeners_host
-            ob_listeners_.port = f_listeners_port
-            ob_listeners_.unknown_tagged_fields = unk_listeners_
-            l_listeners.append(ob_listeners_)
-        f_listeners = l_listeners
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(Node)
-    ob_.node_id = f_node_id
-    ob_.listeners = f_listeners
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> None:
     if o.nodes is None or len(o.nodes) != 0:
         raise MessageEncodeError("Attempted to write a non-default Nodes")
@@ -1862,70 +990,7 @@ def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> No
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ihiiq(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.error_code,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-                e_topics_partitions.high_watermark,
-            )
-            a_topics_partitions_current_voters = e_topics_partitions.current_voters
-            n_topics_partitions_current_voters = len(a_topics_partitions_current_voters)
-            if n_topics_partitions_current_voters < 127:
-                out.append(n_topics_partitions_current_voters + 1)
-            else:
-                _wuv(out, n_topics_partitions_current_voters + 1)
-            for e_topics_partitions_current_voters in a_topics_partitions_current_voters:
-                if e_topics_partitions_current_voters.replica_directory_id != ZERO_UUID:
-                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-                out += _P_iq(
-                    e_topics_partitions_current_voters.replica_id,
-                    e_topics_partitions_current_voters.log_end_offset,
-                )
-                if e_topics_partitions_current_voters.unknown_tagged_fields:
-                    _wtags(out, e_topics_partitions_current_voters.unknown_tagged_fields)
-                else:
-                    out.append(0)
-            a_topics_partitions_observers = e_topics_partitions.observers
-            n_topics_partitions_observers = len(a_topics_partitions_observers)
-            if n_topics_partitions_observers < 127:
-                out.append(n_topics_partitions_observers + 1)
-            else:
-                _wuv(out, n_topics_partitions_observers + 1)
-            for e_topics_partitions_observers in a_topics_partitions_observers:
-                if e_topics_partitions_observers.replica_directory_id != ZERO_UUID:
-                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-                out += _P_iq(
-                    e_topics_partitions_observers.replica_id, e_topics_partitions_observers.log_end_offset
-                )
-                if e_topics_partitions_observers.unknown_tagged_fields:
-                    _wtags(out, e_topics_partitions_observers.unknown_tagged_fields)
-                else:
-                    out.append(0)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
+        _w_TopicData_0(out, e_topics)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -1943,75 +1008,7 @@ def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> No
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ihiiq(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.error_code,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-                e_topics_partitions.high_watermark,
-            )
-            a_topics_partitions_current_voters = e_topics_partitions.current_voters
-            n_topics_partitions_current_voters = len(a_topics_partitions_current_voters)
-            if n_topics_partitions_current_voters < 127:
-                out.append(n_topics_partitions_current_voters + 1)
-            else:
-                _wuv(out, n_topics_partitions_current_voters + 1)
-            for e_topics_partitions_current_voters in a_topics_partitions_current_voters:
-                if e_topics_partitions_current_voters.replica_directory_id != ZERO_UUID:
-                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-                out += _P_iqqq(
-                    e_topics_partitions_current_voters.replica_id,
-                    e_topics_partitions_current_voters.log_end_offset,
-                    e_topics_partitions_current_voters.last_fetch_timestamp,
-                    e_topics_partitions_current_voters.last_caught_up_timestamp,
-                )
-                if e_topics_partitions_current_voters.unknown_tagged_fields:
-                    _wtags(out, e_topics_partitions_current_voters.unknown_tagged_fields)
-                else:
-                    out.append(0)
-            a_topics_partitions_observers = e_topics_partitions.observers
-            n_topics_partitions_observers = len(a_topics_partitions_observers)
-            if n_topics_partitions_observers < 127:
-                out.append(n_topics_partitions_observers + 1)
-            else:
-                _wuv(out, n_topics_partitions_observers + 1)
-            for e_topics_partitions_observers in a_topics_partitions_observers:
-                if e_topics_partitions_observers.replica_directory_id != ZERO_UUID:
-                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-                out += _P_iqqq(
-                    e_topics_partitions_observers.replica_id,
-                    e_topics_partitions_observers.log_end_offset,
-                    e_topics_partitions_observers.last_fetch_timestamp,
-                    e_topics_partitions_observers.last_caught_up_timestamp,
-                )
-                if e_topics_partitions_observers.unknown_tagged_fields:
-                    _wtags(out, e_topics_partitions_observers.unknown_tagged_fields)
-                else:
-                    out.append(0)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
+        _w_TopicData_1(out, e_topics)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -2023,14 +1020,9 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
     if o.error_message is None:
         out.append(0)
     else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
+        s_error_message = _SC.get(o.error_message)
+        if s_error_message is None:
+            s_error_message = _cstr(o.error_message)
         out += s_error_message
     a_topics = o.topics
     n_topics = len(a_topics)
@@ -2039,84 +1031,7 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ih(e_topics_partitions.partition_index, e_topics_partitions.error_code)
-            if e_topics_partitions.error_message is None:
-                out.append(0)
-            else:
-                s_topics_partitions_error_message = e_topics_partitions.error_message.encode()
-                n_topics_partitions_error_message = len(s_topics_partitions_error_message)
-                if n_topics_partitions_error_message < 127:
-                    out.append(n_topics_partitions_error_message + 1)
-                else:
-                    if n_topics_partitions_error_message > 32767:
-                        raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-                    _wuv(out, n_topics_partitions_error_message + 1)
-                out += s_topics_partitions_error_message
-            out += _P_iiq(
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-                e_topics_partitions.high_watermark,
-            )
-            a_topics_partitions_current_voters = e_topics_partitions.current_voters
-            n_topics_partitions_current_voters = len(a_topics_partitions_current_voters)
-            if n_topics_partitions_current_voters < 127:
-                out.append(n_topics_partitions_current_voters + 1)
-            else:
-                _wuv(out, n_topics_partitions_current_voters + 1)
-            for e_topics_partitions_current_voters in a_topics_partitions_current_voters:
-                out += _P_i16sqqq(
-                    e_topics_partitions_current_voters.replica_id,
-                    e_topics_partitions_current_voters.replica_directory_id.bytes,
-                    e_topics_partitions_current_voters.log_end_offset,
-                    e_topics_partitions_current_voters.last_fetch_timestamp,
-                    e_topics_partitions_current_voters.last_caught_up_timestamp,
-                )
-                if e_topics_partitions_current_voters.unknown_tagged_fields:
-                    _wtags(out, e_topics_partitions_current_voters.unknown_tagged_fields)
-                else:
-                    out.append(0)
-            a_topics_partitions_observers = e_topics_partitions.observers
-            n_topics_partitions_observers = len(a_topics_partitions_observers)
-            if n_topics_partitions_observers < 127:
-                out.append(n_topics_partitions_observers + 1)
-            else:
-                _wuv(out, n_topics_partitions_observers + 1)
-            for e_topics_partitions_observers in a_topics_partitions_observers:
-                out += _P_i16sqqq(
-                    e_topics_partitions_observers.replica_id,
-                    e_topics_partitions_observers.replica_directory_id.bytes,
-                    e_topics_partitions_observers.log_end_offset,
-                    e_topics_partitions_observers.last_fetch_timestamp,
-                    e_topics_partitions_observers.last_caught_up_timestamp,
-                )
-                if e_topics_partitions_observers.unknown_tagged_fields:
-                    _wtags(out, e_topics_partitions_observers.unknown_tagged_fields)
-                else:
-                    out.append(0)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
+        _w_TopicData_2(out, e_topics)
     a_nodes = o.nodes
     n_nodes = len(a_nodes)
     if n_nodes < 127:
@@ -2132,29 +1047,18 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
         else:
             _wuv(out, n_nodes_listeners + 1)
         for e_nodes_listeners in a_nodes_listeners:
-            s_nodes_listeners_name = e_nodes_listeners.name.encode()
-            n_nodes_listeners_name = len(s_nodes_listeners_name)
-            if n_nodes_listeners_name < 127:
-                out.append(n_nodes_listeners_name + 1)
-            else:
-                if n_nodes_listeners_name > 32767:
-                    raise MessageEncodeError("string field Name is too long to be serialized")
-                _wuv(out, n_nodes_listeners_name + 1)
+            s_nodes_listeners_name = _SC.get(e_nodes_listeners.name)
+            if s_nodes_listeners_name is None:
+                s_nodes_listeners_name = _cstr(e_nodes_listeners.name)
             out += s_nodes_listeners_name
-            s_nodes_listeners_host = e_nodes_listeners.host.encode()
-            n_nodes_listeners_host = len(s_nodes_listeners_host)
-            if n_nodes_listeners_host < 127:
-                out.append(n_nodes_listeners_host + 1)
-            else:
-                if n_nodes_listeners_host > 32767:
-                    raise MessageEncodeError("string field Host is too long to be serialized")
-                _wuv(out, n_nodes_listeners_host + 1)
+            s_nodes_listeners_host = _SC.get(e_nodes_listeners.host)
+            if s_nodes_listeners_host is None:
+                s_nodes_listeners_host = _cstr(e_nodes_listeners.host)
             out += s_nodes_listeners_host
-            out += _P_H(e_nodes_listeners.port)
+            out += _P_Hx(e_nodes_listeners.port)
             if e_nodes_listeners.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_nodes_listeners.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_nodes.unknown_tagged_fields:
             _wtags(out, e_nodes.unknown_tagged_fields)
         else:
@@ -2181,188 +1085,8 @@ def _r_DescribeQuorumResponse_0(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                        f_topics_partitions_high_watermark,
-                    ) = _U_ihiiq(d, p)
-                    p += 22
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array CurrentVoters claims more elements than bytes remain"
-                            )
-                        l_topics_partitions_current_voters: list[ReplicaState] = []
-                        for _ in range(ln):
-                            (
-                                f_topics_partitions_current_voters_replica_id,
-                                f_topics_partitions_current_voters_log_end_offset,
-                            ) = _U_iq(d, p)
-                            p += 12
-                            unk_topics_partitions_current_voters_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_topics_partitions_current_voters_.append((tg, d[p:te]))
-                                    p = te
-                            ob_topics_partitions_current_voters_ = _new(ReplicaState)
-                            ob_topics_partitions_current_voters_.replica_id = (
-                                f_topics_partitions_current_voters_replica_id
-                            )
-                            ob_topics_partitions_current_voters_.replica_directory_id = ZERO_UUID
-                            ob_topics_partitions_current_voters_.log_end_offset = (
-                                f_topics_partitions_current_voters_log_end_offset
-                            )
-                            ob_topics_partitions_current_voters_.last_fetch_timestamp = -1
-                            ob_topics_partitions_current_voters_.last_caught_up_timestamp = -1
-                            ob_topics_partitions_current_voters_.unknown_tagged_fields = (
-                                unk_topics_partitions_current_voters_
-                            )
-                            l_topics_partitions_current_voters.append(ob_topics_partitions_current_voters_)
-                        f_topics_partitions_current_voters = l_topics_partitions_current_voters
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field Observers was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                        l_topics_partitions_observers: list[ReplicaState] = []
-                        for _ in range(ln):
-                            (
-                                f_topics_partitions_observers_replica_id,
-                                f_topics_partitions_observers_log_end_offset,
-                            ) = _U_iq(d, p)
-                            p += 12
-                            unk_topics_partitions_observers_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_topics_partitions_observers_.append((tg, d[p:te]))
-                                    p = te
-                            ob_topics_partitions_observers_ = _new(ReplicaState)
-                            ob_topics_partitions_observers_.replica_id = (
-                                f_topics_partitions_observers_replica_id
-                            )
-                            ob_topics_partitions_observers_.replica_directory_id = ZERO_UUID
-                            ob_topics_partitions_observers_.log_end_offset = (
-                                f_topics_partitions_observers_log_end_offset
-                            )
-                            ob_topics_partitions_observers_.last_fetch_timestamp = -1
-                            ob_topics_partitions_observers_.last_caught_up_timestamp = -1
-                            ob_topics_partitions_observers_.unknown_tagged_fields = (
-                                unk_topics_partitions_observers_
-                            )
-                            l_topics_partitions_observers.append(ob_topics_partitions_observers_)
-                        f_topics_partitions_observers = l_topics_partitions_observers
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.error_message = ""
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.high_watermark = f_topics_partitions_high_watermark
-                    ob_topics_partitions_.current_voters = f_topics_partitions_current_voters
-                    ob_topics_partitions_.observers = f_topics_partitions_observers
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -2403,200 +1127,8 @@ def _r_DescribeQuorumResponse_1(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                        f_topics_partitions_high_watermark,
-                    ) = _U_ihiiq(d, p)
-                    p += 22
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array CurrentVoters claims more elements than bytes remain"
-                            )
-                        l_topics_partitions_current_voters: list[ReplicaState] = []
-                        for _ in range(ln):
-                            (
-                                f_topics_partitions_current_voters_replica_id,
-                                f_topics_partitions_current_voters_log_end_offset,
-                                f_topics_partitions_current_voters_last_fetch_timestamp,
-                                f_topics_partitions_current_voters_last_caught_up_timestamp,
-                            ) = _U_iqqq(d, p)
-                            p += 28
-                            unk_topics_partitions_current_voters_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_topics_partitions_current_voters_.append((tg, d[p:te]))
-                                    p = te
-                            ob_topics_partitions_current_voters_ = _new(ReplicaState)
-                            ob_topics_partitions_current_voters_.replica_id = (
-                                f_topics_partitions_current_voters_replica_id
-                            )
-                            ob_topics_partitions_current_voters_.replica_directory_id = ZERO_UUID
-                            ob_topics_partitions_current_voters_.log_end_offset = (
-                                f_topics_partitions_current_voters_log_end_offset
-                            )
-                            ob_topics_partitions_current_voters_.last_fetch_timestamp = (
-                                f_topics_partitions_current_voters_last_fetch_timestamp
-                            )
-                            ob_topics_partitions_current_voters_.last_caught_up_timestamp = (
-                                f_topics_partitions_current_voters_last_caught_up_timestamp
-                            )
-                            ob_topics_partitions_current_voters_.unknown_tagged_fields = (
-                                unk_topics_partitions_current_voters_
-                            )
-                            l_topics_partitions_current_voters.append(ob_topics_partitions_current_voters_)
-                        f_topics_partitions_current_voters = l_topics_partitions_current_voters
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field Observers was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                        l_topics_partitions_observers: list[ReplicaState] = []
-                        for _ in range(ln):
-                            (
-                                f_topics_partitions_observers_replica_id,
-                                f_topics_partitions_observers_log_end_offset,
-                                f_topics_partitions_observers_last_fetch_timestamp,
-                                f_topics_partitions_observers_last_caught_up_timestamp,
-                            ) = _U_iqqq(d, p)
-                            p += 28
-                            unk_topics_partitions_observers_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_topics_partitions_observers_.append((tg, d[p:te]))
-                                    p = te
-                            ob_topics_partitions_observers_ = _new(ReplicaState)
-                            ob_topics_partitions_observers_.replica_id = (
-                                f_topics_partitions_observers_replica_id
-                            )
-                            ob_topics_partitions_observers_.replica_directory_id = ZERO_UUID
-                            ob_topics_partitions_observers_.log_end_offset = (
-                                f_topics_partitions_observers_log_end_offset
-                            )
-                            ob_topics_partitions_observers_.last_fetch_timestamp = (
-                                f_topics_partitions_observers_last_fetch_timestamp
-                            )
-                            ob_topics_partitions_observers_.last_caught_up_timestamp = (
-                                f_topics_partitions_observers_last_caught_up_timestamp
-                            )
-                            ob_topics_partitions_observers_.unknown_tagged_fields = (
-                                unk_topics_partitions_observers_
-                            )
-                            l_topics_partitions_observers.append(ob_topics_partitions_observers_)
-                        f_topics_partitions_observers = l_topics_partitions_observers
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.error_message = ""
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.high_watermark = f_topics_partitions_high_watermark
-                    ob_topics_partitions_.current_voters = f_topics_partitions_current_voters
-                    ob_topics_partitions_.observers = f_topics_partitions_observers
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_1(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -2654,229 +1186,8 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    f_topics_partitions_partition_index, f_topics_partitions_error_code = _U_ih(d, p)
-                    p += 6
-                    f_topics_partitions_error_message: str | None
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        f_topics_partitions_error_message = None
-                    else:
-                        if ln > 32767:
-                            raise MessageDecodeError("string field ErrorMessage had invalid length")
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-                        f_topics_partitions_error_message = d[p:e].decode()
-                        p = e
-                    (
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                        f_topics_partitions_high_watermark,
-                    ) = _U_iiq(d, p)
-                    p += 16
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array CurrentVoters claims more elements than bytes remain"
-                            )
-                        l_topics_partitions_current_voters: list[ReplicaState] = []
-                        for _ in range(ln):
-                            (
-                                f_topics_partitions_current_voters_replica_id,
-                                f_topics_partitions_current_voters_replica_directory_id,
-                                f_topics_partitions_current_voters_log_end_offset,
-                                f_topics_partitions_current_voters_last_fetch_timestamp,
-                                f_topics_partitions_current_voters_last_caught_up_timestamp,
-                            ) = _U_i16sqqq(d, p)
-                            p += 44
-                            f_topics_partitions_current_voters_replica_directory_id = _uuid(
-                                f_topics_partitions_current_voters_replica_directory_id
-                            )
-                            unk_topics_partitions_current_voters_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_topics_partitions_current_voters_.append((tg, d[p:te]))
-                                    p = te
-                            ob_topics_partitions_current_voters_ = _new(ReplicaState)
-                            ob_topics_partitions_current_voters_.replica_id = (
-                                f_topics_partitions_current_voters_replica_id
-                            )
-                            ob_topics_partitions_current_voters_.replica_directory_id = (
-                                f_topics_partitions_current_voters_replica_directory_id
-                            )
-                            ob_topics_partitions_current_voters_.log_end_offset = (
-                                f_topics_partitions_current_voters_log_end_offset
-                            )
-                            ob_topics_partitions_current_voters_.last_fetch_timestamp = (
-                                f_topics_partitions_current_voters_last_fetch_timestamp
-                            )
-                            ob_topics_partitions_current_voters_.last_caught_up_timestamp = (
-                                f_topics_partitions_current_voters_last_caught_up_timestamp
-                            )
-                            ob_topics_partitions_current_voters_.unknown_tagged_fields = (
-                                unk_topics_partitions_current_voters_
-                            )
-                            l_topics_partitions_current_voters.append(ob_topics_partitions_current_voters_)
-                        f_topics_partitions_current_voters = l_topics_partitions_current_voters
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field Observers was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                        l_topics_partitions_observers: list[ReplicaState] = []
-                        for _ in range(ln):
-                            (
-                                f_topics_partitions_observers_replica_id,
-                                f_topics_partitions_observers_replica_directory_id,
-                                f_topics_partitions_observers_log_end_offset,
-                                f_topics_partitions_observers_last_fetch_timestamp,
-                                f_topics_partitions_observers_last_caught_up_timestamp,
-                            ) = _U_i16sqqq(d, p)
-                            p += 44
-                            f_topics_partitions_observers_replica_directory_id = _uuid(
-                                f_topics_partitions_observers_replica_directory_id
-                            )
-                            unk_topics_partitions_observers_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_topics_partitions_observers_.append((tg, d[p:te]))
-                                    p = te
-                            ob_topics_partitions_observers_ = _new(ReplicaState)
-                            ob_topics_partitions_observers_.replica_id = (
-                                f_topics_partitions_observers_replica_id
-                            )
-                            ob_topics_partitions_observers_.replica_directory_id = (
-                                f_topics_partitions_observers_replica_directory_id
-                            )
-                            ob_topics_partitions_observers_.log_end_offset = (
-                                f_topics_partitions_observers_log_end_offset
-                            )
-                            ob_topics_partitions_observers_.last_fetch_timestamp = (
-                                f_topics_partitions_observers_last_fetch_timestamp
-                            )
-                            ob_topics_partitions_observers_.last_caught_up_timestamp = (
-                                f_topics_partitions_observers_last_caught_up_timestamp
-                            )
-                            ob_topics_partitions_observers_.unknown_tagged_fields = (
-                                unk_topics_partitions_observers_
-                            )
-                            l_topics_partitions_observers.append(ob_topics_partitions_observers_)
-                        f_topics_partitions_observers = l_topics_partitions_observers
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.error_message = f_topics_partitions_error_message
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.high_watermark = f_topics_partitions_high_watermark
-                    ob_topics_partitions_.current_voters = f_topics_partitions_current_voters
-                    ob_topics_partitions_.observers = f_topics_partitions_observers
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_2(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -2906,60 +1217,8 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                     raise MessageDecodeError("array Listeners claims more elements than bytes remain")
                 l_nodes_listeners: list[Listener] = []
                 for _ in range(ln):
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field Name was serialized as null")
-                    else:
-                        if ln > 32767:
-                            raise MessageDecodeError("string field Name had invalid length")
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Name is longer than the remaining bytes")
-                        f_nodes_listeners_name = d[p:e].decode()
-                        p = e
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field Host was serialized as null")
-                    else:
-                        if ln > 32767:
-                            raise MessageDecodeError("string field Host had invalid length")
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Host is longer than the remaining bytes")
-                        f_nodes_listeners_host = d[p:e].decode()
-                        p = e
-                    (f_nodes_listeners_port,) = _U_H(d, p)
-                    p += 2
-                    unk_nodes_listeners_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_nodes_listeners_.append((tg, d[p:te]))
-                            p = te
-                    ob_nodes_listeners_ = _new(Listener)
-                    ob_nodes_listeners_.name = f_nodes_listeners_name
-                    ob_nodes_listeners_.host = f_nodes_listeners_host
-                    ob_nodes_listeners_.port = f_nodes_listeners_port
-                    ob_nodes_listeners_.unknown_tagged_fields = unk_nodes_listeners_
-                    l_nodes_listeners.append(ob_nodes_listeners_)
+                    el_nodes_listeners, p = _r_Listener_2(d, p)
+                    l_nodes_listeners.append(el_nodes_listeners)
                 f_nodes_listeners = l_nodes_listeners
             unk_nodes_: list[tuple[int, bytes]] = []
             nt = d[p]

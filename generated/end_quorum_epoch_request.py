@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_H = struct.Struct(">H")
 _P_H = _S_H.pack
 _U_H = _S_H.unpack_from
+_S_Hx = struct.Struct(">Hx")
+_P_Hx = _S_Hx.pack
+_U_Hx = _S_Hx.unpack_from
 _S_h = struct.Struct(">h")
 _P_h = _S_h.pack
 _U_h = _S_h.unpack_from
@@ -29,10 +36,14 @@ _U_i = _S_i.unpack_from
 _S_i16s = struct.Struct(">i16s")
 _P_i16s = _S_i16s.pack
 _U_i16s = _S_i16s.unpack_from
+_S_i16sx = struct.Struct(">i16sx")
+_P_i16sx = _S_i16sx.pack
+_U_i16sx = _S_i16sx.unpack_from
 _S_iii = struct.Struct(">iii")
 _P_iii = _S_iii.pack
 _U_iii = _S_iii.unpack_from
 _AP_i = ArrayPackers("i")
+_AC_i = ArrayPackers("i", "B")
 _AU_i = ArrayUnpackers("i")
 
 
@@ -133,9 +144,17 @@ class EndQuorumEpochRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> EndQuorumEpochRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_EndQuorumEpochRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of EndQuorumEpochRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read EndQuorumEpochRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading EndQuorumEpochRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after EndQuorumEpochRequest v{version}"
@@ -160,110 +179,6 @@ class EndQuorumEpochRequest:
             raise MessageDecodeError(f"cannot read EndQuorumEpochRequest v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading EndQuorumEpochRequest v{version})") from None
-
-
-def _w_ReplicaInfo_0(out: bytearray, o: ReplicaInfo) -> None:
-    if o.candidate_id != 0:
-        raise MessageEncodeError("Attempted to write a non-default CandidateId")
-    if o.candidate_directory_id != ZERO_UUID:
-        raise MessageEncodeError("Attempted to write a non-default CandidateDirectoryId")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_ReplicaInfo_1(out: bytearray, o: ReplicaInfo) -> None:
-    out += _P_i16s(o.candidate_id, o.candidate_directory_id.bytes)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_ReplicaInfo_0(d: bytes, p: int) -> tuple[ReplicaInfo, int]:
-    ob_ = _new(ReplicaInfo)
-    ob_.candidate_id = 0
-    ob_.candidate_directory_id = ZERO_UUID
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_ReplicaInfo_1(d: bytes, p: int) -> tuple[ReplicaInfo, int]:
-    f_candidate_id, f_candidate_directory_id = _U_i16s(d, p)
-    p += 20
-    f_candidate_directory_id = _uuid(f_candidate_directory_id)
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(ReplicaInfo)
-    ob_.candidate_id = f_candidate_id
-    ob_.candidate_directory_id = f_candidate_directory_id
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_PartitionData_0(out: bytearray, o: PartitionData) -> None:
-    out += _P_iii(o.partition_index, o.leader_id, o.leader_epoch)
-    a_preferred_successors = o.preferred_successors
-    n_preferred_successors = len(a_preferred_successors)
-    out += _P_i(n_preferred_successors)
-    out += _AP_i[n_preferred_successors](*a_preferred_successors)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_PartitionData_1(out: bytearray, o: PartitionData) -> None:
-    out += _P_iii(o.partition_index, o.leader_id, o.leader_epoch)
-    a_preferred_candidates = o.preferred_candidates
-    n_preferred_candidates = len(a_preferred_candidates)
-    if n_preferred_candidates < 127:
-        out.append(n_preferred_candidates + 1)
-    else:
-        _wuv(out, n_preferred_candidates + 1)
-    for e_preferred_candidates in a_preferred_candidates:
-        out += _P_i16s(
-            e_preferred_candidates.candidate_id, e_preferred_candidates.candidate_directory_id.bytes
-        )
-        if e_preferred_candidates.unknown_tagged_fields:
-            _wtags(out, e_preferred_candidates.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_leader_id, f_leader_epoch = _U_iii(d, p)
-    p += 12
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field PreferredSuccessors was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array PreferredSuccessors claims more elements than bytes remain")
-        f_preferred_successors = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.preferred_successors = f_preferred_successors
-    ob_.preferred_candidates = []
-    ob_.unknown_tagged_fields = []
-    return ob_, p
 
 
 def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
@@ -329,69 +244,6 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
     ob_.preferred_candidates = f_preferred_candidates
     ob_.unknown_tagged_fields = unk_
     return ob_, p
-
-
-def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    out += _P_h(n_topic_name)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        out += _P_iii(e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-        a_partitions_preferred_successors = e_partitions.preferred_successors
-        n_partitions_preferred_successors = len(a_partitions_preferred_successors)
-        out += _P_i(n_partitions_preferred_successors)
-        out += _AP_i[n_partitions_preferred_successors](*a_partitions_preferred_successors)
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_iii(e_partitions.partition_index, e_partitions.leader_id, e_partitions.leader_epoch)
-        a_partitions_preferred_candidates = e_partitions.preferred_candidates
-        n_partitions_preferred_candidates = len(a_partitions_preferred_candidates)
-        if n_partitions_preferred_candidates < 127:
-            out.append(n_partitions_preferred_candidates + 1)
-        else:
-            _wuv(out, n_partitions_preferred_candidates + 1)
-        for e_partitions_preferred_candidates in a_partitions_preferred_candidates:
-            out += _P_i16s(
-                e_partitions_preferred_candidates.candidate_id,
-                e_partitions_preferred_candidates.candidate_directory_id.bytes,
-            )
-            if e_partitions_preferred_candidates.unknown_tagged_fields:
-                _wtags(out, e_partitions_preferred_candidates.unknown_tagged_fields)
-            else:
-                out.append(0)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
@@ -475,79 +327,8 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            f_partitions_partition_index, f_partitions_leader_id, f_partitions_leader_epoch = _U_iii(d, p)
-            p += 12
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field PreferredCandidates was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array PreferredCandidates claims more elements than bytes remain"
-                    )
-                l_partitions_preferred_candidates: list[ReplicaInfo] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_preferred_candidates_candidate_id,
-                        f_partitions_preferred_candidates_candidate_directory_id,
-                    ) = _U_i16s(d, p)
-                    p += 20
-                    f_partitions_preferred_candidates_candidate_directory_id = _uuid(
-                        f_partitions_preferred_candidates_candidate_directory_id
-                    )
-                    unk_partitions_preferred_candidates_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_preferred_candidates_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_preferred_candidates_ = _new(ReplicaInfo)
-                    ob_partitions_preferred_candidates_.candidate_id = (
-                        f_partitions_preferred_candidates_candidate_id
-                    )
-                    ob_partitions_preferred_candidates_.candidate_directory_id = (
-                        f_partitions_preferred_candidates_candidate_directory_id
-                    )
-                    ob_partitions_preferred_candidates_.unknown_tagged_fields = (
-                        unk_partitions_preferred_candidates_
-                    )
-                    l_partitions_preferred_candidates.append(ob_partitions_preferred_candidates_)
-                f_partitions_preferred_candidates = l_partitions_preferred_candidates
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
-                    p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.preferred_successors = []
-            ob_partitions_.preferred_candidates = f_partitions_preferred_candidates
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_PartitionData_1(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -567,52 +348,6 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
     ob_.topic_name = f_topic_name
     ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_LeaderEndpoint_0(out: bytearray, o: LeaderEndpoint) -> None:
-    if o.name != "":
-        raise MessageEncodeError("Attempted to write a non-default Name")
-    if o.host != "":
-        raise MessageEncodeError("Attempted to write a non-default Host")
-    if o.port != 0:
-        raise MessageEncodeError("Attempted to write a non-default Port")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_LeaderEndpoint_1(out: bytearray, o: LeaderEndpoint) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
-    out += s_host
-    out += _P_H(o.port)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_LeaderEndpoint_0(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
-    ob_ = _new(LeaderEndpoint)
-    ob_.name = ""
-    ob_.host = ""
-    ob_.port = 0
-    ob_.unknown_tagged_fields = []
     return ob_, p
 
 
@@ -677,17 +412,17 @@ def _w_EndQuorumEpochRequest_0(out: bytearray, o: EndQuorumEpochRequest) -> None
     if o.cluster_id is None:
         out += _P_h(-1)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        out += _P_h(n_cluster_id)
+        s_cluster_id = _SL.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _lstr(o.cluster_id)
         out += s_cluster_id
     a_topics = o.topics
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        out += _P_h(n_topics_topic_name)
+        s_topics_topic_name = _SL.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _lstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -714,14 +449,9 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     a_topics = o.topics
     n_topics = len(a_topics)
@@ -730,14 +460,9 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
+        s_topics_topic_name = _SC.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _cstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -758,14 +483,13 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
             else:
                 _wuv(out, n_topics_partitions_preferred_candidates + 1)
             for e_topics_partitions_preferred_candidates in a_topics_partitions_preferred_candidates:
-                out += _P_i16s(
+                out += _P_i16sx(
                     e_topics_partitions_preferred_candidates.candidate_id,
-                    e_topics_partitions_preferred_candidates.candidate_directory_id.bytes,
+                    e_topics_partitions_preferred_candidates.candidate_directory_id.int.to_bytes(16),
                 )
                 if e_topics_partitions_preferred_candidates.unknown_tagged_fields:
+                    del out[-1]
                     _wtags(out, e_topics_partitions_preferred_candidates.unknown_tagged_fields)
-                else:
-                    out.append(0)
             if e_topics_partitions.unknown_tagged_fields:
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
             else:
@@ -781,29 +505,18 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
     else:
         _wuv(out, n_leader_endpoints + 1)
     for e_leader_endpoints in a_leader_endpoints:
-        s_leader_endpoints_name = e_leader_endpoints.name.encode()
-        n_leader_endpoints_name = len(s_leader_endpoints_name)
-        if n_leader_endpoints_name < 127:
-            out.append(n_leader_endpoints_name + 1)
-        else:
-            if n_leader_endpoints_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_leader_endpoints_name + 1)
+        s_leader_endpoints_name = _SC.get(e_leader_endpoints.name)
+        if s_leader_endpoints_name is None:
+            s_leader_endpoints_name = _cstr(e_leader_endpoints.name)
         out += s_leader_endpoints_name
-        s_leader_endpoints_host = e_leader_endpoints.host.encode()
-        n_leader_endpoints_host = len(s_leader_endpoints_host)
-        if n_leader_endpoints_host < 127:
-            out.append(n_leader_endpoints_host + 1)
-        else:
-            if n_leader_endpoints_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_leader_endpoints_host + 1)
+        s_leader_endpoints_host = _SC.get(e_leader_endpoints.host)
+        if s_leader_endpoints_host is None:
+            s_leader_endpoints_host = _cstr(e_leader_endpoints.host)
         out += s_leader_endpoints_host
-        out += _P_H(e_leader_endpoints.port)
+        out += _P_Hx(e_leader_endpoints.port)
         if e_leader_endpoints.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_leader_endpoints.unknown_tagged_fields)
-        else:
-            out.append(0)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -833,60 +546,8 @@ def _r_EndQuorumEpochRequest_0(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_iii(d, p)
-                    p += 12
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError(
-                            "non-nullable field PreferredSuccessors was serialized as null"
-                        )
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array PreferredSuccessors claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_preferred_successors = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.preferred_successors = f_topics_partitions_preferred_successors
-                    ob_topics_partitions_.preferred_candidates = []
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ob_ = _new(EndQuorumEpochRequest)
     ob_.cluster_id = f_cluster_id
@@ -927,138 +588,8 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_iii(d, p)
-                    p += 12
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError(
-                            "non-nullable field PreferredCandidates was serialized as null"
-                        )
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array PreferredCandidates claims more elements than bytes remain"
-                            )
-                        l_topics_partitions_preferred_candidates: list[ReplicaInfo] = []
-                        for _ in range(ln):
-                            (
-                                f_topics_partitions_preferred_candidates_candidate_id,
-                                f_topics_partitions_preferred_candidates_candidate_directory_id,
-                            ) = _U_i16s(d, p)
-                            p += 20
-                            f_topics_partitions_preferred_candidates_candidate_directory_id = _uuid(
-                                f_topics_partitions_preferred_candidates_candidate_directory_id
-                            )
-                            unk_topics_partitions_preferred_candidates_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_topics_partitions_preferred_candidates_.append((tg, d[p:te]))
-                                    p = te
-                            ob_topics_partitions_preferred_candidates_ = _new(ReplicaInfo)
-                            ob_topics_partitions_preferred_candidates_.candidate_id = (
-                                f_topics_partitions_preferred_candidates_candidate_id
-                            )
-                            ob_topics_partitions_preferred_candidates_.candidate_directory_id = (
-                                f_topics_partitions_preferred_candidates_candidate_directory_id
-                            )
-                            ob_topics_partitions_preferred_candidates_.unknown_tagged_fields = (
-                                unk_topics_partitions_preferred_candidates_
-                            )
-                            l_topics_partitions_preferred_candidates.append(
-                                ob_topics_partitions_preferred_candidates_
-                            )
-                        f_topics_partitions_preferred_candidates = l_topics_partitions_preferred_candidates
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.preferred_successors = []
-                    ob_topics_partitions_.preferred_candidates = f_topics_partitions_preferred_candidates
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_1(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -1073,60 +604,8 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
             raise MessageDecodeError("array LeaderEndpoints claims more elements than bytes remain")
         l_leader_endpoints: list[LeaderEndpoint] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_leader_endpoints_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_leader_endpoints_host = d[p:e].decode()
-                p = e
-            (f_leader_endpoints_port,) = _U_H(d, p)
-            p += 2
-            unk_leader_endpoints_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_leader_endpoints_.append((tg, d[p:te]))
-                    p = te
-            ob_leader_endpoints_ = _new(LeaderEndpoint)
-            ob_leader_endpoints_.name = f_leader_endpoints_name
-            ob_leader_endpoints_.host = f_leader_endpoints_host
-            ob_leader_endpoints_.port = f_leader_endpoints_port
-            ob_leader_endpoints_.unknown_tagged_fields = unk_leader_endpoints_
-            l_leader_endpoints.append(ob_leader_endpoints_)
+            el_leader_endpoints, p = _r_LeaderEndpoint_1(d, p)
+            l_leader_endpoints.append(el_leader_endpoints)
         f_leader_endpoints = l_leader_endpoints
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

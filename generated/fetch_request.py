@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -38,6 +42,9 @@ _U_iiiibii = _S_iiiibii.unpack_from
 _S_iiqiqi = struct.Struct(">iiqiqi")
 _P_iiqiqi = _S_iiqiqi.pack
 _U_iiqiqi = _S_iiqiqi.unpack_from
+_S_iiqiqix = struct.Struct(">iiqiqix")
+_P_iiqiqix = _S_iiqiqix.pack
+_U_iiqiqix = _S_iiqiqix.unpack_from
 _S_iiqqi = struct.Struct(">iiqqi")
 _P_iiqqi = _S_iiqqi.pack
 _U_iiqqi = _S_iiqqi.unpack_from
@@ -50,10 +57,14 @@ _U_iqi = _S_iqi.unpack_from
 _S_iqqi = struct.Struct(">iqqi")
 _P_iqqi = _S_iqqi.pack
 _U_iqqi = _S_iqqi.unpack_from
+_S_iqx = struct.Struct(">iqx")
+_P_iqx = _S_iqx.pack
+_U_iqx = _S_iqx.unpack_from
 _S_q = struct.Struct(">q")
 _P_q = _S_q.pack
 _U_q = _S_q.unpack_from
 _AP_i = ArrayPackers("i")
+_AC_i = ArrayPackers("i", "B")
 _AU_i = ArrayUnpackers("i")
 
 
@@ -167,9 +178,17 @@ class FetchRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_FetchRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of FetchRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read FetchRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading FetchRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after FetchRequest v{version}")
         return obj
@@ -194,62 +213,11 @@ class FetchRequest:
             raise MessageDecodeError(f"{e} (reading FetchRequest v{version})") from None
 
 
-def _w_ReplicaState_4(out: bytearray, o: ReplicaState) -> None:
-    if o.replica_id != -1:
-        raise MessageEncodeError("Attempted to write a non-default ReplicaId")
-    if o.replica_epoch != -1:
-        raise MessageEncodeError("Attempted to write a non-default ReplicaEpoch")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_ReplicaState_12(out: bytearray, o: ReplicaState) -> None:
-    if o.replica_id != -1:
-        raise MessageEncodeError("Attempted to write a non-default ReplicaId")
-    if o.replica_epoch != -1:
-        raise MessageEncodeError("Attempted to write a non-default ReplicaEpoch")
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
 def _w_ReplicaState_15(out: bytearray, o: ReplicaState) -> None:
-    out += _P_iq(o.replica_id, o.replica_epoch)
+    out += _P_iqx(o.replica_id, o.replica_epoch)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_ReplicaState_4(d: bytes, p: int) -> tuple[ReplicaState, int]:
-    ob_ = _new(ReplicaState)
-    ob_.replica_id = -1
-    ob_.replica_epoch = -1
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_ReplicaState_12(d: bytes, p: int) -> tuple[ReplicaState, int]:
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(ReplicaState)
-    ob_.replica_id = -1
-    ob_.replica_epoch = -1
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
 
 
 def _r_ReplicaState_15(d: bytes, p: int) -> tuple[ReplicaState, int]:
@@ -272,230 +240,6 @@ def _r_ReplicaState_15(d: bytes, p: int) -> tuple[ReplicaState, int]:
     ob_ = _new(ReplicaState)
     ob_.replica_id = f_replica_id
     ob_.replica_epoch = f_replica_epoch
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_FetchPartition_4(out: bytearray, o: FetchPartition) -> None:
-    if o.last_fetched_epoch != -1:
-        raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-    out += _P_iqi(o.partition, o.fetch_offset, o.partition_max_bytes)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchPartition_5(out: bytearray, o: FetchPartition) -> None:
-    if o.last_fetched_epoch != -1:
-        raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-    out += _P_iqqi(o.partition, o.fetch_offset, o.log_start_offset, o.partition_max_bytes)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchPartition_9(out: bytearray, o: FetchPartition) -> None:
-    if o.last_fetched_epoch != -1:
-        raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-    out += _P_iiqqi(
-        o.partition, o.current_leader_epoch, o.fetch_offset, o.log_start_offset, o.partition_max_bytes
-    )
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchPartition_12(out: bytearray, o: FetchPartition) -> None:
-    out += _P_iiqiqi(
-        o.partition,
-        o.current_leader_epoch,
-        o.fetch_offset,
-        o.last_fetched_epoch,
-        o.log_start_offset,
-        o.partition_max_bytes,
-    )
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_FetchPartition_17(out: bytearray, o: FetchPartition) -> None:
-    out += _P_iiqiqi(
-        o.partition,
-        o.current_leader_epoch,
-        o.fetch_offset,
-        o.last_fetched_epoch,
-        o.log_start_offset,
-        o.partition_max_bytes,
-    )
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
-    if o.replica_directory_id != ZERO_UUID:
-        tb = bytearray()
-        tb += o.replica_directory_id.bytes
-        tags_.append((0, tb))
-    if tags_:
-        _wtags(out, tags_)
-    else:
-        out.append(0)
-
-
-def _w_FetchPartition_18(out: bytearray, o: FetchPartition) -> None:
-    out += _P_iiqiqi(
-        o.partition,
-        o.current_leader_epoch,
-        o.fetch_offset,
-        o.last_fetched_epoch,
-        o.log_start_offset,
-        o.partition_max_bytes,
-    )
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
-    if o.replica_directory_id != ZERO_UUID:
-        tb = bytearray()
-        tb += o.replica_directory_id.bytes
-        tags_.append((0, tb))
-    if o.high_watermark != 9223372036854775807:
-        tb = bytearray()
-        tb += _P_q(o.high_watermark)
-        tags_.append((1, tb))
-    if tags_:
-        _wtags(out, tags_)
-    else:
-        out.append(0)
-
-
-def _r_FetchPartition_4(d: bytes, p: int) -> tuple[FetchPartition, int]:
-    f_partition, f_fetch_offset, f_partition_max_bytes = _U_iqi(d, p)
-    p += 16
-    ob_ = _new(FetchPartition)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = -1
-    ob_.fetch_offset = f_fetch_offset
-    ob_.last_fetched_epoch = -1
-    ob_.log_start_offset = -1
-    ob_.partition_max_bytes = f_partition_max_bytes
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.high_watermark = 9223372036854775807
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchPartition_5(d: bytes, p: int) -> tuple[FetchPartition, int]:
-    f_partition, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _U_iqqi(d, p)
-    p += 24
-    ob_ = _new(FetchPartition)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = -1
-    ob_.fetch_offset = f_fetch_offset
-    ob_.last_fetched_epoch = -1
-    ob_.log_start_offset = f_log_start_offset
-    ob_.partition_max_bytes = f_partition_max_bytes
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.high_watermark = 9223372036854775807
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchPartition_9(d: bytes, p: int) -> tuple[FetchPartition, int]:
-    f_partition, f_current_leader_epoch, f_fetch_offset, f_log_start_offset, f_partition_max_bytes = _U_iiqqi(
-        d, p
-    )
-    p += 28
-    ob_ = _new(FetchPartition)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = f_current_leader_epoch
-    ob_.fetch_offset = f_fetch_offset
-    ob_.last_fetched_epoch = -1
-    ob_.log_start_offset = f_log_start_offset
-    ob_.partition_max_bytes = f_partition_max_bytes
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.high_watermark = 9223372036854775807
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchPartition_12(d: bytes, p: int) -> tuple[FetchPartition, int]:
-    (
-        f_partition,
-        f_current_leader_epoch,
-        f_fetch_offset,
-        f_last_fetched_epoch,
-        f_log_start_offset,
-        f_partition_max_bytes,
-    ) = _U_iiqiqi(d, p)
-    p += 32
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            if tg in (0, 1):
-                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-            else:
-                unk_.append((tg, d[p:te]))
-                p = te
-    ob_ = _new(FetchPartition)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = f_current_leader_epoch
-    ob_.fetch_offset = f_fetch_offset
-    ob_.last_fetched_epoch = f_last_fetched_epoch
-    ob_.log_start_offset = f_log_start_offset
-    ob_.partition_max_bytes = f_partition_max_bytes
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.high_watermark = 9223372036854775807
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchPartition_17(d: bytes, p: int) -> tuple[FetchPartition, int]:
-    (
-        f_partition,
-        f_current_leader_epoch,
-        f_fetch_offset,
-        f_last_fetched_epoch,
-        f_log_start_offset,
-        f_partition_max_bytes,
-    ) = _U_iiqiqi(d, p)
-    p += 32
-    f_replica_directory_id: UUID = ZERO_UUID
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            if tg == 0:
-                (raw,) = _U_16s(d, p)
-                f_replica_directory_id = _uuid(raw)
-                p += 16
-                if p != te:
-                    raise MessageDecodeError(
-                        "tagged field ReplicaDirectoryId does not fill its declared size"
-                    )
-            elif tg in (1,):
-                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-            else:
-                unk_.append((tg, d[p:te]))
-                p = te
-    ob_ = _new(FetchPartition)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = f_current_leader_epoch
-    ob_.fetch_offset = f_fetch_offset
-    ob_.last_fetched_epoch = f_last_fetched_epoch
-    ob_.log_start_offset = f_log_start_offset
-    ob_.partition_max_bytes = f_partition_max_bytes
-    ob_.replica_directory_id = f_replica_directory_id
-    ob_.high_watermark = 9223372036854775807
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -551,201 +295,6 @@ def _r_FetchPartition_18(d: bytes, p: int) -> tuple[FetchPartition, int]:
     ob_.high_watermark = f_high_watermark
     ob_.unknown_tagged_fields = unk_
     return ob_, p
-
-
-def _w_FetchTopic_4(out: bytearray, o: FetchTopic) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    out += _P_h(n_topic)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        if e_partitions.last_fetched_epoch != -1:
-            raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-        out += _P_iqi(e_partitions.partition, e_partitions.fetch_offset, e_partitions.partition_max_bytes)
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchTopic_5(out: bytearray, o: FetchTopic) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    out += _P_h(n_topic)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        if e_partitions.last_fetched_epoch != -1:
-            raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-        out += _P_iqqi(
-            e_partitions.partition,
-            e_partitions.fetch_offset,
-            e_partitions.log_start_offset,
-            e_partitions.partition_max_bytes,
-        )
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchTopic_9(out: bytearray, o: FetchTopic) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    out += _P_h(n_topic)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        if e_partitions.last_fetched_epoch != -1:
-            raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-        out += _P_iiqqi(
-            e_partitions.partition,
-            e_partitions.current_leader_epoch,
-            e_partitions.fetch_offset,
-            e_partitions.log_start_offset,
-            e_partitions.partition_max_bytes,
-        )
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchTopic_12(out: bytearray, o: FetchTopic) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    if n_topic < 127:
-        out.append(n_topic + 1)
-    else:
-        if n_topic > 32767:
-            raise MessageEncodeError("string field Topic is too long to be serialized")
-        _wuv(out, n_topic + 1)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_iiqiqi(
-            e_partitions.partition,
-            e_partitions.current_leader_epoch,
-            e_partitions.fetch_offset,
-            e_partitions.last_fetched_epoch,
-            e_partitions.log_start_offset,
-            e_partitions.partition_max_bytes,
-        )
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_FetchTopic_13(out: bytearray, o: FetchTopic) -> None:
-    out += _P_16s(o.topic_id.bytes)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_iiqiqi(
-            e_partitions.partition,
-            e_partitions.current_leader_epoch,
-            e_partitions.fetch_offset,
-            e_partitions.last_fetched_epoch,
-            e_partitions.log_start_offset,
-            e_partitions.partition_max_bytes,
-        )
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_FetchTopic_17(out: bytearray, o: FetchTopic) -> None:
-    out += _P_16s(o.topic_id.bytes)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_iiqiqi(
-            e_partitions.partition,
-            e_partitions.current_leader_epoch,
-            e_partitions.fetch_offset,
-            e_partitions.last_fetched_epoch,
-            e_partitions.log_start_offset,
-            e_partitions.partition_max_bytes,
-        )
-        tags_partitions_: list[tuple[int, bytes | bytearray]] = list(e_partitions.unknown_tagged_fields)
-        if e_partitions.replica_directory_id != ZERO_UUID:
-            tb = bytearray()
-            tb += e_partitions.replica_directory_id.bytes
-            tags_partitions_.append((0, tb))
-        if tags_partitions_:
-            _wtags(out, tags_partitions_)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_FetchTopic_18(out: bytearray, o: FetchTopic) -> None:
-    out += _P_16s(o.topic_id.bytes)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_iiqiqi(
-            e_partitions.partition,
-            e_partitions.current_leader_epoch,
-            e_partitions.fetch_offset,
-            e_partitions.last_fetched_epoch,
-            e_partitions.log_start_offset,
-            e_partitions.partition_max_bytes,
-        )
-        tags_partitions_: list[tuple[int, bytes | bytearray]] = list(e_partitions.unknown_tagged_fields)
-        if e_partitions.replica_directory_id != ZERO_UUID:
-            tb = bytearray()
-            tb += e_partitions.replica_directory_id.bytes
-            tags_partitions_.append((0, tb))
-        if e_partitions.high_watermark != 9223372036854775807:
-            tb = bytearray()
-            tb += _P_q(e_partitions.high_watermark)
-            tags_partitions_.append((1, tb))
-        if tags_partitions_:
-            _wtags(out, tags_partitions_)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_FetchTopic_4(d: bytes, p: int) -> tuple[FetchTopic, int]:
@@ -1144,195 +693,6 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
     return ob_, p
 
 
-def _r_FetchTopic_18(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    (f_topic_id,) = _U_16s(d, p)
-    p += 16
-    f_topic_id = _uuid(f_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            (
-                f_partitions_partition,
-                f_partitions_current_leader_epoch,
-                f_partitions_fetch_offset,
-                f_partitions_last_fetched_epoch,
-                f_partitions_log_start_offset,
-                f_partitions_partition_max_bytes,
-            ) = _U_iiqiqi(d, p)
-            p += 32
-            f_partitions_replica_directory_id: UUID = ZERO_UUID
-            f_partitions_high_watermark: int = 9223372036854775807
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        (raw,) = _U_16s(d, p)
-                        f_partitions_replica_directory_id = _uuid(raw)
-                        p += 16
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field ReplicaDirectoryId does not fill its declared size"
-                            )
-                    elif tg == 1:
-                        (f_partitions_high_watermark,) = _U_q(d, p)
-                        p += 8
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field HighWatermark does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions_.append((tg, d[p:te]))
-                        p = te
-            ob_partitions_ = _new(FetchPartition)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = f_partitions_current_leader_epoch
-            ob_partitions_.fetch_offset = f_partitions_fetch_offset
-            ob_partitions_.last_fetched_epoch = f_partitions_last_fetched_epoch
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.partition_max_bytes = f_partitions_partition_max_bytes
-            ob_partitions_.replica_directory_id = f_partitions_replica_directory_id
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
-        f_partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(FetchTopic)
-    ob_.topic = ""
-    ob_.topic_id = f_topic_id
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_ForgottenTopic_4(out: bytearray, o: ForgottenTopic) -> None:
-    if o.partitions is None or len(o.partitions) != 0:
-        raise MessageEncodeError("Attempted to write a non-default Partitions")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_ForgottenTopic_7(out: bytearray, o: ForgottenTopic) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    out += _P_h(n_topic)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    out += _AP_i[n_partitions](*a_partitions)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_ForgottenTopic_12(out: bytearray, o: ForgottenTopic) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    if n_topic < 127:
-        out.append(n_topic + 1)
-    else:
-        if n_topic > 32767:
-            raise MessageEncodeError("string field Topic is too long to be serialized")
-        _wuv(out, n_topic + 1)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    out += _AP_i[n_partitions](*a_partitions)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_ForgottenTopic_13(out: bytearray, o: ForgottenTopic) -> None:
-    out += _P_16s(o.topic_id.bytes)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    out += _AP_i[n_partitions](*a_partitions)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_ForgottenTopic_4(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
-    ob_ = _new(ForgottenTopic)
-    ob_.topic = ""
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = []
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_ForgottenTopic_7(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        f_partitions = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ob_ = _new(ForgottenTopic)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
 def _r_ForgottenTopic_12(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
     ln = d[p]
     if ln < 128:
@@ -1385,47 +745,12 @@ def _r_ForgottenTopic_12(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
     return ob_, p
 
 
-def _r_ForgottenTopic_13(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
-    (f_topic_id,) = _U_16s(d, p)
-    p += 16
-    f_topic_id = _uuid(f_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        f_partitions = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(ForgottenTopic)
-    ob_.topic = ""
-    ob_.topic_id = f_topic_id
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise MessageEncodeError("Attempted to write a non-default ForgottenTopicsData")
@@ -1434,9 +759,9 @@ def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = e_topics.topic.encode()
-        n_topics_topic = len(s_topics_topic)
-        out += _P_h(n_topics_topic)
+        s_topics_topic = _SL.get(e_topics.topic)
+        if s_topics_topic is None:
+            s_topics_topic = _lstr(e_topics.topic)
         out += s_topics_topic
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -1458,7 +783,11 @@ def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
 
 
 def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise MessageEncodeError("Attempted to write a non-default ForgottenTopicsData")
@@ -1467,9 +796,9 @@ def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = e_topics.topic.encode()
-        n_topics_topic = len(s_topics_topic)
-        out += _P_h(n_topics_topic)
+        s_topics_topic = _SL.get(e_topics.topic)
+        if s_topics_topic is None:
+            s_topics_topic = _lstr(e_topics.topic)
         out += s_topics_topic
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -1492,7 +821,11 @@ def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
 
 
 def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     out += _P_iiiibii(
         o.replica_id,
@@ -1507,9 +840,9 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = e_topics.topic.encode()
-        n_topics_topic = len(s_topics_topic)
-        out += _P_h(n_topics_topic)
+        s_topics_topic = _SL.get(e_topics.topic)
+        if s_topics_topic is None:
+            s_topics_topic = _lstr(e_topics.topic)
         out += s_topics_topic
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -1531,9 +864,9 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     out += _P_i(n_forgotten_topics_data)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = e_forgotten_topics_data.topic.encode()
-        n_forgotten_topics_data_topic = len(s_forgotten_topics_data_topic)
-        out += _P_h(n_forgotten_topics_data_topic)
+        s_forgotten_topics_data_topic = _SL.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data_topic is None:
+            s_forgotten_topics_data_topic = _lstr(e_forgotten_topics_data.topic)
         out += s_forgotten_topics_data_topic
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
@@ -1546,7 +879,11 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
 
 
 def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     out += _P_iiiibii(
         o.replica_id,
@@ -1561,9 +898,9 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = e_topics.topic.encode()
-        n_topics_topic = len(s_topics_topic)
-        out += _P_h(n_topics_topic)
+        s_topics_topic = _SL.get(e_topics.topic)
+        if s_topics_topic is None:
+            s_topics_topic = _lstr(e_topics.topic)
         out += s_topics_topic
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -1586,9 +923,9 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     out += _P_i(n_forgotten_topics_data)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = e_forgotten_topics_data.topic.encode()
-        n_forgotten_topics_data_topic = len(s_forgotten_topics_data_topic)
-        out += _P_h(n_forgotten_topics_data_topic)
+        s_forgotten_topics_data_topic = _SL.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data_topic is None:
+            s_forgotten_topics_data_topic = _lstr(e_forgotten_topics_data.topic)
         out += s_forgotten_topics_data_topic
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
@@ -1601,7 +938,11 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
 
 
 def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     out += _P_iiiibii(
         o.replica_id,
@@ -1616,9 +957,9 @@ def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = e_topics.topic.encode()
-        n_topics_topic = len(s_topics_topic)
-        out += _P_h(n_topics_topic)
+        s_topics_topic = _SL.get(e_topics.topic)
+        if s_topics_topic is None:
+            s_topics_topic = _lstr(e_topics.topic)
         out += s_topics_topic
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -1641,9 +982,9 @@ def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     out += _P_i(n_forgotten_topics_data)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = e_forgotten_topics_data.topic.encode()
-        n_forgotten_topics_data_topic = len(s_forgotten_topics_data_topic)
-        out += _P_h(n_forgotten_topics_data_topic)
+        s_forgotten_topics_data_topic = _SL.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data_topic is None:
+            s_forgotten_topics_data_topic = _lstr(e_forgotten_topics_data.topic)
         out += s_forgotten_topics_data_topic
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
@@ -1651,16 +992,20 @@ def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
         out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    s_rack_id = o.rack_id.encode()
-    n_rack_id = len(s_rack_id)
-    out += _P_h(n_rack_id)
+    s_rack_id = _SL.get(o.rack_id)
+    if s_rack_id is None:
+        s_rack_id = _lstr(o.rack_id)
     out += s_rack_id
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
 def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     out += _P_iiiibii(
         o.replica_id,
@@ -1678,14 +1023,9 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic = e_topics.topic.encode()
-        n_topics_topic = len(s_topics_topic)
-        if n_topics_topic < 127:
-            out.append(n_topics_topic + 1)
-        else:
-            if n_topics_topic > 32767:
-                raise MessageEncodeError("string field Topic is too long to be serialized")
-            _wuv(out, n_topics_topic + 1)
+        s_topics_topic = _SC.get(e_topics.topic)
+        if s_topics_topic is None:
+            s_topics_topic = _cstr(e_topics.topic)
         out += s_topics_topic
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -1694,7 +1034,7 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
         else:
             _wuv(out, n_topics_partitions + 1)
         for e_topics_partitions in a_topics_partitions:
-            out += _P_iiqiqi(
+            out += _P_iiqiqix(
                 e_topics_partitions.partition,
                 e_topics_partitions.current_leader_epoch,
                 e_topics_partitions.fetch_offset,
@@ -1703,9 +1043,8 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
                 e_topics_partitions.partition_max_bytes,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -1717,34 +1056,26 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = e_forgotten_topics_data.topic.encode()
-        n_forgotten_topics_data_topic = len(s_forgotten_topics_data_topic)
-        if n_forgotten_topics_data_topic < 127:
-            out.append(n_forgotten_topics_data_topic + 1)
-        else:
-            if n_forgotten_topics_data_topic > 32767:
-                raise MessageEncodeError("string field Topic is too long to be serialized")
-            _wuv(out, n_forgotten_topics_data_topic + 1)
+        s_forgotten_topics_data_topic = _SC.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data_topic is None:
+            s_forgotten_topics_data_topic = _cstr(e_forgotten_topics_data.topic)
         out += s_forgotten_topics_data_topic
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
         if n_forgotten_topics_data_partitions < 127:
-            out.append(n_forgotten_topics_data_partitions + 1)
+            out += _AC_i[n_forgotten_topics_data_partitions](
+                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+            )
         else:
             _wuv(out, n_forgotten_topics_data_partitions + 1)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
             out.append(0)
-    s_rack_id = o.rack_id.encode()
-    n_rack_id = len(s_rack_id)
-    if n_rack_id < 127:
-        out.append(n_rack_id + 1)
-    else:
-        if n_rack_id > 32767:
-            raise MessageEncodeError("string field RackId is too long to be serialized")
-        _wuv(out, n_rack_id + 1)
+    s_rack_id = _SC.get(o.rack_id)
+    if s_rack_id is None:
+        s_rack_id = _cstr(o.rack_id)
     out += s_rack_id
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
     if o.cluster_id is not None:
@@ -1752,14 +1083,9 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
         if o.cluster_id is None:
             tb.append(0)
         else:
-            s_cluster_id = o.cluster_id.encode()
-            n_cluster_id = len(s_cluster_id)
-            if n_cluster_id < 127:
-                tb.append(n_cluster_id + 1)
-            else:
-                if n_cluster_id > 32767:
-                    raise MessageEncodeError("string field ClusterId is too long to be serialized")
-                _wuv(tb, n_cluster_id + 1)
+            s_cluster_id = _SC.get(o.cluster_id)
+            if s_cluster_id is None:
+                s_cluster_id = _cstr(o.cluster_id)
             tb += s_cluster_id
         tags_.append((0, tb))
     if tags_:
@@ -1769,7 +1095,11 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
 
 
 def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     out += _P_iiiibii(
         o.replica_id,
@@ -1787,7 +1117,7 @@ def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.bytes)
+        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
         if n_topics_partitions < 127:
@@ -1795,7 +1125,7 @@ def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
         else:
             _wuv(out, n_topics_partitions + 1)
         for e_topics_partitions in a_topics_partitions:
-            out += _P_iiqiqi(
+            out += _P_iiqiqix(
                 e_topics_partitions.partition,
                 e_topics_partitions.current_leader_epoch,
                 e_topics_partitions.fetch_offset,
@@ -1804,9 +1134,8 @@ def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
                 e_topics_partitions.partition_max_bytes,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -1818,26 +1147,23 @@ def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.bytes)
+        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
         if n_forgotten_topics_data_partitions < 127:
-            out.append(n_forgotten_topics_data_partitions + 1)
+            out += _AC_i[n_forgotten_topics_data_partitions](
+                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+            )
         else:
             _wuv(out, n_forgotten_topics_data_partitions + 1)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
             out.append(0)
-    s_rack_id = o.rack_id.encode()
-    n_rack_id = len(s_rack_id)
-    if n_rack_id < 127:
-        out.append(n_rack_id + 1)
-    else:
-        if n_rack_id > 32767:
-            raise MessageEncodeError("string field RackId is too long to be serialized")
-        _wuv(out, n_rack_id + 1)
+    s_rack_id = _SC.get(o.rack_id)
+    if s_rack_id is None:
+        s_rack_id = _cstr(o.rack_id)
     out += s_rack_id
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
     if o.cluster_id is not None:
@@ -1845,14 +1171,9 @@ def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
         if o.cluster_id is None:
             tb.append(0)
         else:
-            s_cluster_id = o.cluster_id.encode()
-            n_cluster_id = len(s_cluster_id)
-            if n_cluster_id < 127:
-                tb.append(n_cluster_id + 1)
-            else:
-                if n_cluster_id > 32767:
-                    raise MessageEncodeError("string field ClusterId is too long to be serialized")
-                _wuv(tb, n_cluster_id + 1)
+            s_cluster_id = _SC.get(o.cluster_id)
+            if s_cluster_id is None:
+                s_cluster_id = _cstr(o.cluster_id)
             tb += s_cluster_id
         tags_.append((0, tb))
     if tags_:
@@ -1874,7 +1195,7 @@ def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.bytes)
+        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
         if n_topics_partitions < 127:
@@ -1882,7 +1203,7 @@ def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
         else:
             _wuv(out, n_topics_partitions + 1)
         for e_topics_partitions in a_topics_partitions:
-            out += _P_iiqiqi(
+            out += _P_iiqiqix(
                 e_topics_partitions.partition,
                 e_topics_partitions.current_leader_epoch,
                 e_topics_partitions.fetch_offset,
@@ -1891,9 +1212,8 @@ def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
                 e_topics_partitions.partition_max_bytes,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -1905,26 +1225,23 @@ def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.bytes)
+        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
         if n_forgotten_topics_data_partitions < 127:
-            out.append(n_forgotten_topics_data_partitions + 1)
+            out += _AC_i[n_forgotten_topics_data_partitions](
+                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+            )
         else:
             _wuv(out, n_forgotten_topics_data_partitions + 1)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
             out.append(0)
-    s_rack_id = o.rack_id.encode()
-    n_rack_id = len(s_rack_id)
-    if n_rack_id < 127:
-        out.append(n_rack_id + 1)
-    else:
-        if n_rack_id > 32767:
-            raise MessageEncodeError("string field RackId is too long to be serialized")
-        _wuv(out, n_rack_id + 1)
+    s_rack_id = _SC.get(o.rack_id)
+    if s_rack_id is None:
+        s_rack_id = _cstr(o.rack_id)
     out += s_rack_id
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
     if o.cluster_id is not None:
@@ -1932,17 +1249,16 @@ def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
         if o.cluster_id is None:
             tb.append(0)
         else:
-            s_cluster_id = o.cluster_id.encode()
-            n_cluster_id = len(s_cluster_id)
-            if n_cluster_id < 127:
-                tb.append(n_cluster_id + 1)
-            else:
-                if n_cluster_id > 32767:
-                    raise MessageEncodeError("string field ClusterId is too long to be serialized")
-                _wuv(tb, n_cluster_id + 1)
+            s_cluster_id = _SC.get(o.cluster_id)
+            if s_cluster_id is None:
+                s_cluster_id = _cstr(o.cluster_id)
             tb += s_cluster_id
         tags_.append((0, tb))
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         tb = bytearray()
         _w_ReplicaState_15(tb, o.replica_state)
         tags_.append((1, tb))
@@ -1965,7 +1281,7 @@ def _w_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.bytes)
+        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
         if n_topics_partitions < 127:
@@ -1986,7 +1302,7 @@ def _w_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
             )
             if e_topics_partitions.replica_directory_id != ZERO_UUID:
                 tb = bytearray()
-                tb += e_topics_partitions.replica_directory_id.bytes
+                tb += e_topics_partitions.replica_directory_id.int.to_bytes(16)
                 tags_topics_partitions_.append((0, tb))
             if tags_topics_partitions_:
                 _wtags(out, tags_topics_partitions_)
@@ -2003,26 +1319,23 @@ def _w_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.bytes)
+        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
         if n_forgotten_topics_data_partitions < 127:
-            out.append(n_forgotten_topics_data_partitions + 1)
+            out += _AC_i[n_forgotten_topics_data_partitions](
+                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+            )
         else:
             _wuv(out, n_forgotten_topics_data_partitions + 1)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
             out.append(0)
-    s_rack_id = o.rack_id.encode()
-    n_rack_id = len(s_rack_id)
-    if n_rack_id < 127:
-        out.append(n_rack_id + 1)
-    else:
-        if n_rack_id > 32767:
-            raise MessageEncodeError("string field RackId is too long to be serialized")
-        _wuv(out, n_rack_id + 1)
+    s_rack_id = _SC.get(o.rack_id)
+    if s_rack_id is None:
+        s_rack_id = _cstr(o.rack_id)
     out += s_rack_id
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
     if o.cluster_id is not None:
@@ -2030,17 +1343,16 @@ def _w_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
         if o.cluster_id is None:
             tb.append(0)
         else:
-            s_cluster_id = o.cluster_id.encode()
-            n_cluster_id = len(s_cluster_id)
-            if n_cluster_id < 127:
-                tb.append(n_cluster_id + 1)
-            else:
-                if n_cluster_id > 32767:
-                    raise MessageEncodeError("string field ClusterId is too long to be serialized")
-                _wuv(tb, n_cluster_id + 1)
+            s_cluster_id = _SC.get(o.cluster_id)
+            if s_cluster_id is None:
+                s_cluster_id = _cstr(o.cluster_id)
             tb += s_cluster_id
         tags_.append((0, tb))
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         tb = bytearray()
         _w_ReplicaState_15(tb, o.replica_state)
         tags_.append((1, tb))
@@ -2063,7 +1375,7 @@ def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.bytes)
+        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
         if n_topics_partitions < 127:
@@ -2084,7 +1396,7 @@ def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
             )
             if e_topics_partitions.replica_directory_id != ZERO_UUID:
                 tb = bytearray()
-                tb += e_topics_partitions.replica_directory_id.bytes
+                tb += e_topics_partitions.replica_directory_id.int.to_bytes(16)
                 tags_topics_partitions_.append((0, tb))
             if e_topics_partitions.high_watermark != 9223372036854775807:
                 tb = bytearray()
@@ -2105,26 +1417,23 @@ def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.bytes)
+        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
         if n_forgotten_topics_data_partitions < 127:
-            out.append(n_forgotten_topics_data_partitions + 1)
+            out += _AC_i[n_forgotten_topics_data_partitions](
+                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+            )
         else:
             _wuv(out, n_forgotten_topics_data_partitions + 1)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
             out.append(0)
-    s_rack_id = o.rack_id.encode()
-    n_rack_id = len(s_rack_id)
-    if n_rack_id < 127:
-        out.append(n_rack_id + 1)
-    else:
-        if n_rack_id > 32767:
-            raise MessageEncodeError("string field RackId is too long to be serialized")
-        _wuv(out, n_rack_id + 1)
+    s_rack_id = _SC.get(o.rack_id)
+    if s_rack_id is None:
+        s_rack_id = _cstr(o.rack_id)
     out += s_rack_id
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
     if o.cluster_id is not None:
@@ -2132,17 +1441,16 @@ def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
         if o.cluster_id is None:
             tb.append(0)
         else:
-            s_cluster_id = o.cluster_id.encode()
-            n_cluster_id = len(s_cluster_id)
-            if n_cluster_id < 127:
-                tb.append(n_cluster_id + 1)
-            else:
-                if n_cluster_id > 32767:
-                    raise MessageEncodeError("string field ClusterId is too long to be serialized")
-                _wuv(tb, n_cluster_id + 1)
+            s_cluster_id = _SC.get(o.cluster_id)
+            if s_cluster_id is None:
+                s_cluster_id = _cstr(o.cluster_id)
             tb += s_cluster_id
         tags_.append((0, tb))
-    if o.replica_state != _D_ReplicaState:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
         tb = bytearray()
         _w_ReplicaState_15(tb, o.replica_state)
         tags_.append((1, tb))
@@ -2164,51 +1472,8 @@ def _r_FetchRequest_4(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_topics_topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iqi(d, p)
-                    p += 16
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = -1
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = -1
-                    ob_topics_partitions_.log_start_offset = -1
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = f_topics_topic
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_4(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ob_ = _new(FetchRequest)
     ob_.cluster_id = None
@@ -2239,52 +1504,8 @@ def _r_FetchRequest_5(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_topics_topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iqqi(d, p)
-                    p += 24
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = -1
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = -1
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = f_topics_topic
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_5(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ob_ = _new(FetchRequest)
     ob_.cluster_id = None
@@ -2323,52 +1544,8 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_topics_topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iqqi(d, p)
-                    p += 24
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = -1
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = -1
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = f_topics_topic
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_5(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     (ln,) = _U_i(d, p)
     p += 4
@@ -2444,53 +1621,8 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_topics_topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_current_leader_epoch,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iiqqi(d, p)
-                    p += 28
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = -1
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = f_topics_topic
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_9(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     (ln,) = _U_i(d, p)
     p += 4
@@ -2566,53 +1698,8 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_topics_topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_current_leader_epoch,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iiqqi(d, p)
-                    p += 28
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = -1
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = f_topics_topic
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_9(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     (ln,) = _U_i(d, p)
     p += 4
@@ -2704,93 +1791,8 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_topics_topic = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_current_leader_epoch,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_last_fetched_epoch,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iiqiqi(d, p)
-                    p += 32
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg in (0, 1):
-                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = f_topics_partitions_last_fetched_epoch
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = f_topics_topic
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_12(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -2805,55 +1807,8 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_forgotten_topics_data_topic = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            unk_forgotten_topics_data_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_forgotten_topics_data_.append((tg, d[p:te]))
-                    p = te
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = f_forgotten_topics_data_topic
-            ob_forgotten_topics_data_.topic_id = ZERO_UUID
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = unk_forgotten_topics_data_
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            el_forgotten_topics_data, p = _r_ForgottenTopic_12(d, p)
+            l_forgotten_topics_data.append(el_forgotten_topics_data)
         f_forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
@@ -2949,80 +1904,8 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (f_topics_topic_id,) = _U_16s(d, p)
-            p += 16
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_current_leader_epoch,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_last_fetched_epoch,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iiqiqi(d, p)
-                    p += 32
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg in (0, 1):
-                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = f_topics_partitions_last_fetched_epoch
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = ""
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_13(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -3162,80 +2045,8 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (f_topics_topic_id,) = _U_16s(d, p)
-            p += 16
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_current_leader_epoch,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_last_fetched_epoch,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iiqiqi(d, p)
-                    p += 32
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg in (0, 1):
-                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = f_topics_partitions_last_fetched_epoch
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = ""
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_13(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -3304,7 +2115,10 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
         f_rack_id = d[p:e].decode()
         p = e
     f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = ReplicaState()
+    f_replica_state: ReplicaState = _new(ReplicaState)
+    f_replica_state.replica_id = -1
+    f_replica_state.replica_epoch = -1
+    f_replica_state.unknown_tagged_fields = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -3378,89 +2192,8 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (f_topics_topic_id,) = _U_16s(d, p)
-            p += 16
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_current_leader_epoch,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_last_fetched_epoch,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iiqiqi(d, p)
-                    p += 32
-                    f_topics_partitions_replica_directory_id: UUID = ZERO_UUID
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                (raw,) = _U_16s(d, p)
-                                f_topics_partitions_replica_directory_id = _uuid(raw)
-                                p += 16
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field ReplicaDirectoryId does not fill its declared size"
-                                    )
-                            elif tg in (1,):
-                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = f_topics_partitions_last_fetched_epoch
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = f_topics_partitions_replica_directory_id
-                    ob_topics_partitions_.high_watermark = 9223372036854775807
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = ""
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_FetchTopic_17(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -3529,7 +2262,10 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
         f_rack_id = d[p:e].decode()
         p = e
     f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = ReplicaState()
+    f_replica_state: ReplicaState = _new(ReplicaState)
+    f_replica_state.replica_id = -1
+    f_replica_state.replica_epoch = -1
+    f_replica_state.unknown_tagged_fields = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -3619,58 +2355,8 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics_partitions: list[FetchPartition] = []
                 for _ in range(ln):
-                    (
-                        f_topics_partitions_partition,
-                        f_topics_partitions_current_leader_epoch,
-                        f_topics_partitions_fetch_offset,
-                        f_topics_partitions_last_fetched_epoch,
-                        f_topics_partitions_log_start_offset,
-                        f_topics_partitions_partition_max_bytes,
-                    ) = _U_iiqiqi(d, p)
-                    p += 32
-                    f_topics_partitions_replica_directory_id: UUID = ZERO_UUID
-                    f_topics_partitions_high_watermark: int = 9223372036854775807
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                (raw,) = _U_16s(d, p)
-                                f_topics_partitions_replica_directory_id = _uuid(raw)
-                                p += 16
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field ReplicaDirectoryId does not fill its declared size"
-                                    )
-                            elif tg == 1:
-                                (f_topics_partitions_high_watermark,) = _U_q(d, p)
-                                p += 8
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field HighWatermark does not fill its declared size"
-                                    )
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(FetchPartition)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.fetch_offset = f_topics_partitions_fetch_offset
-                    ob_topics_partitions_.last_fetched_epoch = f_topics_partitions_last_fetched_epoch
-                    ob_topics_partitions_.log_start_offset = f_topics_partitions_log_start_offset
-                    ob_topics_partitions_.partition_max_bytes = f_topics_partitions_partition_max_bytes
-                    ob_topics_partitions_.replica_directory_id = f_topics_partitions_replica_directory_id
-                    ob_topics_partitions_.high_watermark = f_topics_partitions_high_watermark
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
+                    el_topics_partitions, p = _r_FetchPartition_18(d, p)
+                    l_topics_partitions.append(el_topics_partitions)
                 f_topics_partitions = l_topics_partitions
             unk_topics_: list[tuple[int, bytes]] = []
             nt = d[p]
@@ -3760,7 +2446,10 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
         f_rack_id = d[p:e].decode()
         p = e
     f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = ReplicaState()
+    f_replica_state: ReplicaState = _new(ReplicaState)
+    f_replica_state.replica_id = -1
+    f_replica_state.replica_epoch = -1
+    f_replica_state.unknown_tagged_fields = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -4229,5 +2918,3 @@ FetchRequest.FIELDS = (
         map_key=False,
     ),
 )
-
-_D_ReplicaState = ReplicaState()

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -38,15 +42,27 @@ _U_ihqqq = _S_ihqqq.unpack_from
 _S_ii = struct.Struct(">ii")
 _P_ii = _S_ii.pack
 _U_ii = _S_ii.unpack_from
+_S_iix = struct.Struct(">iix")
+_P_iix = _S_iix.pack
+_U_iix = _S_iix.unpack_from
 _S_iq = struct.Struct(">iq")
 _P_iq = _S_iq.pack
 _U_iq = _S_iq.unpack_from
+_S_iqx = struct.Struct(">iqx")
+_P_iqx = _S_iqx.pack
+_U_iqx = _S_iqx.unpack_from
 _S_qi = struct.Struct(">qi")
 _P_qi = _S_qi.pack
 _U_qi = _S_qi.unpack_from
+_S_qix = struct.Struct(">qix")
+_P_qix = _S_qix.pack
+_U_qix = _S_qix.unpack_from
 _S_qq = struct.Struct(">qq")
 _P_qq = _S_qq.pack
 _U_qq = _S_qq.unpack_from
+_S_qqx = struct.Struct(">qqx")
+_P_qqx = _S_qqx.pack
+_U_qqx = _S_qqx.unpack_from
 
 
 @dataclass(slots=True)
@@ -189,9 +205,17 @@ class FetchResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_FetchResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of FetchResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read FetchResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading FetchResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after FetchResponse v{version}")
         return obj
@@ -216,29 +240,11 @@ class FetchResponse:
             raise MessageDecodeError(f"{e} (reading FetchResponse v{version})") from None
 
 
-def _w_EpochEndOffset_4(out: bytearray, o: EpochEndOffset) -> None:
-    if o.epoch != -1:
-        raise MessageEncodeError("Attempted to write a non-default Epoch")
-    if o.end_offset != -1:
-        raise MessageEncodeError("Attempted to write a non-default EndOffset")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
 def _w_EpochEndOffset_12(out: bytearray, o: EpochEndOffset) -> None:
-    out += _P_iq(o.epoch, o.end_offset)
+    out += _P_iqx(o.epoch, o.end_offset)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_EpochEndOffset_4(d: bytes, p: int) -> tuple[EpochEndOffset, int]:
-    ob_ = _new(EpochEndOffset)
-    ob_.epoch = -1
-    ob_.end_offset = -1
-    ob_.unknown_tagged_fields = []
-    return ob_, p
 
 
 def _r_EpochEndOffset_12(d: bytes, p: int) -> tuple[EpochEndOffset, int]:
@@ -265,29 +271,11 @@ def _r_EpochEndOffset_12(d: bytes, p: int) -> tuple[EpochEndOffset, int]:
     return ob_, p
 
 
-def _w_LeaderIdAndEpoch_4(out: bytearray, o: LeaderIdAndEpoch) -> None:
-    if o.leader_id != -1:
-        raise MessageEncodeError("Attempted to write a non-default LeaderId")
-    if o.leader_epoch != -1:
-        raise MessageEncodeError("Attempted to write a non-default LeaderEpoch")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
 def _w_LeaderIdAndEpoch_12(out: bytearray, o: LeaderIdAndEpoch) -> None:
-    out += _P_ii(o.leader_id, o.leader_epoch)
+    out += _P_iix(o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_LeaderIdAndEpoch_4(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
-    ob_ = _new(LeaderIdAndEpoch)
-    ob_.leader_id = -1
-    ob_.leader_epoch = -1
-    ob_.unknown_tagged_fields = []
-    return ob_, p
 
 
 def _r_LeaderIdAndEpoch_12(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
@@ -314,28 +302,11 @@ def _r_LeaderIdAndEpoch_12(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
     return ob_, p
 
 
-def _w_SnapshotId_4(out: bytearray, o: SnapshotId) -> None:
-    out += _P_qi(o.end_offset, o.epoch)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
 def _w_SnapshotId_12(out: bytearray, o: SnapshotId) -> None:
-    out += _P_qi(o.end_offset, o.epoch)
+    out += _P_qix(o.end_offset, o.epoch)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_SnapshotId_4(d: bytes, p: int) -> tuple[SnapshotId, int]:
-    f_end_offset, f_epoch = _U_qi(d, p)
-    p += 12
-    ob_ = _new(SnapshotId)
-    ob_.end_offset = f_end_offset
-    ob_.epoch = f_epoch
-    ob_.unknown_tagged_fields = []
-    return ob_, p
 
 
 def _r_SnapshotId_12(d: bytes, p: int) -> tuple[SnapshotId, int]:
@@ -362,150 +333,6 @@ def _r_SnapshotId_12(d: bytes, p: int) -> tuple[SnapshotId, int]:
     return ob_, p
 
 
-def _w_AbortedTransaction_4(out: bytearray, o: AbortedTransaction) -> None:
-    out += _P_qq(o.producer_id, o.first_offset)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_AbortedTransaction_12(out: bytearray, o: AbortedTransaction) -> None:
-    out += _P_qq(o.producer_id, o.first_offset)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_AbortedTransaction_4(d: bytes, p: int) -> tuple[AbortedTransaction, int]:
-    f_producer_id, f_first_offset = _U_qq(d, p)
-    p += 16
-    ob_ = _new(AbortedTransaction)
-    ob_.producer_id = f_producer_id
-    ob_.first_offset = f_first_offset
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_AbortedTransaction_12(d: bytes, p: int) -> tuple[AbortedTransaction, int]:
-    f_producer_id, f_first_offset = _U_qq(d, p)
-    p += 16
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(AbortedTransaction)
-    ob_.producer_id = f_producer_id
-    ob_.first_offset = f_first_offset
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_PartitionData_4(out: bytearray, o: PartitionData) -> None:
-    if o.diverging_epoch != _D_EpochEndOffset:
-        raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-    if o.current_leader != _D_LeaderIdAndEpoch:
-        raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-    if o.snapshot_id != _D_SnapshotId:
-        raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-    if o.preferred_read_replica != -1:
-        raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
-    out += _P_ihqq(o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset)
-    if o.aborted_transactions is None:
-        out += _P_i(-1)
-    else:
-        a_aborted_transactions = o.aborted_transactions
-        n_aborted_transactions = len(a_aborted_transactions)
-        out += _P_i(n_aborted_transactions)
-        for e_aborted_transactions in a_aborted_transactions:
-            out += _P_qq(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
-            if e_aborted_transactions.unknown_tagged_fields:
-                raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.records is None:
-        out += _P_i(-1)
-    else:
-        s_records = o.records
-        n_records = len(s_records)
-        out += _P_i(n_records)
-        out += s_records
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_PartitionData_5(out: bytearray, o: PartitionData) -> None:
-    if o.diverging_epoch != _D_EpochEndOffset:
-        raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-    if o.current_leader != _D_LeaderIdAndEpoch:
-        raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-    if o.snapshot_id != _D_SnapshotId:
-        raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-    if o.preferred_read_replica != -1:
-        raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
-    out += _P_ihqqq(
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset
-    )
-    if o.aborted_transactions is None:
-        out += _P_i(-1)
-    else:
-        a_aborted_transactions = o.aborted_transactions
-        n_aborted_transactions = len(a_aborted_transactions)
-        out += _P_i(n_aborted_transactions)
-        for e_aborted_transactions in a_aborted_transactions:
-            out += _P_qq(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
-            if e_aborted_transactions.unknown_tagged_fields:
-                raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.records is None:
-        out += _P_i(-1)
-    else:
-        s_records = o.records
-        n_records = len(s_records)
-        out += _P_i(n_records)
-        out += s_records
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_PartitionData_11(out: bytearray, o: PartitionData) -> None:
-    if o.diverging_epoch != _D_EpochEndOffset:
-        raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-    if o.current_leader != _D_LeaderIdAndEpoch:
-        raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-    if o.snapshot_id != _D_SnapshotId:
-        raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-    out += _P_ihqqq(
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset
-    )
-    if o.aborted_transactions is None:
-        out += _P_i(-1)
-    else:
-        a_aborted_transactions = o.aborted_transactions
-        n_aborted_transactions = len(a_aborted_transactions)
-        out += _P_i(n_aborted_transactions)
-        for e_aborted_transactions in a_aborted_transactions:
-            out += _P_qq(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
-            if e_aborted_transactions.unknown_tagged_fields:
-                raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    out += _P_i(o.preferred_read_replica)
-    if o.records is None:
-        out += _P_i(-1)
-    else:
-        s_records = o.records
-        n_records = len(s_records)
-        out += _P_i(n_records)
-        out += s_records
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
 def _w_PartitionData_12(out: bytearray, o: PartitionData) -> None:
     out += _P_ihqqq(
         o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset
@@ -520,11 +347,10 @@ def _w_PartitionData_12(out: bytearray, o: PartitionData) -> None:
         else:
             _wuv(out, n_aborted_transactions + 1)
         for e_aborted_transactions in a_aborted_transactions:
-            out += _P_qq(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
+            out += _P_qqx(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
             if e_aborted_transactions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_aborted_transactions.unknown_tagged_fields)
-            else:
-                out.append(0)
     out += _P_i(o.preferred_read_replica)
     if o.records is None:
         out.append(0)
@@ -537,15 +363,27 @@ def _w_PartitionData_12(out: bytearray, o: PartitionData) -> None:
             _wuv(out, n_records + 1)
         out += s_records
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
-    if o.diverging_epoch != _D_EpochEndOffset:
+    if (
+        (o.diverging_epoch.epoch != -1)
+        or (o.diverging_epoch.end_offset != -1)
+        or (o.diverging_epoch.unknown_tagged_fields)
+    ):
         tb = bytearray()
         _w_EpochEndOffset_12(tb, o.diverging_epoch)
         tags_.append((0, tb))
-    if o.current_leader != _D_LeaderIdAndEpoch:
+    if (
+        (o.current_leader.leader_id != -1)
+        or (o.current_leader.leader_epoch != -1)
+        or (o.current_leader.unknown_tagged_fields)
+    ):
         tb = bytearray()
         _w_LeaderIdAndEpoch_12(tb, o.current_leader)
         tags_.append((1, tb))
-    if o.snapshot_id != _D_SnapshotId:
+    if (
+        (o.snapshot_id.end_offset != -1)
+        or (o.snapshot_id.epoch != -1)
+        or (o.snapshot_id.unknown_tagged_fields)
+    ):
         tb = bytearray()
         _w_SnapshotId_12(tb, o.snapshot_id)
         tags_.append((2, tb))
@@ -763,9 +601,18 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("field Records is longer than the remaining bytes")
         f_records = d[p:e]
         p = e
-    f_diverging_epoch: EpochEndOffset = EpochEndOffset()
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-    f_snapshot_id: SnapshotId = SnapshotId()
+    f_diverging_epoch: EpochEndOffset = _new(EpochEndOffset)
+    f_diverging_epoch.epoch = -1
+    f_diverging_epoch.end_offset = -1
+    f_diverging_epoch.unknown_tagged_fields = []
+    f_current_leader: LeaderIdAndEpoch = _new(LeaderIdAndEpoch)
+    f_current_leader.leader_id = -1
+    f_current_leader.leader_epoch = -1
+    f_current_leader.unknown_tagged_fields = []
+    f_snapshot_id: SnapshotId = _new(SnapshotId)
+    f_snapshot_id.end_offset = -1
+    f_snapshot_id.epoch = -1
+    f_snapshot_id.unknown_tagged_fields = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -809,572 +656,6 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
     return ob_, p
 
 
-def _w_FetchableTopicResponse_4(out: bytearray, o: FetchableTopicResponse) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    out += _P_h(n_topic)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        if e_partitions.diverging_epoch != _D_EpochEndOffset:
-            raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-        if e_partitions.current_leader != _D_LeaderIdAndEpoch:
-            raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-        if e_partitions.snapshot_id != _D_SnapshotId:
-            raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-        if e_partitions.preferred_read_replica != -1:
-            raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
-        out += _P_ihqq(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.high_watermark,
-            e_partitions.last_stable_offset,
-        )
-        if e_partitions.aborted_transactions is None:
-            out += _P_i(-1)
-        else:
-            a_partitions_aborted_transactions = e_partitions.aborted_transactions
-            n_partitions_aborted_transactions = len(a_partitions_aborted_transactions)
-            out += _P_i(n_partitions_aborted_transactions)
-            for e_partitions_aborted_transactions in a_partitions_aborted_transactions:
-                out += _P_qq(
-                    e_partitions_aborted_transactions.producer_id,
-                    e_partitions_aborted_transactions.first_offset,
-                )
-                if e_partitions_aborted_transactions.unknown_tagged_fields:
-                    raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-        if e_partitions.records is None:
-            out += _P_i(-1)
-        else:
-            s_partitions_records = e_partitions.records
-            n_partitions_records = len(s_partitions_records)
-            out += _P_i(n_partitions_records)
-            out += s_partitions_records
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchableTopicResponse_5(out: bytearray, o: FetchableTopicResponse) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    out += _P_h(n_topic)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        if e_partitions.diverging_epoch != _D_EpochEndOffset:
-            raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-        if e_partitions.current_leader != _D_LeaderIdAndEpoch:
-            raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-        if e_partitions.snapshot_id != _D_SnapshotId:
-            raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-        if e_partitions.preferred_read_replica != -1:
-            raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
-        out += _P_ihqqq(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.high_watermark,
-            e_partitions.last_stable_offset,
-            e_partitions.log_start_offset,
-        )
-        if e_partitions.aborted_transactions is None:
-            out += _P_i(-1)
-        else:
-            a_partitions_aborted_transactions = e_partitions.aborted_transactions
-            n_partitions_aborted_transactions = len(a_partitions_aborted_transactions)
-            out += _P_i(n_partitions_aborted_transactions)
-            for e_partitions_aborted_transactions in a_partitions_aborted_transactions:
-                out += _P_qq(
-                    e_partitions_aborted_transactions.producer_id,
-                    e_partitions_aborted_transactions.first_offset,
-                )
-                if e_partitions_aborted_transactions.unknown_tagged_fields:
-                    raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-        if e_partitions.records is None:
-            out += _P_i(-1)
-        else:
-            s_partitions_records = e_partitions.records
-            n_partitions_records = len(s_partitions_records)
-            out += _P_i(n_partitions_records)
-            out += s_partitions_records
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchableTopicResponse_11(out: bytearray, o: FetchableTopicResponse) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    out += _P_h(n_topic)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        if e_partitions.diverging_epoch != _D_EpochEndOffset:
-            raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-        if e_partitions.current_leader != _D_LeaderIdAndEpoch:
-            raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-        if e_partitions.snapshot_id != _D_SnapshotId:
-            raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-        out += _P_ihqqq(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.high_watermark,
-            e_partitions.last_stable_offset,
-            e_partitions.log_start_offset,
-        )
-        if e_partitions.aborted_transactions is None:
-            out += _P_i(-1)
-        else:
-            a_partitions_aborted_transactions = e_partitions.aborted_transactions
-            n_partitions_aborted_transactions = len(a_partitions_aborted_transactions)
-            out += _P_i(n_partitions_aborted_transactions)
-            for e_partitions_aborted_transactions in a_partitions_aborted_transactions:
-                out += _P_qq(
-                    e_partitions_aborted_transactions.producer_id,
-                    e_partitions_aborted_transactions.first_offset,
-                )
-                if e_partitions_aborted_transactions.unknown_tagged_fields:
-                    raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-        out += _P_i(e_partitions.preferred_read_replica)
-        if e_partitions.records is None:
-            out += _P_i(-1)
-        else:
-            s_partitions_records = e_partitions.records
-            n_partitions_records = len(s_partitions_records)
-            out += _P_i(n_partitions_records)
-            out += s_partitions_records
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchableTopicResponse_12(out: bytearray, o: FetchableTopicResponse) -> None:
-    s_topic = o.topic.encode()
-    n_topic = len(s_topic)
-    if n_topic < 127:
-        out.append(n_topic + 1)
-    else:
-        if n_topic > 32767:
-            raise MessageEncodeError("string field Topic is too long to be serialized")
-        _wuv(out, n_topic + 1)
-    out += s_topic
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ihqqq(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.high_watermark,
-            e_partitions.last_stable_offset,
-            e_partitions.log_start_offset,
-        )
-        if e_partitions.aborted_transactions is None:
-            out.append(0)
-        else:
-            a_partitions_aborted_transactions = e_partitions.aborted_transactions
-            n_partitions_aborted_transactions = len(a_partitions_aborted_transactions)
-            if n_partitions_aborted_transactions < 127:
-                out.append(n_partitions_aborted_transactions + 1)
-            else:
-                _wuv(out, n_partitions_aborted_transactions + 1)
-            for e_partitions_aborted_transactions in a_partitions_aborted_transactions:
-                out += _P_qq(
-                    e_partitions_aborted_transactions.producer_id,
-                    e_partitions_aborted_transactions.first_offset,
-                )
-                if e_partitions_aborted_transactions.unknown_tagged_fields:
-                    _wtags(out, e_partitions_aborted_transactions.unknown_tagged_fields)
-                else:
-                    out.append(0)
-        out += _P_i(e_partitions.preferred_read_replica)
-        if e_partitions.records is None:
-            out.append(0)
-        else:
-            s_partitions_records = e_partitions.records
-            n_partitions_records = len(s_partitions_records)
-            if n_partitions_records < 127:
-                out.append(n_partitions_records + 1)
-            else:
-                _wuv(out, n_partitions_records + 1)
-            out += s_partitions_records
-        tags_partitions_: list[tuple[int, bytes | bytearray]] = list(e_partitions.unknown_tagged_fields)
-        if e_partitions.diverging_epoch != _D_EpochEndOffset:
-            tb = bytearray()
-            _w_EpochEndOffset_12(tb, e_partitions.diverging_epoch)
-            tags_partitions_.append((0, tb))
-        if e_partitions.current_leader != _D_LeaderIdAndEpoch:
-            tb = bytearray()
-            _w_LeaderIdAndEpoch_12(tb, e_partitions.current_leader)
-            tags_partitions_.append((1, tb))
-        if e_partitions.snapshot_id != _D_SnapshotId:
-            tb = bytearray()
-            _w_SnapshotId_12(tb, e_partitions.snapshot_id)
-            tags_partitions_.append((2, tb))
-        if tags_partitions_:
-            _wtags(out, tags_partitions_)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_FetchableTopicResponse_13(out: bytearray, o: FetchableTopicResponse) -> None:
-    out += _P_16s(o.topic_id.bytes)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ihqqq(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.high_watermark,
-            e_partitions.last_stable_offset,
-            e_partitions.log_start_offset,
-        )
-        if e_partitions.aborted_transactions is None:
-            out.append(0)
-        else:
-            a_partitions_aborted_transactions = e_partitions.aborted_transactions
-            n_partitions_aborted_transactions = len(a_partitions_aborted_transactions)
-            if n_partitions_aborted_transactions < 127:
-                out.append(n_partitions_aborted_transactions + 1)
-            else:
-                _wuv(out, n_partitions_aborted_transactions + 1)
-            for e_partitions_aborted_transactions in a_partitions_aborted_transactions:
-                out += _P_qq(
-                    e_partitions_aborted_transactions.producer_id,
-                    e_partitions_aborted_transactions.first_offset,
-                )
-                if e_partitions_aborted_transactions.unknown_tagged_fields:
-                    _wtags(out, e_partitions_aborted_transactions.unknown_tagged_fields)
-                else:
-                    out.append(0)
-        out += _P_i(e_partitions.preferred_read_replica)
-        if e_partitions.records is None:
-            out.append(0)
-        else:
-            s_partitions_records = e_partitions.records
-            n_partitions_records = len(s_partitions_records)
-            if n_partitions_records < 127:
-                out.append(n_partitions_records + 1)
-            else:
-                _wuv(out, n_partitions_records + 1)
-            out += s_partitions_records
-        tags_partitions_: list[tuple[int, bytes | bytearray]] = list(e_partitions.unknown_tagged_fields)
-        if e_partitions.diverging_epoch != _D_EpochEndOffset:
-            tb = bytearray()
-            _w_EpochEndOffset_12(tb, e_partitions.diverging_epoch)
-            tags_partitions_.append((0, tb))
-        if e_partitions.current_leader != _D_LeaderIdAndEpoch:
-            tb = bytearray()
-            _w_LeaderIdAndEpoch_12(tb, e_partitions.current_leader)
-            tags_partitions_.append((1, tb))
-        if e_partitions.snapshot_id != _D_SnapshotId:
-            tb = bytearray()
-            _w_SnapshotId_12(tb, e_partitions.snapshot_id)
-            tags_partitions_.append((2, tb))
-        if tags_partitions_:
-            _wtags(out, tags_partitions_)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_FetchableTopicResponse_4(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_high_watermark,
-                f_partitions_last_stable_offset,
-            ) = _U_ihqq(d, p)
-            p += 22
-            f_partitions_aborted_transactions: list[AbortedTransaction] | None
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                f_partitions_aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions_aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_aborted_transactions_producer_id,
-                        f_partitions_aborted_transactions_first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    ob_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                    ob_partitions_aborted_transactions_.producer_id = (
-                        f_partitions_aborted_transactions_producer_id
-                    )
-                    ob_partitions_aborted_transactions_.first_offset = (
-                        f_partitions_aborted_transactions_first_offset
-                    )
-                    ob_partitions_aborted_transactions_.unknown_tagged_fields = []
-                    l_partitions_aborted_transactions.append(ob_partitions_aborted_transactions_)
-                f_partitions_aborted_transactions = l_partitions_aborted_transactions
-            f_partitions_records: bytes | None
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                f_partitions_records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                f_partitions_records = d[p:e]
-                p = e
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.last_stable_offset = f_partitions_last_stable_offset
-            ob_partitions_.log_start_offset = -1
-            ob_partitions_.diverging_epoch = EpochEndOffset()
-            ob_partitions_.current_leader = LeaderIdAndEpoch()
-            ob_partitions_.snapshot_id = SnapshotId()
-            ob_partitions_.aborted_transactions = f_partitions_aborted_transactions
-            ob_partitions_.preferred_read_replica = -1
-            ob_partitions_.records = f_partitions_records
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
-        f_partitions = l_partitions
-    ob_ = _new(FetchableTopicResponse)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchableTopicResponse_5(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_high_watermark,
-                f_partitions_last_stable_offset,
-                f_partitions_log_start_offset,
-            ) = _U_ihqqq(d, p)
-            p += 30
-            f_partitions_aborted_transactions: list[AbortedTransaction] | None
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                f_partitions_aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions_aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_aborted_transactions_producer_id,
-                        f_partitions_aborted_transactions_first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    ob_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                    ob_partitions_aborted_transactions_.producer_id = (
-                        f_partitions_aborted_transactions_producer_id
-                    )
-                    ob_partitions_aborted_transactions_.first_offset = (
-                        f_partitions_aborted_transactions_first_offset
-                    )
-                    ob_partitions_aborted_transactions_.unknown_tagged_fields = []
-                    l_partitions_aborted_transactions.append(ob_partitions_aborted_transactions_)
-                f_partitions_aborted_transactions = l_partitions_aborted_transactions
-            f_partitions_records: bytes | None
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                f_partitions_records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                f_partitions_records = d[p:e]
-                p = e
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.last_stable_offset = f_partitions_last_stable_offset
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.diverging_epoch = EpochEndOffset()
-            ob_partitions_.current_leader = LeaderIdAndEpoch()
-            ob_partitions_.snapshot_id = SnapshotId()
-            ob_partitions_.aborted_transactions = f_partitions_aborted_transactions
-            ob_partitions_.preferred_read_replica = -1
-            ob_partitions_.records = f_partitions_records
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
-        f_partitions = l_partitions
-    ob_ = _new(FetchableTopicResponse)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchableTopicResponse_11(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_high_watermark,
-                f_partitions_last_stable_offset,
-                f_partitions_log_start_offset,
-            ) = _U_ihqqq(d, p)
-            p += 30
-            f_partitions_aborted_transactions: list[AbortedTransaction] | None
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                f_partitions_aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions_aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_aborted_transactions_producer_id,
-                        f_partitions_aborted_transactions_first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    ob_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                    ob_partitions_aborted_transactions_.producer_id = (
-                        f_partitions_aborted_transactions_producer_id
-                    )
-                    ob_partitions_aborted_transactions_.first_offset = (
-                        f_partitions_aborted_transactions_first_offset
-                    )
-                    ob_partitions_aborted_transactions_.unknown_tagged_fields = []
-                    l_partitions_aborted_transactions.append(ob_partitions_aborted_transactions_)
-                f_partitions_aborted_transactions = l_partitions_aborted_transactions
-            (f_partitions_preferred_read_replica,) = _U_i(d, p)
-            p += 4
-            f_partitions_records: bytes | None
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                f_partitions_records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                f_partitions_records = d[p:e]
-                p = e
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.last_stable_offset = f_partitions_last_stable_offset
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.diverging_epoch = EpochEndOffset()
-            ob_partitions_.current_leader = LeaderIdAndEpoch()
-            ob_partitions_.snapshot_id = SnapshotId()
-            ob_partitions_.aborted_transactions = f_partitions_aborted_transactions
-            ob_partitions_.preferred_read_replica = f_partitions_preferred_read_replica
-            ob_partitions_.records = f_partitions_records
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
-        f_partitions = l_partitions
-    ob_ = _new(FetchableTopicResponse)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
 def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
     ln = d[p]
     if ln < 128:
@@ -1405,128 +686,8 @@ def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicRespon
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_high_watermark,
-                f_partitions_last_stable_offset,
-                f_partitions_log_start_offset,
-            ) = _U_ihqqq(d, p)
-            p += 30
-            f_partitions_aborted_transactions: list[AbortedTransaction] | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_partitions_aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions_aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_aborted_transactions_producer_id,
-                        f_partitions_aborted_transactions_first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    unk_partitions_aborted_transactions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_aborted_transactions_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                    ob_partitions_aborted_transactions_.producer_id = (
-                        f_partitions_aborted_transactions_producer_id
-                    )
-                    ob_partitions_aborted_transactions_.first_offset = (
-                        f_partitions_aborted_transactions_first_offset
-                    )
-                    ob_partitions_aborted_transactions_.unknown_tagged_fields = (
-                        unk_partitions_aborted_transactions_
-                    )
-                    l_partitions_aborted_transactions.append(ob_partitions_aborted_transactions_)
-                f_partitions_aborted_transactions = l_partitions_aborted_transactions
-            (f_partitions_preferred_read_replica,) = _U_i(d, p)
-            p += 4
-            f_partitions_records: bytes | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_partitions_records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                f_partitions_records = d[p:e]
-                p = e
-            f_partitions_diverging_epoch: EpochEndOffset = EpochEndOffset()
-            f_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-            f_partitions_snapshot_id: SnapshotId = SnapshotId()
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        f_partitions_diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field DivergingEpoch does not fill its declared size"
-                            )
-                    elif tg == 1:
-                        f_partitions_current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field CurrentLeader does not fill its declared size"
-                            )
-                    elif tg == 2:
-                        f_partitions_snapshot_id, p = _r_SnapshotId_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field SnapshotId does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions_.append((tg, d[p:te]))
-                        p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.last_stable_offset = f_partitions_last_stable_offset
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.diverging_epoch = f_partitions_diverging_epoch
-            ob_partitions_.current_leader = f_partitions_current_leader
-            ob_partitions_.snapshot_id = f_partitions_snapshot_id
-            ob_partitions_.aborted_transactions = f_partitions_aborted_transactions
-            ob_partitions_.preferred_read_replica = f_partitions_preferred_read_replica
-            ob_partitions_.records = f_partitions_records
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_PartitionData_12(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -1550,258 +711,24 @@ def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicRespon
     return ob_, p
 
 
-def _r_FetchableTopicResponse_13(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    (f_topic_id,) = _U_16s(d, p)
-    p += 16
-    f_topic_id = _uuid(f_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_high_watermark,
-                f_partitions_last_stable_offset,
-                f_partitions_log_start_offset,
-            ) = _U_ihqqq(d, p)
-            p += 30
-            f_partitions_aborted_transactions: list[AbortedTransaction] | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_partitions_aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions_aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    (
-                        f_partitions_aborted_transactions_producer_id,
-                        f_partitions_aborted_transactions_first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    unk_partitions_aborted_transactions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions_aborted_transactions_.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                    ob_partitions_aborted_transactions_.producer_id = (
-                        f_partitions_aborted_transactions_producer_id
-                    )
-                    ob_partitions_aborted_transactions_.first_offset = (
-                        f_partitions_aborted_transactions_first_offset
-                    )
-                    ob_partitions_aborted_transactions_.unknown_tagged_fields = (
-                        unk_partitions_aborted_transactions_
-                    )
-                    l_partitions_aborted_transactions.append(ob_partitions_aborted_transactions_)
-                f_partitions_aborted_transactions = l_partitions_aborted_transactions
-            (f_partitions_preferred_read_replica,) = _U_i(d, p)
-            p += 4
-            f_partitions_records: bytes | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_partitions_records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                f_partitions_records = d[p:e]
-                p = e
-            f_partitions_diverging_epoch: EpochEndOffset = EpochEndOffset()
-            f_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-            f_partitions_snapshot_id: SnapshotId = SnapshotId()
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        f_partitions_diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field DivergingEpoch does not fill its declared size"
-                            )
-                    elif tg == 1:
-                        f_partitions_current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field CurrentLeader does not fill its declared size"
-                            )
-                    elif tg == 2:
-                        f_partitions_snapshot_id, p = _r_SnapshotId_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field SnapshotId does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions_.append((tg, d[p:te]))
-                        p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.last_stable_offset = f_partitions_last_stable_offset
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.diverging_epoch = f_partitions_diverging_epoch
-            ob_partitions_.current_leader = f_partitions_current_leader
-            ob_partitions_.snapshot_id = f_partitions_snapshot_id
-            ob_partitions_.aborted_transactions = f_partitions_aborted_transactions
-            ob_partitions_.preferred_read_replica = f_partitions_preferred_read_replica
-            ob_partitions_.records = f_partitions_records
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
-        f_partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(FetchableTopicResponse)
-    ob_.topic = ""
-    ob_.topic_id = f_topic_id
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_NodeEndpoint_4(out: bytearray, o: NodeEndpoint) -> None:
-    if o.node_id != 0:
-        raise MessageEncodeError("Attempted to write a non-default NodeId")
-    if o.host != "":
-        raise MessageEncodeError("Attempted to write a non-default Host")
-    if o.port != 0:
-        raise MessageEncodeError("Attempted to write a non-default Port")
-    if o.rack is not None:
-        raise MessageEncodeError("Attempted to write a non-default Rack")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_NodeEndpoint_12(out: bytearray, o: NodeEndpoint) -> None:
-    if o.node_id != 0:
-        raise MessageEncodeError("Attempted to write a non-default NodeId")
-    if o.host != "":
-        raise MessageEncodeError("Attempted to write a non-default Host")
-    if o.port != 0:
-        raise MessageEncodeError("Attempted to write a non-default Port")
-    if o.rack is not None:
-        raise MessageEncodeError("Attempted to write a non-default Rack")
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
 def _w_NodeEndpoint_16(out: bytearray, o: NodeEndpoint) -> None:
     out += _P_i(o.node_id)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
+    s_host = _SC.get(o.host)
+    if s_host is None:
+        s_host = _cstr(o.host)
     out += s_host
     out += _P_i(o.port)
     if o.rack is None:
         out.append(0)
     else:
-        s_rack = o.rack.encode()
-        n_rack = len(s_rack)
-        if n_rack < 127:
-            out.append(n_rack + 1)
-        else:
-            if n_rack > 32767:
-                raise MessageEncodeError("string field Rack is too long to be serialized")
-            _wuv(out, n_rack + 1)
+        s_rack = _SC.get(o.rack)
+        if s_rack is None:
+            s_rack = _cstr(o.rack)
         out += s_rack
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
         out.append(0)
-
-
-def _r_NodeEndpoint_4(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = 0
-    ob_.host = ""
-    ob_.port = 0
-    ob_.rack = None
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_NodeEndpoint_12(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = 0
-    ob_.host = ""
-    ob_.port = 0
-    ob_.rack = None
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
 
 
 def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
@@ -1875,19 +802,31 @@ def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = e_responses.topic.encode()
-        n_responses_topic = len(s_responses_topic)
-        out += _P_h(n_responses_topic)
+        s_responses_topic = _SL.get(e_responses.topic)
+        if s_responses_topic is None:
+            s_responses_topic = _lstr(e_responses.topic)
         out += s_responses_topic
         a_responses_partitions = e_responses.partitions
         n_responses_partitions = len(a_responses_partitions)
         out += _P_i(n_responses_partitions)
         for e_responses_partitions in a_responses_partitions:
-            if e_responses_partitions.diverging_epoch != _D_EpochEndOffset:
+            if (
+                (e_responses_partitions.diverging_epoch.epoch != -1)
+                or (e_responses_partitions.diverging_epoch.end_offset != -1)
+                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-            if e_responses_partitions.current_leader != _D_LeaderIdAndEpoch:
+            if (
+                (e_responses_partitions.current_leader.leader_id != -1)
+                or (e_responses_partitions.current_leader.leader_epoch != -1)
+                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-            if e_responses_partitions.snapshot_id != _D_SnapshotId:
+            if (
+                (e_responses_partitions.snapshot_id.end_offset != -1)
+                or (e_responses_partitions.snapshot_id.epoch != -1)
+                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             if e_responses_partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
@@ -1939,19 +878,31 @@ def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = e_responses.topic.encode()
-        n_responses_topic = len(s_responses_topic)
-        out += _P_h(n_responses_topic)
+        s_responses_topic = _SL.get(e_responses.topic)
+        if s_responses_topic is None:
+            s_responses_topic = _lstr(e_responses.topic)
         out += s_responses_topic
         a_responses_partitions = e_responses.partitions
         n_responses_partitions = len(a_responses_partitions)
         out += _P_i(n_responses_partitions)
         for e_responses_partitions in a_responses_partitions:
-            if e_responses_partitions.diverging_epoch != _D_EpochEndOffset:
+            if (
+                (e_responses_partitions.diverging_epoch.epoch != -1)
+                or (e_responses_partitions.diverging_epoch.end_offset != -1)
+                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-            if e_responses_partitions.current_leader != _D_LeaderIdAndEpoch:
+            if (
+                (e_responses_partitions.current_leader.leader_id != -1)
+                or (e_responses_partitions.current_leader.leader_epoch != -1)
+                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-            if e_responses_partitions.snapshot_id != _D_SnapshotId:
+            if (
+                (e_responses_partitions.snapshot_id.end_offset != -1)
+                or (e_responses_partitions.snapshot_id.epoch != -1)
+                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             if e_responses_partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
@@ -2002,19 +953,31 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = e_responses.topic.encode()
-        n_responses_topic = len(s_responses_topic)
-        out += _P_h(n_responses_topic)
+        s_responses_topic = _SL.get(e_responses.topic)
+        if s_responses_topic is None:
+            s_responses_topic = _lstr(e_responses.topic)
         out += s_responses_topic
         a_responses_partitions = e_responses.partitions
         n_responses_partitions = len(a_responses_partitions)
         out += _P_i(n_responses_partitions)
         for e_responses_partitions in a_responses_partitions:
-            if e_responses_partitions.diverging_epoch != _D_EpochEndOffset:
+            if (
+                (e_responses_partitions.diverging_epoch.epoch != -1)
+                or (e_responses_partitions.diverging_epoch.end_offset != -1)
+                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-            if e_responses_partitions.current_leader != _D_LeaderIdAndEpoch:
+            if (
+                (e_responses_partitions.current_leader.leader_id != -1)
+                or (e_responses_partitions.current_leader.leader_epoch != -1)
+                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-            if e_responses_partitions.snapshot_id != _D_SnapshotId:
+            if (
+                (e_responses_partitions.snapshot_id.end_offset != -1)
+                or (e_responses_partitions.snapshot_id.epoch != -1)
+                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             if e_responses_partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
@@ -2065,19 +1028,31 @@ def _w_FetchResponse_11(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = e_responses.topic.encode()
-        n_responses_topic = len(s_responses_topic)
-        out += _P_h(n_responses_topic)
+        s_responses_topic = _SL.get(e_responses.topic)
+        if s_responses_topic is None:
+            s_responses_topic = _lstr(e_responses.topic)
         out += s_responses_topic
         a_responses_partitions = e_responses.partitions
         n_responses_partitions = len(a_responses_partitions)
         out += _P_i(n_responses_partitions)
         for e_responses_partitions in a_responses_partitions:
-            if e_responses_partitions.diverging_epoch != _D_EpochEndOffset:
+            if (
+                (e_responses_partitions.diverging_epoch.epoch != -1)
+                or (e_responses_partitions.diverging_epoch.end_offset != -1)
+                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
-            if e_responses_partitions.current_leader != _D_LeaderIdAndEpoch:
+            if (
+                (e_responses_partitions.current_leader.leader_id != -1)
+                or (e_responses_partitions.current_leader.leader_epoch != -1)
+                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
-            if e_responses_partitions.snapshot_id != _D_SnapshotId:
+            if (
+                (e_responses_partitions.snapshot_id.end_offset != -1)
+                or (e_responses_partitions.snapshot_id.epoch != -1)
+                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+            ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             out += _P_ihqqq(
                 e_responses_partitions.partition_index,
@@ -2130,14 +1105,9 @@ def _w_FetchResponse_12(out: bytearray, o: FetchResponse) -> None:
     else:
         _wuv(out, n_responses + 1)
     for e_responses in a_responses:
-        s_responses_topic = e_responses.topic.encode()
-        n_responses_topic = len(s_responses_topic)
-        if n_responses_topic < 127:
-            out.append(n_responses_topic + 1)
-        else:
-            if n_responses_topic > 32767:
-                raise MessageEncodeError("string field Topic is too long to be serialized")
-            _wuv(out, n_responses_topic + 1)
+        s_responses_topic = _SC.get(e_responses.topic)
+        if s_responses_topic is None:
+            s_responses_topic = _cstr(e_responses.topic)
         out += s_responses_topic
         a_responses_partitions = e_responses.partitions
         n_responses_partitions = len(a_responses_partitions)
@@ -2146,63 +1116,7 @@ def _w_FetchResponse_12(out: bytearray, o: FetchResponse) -> None:
         else:
             _wuv(out, n_responses_partitions + 1)
         for e_responses_partitions in a_responses_partitions:
-            out += _P_ihqqq(
-                e_responses_partitions.partition_index,
-                e_responses_partitions.error_code,
-                e_responses_partitions.high_watermark,
-                e_responses_partitions.last_stable_offset,
-                e_responses_partitions.log_start_offset,
-            )
-            if e_responses_partitions.aborted_transactions is None:
-                out.append(0)
-            else:
-                a_responses_partitions_aborted_transactions = e_responses_partitions.aborted_transactions
-                n_responses_partitions_aborted_transactions = len(a_responses_partitions_aborted_transactions)
-                if n_responses_partitions_aborted_transactions < 127:
-                    out.append(n_responses_partitions_aborted_transactions + 1)
-                else:
-                    _wuv(out, n_responses_partitions_aborted_transactions + 1)
-                for (
-                    e_responses_partitions_aborted_transactions
-                ) in a_responses_partitions_aborted_transactions:
-                    out += _P_qq(
-                        e_responses_partitions_aborted_transactions.producer_id,
-                        e_responses_partitions_aborted_transactions.first_offset,
-                    )
-                    if e_responses_partitions_aborted_transactions.unknown_tagged_fields:
-                        _wtags(out, e_responses_partitions_aborted_transactions.unknown_tagged_fields)
-                    else:
-                        out.append(0)
-            out += _P_i(e_responses_partitions.preferred_read_replica)
-            if e_responses_partitions.records is None:
-                out.append(0)
-            else:
-                s_responses_partitions_records = e_responses_partitions.records
-                n_responses_partitions_records = len(s_responses_partitions_records)
-                if n_responses_partitions_records < 127:
-                    out.append(n_responses_partitions_records + 1)
-                else:
-                    _wuv(out, n_responses_partitions_records + 1)
-                out += s_responses_partitions_records
-            tags_responses_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_responses_partitions.unknown_tagged_fields
-            )
-            if e_responses_partitions.diverging_epoch != _D_EpochEndOffset:
-                tb = bytearray()
-                _w_EpochEndOffset_12(tb, e_responses_partitions.diverging_epoch)
-                tags_responses_partitions_.append((0, tb))
-            if e_responses_partitions.current_leader != _D_LeaderIdAndEpoch:
-                tb = bytearray()
-                _w_LeaderIdAndEpoch_12(tb, e_responses_partitions.current_leader)
-                tags_responses_partitions_.append((1, tb))
-            if e_responses_partitions.snapshot_id != _D_SnapshotId:
-                tb = bytearray()
-                _w_SnapshotId_12(tb, e_responses_partitions.snapshot_id)
-                tags_responses_partitions_.append((2, tb))
-            if tags_responses_partitions_:
-                _wtags(out, tags_responses_partitions_)
-            else:
-                out.append(0)
+            _w_PartitionData_12(out, e_responses_partitions)
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
@@ -2224,7 +1138,7 @@ def _w_FetchResponse_13(out: bytearray, o: FetchResponse) -> None:
     else:
         _wuv(out, n_responses + 1)
     for e_responses in a_responses:
-        out += _P_16s(e_responses.topic_id.bytes)
+        out += _P_16s(e_responses.topic_id.int.to_bytes(16))
         a_responses_partitions = e_responses.partitions
         n_responses_partitions = len(a_responses_partitions)
         if n_responses_partitions < 127:
@@ -2232,63 +1146,7 @@ def _w_FetchResponse_13(out: bytearray, o: FetchResponse) -> None:
         else:
             _wuv(out, n_responses_partitions + 1)
         for e_responses_partitions in a_responses_partitions:
-            out += _P_ihqqq(
-                e_responses_partitions.partition_index,
-                e_responses_partitions.error_code,
-                e_responses_partitions.high_watermark,
-                e_responses_partitions.last_stable_offset,
-                e_responses_partitions.log_start_offset,
-            )
-            if e_responses_partitions.aborted_transactions is None:
-                out.append(0)
-            else:
-                a_responses_partitions_aborted_transactions = e_responses_partitions.aborted_transactions
-                n_responses_partitions_aborted_transactions = len(a_responses_partitions_aborted_transactions)
-                if n_responses_partitions_aborted_transactions < 127:
-                    out.append(n_responses_partitions_aborted_transactions + 1)
-                else:
-                    _wuv(out, n_responses_partitions_aborted_transactions + 1)
-                for (
-                    e_responses_partitions_aborted_transactions
-                ) in a_responses_partitions_aborted_transactions:
-                    out += _P_qq(
-                        e_responses_partitions_aborted_transactions.producer_id,
-                        e_responses_partitions_aborted_transactions.first_offset,
-                    )
-                    if e_responses_partitions_aborted_transactions.unknown_tagged_fields:
-                        _wtags(out, e_responses_partitions_aborted_transactions.unknown_tagged_fields)
-                    else:
-                        out.append(0)
-            out += _P_i(e_responses_partitions.preferred_read_replica)
-            if e_responses_partitions.records is None:
-                out.append(0)
-            else:
-                s_responses_partitions_records = e_responses_partitions.records
-                n_responses_partitions_records = len(s_responses_partitions_records)
-                if n_responses_partitions_records < 127:
-                    out.append(n_responses_partitions_records + 1)
-                else:
-                    _wuv(out, n_responses_partitions_records + 1)
-                out += s_responses_partitions_records
-            tags_responses_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_responses_partitions.unknown_tagged_fields
-            )
-            if e_responses_partitions.diverging_epoch != _D_EpochEndOffset:
-                tb = bytearray()
-                _w_EpochEndOffset_12(tb, e_responses_partitions.diverging_epoch)
-                tags_responses_partitions_.append((0, tb))
-            if e_responses_partitions.current_leader != _D_LeaderIdAndEpoch:
-                tb = bytearray()
-                _w_LeaderIdAndEpoch_12(tb, e_responses_partitions.current_leader)
-                tags_responses_partitions_.append((1, tb))
-            if e_responses_partitions.snapshot_id != _D_SnapshotId:
-                tb = bytearray()
-                _w_SnapshotId_12(tb, e_responses_partitions.snapshot_id)
-                tags_responses_partitions_.append((2, tb))
-            if tags_responses_partitions_:
-                _wtags(out, tags_responses_partitions_)
-            else:
-                out.append(0)
+            _w_PartitionData_12(out, e_responses_partitions)
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
@@ -2308,7 +1166,7 @@ def _w_FetchResponse_16(out: bytearray, o: FetchResponse) -> None:
     else:
         _wuv(out, n_responses + 1)
     for e_responses in a_responses:
-        out += _P_16s(e_responses.topic_id.bytes)
+        out += _P_16s(e_responses.topic_id.int.to_bytes(16))
         a_responses_partitions = e_responses.partitions
         n_responses_partitions = len(a_responses_partitions)
         if n_responses_partitions < 127:
@@ -2316,63 +1174,7 @@ def _w_FetchResponse_16(out: bytearray, o: FetchResponse) -> None:
         else:
             _wuv(out, n_responses_partitions + 1)
         for e_responses_partitions in a_responses_partitions:
-            out += _P_ihqqq(
-                e_responses_partitions.partition_index,
-                e_responses_partitions.error_code,
-                e_responses_partitions.high_watermark,
-                e_responses_partitions.last_stable_offset,
-                e_responses_partitions.log_start_offset,
-            )
-            if e_responses_partitions.aborted_transactions is None:
-                out.append(0)
-            else:
-                a_responses_partitions_aborted_transactions = e_responses_partitions.aborted_transactions
-                n_responses_partitions_aborted_transactions = len(a_responses_partitions_aborted_transactions)
-                if n_responses_partitions_aborted_transactions < 127:
-                    out.append(n_responses_partitions_aborted_transactions + 1)
-                else:
-                    _wuv(out, n_responses_partitions_aborted_transactions + 1)
-                for (
-                    e_responses_partitions_aborted_transactions
-                ) in a_responses_partitions_aborted_transactions:
-                    out += _P_qq(
-                        e_responses_partitions_aborted_transactions.producer_id,
-                        e_responses_partitions_aborted_transactions.first_offset,
-                    )
-                    if e_responses_partitions_aborted_transactions.unknown_tagged_fields:
-                        _wtags(out, e_responses_partitions_aborted_transactions.unknown_tagged_fields)
-                    else:
-                        out.append(0)
-            out += _P_i(e_responses_partitions.preferred_read_replica)
-            if e_responses_partitions.records is None:
-                out.append(0)
-            else:
-                s_responses_partitions_records = e_responses_partitions.records
-                n_responses_partitions_records = len(s_responses_partitions_records)
-                if n_responses_partitions_records < 127:
-                    out.append(n_responses_partitions_records + 1)
-                else:
-                    _wuv(out, n_responses_partitions_records + 1)
-                out += s_responses_partitions_records
-            tags_responses_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_responses_partitions.unknown_tagged_fields
-            )
-            if e_responses_partitions.diverging_epoch != _D_EpochEndOffset:
-                tb = bytearray()
-                _w_EpochEndOffset_12(tb, e_responses_partitions.diverging_epoch)
-                tags_responses_partitions_.append((0, tb))
-            if e_responses_partitions.current_leader != _D_LeaderIdAndEpoch:
-                tb = bytearray()
-                _w_LeaderIdAndEpoch_12(tb, e_responses_partitions.current_leader)
-                tags_responses_partitions_.append((1, tb))
-            if e_responses_partitions.snapshot_id != _D_SnapshotId:
-                tb = bytearray()
-                _w_SnapshotId_12(tb, e_responses_partitions.snapshot_id)
-                tags_responses_partitions_.append((2, tb))
-            if tags_responses_partitions_:
-                _wtags(out, tags_responses_partitions_)
-            else:
-                out.append(0)
+            _w_PartitionData_12(out, e_responses_partitions)
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
@@ -2428,71 +1230,8 @@ def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_responses_partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    (
-                        f_responses_partitions_partition_index,
-                        f_responses_partitions_error_code,
-                        f_responses_partitions_high_watermark,
-                        f_responses_partitions_last_stable_offset,
-                    ) = _U_ihqq(d, p)
-                    p += 22
-                    f_responses_partitions_aborted_transactions: list[AbortedTransaction] | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_aborted_transactions = None
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array AbortedTransactions claims more elements than bytes remain"
-                            )
-                        l_responses_partitions_aborted_transactions: list[AbortedTransaction] = []
-                        for _ in range(ln):
-                            (
-                                f_responses_partitions_aborted_transactions_producer_id,
-                                f_responses_partitions_aborted_transactions_first_offset,
-                            ) = _U_qq(d, p)
-                            p += 16
-                            ob_responses_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                            ob_responses_partitions_aborted_transactions_.producer_id = (
-                                f_responses_partitions_aborted_transactions_producer_id
-                            )
-                            ob_responses_partitions_aborted_transactions_.first_offset = (
-                                f_responses_partitions_aborted_transactions_first_offset
-                            )
-                            ob_responses_partitions_aborted_transactions_.unknown_tagged_fields = []
-                            l_responses_partitions_aborted_transactions.append(
-                                ob_responses_partitions_aborted_transactions_
-                            )
-                        f_responses_partitions_aborted_transactions = (
-                            l_responses_partitions_aborted_transactions
-                        )
-                    f_responses_partitions_records: bytes | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_records = None
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Records is longer than the remaining bytes")
-                        f_responses_partitions_records = d[p:e]
-                        p = e
-                    ob_responses_partitions_ = _new(PartitionData)
-                    ob_responses_partitions_.partition_index = f_responses_partitions_partition_index
-                    ob_responses_partitions_.error_code = f_responses_partitions_error_code
-                    ob_responses_partitions_.high_watermark = f_responses_partitions_high_watermark
-                    ob_responses_partitions_.last_stable_offset = f_responses_partitions_last_stable_offset
-                    ob_responses_partitions_.log_start_offset = -1
-                    ob_responses_partitions_.diverging_epoch = EpochEndOffset()
-                    ob_responses_partitions_.current_leader = LeaderIdAndEpoch()
-                    ob_responses_partitions_.snapshot_id = SnapshotId()
-                    ob_responses_partitions_.aborted_transactions = (
-                        f_responses_partitions_aborted_transactions
-                    )
-                    ob_responses_partitions_.preferred_read_replica = -1
-                    ob_responses_partitions_.records = f_responses_partitions_records
-                    ob_responses_partitions_.unknown_tagged_fields = []
-                    l_responses_partitions.append(ob_responses_partitions_)
+                    el_responses_partitions, p = _r_PartitionData_4(d, p)
+                    l_responses_partitions.append(el_responses_partitions)
                 f_responses_partitions = l_responses_partitions
             ob_responses_ = _new(FetchableTopicResponse)
             ob_responses_.topic = f_responses_topic
@@ -2544,72 +1283,8 @@ def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_responses_partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    (
-                        f_responses_partitions_partition_index,
-                        f_responses_partitions_error_code,
-                        f_responses_partitions_high_watermark,
-                        f_responses_partitions_last_stable_offset,
-                        f_responses_partitions_log_start_offset,
-                    ) = _U_ihqqq(d, p)
-                    p += 30
-                    f_responses_partitions_aborted_transactions: list[AbortedTransaction] | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_aborted_transactions = None
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array AbortedTransactions claims more elements than bytes remain"
-                            )
-                        l_responses_partitions_aborted_transactions: list[AbortedTransaction] = []
-                        for _ in range(ln):
-                            (
-                                f_responses_partitions_aborted_transactions_producer_id,
-                                f_responses_partitions_aborted_transactions_first_offset,
-                            ) = _U_qq(d, p)
-                            p += 16
-                            ob_responses_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                            ob_responses_partitions_aborted_transactions_.producer_id = (
-                                f_responses_partitions_aborted_transactions_producer_id
-                            )
-                            ob_responses_partitions_aborted_transactions_.first_offset = (
-                                f_responses_partitions_aborted_transactions_first_offset
-                            )
-                            ob_responses_partitions_aborted_transactions_.unknown_tagged_fields = []
-                            l_responses_partitions_aborted_transactions.append(
-                                ob_responses_partitions_aborted_transactions_
-                            )
-                        f_responses_partitions_aborted_transactions = (
-                            l_responses_partitions_aborted_transactions
-                        )
-                    f_responses_partitions_records: bytes | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_records = None
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Records is longer than the remaining bytes")
-                        f_responses_partitions_records = d[p:e]
-                        p = e
-                    ob_responses_partitions_ = _new(PartitionData)
-                    ob_responses_partitions_.partition_index = f_responses_partitions_partition_index
-                    ob_responses_partitions_.error_code = f_responses_partitions_error_code
-                    ob_responses_partitions_.high_watermark = f_responses_partitions_high_watermark
-                    ob_responses_partitions_.last_stable_offset = f_responses_partitions_last_stable_offset
-                    ob_responses_partitions_.log_start_offset = f_responses_partitions_log_start_offset
-                    ob_responses_partitions_.diverging_epoch = EpochEndOffset()
-                    ob_responses_partitions_.current_leader = LeaderIdAndEpoch()
-                    ob_responses_partitions_.snapshot_id = SnapshotId()
-                    ob_responses_partitions_.aborted_transactions = (
-                        f_responses_partitions_aborted_transactions
-                    )
-                    ob_responses_partitions_.preferred_read_replica = -1
-                    ob_responses_partitions_.records = f_responses_partitions_records
-                    ob_responses_partitions_.unknown_tagged_fields = []
-                    l_responses_partitions.append(ob_responses_partitions_)
+                    el_responses_partitions, p = _r_PartitionData_5(d, p)
+                    l_responses_partitions.append(el_responses_partitions)
                 f_responses_partitions = l_responses_partitions
             ob_responses_ = _new(FetchableTopicResponse)
             ob_responses_.topic = f_responses_topic
@@ -2661,72 +1336,8 @@ def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_responses_partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    (
-                        f_responses_partitions_partition_index,
-                        f_responses_partitions_error_code,
-                        f_responses_partitions_high_watermark,
-                        f_responses_partitions_last_stable_offset,
-                        f_responses_partitions_log_start_offset,
-                    ) = _U_ihqqq(d, p)
-                    p += 30
-                    f_responses_partitions_aborted_transactions: list[AbortedTransaction] | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_aborted_transactions = None
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array AbortedTransactions claims more elements than bytes remain"
-                            )
-                        l_responses_partitions_aborted_transactions: list[AbortedTransaction] = []
-                        for _ in range(ln):
-                            (
-                                f_responses_partitions_aborted_transactions_producer_id,
-                                f_responses_partitions_aborted_transactions_first_offset,
-                            ) = _U_qq(d, p)
-                            p += 16
-                            ob_responses_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                            ob_responses_partitions_aborted_transactions_.producer_id = (
-                                f_responses_partitions_aborted_transactions_producer_id
-                            )
-                            ob_responses_partitions_aborted_transactions_.first_offset = (
-                                f_responses_partitions_aborted_transactions_first_offset
-                            )
-                            ob_responses_partitions_aborted_transactions_.unknown_tagged_fields = []
-                            l_responses_partitions_aborted_transactions.append(
-                                ob_responses_partitions_aborted_transactions_
-                            )
-                        f_responses_partitions_aborted_transactions = (
-                            l_responses_partitions_aborted_transactions
-                        )
-                    f_responses_partitions_records: bytes | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_records = None
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Records is longer than the remaining bytes")
-                        f_responses_partitions_records = d[p:e]
-                        p = e
-                    ob_responses_partitions_ = _new(PartitionData)
-                    ob_responses_partitions_.partition_index = f_responses_partitions_partition_index
-                    ob_responses_partitions_.error_code = f_responses_partitions_error_code
-                    ob_responses_partitions_.high_watermark = f_responses_partitions_high_watermark
-                    ob_responses_partitions_.last_stable_offset = f_responses_partitions_last_stable_offset
-                    ob_responses_partitions_.log_start_offset = f_responses_partitions_log_start_offset
-                    ob_responses_partitions_.diverging_epoch = EpochEndOffset()
-                    ob_responses_partitions_.current_leader = LeaderIdAndEpoch()
-                    ob_responses_partitions_.snapshot_id = SnapshotId()
-                    ob_responses_partitions_.aborted_transactions = (
-                        f_responses_partitions_aborted_transactions
-                    )
-                    ob_responses_partitions_.preferred_read_replica = -1
-                    ob_responses_partitions_.records = f_responses_partitions_records
-                    ob_responses_partitions_.unknown_tagged_fields = []
-                    l_responses_partitions.append(ob_responses_partitions_)
+                    el_responses_partitions, p = _r_PartitionData_5(d, p)
+                    l_responses_partitions.append(el_responses_partitions)
                 f_responses_partitions = l_responses_partitions
             ob_responses_ = _new(FetchableTopicResponse)
             ob_responses_.topic = f_responses_topic
@@ -2778,76 +1389,8 @@ def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_responses_partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    (
-                        f_responses_partitions_partition_index,
-                        f_responses_partitions_error_code,
-                        f_responses_partitions_high_watermark,
-                        f_responses_partitions_last_stable_offset,
-                        f_responses_partitions_log_start_offset,
-                    ) = _U_ihqqq(d, p)
-                    p += 30
-                    f_responses_partitions_aborted_transactions: list[AbortedTransaction] | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_aborted_transactions = None
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array AbortedTransactions claims more elements than bytes remain"
-                            )
-                        l_responses_partitions_aborted_transactions: list[AbortedTransaction] = []
-                        for _ in range(ln):
-                            (
-                                f_responses_partitions_aborted_transactions_producer_id,
-                                f_responses_partitions_aborted_transactions_first_offset,
-                            ) = _U_qq(d, p)
-                            p += 16
-                            ob_responses_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                            ob_responses_partitions_aborted_transactions_.producer_id = (
-                                f_responses_partitions_aborted_transactions_producer_id
-                            )
-                            ob_responses_partitions_aborted_transactions_.first_offset = (
-                                f_responses_partitions_aborted_transactions_first_offset
-                            )
-                            ob_responses_partitions_aborted_transactions_.unknown_tagged_fields = []
-                            l_responses_partitions_aborted_transactions.append(
-                                ob_responses_partitions_aborted_transactions_
-                            )
-                        f_responses_partitions_aborted_transactions = (
-                            l_responses_partitions_aborted_transactions
-                        )
-                    (f_responses_partitions_preferred_read_replica,) = _U_i(d, p)
-                    p += 4
-                    f_responses_partitions_records: bytes | None
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        f_responses_partitions_records = None
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Records is longer than the remaining bytes")
-                        f_responses_partitions_records = d[p:e]
-                        p = e
-                    ob_responses_partitions_ = _new(PartitionData)
-                    ob_responses_partitions_.partition_index = f_responses_partitions_partition_index
-                    ob_responses_partitions_.error_code = f_responses_partitions_error_code
-                    ob_responses_partitions_.high_watermark = f_responses_partitions_high_watermark
-                    ob_responses_partitions_.last_stable_offset = f_responses_partitions_last_stable_offset
-                    ob_responses_partitions_.log_start_offset = f_responses_partitions_log_start_offset
-                    ob_responses_partitions_.diverging_epoch = EpochEndOffset()
-                    ob_responses_partitions_.current_leader = LeaderIdAndEpoch()
-                    ob_responses_partitions_.snapshot_id = SnapshotId()
-                    ob_responses_partitions_.aborted_transactions = (
-                        f_responses_partitions_aborted_transactions
-                    )
-                    ob_responses_partitions_.preferred_read_replica = (
-                        f_responses_partitions_preferred_read_replica
-                    )
-                    ob_responses_partitions_.records = f_responses_partitions_records
-                    ob_responses_partitions_.unknown_tagged_fields = []
-                    l_responses_partitions.append(ob_responses_partitions_)
+                    el_responses_partitions, p = _r_PartitionData_11(d, p)
+                    l_responses_partitions.append(el_responses_partitions)
                 f_responses_partitions = l_responses_partitions
             ob_responses_ = _new(FetchableTopicResponse)
             ob_responses_.topic = f_responses_topic
@@ -2882,188 +1425,8 @@ def _r_FetchResponse_12(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses_topic = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_responses_partitions_partition_index,
-                        f_responses_partitions_error_code,
-                        f_responses_partitions_high_watermark,
-                        f_responses_partitions_last_stable_offset,
-                        f_responses_partitions_log_start_offset,
-                    ) = _U_ihqqq(d, p)
-                    p += 30
-                    f_responses_partitions_aborted_transactions: list[AbortedTransaction] | None
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        f_responses_partitions_aborted_transactions = None
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array AbortedTransactions claims more elements than bytes remain"
-                            )
-                        l_responses_partitions_aborted_transactions: list[AbortedTransaction] = []
-                        for _ in range(ln):
-                            (
-                                f_responses_partitions_aborted_transactions_producer_id,
-                                f_responses_partitions_aborted_transactions_first_offset,
-                            ) = _U_qq(d, p)
-                            p += 16
-                            unk_responses_partitions_aborted_transactions_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_responses_partitions_aborted_transactions_.append((tg, d[p:te]))
-                                    p = te
-                            ob_responses_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                            ob_responses_partitions_aborted_transactions_.producer_id = (
-                                f_responses_partitions_aborted_transactions_producer_id
-                            )
-                            ob_responses_partitions_aborted_transactions_.first_offset = (
-                                f_responses_partitions_aborted_transactions_first_offset
-                            )
-                            ob_responses_partitions_aborted_transactions_.unknown_tagged_fields = (
-                                unk_responses_partitions_aborted_transactions_
-                            )
-                            l_responses_partitions_aborted_transactions.append(
-                                ob_responses_partitions_aborted_transactions_
-                            )
-                        f_responses_partitions_aborted_transactions = (
-                            l_responses_partitions_aborted_transactions
-                        )
-                    (f_responses_partitions_preferred_read_replica,) = _U_i(d, p)
-                    p += 4
-                    f_responses_partitions_records: bytes | None
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        f_responses_partitions_records = None
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Records is longer than the remaining bytes")
-                        f_responses_partitions_records = d[p:e]
-                        p = e
-                    f_responses_partitions_diverging_epoch: EpochEndOffset = EpochEndOffset()
-                    f_responses_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-                    f_responses_partitions_snapshot_id: SnapshotId = SnapshotId()
-                    unk_responses_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                f_responses_partitions_diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field DivergingEpoch does not fill its declared size"
-                                    )
-                            elif tg == 1:
-                                f_responses_partitions_current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field CurrentLeader does not fill its declared size"
-                                    )
-                            elif tg == 2:
-                                f_responses_partitions_snapshot_id, p = _r_SnapshotId_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field SnapshotId does not fill its declared size"
-                                    )
-                            else:
-                                unk_responses_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_responses_partitions_ = _new(PartitionData)
-                    ob_responses_partitions_.partition_index = f_responses_partitions_partition_index
-                    ob_responses_partitions_.error_code = f_responses_partitions_error_code
-                    ob_responses_partitions_.high_watermark = f_responses_partitions_high_watermark
-                    ob_responses_partitions_.last_stable_offset = f_responses_partitions_last_stable_offset
-                    ob_responses_partitions_.log_start_offset = f_responses_partitions_log_start_offset
-                    ob_responses_partitions_.diverging_epoch = f_responses_partitions_diverging_epoch
-                    ob_responses_partitions_.current_leader = f_responses_partitions_current_leader
-                    ob_responses_partitions_.snapshot_id = f_responses_partitions_snapshot_id
-                    ob_responses_partitions_.aborted_transactions = (
-                        f_responses_partitions_aborted_transactions
-                    )
-                    ob_responses_partitions_.preferred_read_replica = (
-                        f_responses_partitions_preferred_read_replica
-                    )
-                    ob_responses_partitions_.records = f_responses_partitions_records
-                    ob_responses_partitions_.unknown_tagged_fields = unk_responses_partitions_
-                    l_responses_partitions.append(ob_responses_partitions_)
-                f_responses_partitions = l_responses_partitions
-            unk_responses_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_responses_.append((tg, d[p:te]))
-                    p = te
-            ob_responses_ = _new(FetchableTopicResponse)
-            ob_responses_.topic = f_responses_topic
-            ob_responses_.topic_id = ZERO_UUID
-            ob_responses_.partitions = f_responses_partitions
-            ob_responses_.unknown_tagged_fields = unk_responses_
-            l_responses.append(ob_responses_)
+            el_responses, p = _r_FetchableTopicResponse_12(d, p)
+            l_responses.append(el_responses)
         f_responses = l_responses
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -3124,138 +1487,8 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_responses_partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    (
-                        f_responses_partitions_partition_index,
-                        f_responses_partitions_error_code,
-                        f_responses_partitions_high_watermark,
-                        f_responses_partitions_last_stable_offset,
-                        f_responses_partitions_log_start_offset,
-                    ) = _U_ihqqq(d, p)
-                    p += 30
-                    f_responses_partitions_aborted_transactions: list[AbortedTransaction] | None
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        f_responses_partitions_aborted_transactions = None
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array AbortedTransactions claims more elements than bytes remain"
-                            )
-                        l_responses_partitions_aborted_transactions: list[AbortedTransaction] = []
-                        for _ in range(ln):
-                            (
-                                f_responses_partitions_aborted_transactions_producer_id,
-                                f_responses_partitions_aborted_transactions_first_offset,
-                            ) = _U_qq(d, p)
-                            p += 16
-                            unk_responses_partitions_aborted_transactions_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_responses_partitions_aborted_transactions_.append((tg, d[p:te]))
-                                    p = te
-                            ob_responses_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                            ob_responses_partitions_aborted_transactions_.producer_id = (
-                                f_responses_partitions_aborted_transactions_producer_id
-                            )
-                            ob_responses_partitions_aborted_transactions_.first_offset = (
-                                f_responses_partitions_aborted_transactions_first_offset
-                            )
-                            ob_responses_partitions_aborted_transactions_.unknown_tagged_fields = (
-                                unk_responses_partitions_aborted_transactions_
-                            )
-                            l_responses_partitions_aborted_transactions.append(
-                                ob_responses_partitions_aborted_transactions_
-                            )
-                        f_responses_partitions_aborted_transactions = (
-                            l_responses_partitions_aborted_transactions
-                        )
-                    (f_responses_partitions_preferred_read_replica,) = _U_i(d, p)
-                    p += 4
-                    f_responses_partitions_records: bytes | None
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        f_responses_partitions_records = None
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Records is longer than the remaining bytes")
-                        f_responses_partitions_records = d[p:e]
-                        p = e
-                    f_responses_partitions_diverging_epoch: EpochEndOffset = EpochEndOffset()
-                    f_responses_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-                    f_responses_partitions_snapshot_id: SnapshotId = SnapshotId()
-                    unk_responses_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                f_responses_partitions_diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field DivergingEpoch does not fill its declared size"
-                                    )
-                            elif tg == 1:
-                                f_responses_partitions_current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field CurrentLeader does not fill its declared size"
-                                    )
-                            elif tg == 2:
-                                f_responses_partitions_snapshot_id, p = _r_SnapshotId_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field SnapshotId does not fill its declared size"
-                                    )
-                            else:
-                                unk_responses_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_responses_partitions_ = _new(PartitionData)
-                    ob_responses_partitions_.partition_index = f_responses_partitions_partition_index
-                    ob_responses_partitions_.error_code = f_responses_partitions_error_code
-                    ob_responses_partitions_.high_watermark = f_responses_partitions_high_watermark
-                    ob_responses_partitions_.last_stable_offset = f_responses_partitions_last_stable_offset
-                    ob_responses_partitions_.log_start_offset = f_responses_partitions_log_start_offset
-                    ob_responses_partitions_.diverging_epoch = f_responses_partitions_diverging_epoch
-                    ob_responses_partitions_.current_leader = f_responses_partitions_current_leader
-                    ob_responses_partitions_.snapshot_id = f_responses_partitions_snapshot_id
-                    ob_responses_partitions_.aborted_transactions = (
-                        f_responses_partitions_aborted_transactions
-                    )
-                    ob_responses_partitions_.preferred_read_replica = (
-                        f_responses_partitions_preferred_read_replica
-                    )
-                    ob_responses_partitions_.records = f_responses_partitions_records
-                    ob_responses_partitions_.unknown_tagged_fields = unk_responses_partitions_
-                    l_responses_partitions.append(ob_responses_partitions_)
+                    el_responses_partitions, p = _r_PartitionData_12(d, p)
+                    l_responses_partitions.append(el_responses_partitions)
                 f_responses_partitions = l_responses_partitions
             unk_responses_: list[tuple[int, bytes]] = []
             nt = d[p]
@@ -3337,138 +1570,8 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_responses_partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    (
-                        f_responses_partitions_partition_index,
-                        f_responses_partitions_error_code,
-                        f_responses_partitions_high_watermark,
-                        f_responses_partitions_last_stable_offset,
-                        f_responses_partitions_log_start_offset,
-                    ) = _U_ihqqq(d, p)
-                    p += 30
-                    f_responses_partitions_aborted_transactions: list[AbortedTransaction] | None
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        f_responses_partitions_aborted_transactions = None
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array AbortedTransactions claims more elements than bytes remain"
-                            )
-                        l_responses_partitions_aborted_transactions: list[AbortedTransaction] = []
-                        for _ in range(ln):
-                            (
-                                f_responses_partitions_aborted_transactions_producer_id,
-                                f_responses_partitions_aborted_transactions_first_offset,
-                            ) = _U_qq(d, p)
-                            p += 16
-                            unk_responses_partitions_aborted_transactions_: list[tuple[int, bytes]] = []
-                            nt = d[p]
-                            p += 1
-                            if nt:
-                                if nt >= 128:
-                                    nt, p = _ruv(d, p - 1)
-                                for _ in range(nt):
-                                    tg, p = _ruv(d, p)
-                                    sz, p = _ruv(d, p)
-                                    te = p + sz
-                                    if te > len(d):
-                                        raise MessageDecodeError(
-                                            "tagged field is longer than the remaining bytes"
-                                        )
-                                    unk_responses_partitions_aborted_transactions_.append((tg, d[p:te]))
-                                    p = te
-                            ob_responses_partitions_aborted_transactions_ = _new(AbortedTransaction)
-                            ob_responses_partitions_aborted_transactions_.producer_id = (
-                                f_responses_partitions_aborted_transactions_producer_id
-                            )
-                            ob_responses_partitions_aborted_transactions_.first_offset = (
-                                f_responses_partitions_aborted_transactions_first_offset
-                            )
-                            ob_responses_partitions_aborted_transactions_.unknown_tagged_fields = (
-                                unk_responses_partitions_aborted_transactions_
-                            )
-                            l_responses_partitions_aborted_transactions.append(
-                                ob_responses_partitions_aborted_transactions_
-                            )
-                        f_responses_partitions_aborted_transactions = (
-                            l_responses_partitions_aborted_transactions
-                        )
-                    (f_responses_partitions_preferred_read_replica,) = _U_i(d, p)
-                    p += 4
-                    f_responses_partitions_records: bytes | None
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        f_responses_partitions_records = None
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Records is longer than the remaining bytes")
-                        f_responses_partitions_records = d[p:e]
-                        p = e
-                    f_responses_partitions_diverging_epoch: EpochEndOffset = EpochEndOffset()
-                    f_responses_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-                    f_responses_partitions_snapshot_id: SnapshotId = SnapshotId()
-                    unk_responses_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                f_responses_partitions_diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field DivergingEpoch does not fill its declared size"
-                                    )
-                            elif tg == 1:
-                                f_responses_partitions_current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field CurrentLeader does not fill its declared size"
-                                    )
-                            elif tg == 2:
-                                f_responses_partitions_snapshot_id, p = _r_SnapshotId_12(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field SnapshotId does not fill its declared size"
-                                    )
-                            else:
-                                unk_responses_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_responses_partitions_ = _new(PartitionData)
-                    ob_responses_partitions_.partition_index = f_responses_partitions_partition_index
-                    ob_responses_partitions_.error_code = f_responses_partitions_error_code
-                    ob_responses_partitions_.high_watermark = f_responses_partitions_high_watermark
-                    ob_responses_partitions_.last_stable_offset = f_responses_partitions_last_stable_offset
-                    ob_responses_partitions_.log_start_offset = f_responses_partitions_log_start_offset
-                    ob_responses_partitions_.diverging_epoch = f_responses_partitions_diverging_epoch
-                    ob_responses_partitions_.current_leader = f_responses_partitions_current_leader
-                    ob_responses_partitions_.snapshot_id = f_responses_partitions_snapshot_id
-                    ob_responses_partitions_.aborted_transactions = (
-                        f_responses_partitions_aborted_transactions
-                    )
-                    ob_responses_partitions_.preferred_read_replica = (
-                        f_responses_partitions_preferred_read_replica
-                    )
-                    ob_responses_partitions_.records = f_responses_partitions_records
-                    ob_responses_partitions_.unknown_tagged_fields = unk_responses_partitions_
-                    l_responses_partitions.append(ob_responses_partitions_)
+                    el_responses_partitions, p = _r_PartitionData_12(d, p)
+                    l_responses_partitions.append(el_responses_partitions)
                 f_responses_partitions = l_responses_partitions
             unk_responses_: list[tuple[int, bytes]] = []
             nt = d[p]
@@ -3997,7 +2100,3 @@ FetchResponse.FIELDS = (
         map_key=False,
     ),
 )
-
-_D_EpochEndOffset = EpochEndOffset()
-_D_LeaderIdAndEpoch = LeaderIdAndEpoch()
-_D_SnapshotId = SnapshotId()

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -29,6 +33,12 @@ _U_q = _S_q.unpack_from
 _S_qi = struct.Struct(">qi")
 _P_qi = _S_qi.pack
 _U_qi = _S_qi.unpack_from
+_S_qix = struct.Struct(">qix")
+_P_qix = _S_qix.pack
+_U_qix = _S_qix.unpack_from
+_S_qx = struct.Struct(">qx")
+_P_qx = _S_qx.pack
+_U_qx = _S_qx.unpack_from
 
 
 @dataclass(slots=True)
@@ -117,9 +127,17 @@ class FetchSnapshotRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchSnapshotRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_FetchSnapshotRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of FetchSnapshotRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read FetchSnapshotRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading FetchSnapshotRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after FetchSnapshotRequest v{version}"
@@ -147,11 +165,10 @@ class FetchSnapshotRequest:
 
 
 def _w_SnapshotId_0(out: bytearray, o: SnapshotId) -> None:
-    out += _P_qi(o.end_offset, o.epoch)
+    out += _P_qix(o.end_offset, o.epoch)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
@@ -176,169 +193,6 @@ def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
     ob_.epoch = f_epoch
     ob_.unknown_tagged_fields = unk_
     return ob_, p
-
-
-def _w_PartitionSnapshot_0(out: bytearray, o: PartitionSnapshot) -> None:
-    out += _P_ii(o.partition, o.current_leader_epoch)
-    _w_SnapshotId_0(out, o.snapshot_id)
-    out += _P_q(o.position)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_PartitionSnapshot_1(out: bytearray, o: PartitionSnapshot) -> None:
-    out += _P_ii(o.partition, o.current_leader_epoch)
-    _w_SnapshotId_0(out, o.snapshot_id)
-    out += _P_q(o.position)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
-    if o.replica_directory_id != ZERO_UUID:
-        tb = bytearray()
-        tb += o.replica_directory_id.bytes
-        tags_.append((0, tb))
-    if tags_:
-        _wtags(out, tags_)
-    else:
-        out.append(0)
-
-
-def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
-    f_partition, f_current_leader_epoch = _U_ii(d, p)
-    p += 8
-    f_snapshot_id, p = _r_SnapshotId_0(d, p)
-    (f_position,) = _U_q(d, p)
-    p += 8
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            if tg in (0,):
-                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-            else:
-                unk_.append((tg, d[p:te]))
-                p = te
-    ob_ = _new(PartitionSnapshot)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = f_current_leader_epoch
-    ob_.snapshot_id = f_snapshot_id
-    ob_.position = f_position
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_PartitionSnapshot_1(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
-    f_partition, f_current_leader_epoch = _U_ii(d, p)
-    p += 8
-    f_snapshot_id, p = _r_SnapshotId_0(d, p)
-    (f_position,) = _U_q(d, p)
-    p += 8
-    f_replica_directory_id: UUID = ZERO_UUID
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            if tg == 0:
-                (raw,) = _U_16s(d, p)
-                f_replica_directory_id = _uuid(raw)
-                p += 16
-                if p != te:
-                    raise MessageDecodeError(
-                        "tagged field ReplicaDirectoryId does not fill its declared size"
-                    )
-            else:
-                unk_.append((tg, d[p:te]))
-                p = te
-    ob_ = _new(PartitionSnapshot)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = f_current_leader_epoch
-    ob_.snapshot_id = f_snapshot_id
-    ob_.position = f_position
-    ob_.replica_directory_id = f_replica_directory_id
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_TopicSnapshot_0(out: bytearray, o: TopicSnapshot) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ii(e_partitions.partition, e_partitions.current_leader_epoch)
-        _w_SnapshotId_0(out, e_partitions.snapshot_id)
-        out += _P_q(e_partitions.position)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_TopicSnapshot_1(out: bytearray, o: TopicSnapshot) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ii(e_partitions.partition, e_partitions.current_leader_epoch)
-        _w_SnapshotId_0(out, e_partitions.snapshot_id)
-        out += _P_q(e_partitions.position)
-        tags_partitions_: list[tuple[int, bytes | bytearray]] = list(e_partitions.unknown_tagged_fields)
-        if e_partitions.replica_directory_id != ZERO_UUID:
-            tb = bytearray()
-            tb += e_partitions.replica_directory_id.bytes
-            tags_partitions_.append((0, tb))
-        if tags_partitions_:
-            _wtags(out, tags_partitions_)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
@@ -521,14 +375,9 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        if n_topics_name < 127:
-            out.append(n_topics_name + 1)
-        else:
-            if n_topics_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_topics_name + 1)
+        s_topics_name = _SC.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _cstr(e_topics.name)
         out += s_topics_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -539,11 +388,10 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
         for e_topics_partitions in a_topics_partitions:
             out += _P_ii(e_topics_partitions.partition, e_topics_partitions.current_leader_epoch)
             _w_SnapshotId_0(out, e_topics_partitions.snapshot_id)
-            out += _P_q(e_topics_partitions.position)
+            out += _P_qx(e_topics_partitions.position)
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -554,14 +402,9 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
         if o.cluster_id is None:
             tb.append(0)
         else:
-            s_cluster_id = o.cluster_id.encode()
-            n_cluster_id = len(s_cluster_id)
-            if n_cluster_id < 127:
-                tb.append(n_cluster_id + 1)
-            else:
-                if n_cluster_id > 32767:
-                    raise MessageEncodeError("string field ClusterId is too long to be serialized")
-                _wuv(tb, n_cluster_id + 1)
+            s_cluster_id = _SC.get(o.cluster_id)
+            if s_cluster_id is None:
+                s_cluster_id = _cstr(o.cluster_id)
             tb += s_cluster_id
         tags_.append((0, tb))
     if tags_:
@@ -579,14 +422,9 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        if n_topics_name < 127:
-            out.append(n_topics_name + 1)
-        else:
-            if n_topics_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_topics_name + 1)
+        s_topics_name = _SC.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _cstr(e_topics.name)
         out += s_topics_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -603,7 +441,7 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
             )
             if e_topics_partitions.replica_directory_id != ZERO_UUID:
                 tb = bytearray()
-                tb += e_topics_partitions.replica_directory_id.bytes
+                tb += e_topics_partitions.replica_directory_id.int.to_bytes(16)
                 tags_topics_partitions_.append((0, tb))
             if tags_topics_partitions_:
                 _wtags(out, tags_topics_partitions_)
@@ -619,14 +457,9 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
         if o.cluster_id is None:
             tb.append(0)
         else:
-            s_cluster_id = o.cluster_id.encode()
-            n_cluster_id = len(s_cluster_id)
-            if n_cluster_id < 127:
-                tb.append(n_cluster_id + 1)
-            else:
-                if n_cluster_id > 32767:
-                    raise MessageEncodeError("string field ClusterId is too long to be serialized")
-                _wuv(tb, n_cluster_id + 1)
+            s_cluster_id = _SC.get(o.cluster_id)
+            if s_cluster_id is None:
+                s_cluster_id = _cstr(o.cluster_id)
             tb += s_cluster_id
         tags_.append((0, tb))
     if tags_:
@@ -651,85 +484,8 @@ def _r_FetchSnapshotRequest_0(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionSnapshot] = []
-                for _ in range(ln):
-                    f_topics_partitions_partition, f_topics_partitions_current_leader_epoch = _U_ii(d, p)
-                    p += 8
-                    f_topics_partitions_snapshot_id, p = _r_SnapshotId_0(d, p)
-                    (f_topics_partitions_position,) = _U_q(d, p)
-                    p += 8
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg in (0,):
-                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(PartitionSnapshot)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.snapshot_id = f_topics_partitions_snapshot_id
-                    ob_topics_partitions_.position = f_topics_partitions_position
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicSnapshot)
-            ob_topics_.name = f_topics_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicSnapshot_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     f_cluster_id: str | None = None
     unk_: list[tuple[int, bytes]] = []
@@ -791,92 +547,8 @@ def _r_FetchSnapshotRequest_1(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionSnapshot] = []
-                for _ in range(ln):
-                    f_topics_partitions_partition, f_topics_partitions_current_leader_epoch = _U_ii(d, p)
-                    p += 8
-                    f_topics_partitions_snapshot_id, p = _r_SnapshotId_0(d, p)
-                    (f_topics_partitions_position,) = _U_q(d, p)
-                    p += 8
-                    f_topics_partitions_replica_directory_id: UUID = ZERO_UUID
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                (raw,) = _U_16s(d, p)
-                                f_topics_partitions_replica_directory_id = _uuid(raw)
-                                p += 16
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field ReplicaDirectoryId does not fill its declared size"
-                                    )
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(PartitionSnapshot)
-                    ob_topics_partitions_.partition = f_topics_partitions_partition
-                    ob_topics_partitions_.current_leader_epoch = f_topics_partitions_current_leader_epoch
-                    ob_topics_partitions_.snapshot_id = f_topics_partitions_snapshot_id
-                    ob_topics_partitions_.position = f_topics_partitions_position
-                    ob_topics_partitions_.replica_directory_id = f_topics_partitions_replica_directory_id
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicSnapshot)
-            ob_topics_.name = f_topics_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicSnapshot_1(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     f_cluster_id: str | None = None
     unk_: list[tuple[int, bytes]] = []

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_H = struct.Struct(">H")
 _P_H = _S_H.pack
 _U_H = _S_H.unpack_from
+_S_Hx = struct.Struct(">Hx")
+_P_Hx = _S_Hx.pack
+_U_Hx = _S_Hx.unpack_from
 _S_i = struct.Struct(">i")
 _P_i = _S_i.pack
 _U_i = _S_i.unpack_from
@@ -29,9 +36,15 @@ _U_ih = _S_ih.unpack_from
 _S_ii = struct.Struct(">ii")
 _P_ii = _S_ii.pack
 _U_ii = _S_ii.unpack_from
+_S_iix = struct.Struct(">iix")
+_P_iix = _S_iix.pack
+_U_iix = _S_iix.unpack_from
 _S_qi = struct.Struct(">qi")
 _P_qi = _S_qi.pack
 _U_qi = _S_qi.unpack_from
+_S_qix = struct.Struct(">qix")
+_P_qix = _S_qix.pack
+_U_qix = _S_qix.unpack_from
 _S_qq = struct.Struct(">qq")
 _P_qq = _S_qq.pack
 _U_qq = _S_qq.unpack_from
@@ -148,9 +161,17 @@ class FetchSnapshotResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchSnapshotResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_FetchSnapshotResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of FetchSnapshotResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read FetchSnapshotResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading FetchSnapshotResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after FetchSnapshotResponse v{version}"
@@ -178,11 +199,10 @@ class FetchSnapshotResponse:
 
 
 def _w_SnapshotId_0(out: bytearray, o: SnapshotId) -> None:
-    out += _P_qi(o.end_offset, o.epoch)
+    out += _P_qix(o.end_offset, o.epoch)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
@@ -210,11 +230,10 @@ def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
 
 
 def _w_LeaderIdAndEpoch_0(out: bytearray, o: LeaderIdAndEpoch) -> None:
-    out += _P_ii(o.leader_id, o.leader_epoch)
+    out += _P_iix(o.leader_id, o.leader_epoch)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_LeaderIdAndEpoch_0(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
@@ -241,28 +260,6 @@ def _r_LeaderIdAndEpoch_0(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
     return ob_, p
 
 
-def _w_PartitionSnapshot_0(out: bytearray, o: PartitionSnapshot) -> None:
-    out += _P_ih(o.index, o.error_code)
-    _w_SnapshotId_0(out, o.snapshot_id)
-    out += _P_qq(o.size, o.position)
-    s_unaligned_records = o.unaligned_records
-    n_unaligned_records = len(s_unaligned_records)
-    if n_unaligned_records < 127:
-        out.append(n_unaligned_records + 1)
-    else:
-        _wuv(out, n_unaligned_records + 1)
-    out += s_unaligned_records
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
-    if o.current_leader != _D_LeaderIdAndEpoch:
-        tb = bytearray()
-        _w_LeaderIdAndEpoch_0(tb, o.current_leader)
-        tags_.append((0, tb))
-    if tags_:
-        _wtags(out, tags_)
-    else:
-        out.append(0)
-
-
 def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
     f_index, f_error_code = _U_ih(d, p)
     p += 6
@@ -283,7 +280,10 @@ def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
             raise MessageDecodeError("field UnalignedRecords is longer than the remaining bytes")
         f_unaligned_records = d[p:e]
         p = e
-    f_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
+    f_current_leader: LeaderIdAndEpoch = _new(LeaderIdAndEpoch)
+    f_current_leader.leader_id = 0
+    f_current_leader.leader_epoch = 0
+    f_current_leader.unknown_tagged_fields = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -313,48 +313,6 @@ def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
     ob_.unaligned_records = f_unaligned_records
     ob_.unknown_tagged_fields = unk_
     return ob_, p
-
-
-def _w_TopicSnapshot_0(out: bytearray, o: TopicSnapshot) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ih(e_partitions.index, e_partitions.error_code)
-        _w_SnapshotId_0(out, e_partitions.snapshot_id)
-        out += _P_qq(e_partitions.size, e_partitions.position)
-        s_partitions_unaligned_records = e_partitions.unaligned_records
-        n_partitions_unaligned_records = len(s_partitions_unaligned_records)
-        if n_partitions_unaligned_records < 127:
-            out.append(n_partitions_unaligned_records + 1)
-        else:
-            _wuv(out, n_partitions_unaligned_records + 1)
-        out += s_partitions_unaligned_records
-        tags_partitions_: list[tuple[int, bytes | bytearray]] = list(e_partitions.unknown_tagged_fields)
-        if e_partitions.current_leader != _D_LeaderIdAndEpoch:
-            tb = bytearray()
-            _w_LeaderIdAndEpoch_0(tb, e_partitions.current_leader)
-            tags_partitions_.append((0, tb))
-        if tags_partitions_:
-            _wtags(out, tags_partitions_)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
@@ -387,57 +345,8 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionSnapshot] = []
         for _ in range(ln):
-            f_partitions_index, f_partitions_error_code = _U_ih(d, p)
-            p += 6
-            f_partitions_snapshot_id, p = _r_SnapshotId_0(d, p)
-            f_partitions_size, f_partitions_position = _U_qq(d, p)
-            p += 16
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field UnalignedRecords was serialized as null")
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field UnalignedRecords is longer than the remaining bytes")
-                f_partitions_unaligned_records = d[p:e]
-                p = e
-            f_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        f_partitions_current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field CurrentLeader does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions_.append((tg, d[p:te]))
-                        p = te
-            ob_partitions_ = _new(PartitionSnapshot)
-            ob_partitions_.index = f_partitions_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.snapshot_id = f_partitions_snapshot_id
-            ob_partitions_.current_leader = f_partitions_current_leader
-            ob_partitions_.size = f_partitions_size
-            ob_partitions_.position = f_partitions_position
-            ob_partitions_.unaligned_records = f_partitions_unaligned_records
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_PartitionSnapshot_0(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -460,58 +369,16 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
     return ob_, p
 
 
-def _w_NodeEndpoint_0(out: bytearray, o: NodeEndpoint) -> None:
-    if o.node_id != 0:
-        raise MessageEncodeError("Attempted to write a non-default NodeId")
-    if o.host != "":
-        raise MessageEncodeError("Attempted to write a non-default Host")
-    if o.port != 0:
-        raise MessageEncodeError("Attempted to write a non-default Port")
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
 def _w_NodeEndpoint_1(out: bytearray, o: NodeEndpoint) -> None:
     out += _P_i(o.node_id)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
+    s_host = _SC.get(o.host)
+    if s_host is None:
+        s_host = _cstr(o.host)
     out += s_host
-    out += _P_H(o.port)
+    out += _P_Hx(o.port)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_NodeEndpoint_0(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = 0
-    ob_.host = ""
-    ob_.port = 0
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
 
 
 def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
@@ -568,14 +435,9 @@ def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        if n_topics_name < 127:
-            out.append(n_topics_name + 1)
-        else:
-            if n_topics_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_topics_name + 1)
+        s_topics_name = _SC.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _cstr(e_topics.name)
         out += s_topics_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -597,7 +459,11 @@ def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None
             tags_topics_partitions_: list[tuple[int, bytes | bytearray]] = list(
                 e_topics_partitions.unknown_tagged_fields
             )
-            if e_topics_partitions.current_leader != _D_LeaderIdAndEpoch:
+            if (
+                (e_topics_partitions.current_leader.leader_id != 0)
+                or (e_topics_partitions.current_leader.leader_epoch != 0)
+                or (e_topics_partitions.current_leader.unknown_tagged_fields)
+            ):
                 tb = bytearray()
                 _w_LeaderIdAndEpoch_0(tb, e_topics_partitions.current_leader)
                 tags_topics_partitions_.append((0, tb))
@@ -624,14 +490,9 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        if n_topics_name < 127:
-            out.append(n_topics_name + 1)
-        else:
-            if n_topics_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_topics_name + 1)
+        s_topics_name = _SC.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _cstr(e_topics.name)
         out += s_topics_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -653,7 +514,11 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
             tags_topics_partitions_: list[tuple[int, bytes | bytearray]] = list(
                 e_topics_partitions.unknown_tagged_fields
             )
-            if e_topics_partitions.current_leader != _D_LeaderIdAndEpoch:
+            if (
+                (e_topics_partitions.current_leader.leader_id != 0)
+                or (e_topics_partitions.current_leader.leader_epoch != 0)
+                or (e_topics_partitions.current_leader.unknown_tagged_fields)
+            ):
                 tb = bytearray()
                 _w_LeaderIdAndEpoch_0(tb, e_topics_partitions.current_leader)
                 tags_topics_partitions_.append((0, tb))
@@ -699,108 +564,8 @@ def _r_FetchSnapshotResponse_0(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionSnapshot] = []
-                for _ in range(ln):
-                    f_topics_partitions_index, f_topics_partitions_error_code = _U_ih(d, p)
-                    p += 6
-                    f_topics_partitions_snapshot_id, p = _r_SnapshotId_0(d, p)
-                    f_topics_partitions_size, f_topics_partitions_position = _U_qq(d, p)
-                    p += 16
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field UnalignedRecords was serialized as null")
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError(
-                                "field UnalignedRecords is longer than the remaining bytes"
-                            )
-                        f_topics_partitions_unaligned_records = d[p:e]
-                        p = e
-                    f_topics_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                f_topics_partitions_current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field CurrentLeader does not fill its declared size"
-                                    )
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(PartitionSnapshot)
-                    ob_topics_partitions_.index = f_topics_partitions_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.snapshot_id = f_topics_partitions_snapshot_id
-                    ob_topics_partitions_.current_leader = f_topics_partitions_current_leader
-                    ob_topics_partitions_.size = f_topics_partitions_size
-                    ob_topics_partitions_.position = f_topics_partitions_position
-                    ob_topics_partitions_.unaligned_records = f_topics_partitions_unaligned_records
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicSnapshot)
-            ob_topics_.name = f_topics_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicSnapshot_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -844,108 +609,8 @@ def _r_FetchSnapshotResponse_1(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionSnapshot] = []
-                for _ in range(ln):
-                    f_topics_partitions_index, f_topics_partitions_error_code = _U_ih(d, p)
-                    p += 6
-                    f_topics_partitions_snapshot_id, p = _r_SnapshotId_0(d, p)
-                    f_topics_partitions_size, f_topics_partitions_position = _U_qq(d, p)
-                    p += 16
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field UnalignedRecords was serialized as null")
-                    else:
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError(
-                                "field UnalignedRecords is longer than the remaining bytes"
-                            )
-                        f_topics_partitions_unaligned_records = d[p:e]
-                        p = e
-                    f_topics_partitions_current_leader: LeaderIdAndEpoch = LeaderIdAndEpoch()
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            if tg == 0:
-                                f_topics_partitions_current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
-                                if p != te:
-                                    raise MessageDecodeError(
-                                        "tagged field CurrentLeader does not fill its declared size"
-                                    )
-                            else:
-                                unk_topics_partitions_.append((tg, d[p:te]))
-                                p = te
-                    ob_topics_partitions_ = _new(PartitionSnapshot)
-                    ob_topics_partitions_.index = f_topics_partitions_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.snapshot_id = f_topics_partitions_snapshot_id
-                    ob_topics_partitions_.current_leader = f_topics_partitions_current_leader
-                    ob_topics_partitions_.size = f_topics_partitions_size
-                    ob_topics_partitions_.position = f_topics_partitions_position
-                    ob_topics_partitions_.unaligned_records = f_topics_partitions_unaligned_records
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicSnapshot)
-            ob_topics_.name = f_topics_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicSnapshot_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     f_node_endpoints: list[NodeEndpoint] = []
     unk_: list[tuple[int, bytes]] = []
@@ -1277,5 +942,3 @@ FetchSnapshotResponse.FIELDS = (
         map_key=False,
     ),
 )
-
-_D_LeaderIdAndEpoch = LeaderIdAndEpoch()

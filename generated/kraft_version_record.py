@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_hh = struct.Struct(">hh")
 _P_hh = _S_hh.pack
 _U_hh = _S_hh.unpack_from
+_S_hhx = struct.Struct(">hhx")
+_P_hhx = _S_hhx.pack
+_U_hhx = _S_hhx.unpack_from
 
 
 @dataclass(slots=True)
@@ -70,9 +77,17 @@ class KRaftVersionRecord:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> KRaftVersionRecord:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_KRaftVersionRecord.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of KRaftVersionRecord")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read KRaftVersionRecord v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading KRaftVersionRecord v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after KRaftVersionRecord v{version}")
         return obj
@@ -98,11 +113,10 @@ class KRaftVersionRecord:
 
 
 def _w_KRaftVersionRecord_0(out: bytearray, o: KRaftVersionRecord) -> None:
-    out += _P_hh(o.version, o.kraft_version)
+    out += _P_hhx(o.version, o.kraft_version)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_KRaftVersionRecord_0(d: bytes, p: int) -> tuple[KRaftVersionRecord, int]:

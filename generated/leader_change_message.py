@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -26,6 +30,12 @@ _U_i = _S_i.unpack_from
 _S_i16s = struct.Struct(">i16s")
 _P_i16s = _S_i16s.pack
 _U_i16s = _S_i16s.unpack_from
+_S_i16sx = struct.Struct(">i16sx")
+_P_i16sx = _S_i16sx.pack
+_U_i16sx = _S_i16sx.unpack_from
+_S_ix = struct.Struct(">ix")
+_P_ix = _S_ix.pack
+_U_ix = _S_ix.unpack_from
 
 
 @dataclass(slots=True)
@@ -89,9 +99,17 @@ class LeaderChangeMessage:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> LeaderChangeMessage:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_LeaderChangeMessage.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of LeaderChangeMessage")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read LeaderChangeMessage v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading LeaderChangeMessage v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after LeaderChangeMessage v{version}")
         return obj
@@ -116,73 +134,6 @@ class LeaderChangeMessage:
             raise MessageDecodeError(f"{e} (reading LeaderChangeMessage v{version})") from None
 
 
-def _w_Voter_0(out: bytearray, o: Voter) -> None:
-    if o.voter_directory_id != ZERO_UUID:
-        raise MessageEncodeError("Attempted to write a non-default VoterDirectoryId")
-    out += _P_i(o.voter_id)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_Voter_1(out: bytearray, o: Voter) -> None:
-    out += _P_i16s(o.voter_id, o.voter_directory_id.bytes)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_Voter_0(d: bytes, p: int) -> tuple[Voter, int]:
-    (f_voter_id,) = _U_i(d, p)
-    p += 4
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(Voter)
-    ob_.voter_id = f_voter_id
-    ob_.voter_directory_id = ZERO_UUID
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_Voter_1(d: bytes, p: int) -> tuple[Voter, int]:
-    f_voter_id, f_voter_directory_id = _U_i16s(d, p)
-    p += 20
-    f_voter_directory_id = _uuid(f_voter_directory_id)
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(Voter)
-    ob_.voter_id = f_voter_id
-    ob_.voter_directory_id = f_voter_directory_id
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
     out += _P_hi(o.version, o.leader_id)
     a_voters = o.voters
@@ -194,11 +145,10 @@ def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
     for e_voters in a_voters:
         if e_voters.voter_directory_id != ZERO_UUID:
             raise MessageEncodeError("Attempted to write a non-default VoterDirectoryId")
-        out += _P_i(e_voters.voter_id)
+        out += _P_ix(e_voters.voter_id)
         if e_voters.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_voters.unknown_tagged_fields)
-        else:
-            out.append(0)
     a_granting_voters = o.granting_voters
     n_granting_voters = len(a_granting_voters)
     if n_granting_voters < 127:
@@ -208,11 +158,10 @@ def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
     for e_granting_voters in a_granting_voters:
         if e_granting_voters.voter_directory_id != ZERO_UUID:
             raise MessageEncodeError("Attempted to write a non-default VoterDirectoryId")
-        out += _P_i(e_granting_voters.voter_id)
+        out += _P_ix(e_granting_voters.voter_id)
         if e_granting_voters.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_granting_voters.unknown_tagged_fields)
-        else:
-            out.append(0)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -228,11 +177,10 @@ def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
     else:
         _wuv(out, n_voters + 1)
     for e_voters in a_voters:
-        out += _P_i16s(e_voters.voter_id, e_voters.voter_directory_id.bytes)
+        out += _P_i16sx(e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16))
         if e_voters.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_voters.unknown_tagged_fields)
-        else:
-            out.append(0)
     a_granting_voters = o.granting_voters
     n_granting_voters = len(a_granting_voters)
     if n_granting_voters < 127:
@@ -240,11 +188,10 @@ def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
     else:
         _wuv(out, n_granting_voters + 1)
     for e_granting_voters in a_granting_voters:
-        out += _P_i16s(e_granting_voters.voter_id, e_granting_voters.voter_directory_id.bytes)
+        out += _P_i16sx(e_granting_voters.voter_id, e_granting_voters.voter_directory_id.int.to_bytes(16))
         if e_granting_voters.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_granting_voters.unknown_tagged_fields)
-        else:
-            out.append(0)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -29,6 +33,12 @@ _U_oo = _S_oo.unpack_from
 _S_ooo = struct.Struct(">???")
 _P_ooo = _S_ooo.pack
 _U_ooo = _S_ooo.unpack_from
+_S_ooox = struct.Struct(">???x")
+_P_ooox = _S_ooox.pack
+_U_ooox = _S_ooox.unpack_from
+_S_oox = struct.Struct(">??x")
+_P_oox = _S_oox.pack
+_U_oox = _S_oox.unpack_from
 _S_h = struct.Struct(">h")
 _P_h = _S_h.pack
 _U_h = _S_h.unpack_from
@@ -98,9 +108,17 @@ class MetadataRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> MetadataRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_MetadataRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of MetadataRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read MetadataRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading MetadataRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after MetadataRequest v{version}")
         return obj
@@ -125,155 +143,6 @@ class MetadataRequest:
             raise MessageDecodeError(f"{e} (reading MetadataRequest v{version})") from None
 
 
-def _w_MetadataRequestTopic_4(out: bytearray, o: MetadataRequestTopic) -> None:
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    out += _P_h(n_name)
-    out += s_name
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataRequestTopic_9(out: bytearray, o: MetadataRequestTopic) -> None:
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_MetadataRequestTopic_10(out: bytearray, o: MetadataRequestTopic) -> None:
-    out += _P_16s(o.topic_id.bytes)
-    if o.name is None:
-        out.append(0)
-    else:
-        s_name = o.name.encode()
-        n_name = len(s_name)
-        if n_name < 127:
-            out.append(n_name + 1)
-        else:
-            if n_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_name + 1)
-        out += s_name
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_MetadataRequestTopic_4(d: bytes, p: int) -> tuple[MetadataRequestTopic, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
-        p = e
-    ob_ = _new(MetadataRequestTopic)
-    ob_.topic_id = ZERO_UUID
-    ob_.name = f_name
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_MetadataRequestTopic_9(d: bytes, p: int) -> tuple[MetadataRequestTopic, int]:
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
-        p = e
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(MetadataRequestTopic)
-    ob_.topic_id = ZERO_UUID
-    ob_.name = f_name
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_MetadataRequestTopic_10(d: bytes, p: int) -> tuple[MetadataRequestTopic, int]:
-    (f_topic_id,) = _U_16s(d, p)
-    p += 16
-    f_topic_id = _uuid(f_topic_id)
-    f_name: str | None
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        f_name = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
-        p = e
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(MetadataRequestTopic)
-    ob_.topic_id = f_topic_id
-    ob_.name = f_name
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
     if o.include_cluster_authorized_operations:
         raise MessageEncodeError("Attempted to write a non-default IncludeClusterAuthorizedOperations")
@@ -288,9 +157,9 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics_name = e_topics.name.encode()
-            n_topics_name = len(s_topics_name)
-            out += _P_h(n_topics_name)
+            s_topics_name = _SL.get(e_topics.name)
+            if s_topics_name is None:
+                s_topics_name = _lstr(e_topics.name)
             out += s_topics_name
             if e_topics.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -309,9 +178,9 @@ def _w_MetadataRequest_8(out: bytearray, o: MetadataRequest) -> None:
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics_name = e_topics.name.encode()
-            n_topics_name = len(s_topics_name)
-            out += _P_h(n_topics_name)
+            s_topics_name = _SL.get(e_topics.name)
+            if s_topics_name is None:
+                s_topics_name = _lstr(e_topics.name)
             out += s_topics_name
             if e_topics.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -337,28 +206,22 @@ def _w_MetadataRequest_9(out: bytearray, o: MetadataRequest) -> None:
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics_name = e_topics.name.encode()
-            n_topics_name = len(s_topics_name)
-            if n_topics_name < 127:
-                out.append(n_topics_name + 1)
-            else:
-                if n_topics_name > 32767:
-                    raise MessageEncodeError("string field Name is too long to be serialized")
-                _wuv(out, n_topics_name + 1)
+            s_topics_name = _SC.get(e_topics.name)
+            if s_topics_name is None:
+                s_topics_name = _cstr(e_topics.name)
             out += s_topics_name
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
                 out.append(0)
-    out += _P_ooo(
+    out += _P_ooox(
         o.allow_auto_topic_creation,
         o.include_cluster_authorized_operations,
         o.include_topic_authorized_operations,
     )
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_MetadataRequest_10(out: bytearray, o: MetadataRequest) -> None:
@@ -372,32 +235,26 @@ def _w_MetadataRequest_10(out: bytearray, o: MetadataRequest) -> None:
         else:
             _wuv(out, n_topics + 1)
         for e_topics in a_topics:
-            out += _P_16s(e_topics.topic_id.bytes)
+            out += _P_16s(e_topics.topic_id.int.to_bytes(16))
             if e_topics.name is None:
                 out.append(0)
             else:
-                s_topics_name = e_topics.name.encode()
-                n_topics_name = len(s_topics_name)
-                if n_topics_name < 127:
-                    out.append(n_topics_name + 1)
-                else:
-                    if n_topics_name > 32767:
-                        raise MessageEncodeError("string field Name is too long to be serialized")
-                    _wuv(out, n_topics_name + 1)
+                s_topics_name = _SC.get(e_topics.name)
+                if s_topics_name is None:
+                    s_topics_name = _cstr(e_topics.name)
                 out += s_topics_name
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
                 out.append(0)
-    out += _P_ooo(
+    out += _P_ooox(
         o.allow_auto_topic_creation,
         o.include_cluster_authorized_operations,
         o.include_topic_authorized_operations,
     )
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_MetadataRequest_11(out: bytearray, o: MetadataRequest) -> None:
@@ -413,28 +270,22 @@ def _w_MetadataRequest_11(out: bytearray, o: MetadataRequest) -> None:
         else:
             _wuv(out, n_topics + 1)
         for e_topics in a_topics:
-            out += _P_16s(e_topics.topic_id.bytes)
+            out += _P_16s(e_topics.topic_id.int.to_bytes(16))
             if e_topics.name is None:
                 out.append(0)
             else:
-                s_topics_name = e_topics.name.encode()
-                n_topics_name = len(s_topics_name)
-                if n_topics_name < 127:
-                    out.append(n_topics_name + 1)
-                else:
-                    if n_topics_name > 32767:
-                        raise MessageEncodeError("string field Name is too long to be serialized")
-                    _wuv(out, n_topics_name + 1)
+                s_topics_name = _SC.get(e_topics.name)
+                if s_topics_name is None:
+                    s_topics_name = _cstr(e_topics.name)
                 out += s_topics_name
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
                 out.append(0)
-    out += _P_oo(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
+    out += _P_oox(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_MetadataRequest_4(d: bytes, p: int) -> tuple[MetadataRequest, int]:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -32,10 +36,17 @@ _U_hii = _S_hii.unpack_from
 _S_hiii = struct.Struct(">hiii")
 _P_hiii = _S_hiii.pack
 _U_hiii = _S_hiii.unpack_from
+_S_hx = struct.Struct(">hx")
+_P_hx = _S_hx.pack
+_U_hx = _S_hx.unpack_from
 _S_i = struct.Struct(">i")
 _P_i = _S_i.pack
 _U_i = _S_i.unpack_from
+_S_ix = struct.Struct(">ix")
+_P_ix = _S_ix.pack
+_U_ix = _S_ix.unpack_from
 _AP_i = ArrayPackers("i")
+_AC_i = ArrayPackers("i", "B")
 _AU_i = ArrayUnpackers("i")
 
 
@@ -136,9 +147,17 @@ class MetadataResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> MetadataResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_MetadataResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of MetadataResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read MetadataResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading MetadataResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after MetadataResponse v{version}")
         return obj
@@ -161,93 +180,6 @@ class MetadataResponse:
             raise MessageDecodeError(f"cannot read MetadataResponse v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading MetadataResponse v{version})") from None
-
-
-def _w_MetadataResponseBroker_4(out: bytearray, o: MetadataResponseBroker) -> None:
-    out += _P_i(o.node_id)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    out += _P_h(n_host)
-    out += s_host
-    out += _P_i(o.port)
-    if o.rack is None:
-        out += _P_h(-1)
-    else:
-        s_rack = o.rack.encode()
-        n_rack = len(s_rack)
-        out += _P_h(n_rack)
-        out += s_rack
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataResponseBroker_9(out: bytearray, o: MetadataResponseBroker) -> None:
-    out += _P_i(o.node_id)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
-    out += s_host
-    out += _P_i(o.port)
-    if o.rack is None:
-        out.append(0)
-    else:
-        s_rack = o.rack.encode()
-        n_rack = len(s_rack)
-        if n_rack < 127:
-            out.append(n_rack + 1)
-        else:
-            if n_rack > 32767:
-                raise MessageEncodeError("string field Rack is too long to be serialized")
-            _wuv(out, n_rack + 1)
-        out += s_rack
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_MetadataResponseBroker_4(d: bytes, p: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
-        p = e
-    (f_port,) = _U_i(d, p)
-    p += 4
-    f_rack: str | None
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        f_rack = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Rack had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        f_rack = d[p:e].decode()
-        p = e
-    ob_ = _new(MetadataResponseBroker)
-    ob_.node_id = f_node_id
-    ob_.host = f_host
-    ob_.port = f_port
-    ob_.rack = f_rack
-    ob_.unknown_tagged_fields = []
-    return ob_, p
 
 
 def _r_MetadataResponseBroker_9(d: bytes, p: int) -> tuple[MetadataResponseBroker, int]:
@@ -308,202 +240,6 @@ def _r_MetadataResponseBroker_9(d: bytes, p: int) -> tuple[MetadataResponseBroke
     ob_.port = f_port
     ob_.rack = f_rack
     ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_MetadataResponsePartition_4(out: bytearray, o: MetadataResponsePartition) -> None:
-    out += _P_hii(o.error_code, o.partition_index, o.leader_id)
-    a_replica_nodes = o.replica_nodes
-    n_replica_nodes = len(a_replica_nodes)
-    out += _P_i(n_replica_nodes)
-    out += _AP_i[n_replica_nodes](*a_replica_nodes)
-    a_isr_nodes = o.isr_nodes
-    n_isr_nodes = len(a_isr_nodes)
-    out += _P_i(n_isr_nodes)
-    out += _AP_i[n_isr_nodes](*a_isr_nodes)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataResponsePartition_5(out: bytearray, o: MetadataResponsePartition) -> None:
-    out += _P_hii(o.error_code, o.partition_index, o.leader_id)
-    a_replica_nodes = o.replica_nodes
-    n_replica_nodes = len(a_replica_nodes)
-    out += _P_i(n_replica_nodes)
-    out += _AP_i[n_replica_nodes](*a_replica_nodes)
-    a_isr_nodes = o.isr_nodes
-    n_isr_nodes = len(a_isr_nodes)
-    out += _P_i(n_isr_nodes)
-    out += _AP_i[n_isr_nodes](*a_isr_nodes)
-    a_offline_replicas = o.offline_replicas
-    n_offline_replicas = len(a_offline_replicas)
-    out += _P_i(n_offline_replicas)
-    out += _AP_i[n_offline_replicas](*a_offline_replicas)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataResponsePartition_7(out: bytearray, o: MetadataResponsePartition) -> None:
-    out += _P_hiii(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    a_replica_nodes = o.replica_nodes
-    n_replica_nodes = len(a_replica_nodes)
-    out += _P_i(n_replica_nodes)
-    out += _AP_i[n_replica_nodes](*a_replica_nodes)
-    a_isr_nodes = o.isr_nodes
-    n_isr_nodes = len(a_isr_nodes)
-    out += _P_i(n_isr_nodes)
-    out += _AP_i[n_isr_nodes](*a_isr_nodes)
-    a_offline_replicas = o.offline_replicas
-    n_offline_replicas = len(a_offline_replicas)
-    out += _P_i(n_offline_replicas)
-    out += _AP_i[n_offline_replicas](*a_offline_replicas)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataResponsePartition_9(out: bytearray, o: MetadataResponsePartition) -> None:
-    out += _P_hiii(o.error_code, o.partition_index, o.leader_id, o.leader_epoch)
-    a_replica_nodes = o.replica_nodes
-    n_replica_nodes = len(a_replica_nodes)
-    if n_replica_nodes < 127:
-        out.append(n_replica_nodes + 1)
-    else:
-        _wuv(out, n_replica_nodes + 1)
-    out += _AP_i[n_replica_nodes](*a_replica_nodes)
-    a_isr_nodes = o.isr_nodes
-    n_isr_nodes = len(a_isr_nodes)
-    if n_isr_nodes < 127:
-        out.append(n_isr_nodes + 1)
-    else:
-        _wuv(out, n_isr_nodes + 1)
-    out += _AP_i[n_isr_nodes](*a_isr_nodes)
-    a_offline_replicas = o.offline_replicas
-    n_offline_replicas = len(a_offline_replicas)
-    if n_offline_replicas < 127:
-        out.append(n_offline_replicas + 1)
-    else:
-        _wuv(out, n_offline_replicas + 1)
-    out += _AP_i[n_offline_replicas](*a_offline_replicas)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_MetadataResponsePartition_4(d: bytes, p: int) -> tuple[MetadataResponsePartition, int]:
-    f_error_code, f_partition_index, f_leader_id = _U_hii(d, p)
-    p += 10
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-        f_replica_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-        f_isr_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ob_ = _new(MetadataResponsePartition)
-    ob_.error_code = f_error_code
-    ob_.partition_index = f_partition_index
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = -1
-    ob_.replica_nodes = f_replica_nodes
-    ob_.isr_nodes = f_isr_nodes
-    ob_.offline_replicas = []
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_MetadataResponsePartition_5(d: bytes, p: int) -> tuple[MetadataResponsePartition, int]:
-    f_error_code, f_partition_index, f_leader_id = _U_hii(d, p)
-    p += 10
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-        f_replica_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-        f_isr_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-        f_offline_replicas = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ob_ = _new(MetadataResponsePartition)
-    ob_.error_code = f_error_code
-    ob_.partition_index = f_partition_index
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = -1
-    ob_.replica_nodes = f_replica_nodes
-    ob_.isr_nodes = f_isr_nodes
-    ob_.offline_replicas = f_offline_replicas
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_MetadataResponsePartition_7(d: bytes, p: int) -> tuple[MetadataResponsePartition, int]:
-    f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _U_hiii(d, p)
-    p += 14
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-        f_replica_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-        f_isr_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-        f_offline_replicas = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ob_ = _new(MetadataResponsePartition)
-    ob_.error_code = f_error_code
-    ob_.partition_index = f_partition_index
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.replica_nodes = f_replica_nodes
-    ob_.isr_nodes = f_isr_nodes
-    ob_.offline_replicas = f_offline_replicas
-    ob_.unknown_tagged_fields = []
     return ob_, p
 
 
@@ -575,159 +311,13 @@ def _r_MetadataResponsePartition_9(d: bytes, p: int) -> tuple[MetadataResponsePa
     return ob_, p
 
 
-def _w_MetadataResponseTopic_4(out: bytearray, o: MetadataResponseTopic) -> None:
-    if o.topic_authorized_operations != -2147483648:
-        raise MessageEncodeError("Attempted to write a non-default TopicAuthorizedOperations")
-    out += _P_h(o.error_code)
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    out += _P_h(n_name)
-    out += s_name
-    out += _P_o(o.is_internal)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        out += _P_hii(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
-        a_partitions_replica_nodes = e_partitions.replica_nodes
-        n_partitions_replica_nodes = len(a_partitions_replica_nodes)
-        out += _P_i(n_partitions_replica_nodes)
-        out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
-        a_partitions_isr_nodes = e_partitions.isr_nodes
-        n_partitions_isr_nodes = len(a_partitions_isr_nodes)
-        out += _P_i(n_partitions_isr_nodes)
-        out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataResponseTopic_5(out: bytearray, o: MetadataResponseTopic) -> None:
-    if o.topic_authorized_operations != -2147483648:
-        raise MessageEncodeError("Attempted to write a non-default TopicAuthorizedOperations")
-    out += _P_h(o.error_code)
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    out += _P_h(n_name)
-    out += s_name
-    out += _P_o(o.is_internal)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        out += _P_hii(e_partitions.error_code, e_partitions.partition_index, e_partitions.leader_id)
-        a_partitions_replica_nodes = e_partitions.replica_nodes
-        n_partitions_replica_nodes = len(a_partitions_replica_nodes)
-        out += _P_i(n_partitions_replica_nodes)
-        out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
-        a_partitions_isr_nodes = e_partitions.isr_nodes
-        n_partitions_isr_nodes = len(a_partitions_isr_nodes)
-        out += _P_i(n_partitions_isr_nodes)
-        out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
-        a_partitions_offline_replicas = e_partitions.offline_replicas
-        n_partitions_offline_replicas = len(a_partitions_offline_replicas)
-        out += _P_i(n_partitions_offline_replicas)
-        out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataResponseTopic_7(out: bytearray, o: MetadataResponseTopic) -> None:
-    if o.topic_authorized_operations != -2147483648:
-        raise MessageEncodeError("Attempted to write a non-default TopicAuthorizedOperations")
-    out += _P_h(o.error_code)
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    out += _P_h(n_name)
-    out += s_name
-    out += _P_o(o.is_internal)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        out += _P_hiii(
-            e_partitions.error_code,
-            e_partitions.partition_index,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-        )
-        a_partitions_replica_nodes = e_partitions.replica_nodes
-        n_partitions_replica_nodes = len(a_partitions_replica_nodes)
-        out += _P_i(n_partitions_replica_nodes)
-        out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
-        a_partitions_isr_nodes = e_partitions.isr_nodes
-        n_partitions_isr_nodes = len(a_partitions_isr_nodes)
-        out += _P_i(n_partitions_isr_nodes)
-        out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
-        a_partitions_offline_replicas = e_partitions.offline_replicas
-        n_partitions_offline_replicas = len(a_partitions_offline_replicas)
-        out += _P_i(n_partitions_offline_replicas)
-        out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_MetadataResponseTopic_8(out: bytearray, o: MetadataResponseTopic) -> None:
-    out += _P_h(o.error_code)
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    out += _P_h(n_name)
-    out += s_name
-    out += _P_o(o.is_internal)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    out += _P_i(n_partitions)
-    for e_partitions in a_partitions:
-        out += _P_hiii(
-            e_partitions.error_code,
-            e_partitions.partition_index,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-        )
-        a_partitions_replica_nodes = e_partitions.replica_nodes
-        n_partitions_replica_nodes = len(a_partitions_replica_nodes)
-        out += _P_i(n_partitions_replica_nodes)
-        out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
-        a_partitions_isr_nodes = e_partitions.isr_nodes
-        n_partitions_isr_nodes = len(a_partitions_isr_nodes)
-        out += _P_i(n_partitions_isr_nodes)
-        out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
-        a_partitions_offline_replicas = e_partitions.offline_replicas
-        n_partitions_offline_replicas = len(a_partitions_offline_replicas)
-        out += _P_i(n_partitions_offline_replicas)
-        out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
-        if e_partitions.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    out += _P_i(o.topic_authorized_operations)
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
 def _w_MetadataResponseTopic_9(out: bytearray, o: MetadataResponseTopic) -> None:
     out += _P_h(o.error_code)
     if o.name is None:
         raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
+    s_name = _SC.get(o.name)
+    if s_name is None:
+        s_name = _cstr(o.name)
     out += s_name
     out += _P_o(o.is_internal)
     a_partitions = o.partitions
@@ -746,49 +336,47 @@ def _w_MetadataResponseTopic_9(out: bytearray, o: MetadataResponseTopic) -> None
         a_partitions_replica_nodes = e_partitions.replica_nodes
         n_partitions_replica_nodes = len(a_partitions_replica_nodes)
         if n_partitions_replica_nodes < 127:
-            out.append(n_partitions_replica_nodes + 1)
+            out += _AC_i[n_partitions_replica_nodes](
+                n_partitions_replica_nodes + 1, *a_partitions_replica_nodes
+            )
         else:
             _wuv(out, n_partitions_replica_nodes + 1)
-        out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
+            out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
         a_partitions_isr_nodes = e_partitions.isr_nodes
         n_partitions_isr_nodes = len(a_partitions_isr_nodes)
         if n_partitions_isr_nodes < 127:
-            out.append(n_partitions_isr_nodes + 1)
+            out += _AC_i[n_partitions_isr_nodes](n_partitions_isr_nodes + 1, *a_partitions_isr_nodes)
         else:
             _wuv(out, n_partitions_isr_nodes + 1)
-        out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
+            out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
         a_partitions_offline_replicas = e_partitions.offline_replicas
         n_partitions_offline_replicas = len(a_partitions_offline_replicas)
         if n_partitions_offline_replicas < 127:
-            out.append(n_partitions_offline_replicas + 1)
+            out += _AC_i[n_partitions_offline_replicas](
+                n_partitions_offline_replicas + 1, *a_partitions_offline_replicas
+            )
         else:
             _wuv(out, n_partitions_offline_replicas + 1)
-        out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
+            out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
             out.append(0)
-    out += _P_i(o.topic_authorized_operations)
+    out += _P_ix(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_MetadataResponseTopic_10(out: bytearray, o: MetadataResponseTopic) -> None:
     out += _P_h(o.error_code)
     if o.name is None:
         raise MessageEncodeError("non-nullable field Name is None")
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
+    s_name = _SC.get(o.name)
+    if s_name is None:
+        s_name = _cstr(o.name)
     out += s_name
-    out += _P_16so(o.topic_id.bytes, o.is_internal)
+    out += _P_16so(o.topic_id.int.to_bytes(16), o.is_internal)
     a_partitions = o.partitions
     n_partitions = len(a_partitions)
     if n_partitions < 127:
@@ -805,33 +393,36 @@ def _w_MetadataResponseTopic_10(out: bytearray, o: MetadataResponseTopic) -> Non
         a_partitions_replica_nodes = e_partitions.replica_nodes
         n_partitions_replica_nodes = len(a_partitions_replica_nodes)
         if n_partitions_replica_nodes < 127:
-            out.append(n_partitions_replica_nodes + 1)
+            out += _AC_i[n_partitions_replica_nodes](
+                n_partitions_replica_nodes + 1, *a_partitions_replica_nodes
+            )
         else:
             _wuv(out, n_partitions_replica_nodes + 1)
-        out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
+            out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
         a_partitions_isr_nodes = e_partitions.isr_nodes
         n_partitions_isr_nodes = len(a_partitions_isr_nodes)
         if n_partitions_isr_nodes < 127:
-            out.append(n_partitions_isr_nodes + 1)
+            out += _AC_i[n_partitions_isr_nodes](n_partitions_isr_nodes + 1, *a_partitions_isr_nodes)
         else:
             _wuv(out, n_partitions_isr_nodes + 1)
-        out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
+            out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
         a_partitions_offline_replicas = e_partitions.offline_replicas
         n_partitions_offline_replicas = len(a_partitions_offline_replicas)
         if n_partitions_offline_replicas < 127:
-            out.append(n_partitions_offline_replicas + 1)
+            out += _AC_i[n_partitions_offline_replicas](
+                n_partitions_offline_replicas + 1, *a_partitions_offline_replicas
+            )
         else:
             _wuv(out, n_partitions_offline_replicas + 1)
-        out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
+            out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
             out.append(0)
-    out += _P_i(o.topic_authorized_operations)
+    out += _P_ix(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_MetadataResponseTopic_12(out: bytearray, o: MetadataResponseTopic) -> None:
@@ -839,16 +430,11 @@ def _w_MetadataResponseTopic_12(out: bytearray, o: MetadataResponseTopic) -> Non
     if o.name is None:
         out.append(0)
     else:
-        s_name = o.name.encode()
-        n_name = len(s_name)
-        if n_name < 127:
-            out.append(n_name + 1)
-        else:
-            if n_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_name + 1)
+        s_name = _SC.get(o.name)
+        if s_name is None:
+            s_name = _cstr(o.name)
         out += s_name
-    out += _P_16so(o.topic_id.bytes, o.is_internal)
+    out += _P_16so(o.topic_id.int.to_bytes(16), o.is_internal)
     a_partitions = o.partitions
     n_partitions = len(a_partitions)
     if n_partitions < 127:
@@ -865,33 +451,36 @@ def _w_MetadataResponseTopic_12(out: bytearray, o: MetadataResponseTopic) -> Non
         a_partitions_replica_nodes = e_partitions.replica_nodes
         n_partitions_replica_nodes = len(a_partitions_replica_nodes)
         if n_partitions_replica_nodes < 127:
-            out.append(n_partitions_replica_nodes + 1)
+            out += _AC_i[n_partitions_replica_nodes](
+                n_partitions_replica_nodes + 1, *a_partitions_replica_nodes
+            )
         else:
             _wuv(out, n_partitions_replica_nodes + 1)
-        out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
+            out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
         a_partitions_isr_nodes = e_partitions.isr_nodes
         n_partitions_isr_nodes = len(a_partitions_isr_nodes)
         if n_partitions_isr_nodes < 127:
-            out.append(n_partitions_isr_nodes + 1)
+            out += _AC_i[n_partitions_isr_nodes](n_partitions_isr_nodes + 1, *a_partitions_isr_nodes)
         else:
             _wuv(out, n_partitions_isr_nodes + 1)
-        out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
+            out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
         a_partitions_offline_replicas = e_partitions.offline_replicas
         n_partitions_offline_replicas = len(a_partitions_offline_replicas)
         if n_partitions_offline_replicas < 127:
-            out.append(n_partitions_offline_replicas + 1)
+            out += _AC_i[n_partitions_offline_replicas](
+                n_partitions_offline_replicas + 1, *a_partitions_offline_replicas
+            )
         else:
             _wuv(out, n_partitions_offline_replicas + 1)
-        out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
+            out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
             out.append(0)
-    out += _P_i(o.topic_authorized_operations)
+    out += _P_ix(o.topic_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
@@ -1239,76 +828,8 @@ def _r_MetadataResponseTopic_9(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
-            (
-                f_partitions_error_code,
-                f_partitions_partition_index,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
-            ) = _U_hiii(d, p)
-            p += 14
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
-                    p = te
-            ob_partitions_ = _new(MetadataResponsePartition)
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.replica_nodes = f_partitions_replica_nodes
-            ob_partitions_.isr_nodes = f_partitions_isr_nodes
-            ob_partitions_.offline_replicas = f_partitions_offline_replicas
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_MetadataResponsePartition_9(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     (f_topic_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -1372,76 +893,8 @@ def _r_MetadataResponseTopic_10(d: bytes, p: int) -> tuple[MetadataResponseTopic
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
-            (
-                f_partitions_error_code,
-                f_partitions_partition_index,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
-            ) = _U_hiii(d, p)
-            p += 14
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
-                    p = te
-            ob_partitions_ = _new(MetadataResponsePartition)
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.replica_nodes = f_partitions_replica_nodes
-            ob_partitions_.isr_nodes = f_partitions_isr_nodes
-            ob_partitions_.offline_replicas = f_partitions_offline_replicas
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_MetadataResponsePartition_9(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     (f_topic_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -1506,76 +959,8 @@ def _r_MetadataResponseTopic_12(d: bytes, p: int) -> tuple[MetadataResponseTopic
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
-            (
-                f_partitions_error_code,
-                f_partitions_partition_index,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
-            ) = _U_hiii(d, p)
-            p += 14
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            unk_partitions_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
-                    p = te
-            ob_partitions_ = _new(MetadataResponsePartition)
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.replica_nodes = f_partitions_replica_nodes
-            ob_partitions_.isr_nodes = f_partitions_isr_nodes
-            ob_partitions_.offline_replicas = f_partitions_offline_replicas
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            el_partitions, p = _r_MetadataResponsePartition_9(d, p)
+            l_partitions.append(el_partitions)
         f_partitions = l_partitions
     (f_topic_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -1613,26 +998,26 @@ def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        out += _P_h(n_brokers_host)
+        s_brokers_host = _SL.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _lstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            out += _P_h(n_brokers_rack)
+            s_brokers_rack = _SL.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _lstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
         out += _P_h(-1)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        out += _P_h(n_cluster_id)
+        s_cluster_id = _SL.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _lstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -1644,9 +1029,9 @@ def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        out += _P_h(n_topics_name)
+        s_topics_name = _SL.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _lstr(e_topics.name)
         out += s_topics_name
         out += _P_o(e_topics.is_internal)
         a_topics_partitions = e_topics.partitions
@@ -1683,26 +1068,26 @@ def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        out += _P_h(n_brokers_host)
+        s_brokers_host = _SL.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _lstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            out += _P_h(n_brokers_rack)
+            s_brokers_rack = _SL.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _lstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
         out += _P_h(-1)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        out += _P_h(n_cluster_id)
+        s_cluster_id = _SL.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _lstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -1714,9 +1099,9 @@ def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        out += _P_h(n_topics_name)
+        s_topics_name = _SL.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _lstr(e_topics.name)
         out += s_topics_name
         out += _P_o(e_topics.is_internal)
         a_topics_partitions = e_topics.partitions
@@ -1757,26 +1142,26 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        out += _P_h(n_brokers_host)
+        s_brokers_host = _SL.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _lstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            out += _P_h(n_brokers_rack)
+            s_brokers_rack = _SL.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _lstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
         out += _P_h(-1)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        out += _P_h(n_cluster_id)
+        s_cluster_id = _SL.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _lstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -1788,9 +1173,9 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        out += _P_h(n_topics_name)
+        s_topics_name = _SL.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _lstr(e_topics.name)
         out += s_topics_name
         out += _P_o(e_topics.is_internal)
         a_topics_partitions = e_topics.partitions
@@ -1830,26 +1215,26 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        out += _P_h(n_brokers_host)
+        s_brokers_host = _SL.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _lstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            out += _P_h(n_brokers_rack)
+            s_brokers_rack = _SL.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _lstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
         out += _P_h(-1)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        out += _P_h(n_cluster_id)
+        s_cluster_id = _SL.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _lstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -1859,9 +1244,9 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        out += _P_h(n_topics_name)
+        s_topics_name = _SL.get(e_topics.name)
+        if s_topics_name is None:
+            s_topics_name = _lstr(e_topics.name)
         out += s_topics_name
         out += _P_o(e_topics.is_internal)
         a_topics_partitions = e_topics.partitions
@@ -1906,27 +1291,17 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
@@ -1935,14 +1310,9 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -1952,67 +1322,11 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_h(e_topics.error_code)
-        if e_topics.name is None:
-            raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        if n_topics_name < 127:
-            out.append(n_topics_name + 1)
-        else:
-            if n_topics_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_topics_name + 1)
-        out += s_topics_name
-        out += _P_o(e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_hiii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-            )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            if n_topics_partitions_replica_nodes < 127:
-                out.append(n_topics_partitions_replica_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_replica_nodes + 1)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            if n_topics_partitions_isr_nodes < 127:
-                out.append(n_topics_partitions_isr_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_isr_nodes + 1)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            if n_topics_partitions_offline_replicas < 127:
-                out.append(n_topics_partitions_offline_replicas + 1)
-            else:
-                _wuv(out, n_topics_partitions_offline_replicas + 1)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        out += _P_i(e_topics.topic_authorized_operations)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_i(o.cluster_authorized_operations)
+        _w_MetadataResponseTopic_9(out, e_topics)
+    out += _P_ix(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
@@ -2025,27 +1339,17 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
@@ -2054,14 +1358,9 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -2071,67 +1370,11 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_h(e_topics.error_code)
-        if e_topics.name is None:
-            raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        if n_topics_name < 127:
-            out.append(n_topics_name + 1)
-        else:
-            if n_topics_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_topics_name + 1)
-        out += s_topics_name
-        out += _P_16so(e_topics.topic_id.bytes, e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_hiii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-            )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            if n_topics_partitions_replica_nodes < 127:
-                out.append(n_topics_partitions_replica_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_replica_nodes + 1)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            if n_topics_partitions_isr_nodes < 127:
-                out.append(n_topics_partitions_isr_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_isr_nodes + 1)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            if n_topics_partitions_offline_replicas < 127:
-                out.append(n_topics_partitions_offline_replicas + 1)
-            else:
-                _wuv(out, n_topics_partitions_offline_replicas + 1)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        out += _P_i(e_topics.topic_authorized_operations)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_i(o.cluster_authorized_operations)
+        _w_MetadataResponseTopic_10(out, e_topics)
+    out += _P_ix(o.cluster_authorized_operations)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _w_MetadataResponse_11(out: bytearray, o: MetadataResponse) -> None:
@@ -2146,27 +1389,17 @@ def _w_MetadataResponse_11(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
@@ -2175,14 +1408,9 @@ def _w_MetadataResponse_11(out: bytearray, o: MetadataResponse) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -2192,62 +1420,7 @@ def _w_MetadataResponse_11(out: bytearray, o: MetadataResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_h(e_topics.error_code)
-        if e_topics.name is None:
-            raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = e_topics.name.encode()
-        n_topics_name = len(s_topics_name)
-        if n_topics_name < 127:
-            out.append(n_topics_name + 1)
-        else:
-            if n_topics_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_topics_name + 1)
-        out += s_topics_name
-        out += _P_16so(e_topics.topic_id.bytes, e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_hiii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-            )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            if n_topics_partitions_replica_nodes < 127:
-                out.append(n_topics_partitions_replica_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_replica_nodes + 1)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            if n_topics_partitions_isr_nodes < 127:
-                out.append(n_topics_partitions_isr_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_isr_nodes + 1)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            if n_topics_partitions_offline_replicas < 127:
-                out.append(n_topics_partitions_offline_replicas + 1)
-            else:
-                _wuv(out, n_topics_partitions_offline_replicas + 1)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        out += _P_i(e_topics.topic_authorized_operations)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
+        _w_MetadataResponseTopic_10(out, e_topics)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -2266,27 +1439,17 @@ def _w_MetadataResponse_12(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
@@ -2295,14 +1458,9 @@ def _w_MetadataResponse_12(out: bytearray, o: MetadataResponse) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -2312,63 +1470,7 @@ def _w_MetadataResponse_12(out: bytearray, o: MetadataResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_h(e_topics.error_code)
-        if e_topics.name is None:
-            out.append(0)
-        else:
-            s_topics_name = e_topics.name.encode()
-            n_topics_name = len(s_topics_name)
-            if n_topics_name < 127:
-                out.append(n_topics_name + 1)
-            else:
-                if n_topics_name > 32767:
-                    raise MessageEncodeError("string field Name is too long to be serialized")
-                _wuv(out, n_topics_name + 1)
-            out += s_topics_name
-        out += _P_16so(e_topics.topic_id.bytes, e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_hiii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-            )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            if n_topics_partitions_replica_nodes < 127:
-                out.append(n_topics_partitions_replica_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_replica_nodes + 1)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            if n_topics_partitions_isr_nodes < 127:
-                out.append(n_topics_partitions_isr_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_isr_nodes + 1)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            if n_topics_partitions_offline_replicas < 127:
-                out.append(n_topics_partitions_offline_replicas + 1)
-            else:
-                _wuv(out, n_topics_partitions_offline_replicas + 1)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        out += _P_i(e_topics.topic_authorized_operations)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
+        _w_MetadataResponseTopic_12(out, e_topics)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -2387,27 +1489,17 @@ def _w_MetadataResponse_13(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = e_brokers.host.encode()
-        n_brokers_host = len(s_brokers_host)
-        if n_brokers_host < 127:
-            out.append(n_brokers_host + 1)
-        else:
-            if n_brokers_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_brokers_host + 1)
+        s_brokers_host = _SC.get(e_brokers.host)
+        if s_brokers_host is None:
+            s_brokers_host = _cstr(e_brokers.host)
         out += s_brokers_host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = e_brokers.rack.encode()
-            n_brokers_rack = len(s_brokers_rack)
-            if n_brokers_rack < 127:
-                out.append(n_brokers_rack + 1)
-            else:
-                if n_brokers_rack > 32767:
-                    raise MessageEncodeError("string field Rack is too long to be serialized")
-                _wuv(out, n_brokers_rack + 1)
+            s_brokers_rack = _SC.get(e_brokers.rack)
+            if s_brokers_rack is None:
+                s_brokers_rack = _cstr(e_brokers.rack)
             out += s_brokers_rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
@@ -2416,14 +1508,9 @@ def _w_MetadataResponse_13(out: bytearray, o: MetadataResponse) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.controller_id)
     a_topics = o.topics
@@ -2433,68 +1520,11 @@ def _w_MetadataResponse_13(out: bytearray, o: MetadataResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        out += _P_h(e_topics.error_code)
-        if e_topics.name is None:
-            out.append(0)
-        else:
-            s_topics_name = e_topics.name.encode()
-            n_topics_name = len(s_topics_name)
-            if n_topics_name < 127:
-                out.append(n_topics_name + 1)
-            else:
-                if n_topics_name > 32767:
-                    raise MessageEncodeError("string field Name is too long to be serialized")
-                _wuv(out, n_topics_name + 1)
-            out += s_topics_name
-        out += _P_16so(e_topics.topic_id.bytes, e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
-        else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_hiii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-            )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            if n_topics_partitions_replica_nodes < 127:
-                out.append(n_topics_partitions_replica_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_replica_nodes + 1)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            if n_topics_partitions_isr_nodes < 127:
-                out.append(n_topics_partitions_isr_nodes + 1)
-            else:
-                _wuv(out, n_topics_partitions_isr_nodes + 1)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            if n_topics_partitions_offline_replicas < 127:
-                out.append(n_topics_partitions_offline_replicas + 1)
-            else:
-                _wuv(out, n_topics_partitions_offline_replicas + 1)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
-        out += _P_i(e_topics.topic_authorized_operations)
-        if e_topics.unknown_tagged_fields:
-            _wtags(out, e_topics.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_h(o.error_code)
+        _w_MetadataResponseTopic_12(out, e_topics)
+    out += _P_hx(o.error_code)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
@@ -2570,77 +1600,8 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            (f_topics_is_internal,) = _U_o(d, p)
-            p += 1
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                    ) = _U_hii(d, p)
-                    p += 10
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = -1
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = []
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = -2147483648
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_4(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ob_ = _new(MetadataResponse)
     ob_.throttle_time_ms = f_throttle_time_ms
@@ -2727,88 +1688,8 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            (f_topics_is_internal,) = _U_o(d, p)
-            p += 1
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                    ) = _U_hii(d, p)
-                    p += 10
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = -1
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = -2147483648
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_5(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ob_ = _new(MetadataResponse)
     ob_.throttle_time_ms = f_throttle_time_ms
@@ -2895,89 +1776,8 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            (f_topics_is_internal,) = _U_o(d, p)
-            p += 1
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_hiii(d, p)
-                    p += 14
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = -2147483648
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_7(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     ob_ = _new(MetadataResponse)
     ob_.throttle_time_ms = f_throttle_time_ms
@@ -3064,91 +1864,8 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            (f_topics_is_internal,) = _U_o(d, p)
-            p += 1
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_hiii(d, p)
-                    p += 14
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    (ln,) = _U_i(d, p)
-                    p += 4
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            (f_topics_topic_authorized_operations,) = _U_i(d, p)
-            p += 4
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = f_topics_topic_authorized_operations
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_8(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     (f_cluster_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -3180,64 +1897,8 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     f_cluster_id: str | None
     ln = d[p]
@@ -3271,139 +1932,8 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            (f_topics_is_internal,) = _U_o(d, p)
-            p += 1
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_hiii(d, p)
-                    p += 14
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            (f_topics_topic_authorized_operations,) = _U_i(d, p)
-            p += 4
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = f_topics_topic_authorized_operations
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_9(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     (f_cluster_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -3449,64 +1979,8 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     f_cluster_id: str | None
     ln = d[p]
@@ -3540,140 +2014,8 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            f_topics_topic_id, f_topics_is_internal = _U_16so(d, p)
-            p += 17
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_hiii(d, p)
-                    p += 14
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            (f_topics_topic_authorized_operations,) = _U_i(d, p)
-            p += 4
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = f_topics_topic_authorized_operations
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_10(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     (f_cluster_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -3719,64 +2061,8 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     f_cluster_id: str | None
     ln = d[p]
@@ -3810,140 +2096,8 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            f_topics_topic_id, f_topics_is_internal = _U_16so(d, p)
-            p += 17
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_hiii(d, p)
-                    p += 14
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            (f_topics_topic_authorized_operations,) = _U_i(d, p)
-            p += 4
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = f_topics_topic_authorized_operations
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_10(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -3987,64 +2141,8 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     f_cluster_id: str | None
     ln = d[p]
@@ -4078,141 +2176,8 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            f_topics_name: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_topics_name = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            f_topics_topic_id, f_topics_is_internal = _U_16so(d, p)
-            p += 17
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_hiii(d, p)
-                    p += 14
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            (f_topics_topic_authorized_operations,) = _U_i(d, p)
-            p += 4
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = f_topics_topic_authorized_operations
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_12(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -4256,64 +2221,8 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
-                p = e
-            (f_brokers_port,) = _U_i(d, p)
-            p += 4
-            f_brokers_rack: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_brokers_rack = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Rack had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
-                p = e
-            unk_brokers_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_brokers_.append((tg, d[p:te]))
-                    p = te
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = unk_brokers_
-            l_brokers.append(ob_brokers_)
+            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
+            l_brokers.append(el_brokers)
         f_brokers = l_brokers
     f_cluster_id: str | None
     ln = d[p]
@@ -4347,141 +2256,8 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            (f_topics_error_code,) = _U_h(d, p)
-            p += 2
-            f_topics_name: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_topics_name = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
-                p = e
-            f_topics_topic_id, f_topics_is_internal = _U_16so(d, p)
-            p += 17
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[MetadataResponsePartition] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                    ) = _U_hiii(d, p)
-                    p += 14
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array ReplicaNodes claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_replica_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                        f_topics_partitions_isr_nodes = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-                    else:
-                        if ln > len(d) - p:
-                            raise MessageDecodeError(
-                                "array OfflineReplicas claims more elements than bytes remain"
-                            )
-                        f_topics_partitions_offline_replicas = list(_AU_i[ln](d, p))
-                        p += 4 * ln
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(MetadataResponsePartition)
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.replica_nodes = f_topics_partitions_replica_nodes
-                    ob_topics_partitions_.isr_nodes = f_topics_partitions_isr_nodes
-                    ob_topics_partitions_.offline_replicas = f_topics_partitions_offline_replicas
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            (f_topics_topic_authorized_operations,) = _U_i(d, p)
-            p += 4
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(MetadataResponseTopic)
-            ob_topics_.error_code = f_topics_error_code
-            ob_topics_.name = f_topics_name
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.is_internal = f_topics_is_internal
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.topic_authorized_operations = f_topics_topic_authorized_operations
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_MetadataResponseTopic_12(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     (f_error_code,) = _U_h(d, p)
     p += 2

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -23,9 +27,15 @@ _U_i = _S_i.unpack_from
 _S_iii16s = struct.Struct(">iii16s")
 _P_iii16s = _S_iii16s.pack
 _U_iii16s = _S_iii16s.unpack_from
+_S_iii16sx = struct.Struct(">iii16sx")
+_P_iii16sx = _S_iii16sx.pack
+_U_iii16sx = _S_iii16sx.unpack_from
 _S_iiiq = struct.Struct(">iiiq")
 _P_iiiq = _S_iiiq.pack
 _U_iiiq = _S_iiiq.unpack_from
+_S_ix = struct.Struct(">ix")
+_P_ix = _S_ix.pack
+_U_ix = _S_ix.unpack_from
 
 
 @dataclass(slots=True)
@@ -91,9 +101,17 @@ class QuorumStateData:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> QuorumStateData:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_QuorumStateData.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of QuorumStateData")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read QuorumStateData v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading QuorumStateData v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after QuorumStateData v{version}")
         return obj
@@ -118,78 +136,12 @@ class QuorumStateData:
             raise MessageDecodeError(f"{e} (reading QuorumStateData v{version})") from None
 
 
-def _w_Voter_0(out: bytearray, o: Voter) -> None:
-    out += _P_i(o.voter_id)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_Voter_1(out: bytearray, o: Voter) -> None:
-    if o.voter_id != 0:
-        raise MessageEncodeError("Attempted to write a non-default VoterId")
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_Voter_0(d: bytes, p: int) -> tuple[Voter, int]:
-    (f_voter_id,) = _U_i(d, p)
-    p += 4
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(Voter)
-    ob_.voter_id = f_voter_id
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_Voter_1(d: bytes, p: int) -> tuple[Voter, int]:
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(Voter)
-    ob_.voter_id = 0
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_QuorumStateData_0(out: bytearray, o: QuorumStateData) -> None:
     if o.voted_directory_id != ZERO_UUID:
         raise MessageEncodeError("Attempted to write a non-default VotedDirectoryId")
-    s_cluster_id = o.cluster_id.encode()
-    n_cluster_id = len(s_cluster_id)
-    if n_cluster_id < 127:
-        out.append(n_cluster_id + 1)
-    else:
-        if n_cluster_id > 32767:
-            raise MessageEncodeError("string field ClusterId is too long to be serialized")
-        _wuv(out, n_cluster_id + 1)
+    s_cluster_id = _SC.get(o.cluster_id)
+    if s_cluster_id is None:
+        s_cluster_id = _cstr(o.cluster_id)
     out += s_cluster_id
     out += _P_iiiq(o.leader_id, o.leader_epoch, o.voted_id, o.applied_offset)
     if o.current_voters is None:
@@ -202,11 +154,10 @@ def _w_QuorumStateData_0(out: bytearray, o: QuorumStateData) -> None:
         else:
             _wuv(out, n_current_voters + 1)
         for e_current_voters in a_current_voters:
-            out += _P_i(e_current_voters.voter_id)
+            out += _P_ix(e_current_voters.voter_id)
             if e_current_voters.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_current_voters.unknown_tagged_fields)
-            else:
-                out.append(0)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -220,11 +171,10 @@ def _w_QuorumStateData_1(out: bytearray, o: QuorumStateData) -> None:
         raise MessageEncodeError("Attempted to write a non-default AppliedOffset")
     if o.current_voters is None or len(o.current_voters) != 0:
         raise MessageEncodeError("Attempted to write a non-default CurrentVoters")
-    out += _P_iii16s(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id.bytes)
+    out += _P_iii16sx(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id.int.to_bytes(16))
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:

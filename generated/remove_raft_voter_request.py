@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_i16s = struct.Struct(">i16s")
 _P_i16s = _S_i16s.pack
 _U_i16s = _S_i16s.unpack_from
+_S_i16sx = struct.Struct(">i16sx")
+_P_i16sx = _S_i16sx.pack
+_U_i16sx = _S_i16sx.unpack_from
 
 
 @dataclass(slots=True)
@@ -71,9 +78,17 @@ class RemoveRaftVoterRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> RemoveRaftVoterRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_RemoveRaftVoterRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of RemoveRaftVoterRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read RemoveRaftVoterRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading RemoveRaftVoterRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after RemoveRaftVoterRequest v{version}"
@@ -104,20 +119,14 @@ def _w_RemoveRaftVoterRequest_0(out: bytearray, o: RemoveRaftVoterRequest) -> No
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
-    out += _P_i16s(o.voter_id, o.voter_directory_id.bytes)
+    out += _P_i16sx(o.voter_id, o.voter_directory_id.int.to_bytes(16))
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_RemoveRaftVoterRequest_0(d: bytes, p: int) -> tuple[RemoveRaftVoterRequest, int]:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -71,9 +75,17 @@ class RemoveRaftVoterResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> RemoveRaftVoterResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_RemoveRaftVoterResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of RemoveRaftVoterResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read RemoveRaftVoterResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading RemoveRaftVoterResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after RemoveRaftVoterResponse v{version}"
@@ -105,14 +117,9 @@ def _w_RemoveRaftVoterResponse_0(out: bytearray, o: RemoveRaftVoterResponse) -> 
     if o.error_message is None:
         out.append(0)
     else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
+        s_error_message = _SC.get(o.error_message)
+        if s_error_message is None:
+            s_error_message = _cstr(o.error_message)
         out += s_error_message
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)

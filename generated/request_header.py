@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -75,9 +79,17 @@ class RequestHeader:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> RequestHeader:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_RequestHeader.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of RequestHeader")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read RequestHeader v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading RequestHeader v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after RequestHeader v{version}")
         return obj
@@ -107,9 +119,9 @@ def _w_RequestHeader_1(out: bytearray, o: RequestHeader) -> None:
     if o.client_id is None:
         out += _P_h(-1)
     else:
-        s_client_id = o.client_id.encode()
-        n_client_id = len(s_client_id)
-        out += _P_h(n_client_id)
+        s_client_id = _SL.get(o.client_id)
+        if s_client_id is None:
+            s_client_id = _lstr(o.client_id)
         out += s_client_id
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -120,9 +132,9 @@ def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
     if o.client_id is None:
         out += _P_h(-1)
     else:
-        s_client_id = o.client_id.encode()
-        n_client_id = len(s_client_id)
-        out += _P_h(n_client_id)
+        s_client_id = _SL.get(o.client_id)
+        if s_client_id is None:
+            s_client_id = _lstr(o.client_id)
         out += s_client_id
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_i = struct.Struct(">i")
 _P_i = _S_i.pack
 _U_i = _S_i.unpack_from
+_S_ix = struct.Struct(">ix")
+_P_ix = _S_ix.pack
+_U_ix = _S_ix.unpack_from
 
 
 @dataclass(slots=True)
@@ -69,9 +76,17 @@ class ResponseHeader:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> ResponseHeader:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_ResponseHeader.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of ResponseHeader")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read ResponseHeader v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading ResponseHeader v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after ResponseHeader v{version}")
         return obj
@@ -103,11 +118,10 @@ def _w_ResponseHeader_0(out: bytearray, o: ResponseHeader) -> None:
 
 
 def _w_ResponseHeader_1(out: bytearray, o: ResponseHeader) -> None:
-    out += _P_i(o.correlation_id)
+    out += _P_ix(o.correlation_id)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_ResponseHeader_0(d: bytes, p: int) -> tuple[ResponseHeader, int]:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_h = struct.Struct(">h")
 _P_h = _S_h.pack
 _U_h = _S_h.unpack_from
+_S_hx = struct.Struct(">hx")
+_P_hx = _S_hx.pack
+_U_hx = _S_hx.unpack_from
 
 
 @dataclass(slots=True)
@@ -69,9 +76,17 @@ class SnapshotFooterRecord:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> SnapshotFooterRecord:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_SnapshotFooterRecord.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of SnapshotFooterRecord")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read SnapshotFooterRecord v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading SnapshotFooterRecord v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after SnapshotFooterRecord v{version}"
@@ -99,11 +114,10 @@ class SnapshotFooterRecord:
 
 
 def _w_SnapshotFooterRecord_0(out: bytearray, o: SnapshotFooterRecord) -> None:
-    out += _P_h(o.version)
+    out += _P_hx(o.version)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_SnapshotFooterRecord_0(d: bytes, p: int) -> tuple[SnapshotFooterRecord, int]:

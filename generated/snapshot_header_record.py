@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_hq = struct.Struct(">hq")
 _P_hq = _S_hq.pack
 _U_hq = _S_hq.unpack_from
+_S_hqx = struct.Struct(">hqx")
+_P_hqx = _S_hqx.pack
+_U_hqx = _S_hqx.unpack_from
 
 
 @dataclass(slots=True)
@@ -70,9 +77,17 @@ class SnapshotHeaderRecord:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> SnapshotHeaderRecord:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_SnapshotHeaderRecord.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of SnapshotHeaderRecord")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read SnapshotHeaderRecord v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading SnapshotHeaderRecord v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after SnapshotHeaderRecord v{version}"
@@ -100,11 +115,10 @@ class SnapshotHeaderRecord:
 
 
 def _w_SnapshotHeaderRecord_0(out: bytearray, o: SnapshotHeaderRecord) -> None:
-    out += _P_hq(o.version, o.last_contained_log_timestamp)
+    out += _P_hqx(o.version, o.last_contained_log_timestamp)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_SnapshotHeaderRecord_0(d: bytes, p: int) -> tuple[SnapshotHeaderRecord, int]:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,12 +24,21 @@ _new = object.__new__
 _S_o = struct.Struct(">?")
 _P_o = _S_o.pack
 _U_o = _S_o.unpack_from
+_S_ox = struct.Struct(">?x")
+_P_ox = _S_ox.pack
+_U_ox = _S_ox.unpack_from
 _S_ho = struct.Struct(">h?")
 _P_ho = _S_ho.pack
 _U_ho = _S_ho.unpack_from
+_S_hox = struct.Struct(">h?x")
+_P_hox = _S_hox.pack
+_U_hox = _S_hox.unpack_from
 _S_hb = struct.Struct(">hb")
 _P_hb = _S_hb.pack
 _U_hb = _S_hb.unpack_from
+_S_hbx = struct.Struct(">hbx")
+_P_hbx = _S_hbx.pack
+_U_hbx = _S_hbx.unpack_from
 _S_i = struct.Struct(">i")
 _P_i = _S_i.pack
 _U_i = _S_i.unpack_from
@@ -93,9 +106,17 @@ class UpdateFeaturesRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateFeaturesRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_UpdateFeaturesRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of UpdateFeaturesRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read UpdateFeaturesRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading UpdateFeaturesRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after UpdateFeaturesRequest v{version}"
@@ -122,128 +143,6 @@ class UpdateFeaturesRequest:
             raise MessageDecodeError(f"{e} (reading UpdateFeaturesRequest v{version})") from None
 
 
-def _w_FeatureUpdateKey_0(out: bytearray, o: FeatureUpdateKey) -> None:
-    if o.upgrade_type != 1:
-        raise MessageEncodeError("Attempted to write a non-default UpgradeType")
-    s_feature = o.feature.encode()
-    n_feature = len(s_feature)
-    if n_feature < 127:
-        out.append(n_feature + 1)
-    else:
-        if n_feature > 32767:
-            raise MessageEncodeError("string field Feature is too long to be serialized")
-        _wuv(out, n_feature + 1)
-    out += s_feature
-    out += _P_ho(o.max_version_level, o.allow_downgrade)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_FeatureUpdateKey_1(out: bytearray, o: FeatureUpdateKey) -> None:
-    if o.allow_downgrade:
-        raise MessageEncodeError("Attempted to write a non-default AllowDowngrade")
-    s_feature = o.feature.encode()
-    n_feature = len(s_feature)
-    if n_feature < 127:
-        out.append(n_feature + 1)
-    else:
-        if n_feature > 32767:
-            raise MessageEncodeError("string field Feature is too long to be serialized")
-        _wuv(out, n_feature + 1)
-    out += s_feature
-    out += _P_hb(o.max_version_level, o.upgrade_type)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_FeatureUpdateKey_0(d: bytes, p: int) -> tuple[FeatureUpdateKey, int]:
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Feature was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Feature had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Feature is longer than the remaining bytes")
-        f_feature = d[p:e].decode()
-        p = e
-    f_max_version_level, f_allow_downgrade = _U_ho(d, p)
-    p += 3
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(FeatureUpdateKey)
-    ob_.feature = f_feature
-    ob_.max_version_level = f_max_version_level
-    ob_.allow_downgrade = f_allow_downgrade
-    ob_.upgrade_type = 1
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FeatureUpdateKey_1(d: bytes, p: int) -> tuple[FeatureUpdateKey, int]:
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Feature was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Feature had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Feature is longer than the remaining bytes")
-        f_feature = d[p:e].decode()
-        p = e
-    f_max_version_level, f_upgrade_type = _U_hb(d, p)
-    p += 3
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(FeatureUpdateKey)
-    ob_.feature = f_feature
-    ob_.max_version_level = f_max_version_level
-    ob_.allow_downgrade = False
-    ob_.upgrade_type = f_upgrade_type
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None:
     if o.validate_only:
         raise MessageEncodeError("Attempted to write a non-default ValidateOnly")
@@ -257,20 +156,14 @@ def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None
     for e_feature_updates in a_feature_updates:
         if e_feature_updates.upgrade_type != 1:
             raise MessageEncodeError("Attempted to write a non-default UpgradeType")
-        s_feature_updates_feature = e_feature_updates.feature.encode()
-        n_feature_updates_feature = len(s_feature_updates_feature)
-        if n_feature_updates_feature < 127:
-            out.append(n_feature_updates_feature + 1)
-        else:
-            if n_feature_updates_feature > 32767:
-                raise MessageEncodeError("string field Feature is too long to be serialized")
-            _wuv(out, n_feature_updates_feature + 1)
+        s_feature_updates_feature = _SC.get(e_feature_updates.feature)
+        if s_feature_updates_feature is None:
+            s_feature_updates_feature = _cstr(e_feature_updates.feature)
         out += s_feature_updates_feature
-        out += _P_ho(e_feature_updates.max_version_level, e_feature_updates.allow_downgrade)
+        out += _P_hox(e_feature_updates.max_version_level, e_feature_updates.allow_downgrade)
         if e_feature_updates.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_feature_updates.unknown_tagged_fields)
-        else:
-            out.append(0)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
@@ -288,25 +181,18 @@ def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None
     for e_feature_updates in a_feature_updates:
         if e_feature_updates.allow_downgrade:
             raise MessageEncodeError("Attempted to write a non-default AllowDowngrade")
-        s_feature_updates_feature = e_feature_updates.feature.encode()
-        n_feature_updates_feature = len(s_feature_updates_feature)
-        if n_feature_updates_feature < 127:
-            out.append(n_feature_updates_feature + 1)
-        else:
-            if n_feature_updates_feature > 32767:
-                raise MessageEncodeError("string field Feature is too long to be serialized")
-            _wuv(out, n_feature_updates_feature + 1)
+        s_feature_updates_feature = _SC.get(e_feature_updates.feature)
+        if s_feature_updates_feature is None:
+            s_feature_updates_feature = _cstr(e_feature_updates.feature)
         out += s_feature_updates_feature
-        out += _P_hb(e_feature_updates.max_version_level, e_feature_updates.upgrade_type)
+        out += _P_hbx(e_feature_updates.max_version_level, e_feature_updates.upgrade_type)
         if e_feature_updates.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_feature_updates.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_o(o.validate_only)
+    out += _P_ox(o.validate_only)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest, int]:

@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -87,9 +91,17 @@ class UpdateFeaturesResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateFeaturesResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_UpdateFeaturesResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of UpdateFeaturesResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read UpdateFeaturesResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading UpdateFeaturesResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after UpdateFeaturesResponse v{version}"
@@ -114,35 +126,6 @@ class UpdateFeaturesResponse:
             raise MessageDecodeError(f"cannot read UpdateFeaturesResponse v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading UpdateFeaturesResponse v{version})") from None
-
-
-def _w_UpdatableFeatureResult_0(out: bytearray, o: UpdatableFeatureResult) -> None:
-    s_feature = o.feature.encode()
-    n_feature = len(s_feature)
-    if n_feature < 127:
-        out.append(n_feature + 1)
-    else:
-        if n_feature > 32767:
-            raise MessageEncodeError("string field Feature is too long to be serialized")
-        _wuv(out, n_feature + 1)
-    out += s_feature
-    out += _P_h(o.error_code)
-    if o.error_message is None:
-        out.append(0)
-    else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
-        out += s_error_message
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_UpdatableFeatureResult_0(d: bytes, p: int) -> tuple[UpdatableFeatureResult, int]:
@@ -208,14 +191,9 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
     if o.error_message is None:
         out.append(0)
     else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
+        s_error_message = _SC.get(o.error_message)
+        if s_error_message is None:
+            s_error_message = _cstr(o.error_message)
         out += s_error_message
     a_results = o.results
     n_results = len(a_results)
@@ -224,27 +202,17 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
     else:
         _wuv(out, n_results + 1)
     for e_results in a_results:
-        s_results_feature = e_results.feature.encode()
-        n_results_feature = len(s_results_feature)
-        if n_results_feature < 127:
-            out.append(n_results_feature + 1)
-        else:
-            if n_results_feature > 32767:
-                raise MessageEncodeError("string field Feature is too long to be serialized")
-            _wuv(out, n_results_feature + 1)
+        s_results_feature = _SC.get(e_results.feature)
+        if s_results_feature is None:
+            s_results_feature = _cstr(e_results.feature)
         out += s_results_feature
         out += _P_h(e_results.error_code)
         if e_results.error_message is None:
             out.append(0)
         else:
-            s_results_error_message = e_results.error_message.encode()
-            n_results_error_message = len(s_results_error_message)
-            if n_results_error_message < 127:
-                out.append(n_results_error_message + 1)
-            else:
-                if n_results_error_message > 32767:
-                    raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-                _wuv(out, n_results_error_message + 1)
+            s_results_error_message = _SC.get(e_results.error_message)
+            if s_results_error_message is None:
+                s_results_error_message = _cstr(e_results.error_message)
             out += s_results_error_message
         if e_results.unknown_tagged_fields:
             _wtags(out, e_results.unknown_tagged_fields)
@@ -261,14 +229,9 @@ def _w_UpdateFeaturesResponse_2(out: bytearray, o: UpdateFeaturesResponse) -> No
     if o.error_message is None:
         out.append(0)
     else:
-        s_error_message = o.error_message.encode()
-        n_error_message = len(s_error_message)
-        if n_error_message < 127:
-            out.append(n_error_message + 1)
-        else:
-            if n_error_message > 32767:
-                raise MessageEncodeError("string field ErrorMessage is too long to be serialized")
-            _wuv(out, n_error_message + 1)
+        s_error_message = _SC.get(o.error_message)
+        if s_error_message is None:
+            s_error_message = _cstr(o.error_message)
         out += s_error_message
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
@@ -309,61 +272,8 @@ def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
             raise MessageDecodeError("array Results claims more elements than bytes remain")
         l_results: list[UpdatableFeatureResult] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Feature was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Feature had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Feature is longer than the remaining bytes")
-                f_results_feature = d[p:e].decode()
-                p = e
-            (f_results_error_code,) = _U_h(d, p)
-            p += 2
-            f_results_error_message: str | None
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                f_results_error_message = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field ErrorMessage had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-                f_results_error_message = d[p:e].decode()
-                p = e
-            unk_results_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_results_.append((tg, d[p:te]))
-                    p = te
-            ob_results_ = _new(UpdatableFeatureResult)
-            ob_results_.feature = f_results_feature
-            ob_results_.error_code = f_results_error_code
-            ob_results_.error_message = f_results_error_message
-            ob_results_.unknown_tagged_fields = unk_results_
-            l_results.append(ob_results_)
+            el_results, p = _r_UpdatableFeatureResult_0(d, p)
+            l_results.append(el_results)
         f_results = l_results
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

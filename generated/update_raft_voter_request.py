@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,9 +24,15 @@ _new = object.__new__
 _S_H = struct.Struct(">H")
 _P_H = _S_H.pack
 _U_H = _S_H.unpack_from
+_S_Hx = struct.Struct(">Hx")
+_P_Hx = _S_Hx.pack
+_U_Hx = _S_Hx.unpack_from
 _S_hh = struct.Struct(">hh")
 _P_hh = _S_hh.pack
 _U_hh = _S_hh.unpack_from
+_S_hhx = struct.Struct(">hhx")
+_P_hhx = _S_hhx.pack
+_U_hhx = _S_hhx.unpack_from
 _S_ii16s = struct.Struct(">ii16s")
 _P_ii16s = _S_ii16s.pack
 _U_ii16s = _S_ii16s.unpack_from
@@ -103,9 +113,17 @@ class UpdateRaftVoterRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateRaftVoterRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_UpdateRaftVoterRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of UpdateRaftVoterRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read UpdateRaftVoterRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading UpdateRaftVoterRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after UpdateRaftVoterRequest v{version}"
@@ -130,32 +148,6 @@ class UpdateRaftVoterRequest:
             raise MessageDecodeError(f"cannot read UpdateRaftVoterRequest v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading UpdateRaftVoterRequest v{version})") from None
-
-
-def _w_Listener_0(out: bytearray, o: Listener) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
-    out += s_host
-    out += _P_H(o.port)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
@@ -216,11 +208,10 @@ def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
 
 
 def _w_KRaftVersionFeature_0(out: bytearray, o: KRaftVersionFeature) -> None:
-    out += _P_hh(o.min_supported_version, o.max_supported_version)
+    out += _P_hhx(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int]:
@@ -251,16 +242,11 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
-    out += _P_ii16s(o.current_leader_epoch, o.voter_id, o.voter_directory_id.bytes)
+    out += _P_ii16s(o.current_leader_epoch, o.voter_id, o.voter_directory_id.int.to_bytes(16))
     a_listeners = o.listeners
     n_listeners = len(a_listeners)
     if n_listeners < 127:
@@ -268,29 +254,18 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
     else:
         _wuv(out, n_listeners + 1)
     for e_listeners in a_listeners:
-        s_listeners_name = e_listeners.name.encode()
-        n_listeners_name = len(s_listeners_name)
-        if n_listeners_name < 127:
-            out.append(n_listeners_name + 1)
-        else:
-            if n_listeners_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_listeners_name + 1)
+        s_listeners_name = _SC.get(e_listeners.name)
+        if s_listeners_name is None:
+            s_listeners_name = _cstr(e_listeners.name)
         out += s_listeners_name
-        s_listeners_host = e_listeners.host.encode()
-        n_listeners_host = len(s_listeners_host)
-        if n_listeners_host < 127:
-            out.append(n_listeners_host + 1)
-        else:
-            if n_listeners_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_listeners_host + 1)
+        s_listeners_host = _SC.get(e_listeners.host)
+        if s_listeners_host is None:
+            s_listeners_host = _cstr(e_listeners.host)
         out += s_listeners_host
-        out += _P_H(e_listeners.port)
+        out += _P_Hx(e_listeners.port)
         if e_listeners.unknown_tagged_fields:
+            del out[-1]
             _wtags(out, e_listeners.unknown_tagged_fields)
-        else:
-            out.append(0)
     _w_KRaftVersionFeature_0(out, o.kraft_version_feature)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
@@ -332,60 +307,8 @@ def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterReques
             raise MessageDecodeError("array Listeners claims more elements than bytes remain")
         l_listeners: list[Listener] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_listeners_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_listeners_host = d[p:e].decode()
-                p = e
-            (f_listeners_port,) = _U_H(d, p)
-            p += 2
-            unk_listeners_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_listeners_.append((tg, d[p:te]))
-                    p = te
-            ob_listeners_ = _new(Listener)
-            ob_listeners_.name = f_listeners_name
-            ob_listeners_.host = f_listeners_host
-            ob_listeners_.port = f_listeners_port
-            ob_listeners_.unknown_tagged_fields = unk_listeners_
-            l_listeners.append(ob_listeners_)
+            el_listeners, p = _r_Listener_0(d, p)
+            l_listeners.append(el_listeners)
         f_listeners = l_listeners
     f_kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
     unk_: list[tuple[int, bytes]] = []

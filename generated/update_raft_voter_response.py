@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -26,6 +30,9 @@ _U_ih = _S_ih.unpack_from
 _S_ii = struct.Struct(">ii")
 _P_ii = _S_ii.pack
 _U_ii = _S_ii.unpack_from
+_S_ix = struct.Struct(">ix")
+_P_ix = _S_ix.pack
+_U_ix = _S_ix.unpack_from
 
 
 @dataclass(slots=True)
@@ -90,9 +97,17 @@ class UpdateRaftVoterResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateRaftVoterResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_UpdateRaftVoterResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of UpdateRaftVoterResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read UpdateRaftVoterResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading UpdateRaftVoterResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(
                 f"{len(data) - end} trailing bytes after UpdateRaftVoterResponse v{version}"
@@ -121,20 +136,14 @@ class UpdateRaftVoterResponse:
 
 def _w_CurrentLeader_0(out: bytearray, o: CurrentLeader) -> None:
     out += _P_ii(o.leader_id, o.leader_epoch)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
+    s_host = _SC.get(o.host)
+    if s_host is None:
+        s_host = _cstr(o.host)
     out += s_host
-    out += _P_i(o.port)
+    out += _P_ix(o.port)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
@@ -184,7 +193,13 @@ def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
 def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> None:
     out += _P_ih(o.throttle_time_ms, o.error_code)
     tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
-    if o.current_leader != _D_CurrentLeader:
+    if (
+        (o.current_leader.leader_id != -1)
+        or (o.current_leader.leader_epoch != -1)
+        or (o.current_leader.host != "")
+        or (o.current_leader.port != 0)
+        or (o.current_leader.unknown_tagged_fields)
+    ):
         tb = bytearray()
         _w_CurrentLeader_0(tb, o.current_leader)
         tags_.append((0, tb))
@@ -197,7 +212,12 @@ def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> 
 def _r_UpdateRaftVoterResponse_0(d: bytes, p: int) -> tuple[UpdateRaftVoterResponse, int]:
     f_throttle_time_ms, f_error_code = _U_ih(d, p)
     p += 6
-    f_current_leader: CurrentLeader = CurrentLeader()
+    f_current_leader: CurrentLeader = _new(CurrentLeader)
+    f_current_leader.leader_id = -1
+    f_current_leader.leader_epoch = -1
+    f_current_leader.host = ""
+    f_current_leader.port = 0
+    f_current_leader.unknown_tagged_fields = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -328,5 +348,3 @@ UpdateRaftVoterResponse.FIELDS = (
         map_key=False,
     ),
 )
-
-_D_CurrentLeader = CurrentLeader()

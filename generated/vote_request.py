@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -26,9 +30,18 @@ _U_iii16s16siq = _S_iii16s16siq.unpack_from
 _S_iii16s16siqo = struct.Struct(">iii16s16siq?")
 _P_iii16s16siqo = _S_iii16s16siqo.pack
 _U_iii16s16siqo = _S_iii16s16siqo.unpack_from
+_S_iii16s16siqox = struct.Struct(">iii16s16siq?x")
+_P_iii16s16siqox = _S_iii16s16siqox.pack
+_U_iii16s16siqox = _S_iii16s16siqox.unpack_from
+_S_iii16s16siqx = struct.Struct(">iii16s16siqx")
+_P_iii16s16siqx = _S_iii16s16siqx.pack
+_U_iii16s16siqx = _S_iii16s16siqx.unpack_from
 _S_iiiiq = struct.Struct(">iiiiq")
 _P_iiiiq = _S_iiiiq.pack
 _U_iiiiq = _S_iiiiq.unpack_from
+_S_iiiiqx = struct.Struct(">iiiiqx")
+_P_iiiiqx = _S_iiiiqx.pack
+_U_iiiiqx = _S_iiiiqx.unpack_from
 
 
 @dataclass(slots=True)
@@ -108,9 +121,17 @@ class VoteRequest:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> VoteRequest:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_VoteRequest.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of VoteRequest")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read VoteRequest v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading VoteRequest v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after VoteRequest v{version}")
         return obj
@@ -131,273 +152,6 @@ class VoteRequest:
             raise MessageDecodeError(f"cannot read VoteRequest v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading VoteRequest v{version})") from None
-
-
-def _w_PartitionData_0(out: bytearray, o: PartitionData) -> None:
-    if o.pre_vote:
-        raise MessageEncodeError("Attempted to write a non-default PreVote")
-    out += _P_iiiiq(o.partition_index, o.replica_epoch, o.replica_id, o.last_offset_epoch, o.last_offset)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_PartitionData_1(out: bytearray, o: PartitionData) -> None:
-    if o.pre_vote:
-        raise MessageEncodeError("Attempted to write a non-default PreVote")
-    out += _P_iii16s16siq(
-        o.partition_index,
-        o.replica_epoch,
-        o.replica_id,
-        o.replica_directory_id.bytes,
-        o.voter_directory_id.bytes,
-        o.last_offset_epoch,
-        o.last_offset,
-    )
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_PartitionData_2(out: bytearray, o: PartitionData) -> None:
-    out += _P_iii16s16siqo(
-        o.partition_index,
-        o.replica_epoch,
-        o.replica_id,
-        o.replica_directory_id.bytes,
-        o.voter_directory_id.bytes,
-        o.last_offset_epoch,
-        o.last_offset,
-        o.pre_vote,
-    )
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_replica_epoch, f_replica_id, f_last_offset_epoch, f_last_offset = _U_iiiiq(d, p)
-    p += 24
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.replica_epoch = f_replica_epoch
-    ob_.replica_id = f_replica_id
-    ob_.replica_directory_id = ZERO_UUID
-    ob_.voter_directory_id = ZERO_UUID
-    ob_.last_offset_epoch = f_last_offset_epoch
-    ob_.last_offset = f_last_offset
-    ob_.pre_vote = False
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
-    (
-        f_partition_index,
-        f_replica_epoch,
-        f_replica_id,
-        f_replica_directory_id,
-        f_voter_directory_id,
-        f_last_offset_epoch,
-        f_last_offset,
-    ) = _U_iii16s16siq(d, p)
-    p += 56
-    f_replica_directory_id = _uuid(f_replica_directory_id)
-    f_voter_directory_id = _uuid(f_voter_directory_id)
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.replica_epoch = f_replica_epoch
-    ob_.replica_id = f_replica_id
-    ob_.replica_directory_id = f_replica_directory_id
-    ob_.voter_directory_id = f_voter_directory_id
-    ob_.last_offset_epoch = f_last_offset_epoch
-    ob_.last_offset = f_last_offset
-    ob_.pre_vote = False
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
-    (
-        f_partition_index,
-        f_replica_epoch,
-        f_replica_id,
-        f_replica_directory_id,
-        f_voter_directory_id,
-        f_last_offset_epoch,
-        f_last_offset,
-        f_pre_vote,
-    ) = _U_iii16s16siqo(d, p)
-    p += 57
-    f_replica_directory_id = _uuid(f_replica_directory_id)
-    f_voter_directory_id = _uuid(f_voter_directory_id)
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.replica_epoch = f_replica_epoch
-    ob_.replica_id = f_replica_id
-    ob_.replica_directory_id = f_replica_directory_id
-    ob_.voter_directory_id = f_voter_directory_id
-    ob_.last_offset_epoch = f_last_offset_epoch
-    ob_.last_offset = f_last_offset
-    ob_.pre_vote = f_pre_vote
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        if e_partitions.pre_vote:
-            raise MessageEncodeError("Attempted to write a non-default PreVote")
-        out += _P_iiiiq(
-            e_partitions.partition_index,
-            e_partitions.replica_epoch,
-            e_partitions.replica_id,
-            e_partitions.last_offset_epoch,
-            e_partitions.last_offset,
-        )
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        if e_partitions.pre_vote:
-            raise MessageEncodeError("Attempted to write a non-default PreVote")
-        out += _P_iii16s16siq(
-            e_partitions.partition_index,
-            e_partitions.replica_epoch,
-            e_partitions.replica_id,
-            e_partitions.replica_directory_id.bytes,
-            e_partitions.voter_directory_id.bytes,
-            e_partitions.last_offset_epoch,
-            e_partitions.last_offset,
-        )
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_iii16s16siqo(
-            e_partitions.partition_index,
-            e_partitions.replica_epoch,
-            e_partitions.replica_id,
-            e_partitions.replica_directory_id.bytes,
-            e_partitions.voter_directory_id.bytes,
-            e_partitions.last_offset_epoch,
-            e_partitions.last_offset,
-            e_partitions.pre_vote,
-        )
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
@@ -668,14 +422,9 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     a_topics = o.topics
     n_topics = len(a_topics)
@@ -684,14 +433,9 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
+        s_topics_topic_name = _SC.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _cstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -702,7 +446,7 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
         for e_topics_partitions in a_topics_partitions:
             if e_topics_partitions.pre_vote:
                 raise MessageEncodeError("Attempted to write a non-default PreVote")
-            out += _P_iiiiq(
+            out += _P_iiiiqx(
                 e_topics_partitions.partition_index,
                 e_topics_partitions.replica_epoch,
                 e_topics_partitions.replica_id,
@@ -710,9 +454,8 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
                 e_topics_partitions.last_offset,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -727,14 +470,9 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.voter_id)
     a_topics = o.topics
@@ -744,14 +482,9 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
+        s_topics_topic_name = _SC.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _cstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -762,19 +495,18 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
         for e_topics_partitions in a_topics_partitions:
             if e_topics_partitions.pre_vote:
                 raise MessageEncodeError("Attempted to write a non-default PreVote")
-            out += _P_iii16s16siq(
+            out += _P_iii16s16siqx(
                 e_topics_partitions.partition_index,
                 e_topics_partitions.replica_epoch,
                 e_topics_partitions.replica_id,
-                e_topics_partitions.replica_directory_id.bytes,
-                e_topics_partitions.voter_directory_id.bytes,
+                e_topics_partitions.replica_directory_id.int.to_bytes(16),
+                e_topics_partitions.voter_directory_id.int.to_bytes(16),
                 e_topics_partitions.last_offset_epoch,
                 e_topics_partitions.last_offset,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -789,14 +521,9 @@ def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
     if o.cluster_id is None:
         out.append(0)
     else:
-        s_cluster_id = o.cluster_id.encode()
-        n_cluster_id = len(s_cluster_id)
-        if n_cluster_id < 127:
-            out.append(n_cluster_id + 1)
-        else:
-            if n_cluster_id > 32767:
-                raise MessageEncodeError("string field ClusterId is too long to be serialized")
-            _wuv(out, n_cluster_id + 1)
+        s_cluster_id = _SC.get(o.cluster_id)
+        if s_cluster_id is None:
+            s_cluster_id = _cstr(o.cluster_id)
         out += s_cluster_id
     out += _P_i(o.voter_id)
     a_topics = o.topics
@@ -806,14 +533,9 @@ def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
+        s_topics_topic_name = _SC.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _cstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -822,20 +544,19 @@ def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
         else:
             _wuv(out, n_topics_partitions + 1)
         for e_topics_partitions in a_topics_partitions:
-            out += _P_iii16s16siqo(
+            out += _P_iii16s16siqox(
                 e_topics_partitions.partition_index,
                 e_topics_partitions.replica_epoch,
                 e_topics_partitions.replica_id,
-                e_topics_partitions.replica_directory_id.bytes,
-                e_topics_partitions.voter_directory_id.bytes,
+                e_topics_partitions.replica_directory_id.int.to_bytes(16),
+                e_topics_partitions.voter_directory_id.int.to_bytes(16),
                 e_topics_partitions.last_offset_epoch,
                 e_topics_partitions.last_offset,
                 e_topics_partitions.pre_vote,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -877,88 +598,8 @@ def _r_VoteRequest_0(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_replica_epoch,
-                        f_topics_partitions_replica_id,
-                        f_topics_partitions_last_offset_epoch,
-                        f_topics_partitions_last_offset,
-                    ) = _U_iiiiq(d, p)
-                    p += 24
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.replica_epoch = f_topics_partitions_replica_epoch
-                    ob_topics_partitions_.replica_id = f_topics_partitions_replica_id
-                    ob_topics_partitions_.replica_directory_id = ZERO_UUID
-                    ob_topics_partitions_.voter_directory_id = ZERO_UUID
-                    ob_topics_partitions_.last_offset_epoch = f_topics_partitions_last_offset_epoch
-                    ob_topics_partitions_.last_offset = f_topics_partitions_last_offset
-                    ob_topics_partitions_.pre_vote = False
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -1015,92 +656,8 @@ def _r_VoteRequest_1(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_replica_epoch,
-                        f_topics_partitions_replica_id,
-                        f_topics_partitions_replica_directory_id,
-                        f_topics_partitions_voter_directory_id,
-                        f_topics_partitions_last_offset_epoch,
-                        f_topics_partitions_last_offset,
-                    ) = _U_iii16s16siq(d, p)
-                    p += 56
-                    f_topics_partitions_replica_directory_id = _uuid(f_topics_partitions_replica_directory_id)
-                    f_topics_partitions_voter_directory_id = _uuid(f_topics_partitions_voter_directory_id)
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.replica_epoch = f_topics_partitions_replica_epoch
-                    ob_topics_partitions_.replica_id = f_topics_partitions_replica_id
-                    ob_topics_partitions_.replica_directory_id = f_topics_partitions_replica_directory_id
-                    ob_topics_partitions_.voter_directory_id = f_topics_partitions_voter_directory_id
-                    ob_topics_partitions_.last_offset_epoch = f_topics_partitions_last_offset_epoch
-                    ob_topics_partitions_.last_offset = f_topics_partitions_last_offset
-                    ob_topics_partitions_.pre_vote = False
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_1(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -1157,93 +714,8 @@ def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_replica_epoch,
-                        f_topics_partitions_replica_id,
-                        f_topics_partitions_replica_directory_id,
-                        f_topics_partitions_voter_directory_id,
-                        f_topics_partitions_last_offset_epoch,
-                        f_topics_partitions_last_offset,
-                        f_topics_partitions_pre_vote,
-                    ) = _U_iii16s16siqo(d, p)
-                    p += 57
-                    f_topics_partitions_replica_directory_id = _uuid(f_topics_partitions_replica_directory_id)
-                    f_topics_partitions_voter_directory_id = _uuid(f_topics_partitions_voter_directory_id)
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.replica_epoch = f_topics_partitions_replica_epoch
-                    ob_topics_partitions_.replica_id = f_topics_partitions_replica_id
-                    ob_topics_partitions_.replica_directory_id = f_topics_partitions_replica_directory_id
-                    ob_topics_partitions_.voter_directory_id = f_topics_partitions_voter_directory_id
-                    ob_topics_partitions_.last_offset_epoch = f_topics_partitions_last_offset_epoch
-                    ob_topics_partitions_.last_offset = f_topics_partitions_last_offset
-                    ob_topics_partitions_.pre_vote = f_topics_partitions_pre_vote
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_2(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

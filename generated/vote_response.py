@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,6 +24,9 @@ _new = object.__new__
 _S_H = struct.Struct(">H")
 _P_H = _S_H.pack
 _U_H = _S_H.unpack_from
+_S_Hx = struct.Struct(">Hx")
+_P_Hx = _S_Hx.pack
+_U_Hx = _S_Hx.unpack_from
 _S_h = struct.Struct(">h")
 _P_h = _S_h.pack
 _U_h = _S_h.unpack_from
@@ -29,6 +36,9 @@ _U_i = _S_i.unpack_from
 _S_ihiio = struct.Struct(">ihii?")
 _P_ihiio = _S_ihiio.pack
 _U_ihiio = _S_ihiio.unpack_from
+_S_ihiiox = struct.Struct(">ihii?x")
+_P_ihiiox = _S_ihiiox.pack
+_U_ihiiox = _S_ihiiox.unpack_from
 
 
 @dataclass(slots=True)
@@ -117,9 +127,17 @@ class VoteResponse:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> VoteResponse:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_VoteResponse.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of VoteResponse")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read VoteResponse v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading VoteResponse v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after VoteResponse v{version}")
         return obj
@@ -142,75 +160,6 @@ class VoteResponse:
             raise MessageDecodeError(f"cannot read VoteResponse v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading VoteResponse v{version})") from None
-
-
-def _w_PartitionData_0(out: bytearray, o: PartitionData) -> None:
-    out += _P_ihiio(o.partition_index, o.error_code, o.leader_id, o.leader_epoch, o.vote_granted)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_vote_granted = _U_ihiio(d, p)
-    p += 15
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.vote_granted = f_vote_granted
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
-    s_topic_name = o.topic_name.encode()
-    n_topic_name = len(s_topic_name)
-    if n_topic_name < 127:
-        out.append(n_topic_name + 1)
-    else:
-        if n_topic_name > 32767:
-            raise MessageEncodeError("string field TopicName is too long to be serialized")
-        _wuv(out, n_topic_name + 1)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ihiio(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-            e_partitions.vote_granted,
-        )
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
@@ -295,58 +244,16 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
     return ob_, p
 
 
-def _w_NodeEndpoint_0(out: bytearray, o: NodeEndpoint) -> None:
-    if o.node_id != 0:
-        raise MessageEncodeError("Attempted to write a non-default NodeId")
-    if o.host != "":
-        raise MessageEncodeError("Attempted to write a non-default Host")
-    if o.port != 0:
-        raise MessageEncodeError("Attempted to write a non-default Port")
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
 def _w_NodeEndpoint_1(out: bytearray, o: NodeEndpoint) -> None:
     out += _P_i(o.node_id)
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
+    s_host = _SC.get(o.host)
+    if s_host is None:
+        s_host = _cstr(o.host)
     out += s_host
-    out += _P_H(o.port)
+    out += _P_Hx(o.port)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _r_NodeEndpoint_0(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = 0
-    ob_.host = ""
-    ob_.port = 0
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
 
 
 def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
@@ -403,14 +310,9 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
+        s_topics_topic_name = _SC.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _cstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -419,7 +321,7 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
         else:
             _wuv(out, n_topics_partitions + 1)
         for e_topics_partitions in a_topics_partitions:
-            out += _P_ihiio(
+            out += _P_ihiiox(
                 e_topics_partitions.partition_index,
                 e_topics_partitions.error_code,
                 e_topics_partitions.leader_id,
@@ -427,9 +329,8 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
                 e_topics_partitions.vote_granted,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -449,14 +350,9 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = e_topics.topic_name.encode()
-        n_topics_topic_name = len(s_topics_topic_name)
-        if n_topics_topic_name < 127:
-            out.append(n_topics_topic_name + 1)
-        else:
-            if n_topics_topic_name > 32767:
-                raise MessageEncodeError("string field TopicName is too long to be serialized")
-            _wuv(out, n_topics_topic_name + 1)
+        s_topics_topic_name = _SC.get(e_topics.topic_name)
+        if s_topics_topic_name is None:
+            s_topics_topic_name = _cstr(e_topics.topic_name)
         out += s_topics_topic_name
         a_topics_partitions = e_topics.partitions
         n_topics_partitions = len(a_topics_partitions)
@@ -465,7 +361,7 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
         else:
             _wuv(out, n_topics_partitions + 1)
         for e_topics_partitions in a_topics_partitions:
-            out += _P_ihiio(
+            out += _P_ihiiox(
                 e_topics_partitions.partition_index,
                 e_topics_partitions.error_code,
                 e_topics_partitions.leader_id,
@@ -473,9 +369,8 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
                 e_topics_partitions.vote_granted,
             )
             if e_topics_partitions.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_topics_partitions.unknown_tagged_fields)
-            else:
-                out.append(0)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -514,85 +409,8 @@ def _r_VoteResponse_0(d: bytes, p: int) -> tuple[VoteResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                        f_topics_partitions_vote_granted,
-                    ) = _U_ihiio(d, p)
-                    p += 15
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.vote_granted = f_topics_partitions_vote_granted
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -635,85 +453,8 @@ def _r_VoteResponse_1(d: bytes, p: int) -> tuple[VoteResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field TopicName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
-                        f_topics_partitions_vote_granted,
-                    ) = _U_ihiio(d, p)
-                    p += 15
-                    unk_topics_partitions_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_topics_partitions_.append((tg, d[p:te]))
-                            p = te
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.vote_granted = f_topics_partitions_vote_granted
-                    ob_topics_partitions_.unknown_tagged_fields = unk_topics_partitions_
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
-                    p = te
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            el_topics, p = _r_TopicData_0(d, p)
+            l_topics.append(el_topics)
         f_topics = l_topics
     f_node_endpoints: list[NodeEndpoint] = []
     unk_: list[tuple[int, bytes]] = []

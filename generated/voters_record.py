@@ -9,7 +9,11 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 from uuid import UUID
 
+from kwire.codec import COMPACT_STRINGS as _SC
 from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import compact_string as _cstr
+from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import write_tagged as _wtags
@@ -20,12 +24,18 @@ _new = object.__new__
 _S_H = struct.Struct(">H")
 _P_H = _S_H.pack
 _U_H = _S_H.unpack_from
+_S_Hx = struct.Struct(">Hx")
+_P_Hx = _S_Hx.pack
+_U_Hx = _S_Hx.unpack_from
 _S_h = struct.Struct(">h")
 _P_h = _S_h.pack
 _U_h = _S_h.unpack_from
 _S_hh = struct.Struct(">hh")
 _P_hh = _S_hh.pack
 _U_hh = _S_hh.unpack_from
+_S_hhx = struct.Struct(">hhx")
+_P_hhx = _S_hhx.pack
+_U_hhx = _S_hhx.unpack_from
 _S_i16s = struct.Struct(">i16s")
 _P_i16s = _S_i16s.pack
 _U_i16s = _S_i16s.unpack_from
@@ -115,9 +125,17 @@ class VotersRecord:
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> VotersRecord:
         """Decode exactly one message filling all of ``data``."""
+        r = _R_VotersRecord.get(version)
+        if r is None:
+            raise UnsupportedVersionError(f"Can't read version {version} of VotersRecord")
         if type(data) is not bytes:
             data = bytes(data)
-        obj, end = cls.read(data, 0, version)
+        try:
+            obj, end = r(data, 0)
+        except DECODE_ERRORS as e:
+            raise MessageDecodeError(f"cannot read VotersRecord v{version}: {e}") from None
+        except MessageDecodeError as e:
+            raise MessageDecodeError(f"{e} (reading VotersRecord v{version})") from None
         if end != len(data):
             raise MessageDecodeError(f"{len(data) - end} trailing bytes after VotersRecord v{version}")
         return obj
@@ -140,32 +158,6 @@ class VotersRecord:
             raise MessageDecodeError(f"cannot read VotersRecord v{version}: {e}") from None
         except MessageDecodeError as e:
             raise MessageDecodeError(f"{e} (reading VotersRecord v{version})") from None
-
-
-def _w_Endpoint_0(out: bytearray, o: Endpoint) -> None:
-    s_name = o.name.encode()
-    n_name = len(s_name)
-    if n_name < 127:
-        out.append(n_name + 1)
-    else:
-        if n_name > 32767:
-            raise MessageEncodeError("string field Name is too long to be serialized")
-        _wuv(out, n_name + 1)
-    out += s_name
-    s_host = o.host.encode()
-    n_host = len(s_host)
-    if n_host < 127:
-        out.append(n_host + 1)
-    else:
-        if n_host > 32767:
-            raise MessageEncodeError("string field Host is too long to be serialized")
-        _wuv(out, n_host + 1)
-    out += s_host
-    out += _P_H(o.port)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_Endpoint_0(d: bytes, p: int) -> tuple[Endpoint, int]:
@@ -226,11 +218,10 @@ def _r_Endpoint_0(d: bytes, p: int) -> tuple[Endpoint, int]:
 
 
 def _w_KRaftVersionFeature_0(out: bytearray, o: KRaftVersionFeature) -> None:
-    out += _P_hh(o.min_supported_version, o.max_supported_version)
+    out += _P_hhx(o.min_supported_version, o.max_supported_version)
     if o.unknown_tagged_fields:
+        del out[-1]
         _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int]:
@@ -257,45 +248,6 @@ def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int
     return ob_, p
 
 
-def _w_Voter_0(out: bytearray, o: Voter) -> None:
-    out += _P_i16s(o.voter_id, o.voter_directory_id.bytes)
-    a_endpoints = o.endpoints
-    n_endpoints = len(a_endpoints)
-    if n_endpoints < 127:
-        out.append(n_endpoints + 1)
-    else:
-        _wuv(out, n_endpoints + 1)
-    for e_endpoints in a_endpoints:
-        s_endpoints_name = e_endpoints.name.encode()
-        n_endpoints_name = len(s_endpoints_name)
-        if n_endpoints_name < 127:
-            out.append(n_endpoints_name + 1)
-        else:
-            if n_endpoints_name > 32767:
-                raise MessageEncodeError("string field Name is too long to be serialized")
-            _wuv(out, n_endpoints_name + 1)
-        out += s_endpoints_name
-        s_endpoints_host = e_endpoints.host.encode()
-        n_endpoints_host = len(s_endpoints_host)
-        if n_endpoints_host < 127:
-            out.append(n_endpoints_host + 1)
-        else:
-            if n_endpoints_host > 32767:
-                raise MessageEncodeError("string field Host is too long to be serialized")
-            _wuv(out, n_endpoints_host + 1)
-        out += s_endpoints_host
-        out += _P_H(e_endpoints.port)
-        if e_endpoints.unknown_tagged_fields:
-            _wtags(out, e_endpoints.unknown_tagged_fields)
-        else:
-            out.append(0)
-    _w_KRaftVersionFeature_0(out, o.kraft_version_feature)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
 def _r_Voter_0(d: bytes, p: int) -> tuple[Voter, int]:
     f_voter_id, f_voter_directory_id = _U_i16s(d, p)
     p += 20
@@ -313,60 +265,8 @@ def _r_Voter_0(d: bytes, p: int) -> tuple[Voter, int]:
             raise MessageDecodeError("array Endpoints claims more elements than bytes remain")
         l_endpoints: list[Endpoint] = []
         for _ in range(ln):
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_endpoints_name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_endpoints_host = d[p:e].decode()
-                p = e
-            (f_endpoints_port,) = _U_H(d, p)
-            p += 2
-            unk_endpoints_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_endpoints_.append((tg, d[p:te]))
-                    p = te
-            ob_endpoints_ = _new(Endpoint)
-            ob_endpoints_.name = f_endpoints_name
-            ob_endpoints_.host = f_endpoints_host
-            ob_endpoints_.port = f_endpoints_port
-            ob_endpoints_.unknown_tagged_fields = unk_endpoints_
-            l_endpoints.append(ob_endpoints_)
+            el_endpoints, p = _r_Endpoint_0(d, p)
+            l_endpoints.append(el_endpoints)
         f_endpoints = l_endpoints
     f_kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
     unk_: list[tuple[int, bytes]] = []
@@ -401,7 +301,7 @@ def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
     else:
         _wuv(out, n_voters + 1)
     for e_voters in a_voters:
-        out += _P_i16s(e_voters.voter_id, e_voters.voter_directory_id.bytes)
+        out += _P_i16s(e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16))
         a_voters_endpoints = e_voters.endpoints
         n_voters_endpoints = len(a_voters_endpoints)
         if n_voters_endpoints < 127:
@@ -409,29 +309,18 @@ def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
         else:
             _wuv(out, n_voters_endpoints + 1)
         for e_voters_endpoints in a_voters_endpoints:
-            s_voters_endpoints_name = e_voters_endpoints.name.encode()
-            n_voters_endpoints_name = len(s_voters_endpoints_name)
-            if n_voters_endpoints_name < 127:
-                out.append(n_voters_endpoints_name + 1)
-            else:
-                if n_voters_endpoints_name > 32767:
-                    raise MessageEncodeError("string field Name is too long to be serialized")
-                _wuv(out, n_voters_endpoints_name + 1)
+            s_voters_endpoints_name = _SC.get(e_voters_endpoints.name)
+            if s_voters_endpoints_name is None:
+                s_voters_endpoints_name = _cstr(e_voters_endpoints.name)
             out += s_voters_endpoints_name
-            s_voters_endpoints_host = e_voters_endpoints.host.encode()
-            n_voters_endpoints_host = len(s_voters_endpoints_host)
-            if n_voters_endpoints_host < 127:
-                out.append(n_voters_endpoints_host + 1)
-            else:
-                if n_voters_endpoints_host > 32767:
-                    raise MessageEncodeError("string field Host is too long to be serialized")
-                _wuv(out, n_voters_endpoints_host + 1)
+            s_voters_endpoints_host = _SC.get(e_voters_endpoints.host)
+            if s_voters_endpoints_host is None:
+                s_voters_endpoints_host = _cstr(e_voters_endpoints.host)
             out += s_voters_endpoints_host
-            out += _P_H(e_voters_endpoints.port)
+            out += _P_Hx(e_voters_endpoints.port)
             if e_voters_endpoints.unknown_tagged_fields:
+                del out[-1]
                 _wtags(out, e_voters_endpoints.unknown_tagged_fields)
-            else:
-                out.append(0)
         _w_KRaftVersionFeature_0(out, e_voters.kraft_version_feature)
         if e_voters.unknown_tagged_fields:
             _wtags(out, e_voters.unknown_tagged_fields)
@@ -459,99 +348,8 @@ def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
         for _ in range(ln):
-            f_voters_voter_id, f_voters_voter_directory_id = _U_i16s(d, p)
-            p += 20
-            f_voters_voter_directory_id = _uuid(f_voters_voter_directory_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Endpoints was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Endpoints claims more elements than bytes remain")
-                l_voters_endpoints: list[Endpoint] = []
-                for _ in range(ln):
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field Name was serialized as null")
-                    else:
-                        if ln > 32767:
-                            raise MessageDecodeError("string field Name had invalid length")
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Name is longer than the remaining bytes")
-                        f_voters_endpoints_name = d[p:e].decode()
-                        p = e
-                    ln = d[p]
-                    if ln < 128:
-                        p += 1
-                    else:
-                        ln, p = _ruv(d, p)
-                    ln -= 1
-                    if ln < 0:
-                        raise MessageDecodeError("non-nullable field Host was serialized as null")
-                    else:
-                        if ln > 32767:
-                            raise MessageDecodeError("string field Host had invalid length")
-                        e = p + ln
-                        if e > len(d):
-                            raise MessageDecodeError("field Host is longer than the remaining bytes")
-                        f_voters_endpoints_host = d[p:e].decode()
-                        p = e
-                    (f_voters_endpoints_port,) = _U_H(d, p)
-                    p += 2
-                    unk_voters_endpoints_: list[tuple[int, bytes]] = []
-                    nt = d[p]
-                    p += 1
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_voters_endpoints_.append((tg, d[p:te]))
-                            p = te
-                    ob_voters_endpoints_ = _new(Endpoint)
-                    ob_voters_endpoints_.name = f_voters_endpoints_name
-                    ob_voters_endpoints_.host = f_voters_endpoints_host
-                    ob_voters_endpoints_.port = f_voters_endpoints_port
-                    ob_voters_endpoints_.unknown_tagged_fields = unk_voters_endpoints_
-                    l_voters_endpoints.append(ob_voters_endpoints_)
-                f_voters_endpoints = l_voters_endpoints
-            f_voters_kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
-            unk_voters_: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_voters_.append((tg, d[p:te]))
-                    p = te
-            ob_voters_ = _new(Voter)
-            ob_voters_.voter_id = f_voters_voter_id
-            ob_voters_.voter_directory_id = f_voters_voter_directory_id
-            ob_voters_.endpoints = f_voters_endpoints
-            ob_voters_.kraft_version_feature = f_voters_kraft_version_feature
-            ob_voters_.unknown_tagged_fields = unk_voters_
-            l_voters.append(ob_voters_)
+            el_voters, p = _r_Voter_0(d, p)
+            l_voters.append(el_voters)
         f_voters = l_voters
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

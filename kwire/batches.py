@@ -28,11 +28,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from enum import Enum
 
-from crc32c import crc32c
-
 from kwire.errors import CorruptRecordError
 from kwire.records import (
-    CRC_START,
     HEADER_SIZE,
     LOG_OVERHEAD,
     MAGIC,
@@ -145,13 +142,11 @@ class BatchIterator(Iterator[BatchView]):
         if buf[pos + 16] != MAGIC:
             self._fail(f"batch at offset {base_offset} (byte {pos}): magic {buf[pos + 16]} is not 2")
             raise StopIteration
-        header = peek_batch(buf, pos)
-        data = self._view[pos : pos + size]
-        if self._verify and crc32c(data[CRC_START:]) != header.crc:
+        header = peek_batch(buf, pos, verify_crc=self._verify)
+        if header.crc_ok is False:
             self._fail(f"batch at offset {base_offset} (byte {pos}): CRC-32C mismatch")
             raise StopIteration
-        if self._verify:
-            header = replace(header, crc_ok=True)
+        data = self._view[pos : pos + size]
         self._pos = self.valid_end = pos + size
         return BatchView(header, data)
 

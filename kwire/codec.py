@@ -4,10 +4,10 @@ Contracts:
 1. This module imports nothing from the project except :mod:`kwire.errors` (generated code depends on it).
 2. Unsigned varints are Kafka's protocol varints (7 bits per byte, little-endian groups, high bit = more),
    at most 5 bytes and 32 bits, as in ByteUtils.readUnsignedVarint; anything longer is a
-   :class:`MessageDecodeError`. Record-level zigzag varints live in ``kwire.records``, not here.
+   :class:`~kwire.errors.MessageDecodeError`. Record-level zigzag varints live in ``kwire.records``, not here.
 3. Tagged-field sections are written as: count, then (tag, size, payload) in ascending tag order.
 4. The exception tuples below list everything a generated reader/writer can raise on bad input; the
-   generated top-level methods translate them into :class:`MessageDecodeError`/:class:`MessageEncodeError`.
+   generated top-level methods translate them into :class:`~kwire.errors.MessageDecodeError`/:class:`MessageEncodeError`.
 """
 
 from __future__ import annotations
@@ -19,15 +19,19 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID, SafeUUID
 
-from kwire.errors import MessageDecodeError, MessageEncodeError
+from kwire import errors
 
 __all__ = [
+    "COMPACT_STRINGS",
+    "LEGACY_STRINGS",
     "ArrayPackers",
     "ArrayUnpackers",
     "DECODE_ERRORS",
     "ENCODE_ERRORS",
     "FieldInfo",
     "ZERO_UUID",
+    "compact_string",
+    "legacy_string",
     "read_uvarint",
     "uuid_from_bytes",
     "write_tagged",
@@ -81,7 +85,7 @@ def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
     n = len(data)
     while True:
         if pos >= n:
-            raise MessageDecodeError("truncated unsigned varint")
+            raise errors.MessageDecodeError("truncated unsigned varint")
         b = data[pos]
         pos += 1
         value |= (b & 0x7F) << shift
@@ -89,13 +93,13 @@ def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
             return value, pos
         shift += 7
         if shift > 28:
-            raise MessageDecodeError("unsigned varint is longer than 5 bytes")
+            raise errors.MessageDecodeError("unsigned varint is longer than 5 bytes")
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
     """Append ``value`` (0 <= value < 2**32) as an unsigned varint."""
     if value < 0 or value > 0xFFFFFFFF:
-        raise MessageEncodeError(f"unsigned varint out of range: {value}")
+        raise errors.MessageEncodeError(f"unsigned varint out of range: {value}")
     while value >= 0x80:
         out.append((value & 0x7F) | 0x80)
         value >>= 7
@@ -113,10 +117,51 @@ def write_tagged(out: bytearray, fields: Sequence[tuple[int, bytes | bytearray]]
     write_uvarint(out, len(fields))
     for tag, payload in fields:
         if not isinstance(tag, int) or tag < 0:
-            raise MessageEncodeError(f"invalid tag {tag!r} in tagged fields")
+            raise errors.MessageEncodeError(f"invalid tag {tag!r} in tagged fields")
         write_uvarint(out, tag)
         write_uvarint(out, len(payload))
         out += payload
+
+
+# Encoded-string caches: str -> length prefix + UTF-8 bytes. Names, hosts and listener names repeat in
+# nearly every message, so re-encoding them is wasted work. Bounded in entry count and string size.
+COMPACT_STRINGS: dict[str, bytes] = {}
+LEGACY_STRINGS: dict[str, bytes] = {}
+_CACHE_MAX = 8192
+_CACHE_STR_MAX = 256
+
+
+def compact_string(s: str) -> bytes:
+    """Unsigned-varint (length + 1) prefix + UTF-8 of ``s`` (flexible versions); cached per string."""
+    cached = COMPACT_STRINGS.get(s)
+    if cached is not None:
+        return cached
+    raw = s.encode()
+    n = len(raw)
+    if n > 32767:
+        raise errors.MessageEncodeError(f"string of {n} bytes is too long to be serialized")
+    out = bytearray()
+    write_uvarint(out, n + 1)
+    out += raw
+    result = bytes(out)
+    if n <= _CACHE_STR_MAX and len(COMPACT_STRINGS) < _CACHE_MAX and type(s) is str:
+        COMPACT_STRINGS[s] = result
+    return result
+
+
+def legacy_string(s: str) -> bytes:
+    """int16 length prefix + UTF-8 of ``s`` (non-flexible versions); cached per string."""
+    cached = LEGACY_STRINGS.get(s)
+    if cached is not None:
+        return cached
+    raw = s.encode()
+    n = len(raw)
+    if n > 32767:
+        raise errors.MessageEncodeError(f"string of {n} bytes is too long to be serialized")
+    result = n.to_bytes(2, "big") + raw
+    if n <= _CACHE_STR_MAX and len(LEGACY_STRINGS) < _CACHE_MAX and type(s) is str:
+        LEGACY_STRINGS[s] = result
+    return result
 
 
 _new = object.__new__
@@ -143,12 +188,13 @@ class ArrayPackers(dict[int, Callable[..., bytes]]):
     """count → precompiled ``pack`` for an array of ``count`` fixed-width elements of one struct code
     (e.g. ``packers[3](a, b, c)`` for ">3i"); filled lazily, small counts cached."""
 
-    def __init__(self, code: str) -> None:
+    def __init__(self, code: str, prefix: str = "") -> None:
         super().__init__()
         self.code = code
+        self.prefix = prefix  # e.g. "B": a one-byte compact count packed before the elements
 
     def __missing__(self, count: int) -> Callable[..., bytes]:
-        fn = struct.Struct(f">{count}{self.code}").pack
+        fn = struct.Struct(f">{self.prefix}{count}{self.code}").pack
         if count <= 1024:
             self[count] = fn
         return fn

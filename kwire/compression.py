@@ -12,9 +12,10 @@ Contracts:
    raw snappy of at most 32 KiB input each. Reading also accepts a bare raw snappy block.
 5. zstd: a standard zstd frame; reading does not require the frame to carry its content size.
 6. A codec whose library is not importable raises UnsupportedCompressionError (error code
-   UNSUPPORTED_COMPRESSION_TYPE) naming the missing package; so does a corrupt compressed payload (as
-   CorruptRecordError) — decompression never raises a library exception.
-7. ``max_size`` bounds the decompressed size (a guard against decompression bombs).
+   UNSUPPORTED_COMPRESSION_TYPE) naming the missing package. A corrupt or truncated payload raises
+   CorruptRecordError; no codec library's own exception escapes.
+7. ``max_size`` bounds the decompressed size; output beyond it is refused (CorruptRecordError) without being
+   materialised (a guard against decompression bombs).
 """
 
 from __future__ import annotations
@@ -163,8 +164,15 @@ def _lz4_decompress(mod: Any, data: Buffer, max_size: int) -> bytes:
 
 def _snappy_decompress(mod: Any, data: Buffer, max_size: int) -> bytes:
     raw = bytes(data)
+
+    def block(payload: bytes, budget: int) -> bytes:
+        # a raw snappy block declares its output size up front: check it before anything is allocated
+        if mod.snappy.decompress_raw_len(payload) > budget:
+            raise CorruptRecordError(f"decompressed records exceed {max_size} bytes")
+        return bytes(mod.snappy.decompress_raw(payload))
+
     if not raw.startswith(XERIAL_MAGIC):
-        return bytes(mod.snappy.decompress_raw(raw))
+        return block(raw, max_size)
     if len(raw) < len(XERIAL_HEADER):
         raise CorruptRecordError("xerial snappy header is truncated")
     pos = len(XERIAL_HEADER)
@@ -177,19 +185,25 @@ def _snappy_decompress(mod: Any, data: Buffer, max_size: int) -> bytes:
         pos += 4
         if n < 0 or pos + n > len(raw):
             raise CorruptRecordError("xerial snappy block overruns the payload")
-        block = bytes(mod.snappy.decompress_raw(raw[pos : pos + n]))
+        out = block(raw[pos : pos + n], max_size - total)
         pos += n
-        total += len(block)
-        if total > max_size:
-            raise CorruptRecordError(f"decompressed records exceed {max_size} bytes")
-        parts.append(block)
+        total += len(out)
+        parts.append(out)
     return b"".join(parts)
 
 
 def _zstd_decompress(mod: Any, data: Buffer, max_size: int) -> bytes:
+    rest = bytes(data)
+    # First pass: measure the output in bounded chunks, so a bomb is refused before it is materialised.
+    total = 0
+    with mod.ZstdDecompressor().stream_reader(rest, read_across_frames=True) as reader:
+        while piece := reader.read(1 << 20):
+            total += len(piece)
+            if total > max_size:
+                raise CorruptRecordError(f"decompressed records exceed {max_size} bytes")
+    # Second pass: decode frame by frame, refusing a truncated one.
     parts: list[bytes] = []
     total = 0
-    rest = bytes(data)
     while rest:  # a payload may hold several frames
         d = mod.ZstdDecompressor().decompressobj()
         chunk: bytes = d.decompress(rest)

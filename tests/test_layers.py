@@ -97,6 +97,9 @@ def test_checker_sees_planted_violations(tmp_path: Path) -> None:
     (tmp_path / "kwire").mkdir()
     (tmp_path / "kwire" / "bad.py").write_text("from kraftd.core import roles\n")
     core_bad = _violations("kraftd/core", allowed=(), forbidden=("asyncio", "kraftd.shell"), root=tmp_path)
-    assert sorted(core_bad) == ["kraftd/core/bad.py imports asyncio", "kraftd/core/bad.py imports kraftd.shell",
-                                "kraftd/core/bad.py imports kraftd.shell.node"]
+    assert sorted(core_bad) == [
+        "kraftd/core/bad.py imports asyncio",
+        "kraftd/core/bad.py imports kraftd.shell",
+        "kraftd/core/bad.py imports kraftd.shell.node",
+    ]
     assert _violations("kwire", allowed=(), forbidden=("kraftd",), root=tmp_path) != []

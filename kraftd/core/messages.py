@@ -11,30 +11,19 @@ Invariants:
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
-from kraftd.core import _stubs
+import generated.begin_quorum_epoch_request as BREQ
+import generated.begin_quorum_epoch_response as BRESP
+import generated.end_quorum_epoch_request as EREQ
+import generated.end_quorum_epoch_response as ERESP
+import generated.fetch_request as FREQ
+import generated.fetch_response as FRESP
+import generated.vote_request as VREQ
+import generated.vote_response as VRESP
 from kraftd.core.log import LogBatch, OffsetAndEpoch
 from kraftd.core.types import METADATA_PARTITION, METADATA_TOPIC, METADATA_TOPIC_ID, ZERO_UUID, ReplicaKey
 from kwire.errors import ErrorCode
-
-
-def _load(name: str) -> Any:
-    try:
-        return importlib.import_module(f"generated.{name}")
-    except ModuleNotFoundError:
-        return getattr(_stubs, name)
-
-
-VREQ = _load("vote_request")
-VRESP = _load("vote_response")
-BREQ = _load("begin_quorum_epoch_request")
-BRESP = _load("begin_quorum_epoch_response")
-EREQ = _load("end_quorum_epoch_request")
-ERESP = _load("end_quorum_epoch_response")
-FREQ = _load("fetch_request")
-FRESP = _load("fetch_response")
 
 VoteRequest = VREQ.VoteRequest
 VoteResponse = VRESP.VoteResponse
@@ -57,14 +46,14 @@ def key_of(node_id: int, directory_id: Any) -> ReplicaKey:
 def single_partition(msg: Any) -> Any | None:
     """The one metadata partition a KRaft RPC carries, or None when the topic/partition is not ours."""
     if isinstance(msg, FetchRequest):
-        topics = msg.topics
-        if len(topics) != 1 or topics[0].topic_id != METADATA_TOPIC_ID:
+        fetch_topics = msg.topics
+        if len(fetch_topics) != 1 or fetch_topics[0].topic_id != METADATA_TOPIC_ID:
             return None
-        parts = topics[0].partitions
+        parts = fetch_topics[0].partitions
         if len(parts) != 1 or parts[0].partition != METADATA_PARTITION:
             return None
         return parts[0]
-    topics = msg.responses if isinstance(msg, FetchResponse) else msg.topics
+    topics: list[Any] = msg.responses if isinstance(msg, FetchResponse) else msg.topics
     if len(topics) != 1:
         return None
     t = topics[0]

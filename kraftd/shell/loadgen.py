@@ -3,7 +3,7 @@
 Contracts:
 1. Every committed append is recorded as one line ``<offset> <record id> <commit wall ms> <latency us>`` in the
    ack file, written (line-buffered) only after the append resolved, so a line is never written for an
-   uncommitted record. Record ids are ``<node id>-<sequence>`` and unique per node run.
+   uncommitted record. Record ids are ``<node id>p<pid>-<sequence>``: unique across runs of a node.
 2. While the node is not the leader the workers idle (10 ms polls); appends that fail are not recorded.
 3. ``in_flight`` workers each keep one append outstanding; the generator stops when ``stop`` is set.
 """
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 from pathlib import Path
 
@@ -34,6 +35,7 @@ async def run_load(
 ) -> None:
     seq = itertools.count(1)
     me = node.config.node_id
+    prefix = f"{me}p{os.getpid()}"
     with ack_file.open("a", buffering=1) as out:
 
         async def worker() -> None:
@@ -41,7 +43,7 @@ async def run_load(
                 if node.core.leader_id() != me:
                     await asyncio.sleep(0.01)
                     continue
-                rid = f"{me}-{next(seq)}"
+                rid = f"{prefix}-{next(seq)}"
                 t0 = time.perf_counter()
                 try:
                     offset = await node.append([record_value(rid, record_size)])

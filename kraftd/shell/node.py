@@ -81,6 +81,7 @@ class ControllerNode:
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
         self._flushing = False
         self._flush_again = False
+        self._tick_queued = False
         self._stopped = asyncio.Event()
         self._leader_changed = asyncio.Event()
         self._driver: asyncio.Task[None] | None = None
@@ -198,6 +199,8 @@ class ControllerNode:
                     event: Event = await asyncio.wait_for(self._events.get(), timeout)
                 except TimeoutError:
                     event = Tick(now_ms())
+                if isinstance(event, Tick):
+                    self._tick_queued = False
                 self._execute(self.client.step(event))
         except asyncio.CancelledError:
             raise
@@ -332,7 +335,9 @@ class ControllerNode:
         rng = self.client.append(records)
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append((rng.last, fut))
-        self._events.put_nowait(Tick(now_ms()))
+        if not self._tick_queued:  # one queued Tick is enough to schedule the linger deadline
+            self._tick_queued = True
+            self._events.put_nowait(Tick(now_ms()))
         return await fut
 
     def _commit(self, hwm: int) -> None:

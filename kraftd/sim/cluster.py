@@ -314,3 +314,17 @@ def _summary(msg: Any) -> str:
         n = len(part.records or b"")
         return f"{name}(err={part.error_code} e{part.current_leader.leader_epoch} hwm={part.high_watermark} bytes={n}{extra})"
     return f"{name}(leader={part.leader_id} e{part.leader_epoch})"
+
+
+def wire_roundtrip(rng: random.Random, fraction: float) -> Callable[[Any], Any]:
+    """Pass ``fraction`` of messages through encode/decode of the generated classes at their newest
+    version, so the simulator also exercises the real wire format."""
+
+    def roundtrip(msg: Any) -> Any:
+        if rng.random() >= fraction:
+            return msg
+        cls = type(msg)
+        version = cls.HIGHEST_VERSION
+        return cls.decode(msg.encode(version), version)
+
+    return roundtrip

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from kraftd.core.config import BugFlags, QuorumConfig
 from kraftd.core.node import RaftNode
 from kraftd.core.types import Role
-from kraftd.sim.cluster import Cluster
+from kraftd.sim.cluster import Cluster, wire_roundtrip
 from kraftd.sim.invariants import Checker
 from kraftd.sim.network import NetworkFaults
 
@@ -65,10 +65,10 @@ class Harness:
         c = Cluster(rng, vids, oids, cfg, checker, max_storage_delay_ms=rng.choice([0, 2, 5, 20]))
         c.net.faults = faults or NetworkFaults(
             max_delay_ms=rng.choice([2, 5, 10, 30]),
-            drop_rate=rng.choice([0.0, 0.0, 0.001, 0.005]),
             disconnect_rate=rng.choice([0.0, 0.01, 0.05]),
             duplicate_rate=rng.choice([0.0, 0.01, 0.05]),
         )
+        c.roundtrip = wire_roundtrip(rng, 0.1)
         self.cluster = c
         for i in [*vids, *oids]:
             c.start(i)

@@ -193,6 +193,7 @@ def chaos(h: Harness) -> None:
     voters = h.rng.randint(3, 5)
     c = h.setup(voters, observers=h.rng.randint(0, 1))
     rng = h.rng
+    c.net.faults.drop_rate = rng.choice([0.0, 0.01, 0.05])  # silent loss, until the faults heal
     end = c.now + rng.randint(8000, 20000)
     while c.now < end:
         h.run(rng.randint(100, 1500))
@@ -218,6 +219,7 @@ def chaos(h: Harness) -> None:
         else:
             c.net.heal()
     c.net.heal()
+    c.net.faults.drop_rate = 0.0
     for i in c.nodes:
         if not c.is_up(i):
             c.start(i)
@@ -225,39 +227,50 @@ def chaos(h: Harness) -> None:
 
 
 def figure8(h: Harness) -> None:
-    """Raft thesis Figure 8 made concrete: an old-epoch record replicated to a majority but not covered by
-    a commit of the new leader's own epoch must not count as committed. Fetches carry one batch at a time
-    so replication can stop between the old record and the new LeaderChange batch."""
+    """Raft thesis Figure 8 made concrete for KRaft (5 voters, fetches carry one batch each):
+    1. leader A is cut off and appends X (old epoch) that nobody else has;
+    2. E wins the next epoch and is cut off at once, so its LeaderChange batch stays on E;
+    3. A, B, C reconnect: only A can win (its log is the longest there), and A re-replicates X;
+    4. the moment A's HWM covers X, A is cut off: with the own-epoch rule B and C already hold A's
+       LeaderChange; without it (BugFlags.commit_old_epoch) they hold X only;
+    5. E, B, D reconnect: only E can win; if X was (wrongly) committed, B now truncates it."""
     c = h.setup(5, faults=NetworkFaults(max_delay_ms=2), fetch_max_bytes=1)
-    rng = h.rng
+    everyone = list(c.nodes)
     a = h.wait_leader().local.id
     h.wait_commit()
     h.work.enabled = False
     h.run(300)
-    everyone = list(c.nodes)
     c.net.isolate(a, everyone)
-    h.append_now()  # the old-epoch record: only on A
+    x = h.append_now()
     h.run(50)
-    rest = [i for i in everyone if i != a]
     e = h.wait_leader(exclude=a).local.id
-    c.net.isolate(e, everyone)  # E's LeaderChange batch stays on E
-    c.net.heal()
     c.net.isolate(e, everyone)
-    h.run(rng.randint(0, 200))
-    # A comes back with everyone but E; whoever leads next replicates A's record one batch at a time
-    _wait(h, lambda: (lead := c.leader()) is not None and lead.local.id != e, 15_000)
-    h.run(rng.randint(0, 300))
-    victim = c.leader()
-    if victim is not None and victim.local.id != e:
-        c.crash(victim.local.id)
+    b, cc, d = [i for i in everyone if i not in (a, e)]
+    c.net.isolate(d, everyone)
+    for i in (a, b, cc):
+        for j in (a, b, cc):
+            c.net.blocked.discard((i, j))
+    ok = _wait(h, lambda: _leads(h, a, 3), 20_000)
+    if ok and x is not None:
+        if _wait(h, lambda: _hwm(h, a) > x[1], 10_000):
+            c.net.isolate(a, everyone)
+            for i in (e, b, d):
+                for j in (e, b, d):
+                    c.net.blocked.discard((i, j))
+            _wait(h, lambda: _leads(h, e, 4), 20_000)
+            h.run(500)
     c.net.heal()
     h.work.enabled = True
     h.wait_commit()
-    del rest
 
 
-def _wait(h: Harness, pred: Callable[[], bool], ms: int) -> None:
-    h.c.run_until(h.c.now + ms, pred)
+def _leads(h: Harness, node_id: int, min_epoch: int) -> bool:
+    core = h.c.nodes[node_id].core
+    return core is not None and core.role is Role.LEADER and core.epoch >= min_epoch
+
+
+def _wait(h: Harness, pred: Callable[[], bool], ms: int) -> bool:
+    return h.c.run_until(h.c.now + ms, pred)
 
 
 SCENARIOS: dict[str, Callable[[Harness], None]] = {

@@ -27,15 +27,22 @@ GOLDEN_V0_DEFAULT = bytes.fromhex(
     "ffffffff"  # Recs null
     "00000000"  # Ints []
     "00000000"  # Structs []
-    "00000000" "0000"  # Common: Count 0, Label ""
+    "00000000"
+    "0000"  # Common: Count 0, Label ""
     "ff"  # NullStruct null (int8 marker)
     "00000007"  # Ignored 7
 )
 # v3 (flexible): compact lengths, LegacyStr still int16 (field-level flexibleVersions none), tag buffers.
 PREFIX_V3 = (
-    "01" "fb" "007f" "ffff" "7fffffff"
+    "01"
+    "fb"
+    "007f"
+    "ffff"
+    "7fffffff"
     "ffffffff"  # Uint32 4294967295
-    "ffffffffffffffff" "3ff8000000000000" "00000000000000000000000000000001"
+    "ffffffffffffffff"
+    "3ff8000000000000"
+    "00000000000000000000000000000001"
     "0668656c6c6f"  # Str, compact
     "00"  # NullStr null
     "0000"  # LegacyStr "" int16 length
@@ -46,19 +53,33 @@ PREFIX_V3 = (
     "01"  # Strs []
     "01"  # Uuids []
     "01"  # Structs []
-    "00000000" "01" "00"  # Common: Count, Label, empty tag buffer
+    "00000000"
+    "01"
+    "00"  # Common: Count, Label, empty tag buffer
     "01"  # MoreCommon []
     "ff"  # NullStruct null
 )
 GOLDEN_V3_DEFAULT = bytes.fromhex(PREFIX_V3 + "00")
 GOLDEN_V3_TAGGED = bytes.fromhex(
     PREFIX_V3 + "06"  # 4 known + 2 unknown tagged fields
-    "00" "04" "00000005"  # tag 0 TaggedInt 5
-    "01" "02" "0278"  # tag 1 TaggedNullStr "x"
-    "02" "09" "0000000000000001" "00"  # tag 2 TaggedStruct(A=1) + its tag buffer
-    "03" "01" "00"  # tag 3 TaggedNullStruct null: varint marker 0 (default is an instance)
-    "04" "00"  # unknown tag 4, empty
-    "09" "01" "01"  # unknown tag 9
+    "00"
+    "04"
+    "00000005"  # tag 0 TaggedInt 5
+    "01"
+    "02"
+    "0278"  # tag 1 TaggedNullStr "x"
+    "02"
+    "09"
+    "0000000000000001"
+    "00"  # tag 2 TaggedStruct(A=1) + its tag buffer
+    "03"
+    "01"
+    "00"  # tag 3 TaggedNullStruct null: varint marker 0 (default is an instance)
+    "04"
+    "00"  # unknown tag 4, empty
+    "09"
+    "01"
+    "01"  # unknown tag 9
 )
 
 
@@ -113,30 +134,51 @@ def test_struct_array_and_nested_tag_goldens(ks: ModuleType) -> None:
     elem = ks.Elem(key="k", value=2, extra=3)
     m = ks.KitchenSinkRequest(structs=[elem])
     v2 = m.encode(2)
-    assert bytes.fromhex("02" "026b" "00000002" "01" "00" "01" "03") in v2
+    assert bytes.fromhex("02 026b 00000002 01 00 01 03") in v2
     assert ks.KitchenSinkRequest.decode(v2, 2).structs == [elem]
     with pytest.raises(MessageEncodeError, match="Extra"):
         m.encode(1)  # Extra is tagged (2+) and not ignorable
     m.structs = [ks.Elem(key="k", value=2)]
-    assert bytes.fromhex("00000001" "00016b" "00000002") in m.encode(1)
+    assert bytes.fromhex("00000001 00016b 00000002") in m.encode(1)
 
 
 def test_nullable_struct_marker(ks: ModuleType) -> None:
     m = ks.KitchenSinkRequest(null_struct=ks.NullableThing(x=0x102))
     enc = m.encode(0)
-    assert enc == GOLDEN_V0_DEFAULT[:-5] + bytes.fromhex("01" "0102") + GOLDEN_V0_DEFAULT[-4:]
+    assert enc == GOLDEN_V0_DEFAULT[:-5] + bytes.fromhex("01 0102") + GOLDEN_V0_DEFAULT[-4:]
     assert ks.KitchenSinkRequest.decode(enc, 0) == m
 
 
 def full(ks: ModuleType) -> object:
     return ks.KitchenSinkRequest(
-        bool1=False, int8=-128, int16=-32768, uint16=0, int32=-(2**31), uint32=2**32 - 1, int64=2**63 - 1,
-        float64=-0.25, uuid=UUID("12345678-1234-5678-1234-567812345678"), str="héllo", null_str="n",
-        legacy_str=None, blob=b"\x00\x01", null_blob=b"", recs=b"\x05" * 300, ints=[1, -2, 3],
-        strs=["a", "b" * 200], uuids=[UUID(int=7)], structs=[ks.Elem(key="a", value=1, extra=9)],
-        common=ks.CommonThing(count=3, label="L"), more_common=None, null_struct=ks.NullableThing(x=-1),
-        ignored=7, tagged_int=0, tagged_null_str="t", tagged_struct=ks.TaggedThing(a=-9),
-        tagged_null_struct=ks.TaggedNullThing(b=True), unknown_tagged_fields=[(77, b"zz")],
+        bool1=False,
+        int8=-128,
+        int16=-32768,
+        uint16=0,
+        int32=-(2**31),
+        uint32=2**32 - 1,
+        int64=2**63 - 1,
+        float64=-0.25,
+        uuid=UUID("12345678-1234-5678-1234-567812345678"),
+        str="héllo",
+        null_str="n",
+        legacy_str=None,
+        blob=b"\x00\x01",
+        null_blob=b"",
+        recs=b"\x05" * 300,
+        ints=[1, -2, 3],
+        strs=["a", "b" * 200],
+        uuids=[UUID(int=7)],
+        structs=[ks.Elem(key="a", value=1, extra=9)],
+        common=ks.CommonThing(count=3, label="L"),
+        more_common=None,
+        null_struct=ks.NullableThing(x=-1),
+        ignored=7,
+        tagged_int=0,
+        tagged_null_str="t",
+        tagged_struct=ks.TaggedThing(a=-9),
+        tagged_null_struct=ks.TaggedNullThing(b=True),
+        unknown_tagged_fields=[(77, b"zz")],
     )
 
 
@@ -194,8 +236,15 @@ def test_unsupported_versions(ks: ModuleType) -> None:
 
 @pytest.mark.parametrize(
     ("attr", "value"),
-    [("str", None), ("blob", None), ("ints", None), ("common", None), ("uuid", None), ("int32", None),
-     ("structs", [None])],
+    [
+        ("str", None),
+        ("blob", None),
+        ("ints", None),
+        ("common", None),
+        ("uuid", None),
+        ("int32", None),
+        ("structs", [None]),
+    ],
 )
 def test_null_into_non_nullable_fails(ks: ModuleType, attr: str, value: object) -> None:
     m = ks.KitchenSinkRequest()
@@ -216,9 +265,20 @@ def test_nullable_only_in_some_versions(ks: ModuleType) -> None:
 
 @pytest.mark.parametrize(
     ("attr", "value"),
-    [("int8", 128), ("int8", -129), ("int16", 2**15), ("uint16", -1), ("uint16", 65536), ("int32", 2**31),
-     ("uint32", -1), ("uint32", 2**32), ("int64", 2**63), ("ints", [2**31]), ("str", "x" * 40000),
-     ("unknown_tagged_fields", [(-1, b"")])],
+    [
+        ("int8", 128),
+        ("int8", -129),
+        ("int16", 2**15),
+        ("uint16", -1),
+        ("uint16", 65536),
+        ("int32", 2**31),
+        ("uint32", -1),
+        ("uint32", 2**32),
+        ("int64", 2**63),
+        ("ints", [2**31]),
+        ("str", "x" * 40000),
+        ("unknown_tagged_fields", [(-1, b"")]),
+    ],
 )
 def test_range_checks(ks: ModuleType, attr: str, value: object) -> None:
     m = ks.KitchenSinkRequest()
@@ -239,10 +299,10 @@ def test_known_tag_invalid_for_version(ks: ModuleType) -> None:
     # At v2, tag 3 (TaggedNullStruct, 3+) is known but not valid.
     v2 = ks.KitchenSinkRequest().encode(2)
     assert v2[-1] == 0
-    bad = v2[:-1] + bytes.fromhex("01" "03" "01" "00")
+    bad = v2[:-1] + bytes.fromhex("01 03 01 00")
     with pytest.raises(MessageDecodeError, match="Tag 3 is not valid"):
         ks.KitchenSinkRequest.decode(bad, 2)
-    ok = v2[:-1] + bytes.fromhex("01" "04" "01" "00")  # unknown tag 4 is kept
+    ok = v2[:-1] + bytes.fromhex("01 04 01 00")  # unknown tag 4 is kept
     assert ks.KitchenSinkRequest.decode(ok, 2).unknown_tagged_fields == [(4, b"\x00")]
 
 
@@ -298,7 +358,9 @@ def test_fields_metadata(ks: ModuleType) -> None:
     assert by["TaggedInt"].tag == 0 and by["TaggedInt"].tagged_versions == (2, 32767)
     assert by["TaggedInt"].versions == (2, 32767)  # versions default to taggedVersions
     assert by["Uuid"].default == UUID(int=1) and by["Uuid"].type == "uuid"
-    assert by["Structs"].type == "[]Elem" and by["Structs"].struct is ks.Elem and by["Structs"].default is None
+    assert (
+        by["Structs"].type == "[]Elem" and by["Structs"].struct is ks.Elem and by["Structs"].default is None
+    )
     assert by["Common"].struct is ks.CommonThing and by["Common"].attr == "common"
     assert by["Ints"].struct is None
     elem = {f.name: f for f in ks.Elem.FIELDS}
@@ -311,7 +373,9 @@ def test_kraft_snake_case_and_registry(cgfx: ModuleType) -> None:
     msgs = importlib.import_module("cgfx.messages")
     resp = importlib.import_module("cgfx.kitchen_sink_response").KitchenSinkResponse
     assert resp().kraft_version_feature == 0
-    assert importlib.import_module("cgfx.plain_data_record").PlainDataRecord().replica_directory_id == UUID(int=0)
+    assert importlib.import_module("cgfx.plain_data_record").PlainDataRecord().replica_directory_id == UUID(
+        int=0
+    )
     req = importlib.import_module("cgfx.kitchen_sink_request").KitchenSinkRequest
     assert msgs.by_name("KitchenSinkRequest") is req
     assert msgs.by_api_key(1000) == (req, resp)
@@ -321,3 +385,23 @@ def test_kraft_snake_case_and_registry(cgfx: ModuleType) -> None:
     assert [spec.request_header_version(v) for v in range(4)] == [1, 1, 2, 2]
     assert [spec.response_header_version(v) for v in range(4)] == [0, 0, 1, 1]
     assert set(msgs.ALL_CLASSES) == {req, resp, msgs.by_name("PlainDataRecord")}
+
+
+def test_unknown_tags_on_struct_ending_in_fixed_fields(ks: ModuleType) -> None:
+    # TaggedThing is all fixed-width, so its empty tag buffer is packed with A; unknown tags replace it.
+    m = ks.KitchenSinkRequest(tagged_struct=ks.TaggedThing(a=1, unknown_tagged_fields=[(0, b"z")]))
+    enc = m.encode(2)
+    assert bytes.fromhex("02 0c 0000000000000001 01 00 01 7a") in enc
+    assert ks.KitchenSinkRequest.decode(enc, 2) == m
+
+
+@pytest.mark.parametrize("count", [0, 1, 125, 126, 127, 128, 300])
+def test_primitive_array_counts_around_varint_boundary(ks: ModuleType, count: int) -> None:
+    m = ks.KitchenSinkRequest(ints=[i - count // 2 for i in range(count)])
+    enc = m.encode(3)
+    prefix = bytes.fromhex(PREFIX_V3)
+    at = prefix.index(bytes.fromhex("01 01 01 01 00000000"))  # Ints, Strs, Uuids, Structs, Common
+    head = bytes([count + 1]) if count + 1 < 128 else bytes([((count + 1) & 0x7F) | 0x80, (count + 1) >> 7])
+    assert enc[at : at + len(head)] == head
+    assert ks.KitchenSinkRequest.decode(enc, 3) == m
+    assert ks.KitchenSinkRequest.decode(m.encode(0), 0).ints == m.ints

@@ -73,8 +73,11 @@ def test_kafka_python_admin_client_sees_the_quorum(cluster: Cluster) -> None:
     from kafka import KafkaAdminClient
 
     info = cluster.wait_leader()
-    leader_port = cluster.ports[info.leader_id - 1]
-    admin = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{leader_port}", request_timeout_ms=5000)
+    follower = next(i for i in cluster.node_ids() if i != info.leader_id)
+    # Bootstrapping at a follower: the admin client picks any node, the answer must still be the leader's.
+    admin = KafkaAdminClient(
+        bootstrap_servers=f"127.0.0.1:{cluster.ports[follower - 1]}", request_timeout_ms=5000
+    )
     try:
         quorum = admin.describe_metadata_quorum()
         part = quorum["topics"][0]["partitions"][0]

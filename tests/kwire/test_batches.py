@@ -98,3 +98,31 @@ def test_start_position_and_empty_buffer():
 def test_garbage_never_raises_in_scan(garbage):
     res = scan_batches(garbage)
     assert 0 <= res.valid_end <= len(garbage)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    batches=st.lists(
+        st.tuples(
+            st.lists(st.binary(max_size=50), min_size=1, max_size=5),
+            st.sampled_from(list(Compression)),
+            st.integers(0, 1000),
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_iteration_round_trips_mixed_batches(batches):
+    parts, offset, expected = [], 0, []
+    for values, codec, epoch in batches:
+        parts.append(
+            build_data_batch(
+                values, base_offset=offset, partition_leader_epoch=epoch, timestamp=epoch, compression=codec
+            )
+        )
+        expected.append((offset, epoch, values))
+        offset += len(values)
+    buf = bytearray(b"".join(parts))  # storage hands us bytearrays and mmaps too
+    it = iter_batches(buf)
+    got = [(v.base_offset, v.partition_leader_epoch, [r.value for r in v.decode().records]) for v in it]
+    assert got == expected and it.stop is StopReason.END and it.valid_end == len(buf)

@@ -1,0 +1,205 @@
+"""Readers: per-version flat decode bodies (semantics in codegen/lower.py, rules 1-7)."""
+
+from __future__ import annotations
+
+from codegen.lower_base import Lines, LowerBase
+from codegen.model import FIXED_CODES, FIXED_SIZES, FieldSpec, StructSpec
+from codegen.names import elem_pytype, pytype, snake
+
+
+class Reader(LowerBase):
+    def reader(self, s: StructSpec, v: int) -> list[str]:
+        L = Lines()
+        self.read_struct(L, 0, s, v, "", None)
+        return L.lines
+
+    def read_struct(self, L: Lines, ind: int, s: StructSpec, v: int, pfx: str, sink: str | None) -> None:
+        """Read struct ``s``; then ``return obj, p`` (sink None) or ``<sink>(obj)`` when inlined."""
+        flex = self.spec.is_flexible(v)
+        run: list[FieldSpec] = []
+        values: list[str] = []
+        for f in s.fields:
+            var = f"f_{pfx}{snake(f.name)}"
+            if not self.present(f, v):
+                values.append(self.defaults.expr(f))
+                continue
+            values.append(var)
+            if self.tagged(f, v):
+                continue
+            if f.type in FIXED_CODES:
+                run.append(f)
+                continue
+            self.flush_read_run(L, ind, run, pfx)
+            run = []
+            self.read_value(L, ind, var, f, v, pfx, in_tag=False)
+        self.flush_read_run(L, ind, run, pfx)
+        if flex:
+            self.read_tags(L, ind, s, v, pfx)
+            values.append(f"unk_{pfx}")
+        else:
+            values.append("[]")
+        # Build the instance without running the dataclass __init__ (every slot is assigned here).
+        ob = f"ob_{pfx}"
+        L(ind, f"{ob} = _new({s.name})")
+        attrs = [snake(f.name) for f in s.fields] + ["unknown_tagged_fields"]
+        for attr, value in zip(attrs, values, strict=True):
+            L(ind, f"{ob}.{attr} = {value}")
+        L(ind, f"return {ob}, p" if sink is None else f"{sink}({ob})")
+
+    def flush_read_run(self, L: Lines, ind: int, run: list[FieldSpec], pfx: str) -> None:
+        if not run:
+            return
+        codes = "".join(FIXED_CODES[f.type] for f in run)
+        names = [f"f_{pfx}{snake(f.name)}" for f in run]
+        target = f"({names[0]},)" if len(names) == 1 else ", ".join(names)
+        L(ind, f"{target} = _U{self.fmt(codes)}(d, p)")
+        L(ind, f"p += {sum(FIXED_SIZES[f.type] for f in run)}")
+        for f, n in zip(run, names, strict=True):
+            if f.type == "uuid":
+                L(ind, f"{n} = _uuid({n})")
+
+    def read_len(self, L: Lines, ind: int, cmp: bool, width: str) -> None:
+        if cmp:
+            L(ind, "ln = d[p]")
+            L(ind, "if ln < 128:")
+            L(ind + 1, "p += 1")
+            L(ind, "else:")
+            L(ind + 1, "ln, p = _ruv(d, p)")
+            L(ind, "ln -= 1")
+        else:
+            L(ind, f"(ln,) = _U{self.fmt(width)}(d, p)")
+            L(ind, f"p += {2 if width == 'h' else 4}")
+
+    def read_value(self, L: Lines, ind: int, var: str, f: FieldSpec, v: int, pfx: str, in_tag: bool) -> None:
+        a = pfx + snake(f.name)
+        nul = self.nullable(f, v)
+        cmp = self.compact(f, v)
+        t = f.type
+        if t in FIXED_CODES:  # tagged fixed value
+            if t == "uuid":
+                L(ind, f"(raw,) = _U{self.fmt('16s')}(d, p)")
+                L(ind, f"{var} = _uuid(raw)")
+            else:
+                L(ind, f"({var},) = _U{self.fmt(FIXED_CODES[t])}(d, p)")
+            L(ind, f"p += {FIXED_SIZES[t]}")
+            return
+        if nul and not in_tag:
+            L(ind, f"{var}: {pytype(f)}")
+        if f.is_struct:
+            assert f.struct is not None
+            call = f"{var}, p = {self.fn(f.struct, v, 'r')}(d, p)"
+            if nul:
+                if in_tag:
+                    L(ind, "mk, p = _ruv(d, p)")
+                    L(ind, "if mk == 0:")
+                else:
+                    L(ind, "mk = d[p]")
+                    L(ind, "p += 1")
+                    L(ind, "if mk >= 128:")
+                L(ind + 1, f"{var} = None")
+                L(ind, "else:")
+                L(ind + 1, call)
+            else:
+                L(ind, call)
+            return
+        self.read_len(L, ind, cmp, "h" if t == "string" else "i")
+        L(ind, "if ln < 0:")
+        if nul:
+            L(ind + 1, f"{var} = None")
+        else:
+            L(ind + 1, f'raise MessageDecodeError("non-nullable field {f.name} was serialized as null")')
+        L(ind, "else:")
+        ind += 1
+        if not f.is_array:
+            self.read_blob_checked(L, ind, var, f.name, t, check_null=False)
+            return
+        L(ind, "if ln > len(d) - p:")
+        L(ind + 1, f'raise MessageDecodeError("array {f.name} claims more elements than bytes remain")')
+        e = f.elem
+        if e in FIXED_CODES and e != "uuid":
+            L(ind, f"{var} = list({self.arr(e, 'U')}[ln](d, p))")
+            L(ind, f"p += {FIXED_SIZES[e]} * ln")
+            return
+        L(ind, f"l_{a}: list[{elem_pytype(e)}] = []")
+        L(ind, "for _ in range(ln):")
+        if f.struct is not None:
+            if in_tag or not self.inline_ok(f.struct, v, "r"):
+                L(ind + 1, f"el_{a}, p = {self.fn(f.struct, v, 'r')}(d, p)")
+                L(ind + 1, f"l_{a}.append(el_{a})")
+            else:
+                self.read_struct(L, ind + 1, f.struct, v, f"{a}_", f"l_{a}.append")
+        elif e == "uuid":
+            L(ind + 1, f"(u,) = _U{self.fmt('16s')}(d, p)")
+            L(ind + 1, "p += 16")
+            L(ind + 1, f"l_{a}.append(_uuid(u))")
+        else:
+            self.read_len(L, ind + 1, cmp, "h" if e == "string" else "i")
+            self.read_blob_checked(L, ind + 1, f"el_{a}", f.name, e, check_null=True)
+            L(ind + 1, f"l_{a}.append(el_{a})")
+        L(ind, f"{var} = l_{a}")
+
+    def read_blob_checked(self, L: Lines, ind: int, var: str, name: str, t: str, check_null: bool) -> None:
+        """After read_len: ``ln`` holds the length; read that many bytes into ``var``."""
+        if check_null:
+            L(ind, "if ln < 0:")
+            L(ind + 1, f'raise MessageDecodeError("null element in array {name}")')
+        if t == "string":
+            L(ind, "if ln > 32767:")
+            L(ind + 1, f'raise MessageDecodeError("string field {name} had invalid length")')
+        L(ind, "e = p + ln")
+        L(ind, "if e > len(d):")
+        L(ind + 1, f'raise MessageDecodeError("field {name} is longer than the remaining bytes")')
+        L(ind, f"{var} = d[p:e].decode()" if t == "string" else f"{var} = d[p:e]")
+        L(ind, "p = e")
+
+    def read_tags(self, L: Lines, ind: int, s: StructSpec, v: int, pfx: str) -> None:
+        known = sorted((f for f in s.fields if self.tagged(f, v)), key=lambda f: f.tag or 0)
+        invalid = sorted(f.tag for f in s.fields if f.tag is not None and not self.tagged(f, v))
+        unk = f"unk_{pfx}"
+        for f in known:
+            var = f"f_{pfx}{snake(f.name)}"
+            expr = self.defaults.expr(f)
+            sub = f.struct
+            if (
+                f.is_struct
+                and expr != "None"
+                and sub is not None
+                and all(not g.is_struct for g in sub.fields)
+            ):
+                # a fresh default instance, built without the dataclass __init__ (every slot assigned)
+                L(ind, f"{var}: {pytype(f)} = _new({f.type})")
+                for g in sub.fields:
+                    L(ind, f"{var}.{snake(g.name)} = {self.defaults.expr(g)}")
+                L(ind, f"{var}.unknown_tagged_fields = []")
+            else:
+                L(ind, f"{var}: {pytype(f)} = {expr}")
+        L(ind, f"{unk}: list[tuple[int, bytes]] = []")
+        L(ind, "nt = d[p]")
+        L(ind, "p += 1")
+        L(ind, "if nt:")
+        i = ind + 1
+        L(i, "if nt >= 128:")
+        L(i + 1, "nt, p = _ruv(d, p - 1)")
+        L(i, "for _ in range(nt):")
+        i += 1
+        L(i, "tg, p = _ruv(d, p)")
+        L(i, "sz, p = _ruv(d, p)")
+        L(i, "te = p + sz")
+        L(i, "if te > len(d):")
+        L(i + 1, 'raise MessageDecodeError("tagged field is longer than the remaining bytes")')
+        kw = "if"
+        for f in known:
+            L(i, f"{kw} tg == {f.tag}:")
+            self.read_value(L, i + 1, f"f_{pfx}{snake(f.name)}", f, v, pfx, in_tag=True)
+            L(i + 1, "if p != te:")
+            L(i + 2, f'raise MessageDecodeError("tagged field {f.name} does not fill its declared size")')
+            kw = "elif"
+        if invalid:
+            L(i, f"{kw} tg in {tuple(invalid)!r}:")
+            L(i + 1, 'raise MessageDecodeError(f"Tag {tg} is not valid for this version")')
+            kw = "elif"
+        if kw != "if":
+            L(i, "else:")
+            i += 1
+        L(i, f"{unk}.append((tg, d[p:te]))")
+        L(i, "p = te")

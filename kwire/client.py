@@ -1,0 +1,289 @@
+"""An asyncio Kafka-protocol client for one peer: ApiVersions negotiation, correlation, timeouts, reconnects.
+
+Public API:
+- ``KafkaClient(host, port, *, client_id="kraftd", ...)``; ``await client.connect() -> NegotiatedVersions``;
+  ``await client.send(request_obj, version=None, timeout=None) -> response_obj``; ``await client.close()``
+  (also an async context manager). ``client.versions`` is the last negotiation result (None before).
+- ``await request_once(host, port, request, version=None, timeout=10.0) -> response`` for one-shot tools.
+
+Contracts:
+1. Negotiation (PROTOCOL-FACTS §2.2): on every new connection send ApiVersions at our highest version (4);
+   a reply with UNSUPPORTED_VERSION carries the peer's ApiVersions range, and we retry once at the lower of
+   its max and ours. The usable version of each API is the highest common one (kwire.apiversions.negotiate).
+2. ``send`` with ``version=None`` uses the negotiated version; an API the peer lacks, or an explicit version
+   outside both ranges, raises ApiNotSupportedError before anything is written.
+3. Correlation ids increase per connection from 0; responses must come back in request order (Kafka's
+   guarantee) — anything else is a RemoteProtocolError and closes the connection.
+4. A request not answered within its timeout raises RequestTimeoutError and closes the connection (Kafka's
+   NetworkClient disconnects on request timeout); every other in-flight request then fails with NetworkError.
+5. Reconnects back off exponentially like Kafka's reconnect.backoff.ms / reconnect.backoff.max.ms: after the
+   n-th consecutive failed attempt the next waits base·2^(n-1), capped at max, with ±20% jitter; a successful
+   negotiation resets it. ``send`` on a closed connection reconnects (waiting out the backoff).
+6. ``close()`` fails every pending request with NetworkError; later ``send`` calls raise NetworkError.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from generated.api_versions_request import ApiVersionsRequest
+from generated.api_versions_response import ApiVersionsResponse
+from generated.messages import API_SPECS
+from kwire.apiversions import API_VERSIONS_KEY, NegotiatedVersions, VersionRange, negotiate
+from kwire.errors import (
+    ApiNotSupportedError,
+    ErrorCode,
+    ErrorResponse,
+    KraftError,
+    LocalProtocolError,
+    NetworkError,
+    RemoteProtocolError,
+    RequestTimeoutError,
+)
+from kwire.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from kwire.headers import decode_response, encode_request, peek_correlation_id
+
+
+def all_apis() -> dict[int, VersionRange]:
+    return {k: (s.lowest_version, s.highest_version) for k, s in API_SPECS.items()}
+
+
+class _Connection:
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_frame: int) -> None:
+        self.reader, self.writer = reader, writer
+        self.decoder = FrameDecoder(max_frame)
+        self.next_id = 0
+        self.pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self.closed = False
+        self.reader_task: asyncio.Task[None] | None = None
+
+    def fail_all(self, exc: KraftError) -> None:
+        self.closed = True
+        for _, _, fut in self.pending.values():
+            if not fut.done():
+                fut.set_exception(exc)
+        self.pending.clear()
+        self.writer.close()
+
+
+class KafkaClient:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str | None = "kraftd",
+        client_software_name: str = "kraftd",
+        client_software_version: str = "0.1.0",
+        apis: Mapping[int, VersionRange] | None = None,
+        request_timeout: float = 30.0,
+        connect_timeout: float = 10.0,
+        reconnect_backoff_ms: int = 50,
+        reconnect_backoff_max_ms: int = 1000,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self._software = (client_software_name, client_software_version)
+        self._ours = dict(all_apis() if apis is None else apis)
+        self.request_timeout = request_timeout
+        self.connect_timeout = connect_timeout
+        self._backoff_base = reconnect_backoff_ms / 1000
+        self._backoff_max = reconnect_backoff_max_ms / 1000
+        self._max_frame = max_frame_size
+        self._rng = rng or random.Random()
+        self._conn: _Connection | None = None
+        self._connecting: asyncio.Lock = asyncio.Lock()
+        self._failures = 0
+        self._next_attempt = 0.0
+        self._closed = False
+        self.versions: NegotiatedVersions | None = None
+
+    async def __aenter__(self) -> KafkaClient:
+        await self.connect()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def connected(self) -> bool:
+        return self._conn is not None and not self._conn.closed
+
+    def backoff_delay(self, failures: int) -> float:
+        """Seconds to wait after ``failures`` consecutive failures (contract 5)."""
+        if failures <= 0:
+            return 0.0
+        delay = min(self._backoff_base * 2 ** (failures - 1), self._backoff_max)
+        return float(delay * self._rng.uniform(0.8, 1.2))
+
+    # ------------------------------------------------------------ connecting
+
+    async def connect(self) -> NegotiatedVersions:
+        async with self._connecting:
+            if self._closed:
+                raise NetworkError("client is closed")
+            if self.connected and self.versions is not None:
+                return self.versions
+            wait = self._next_attempt - time.monotonic()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            try:
+                self.versions = await self._open_and_negotiate()
+            except (TimeoutError, KraftError, OSError) as exc:
+                self._failures += 1
+                self._next_attempt = time.monotonic() + self.backoff_delay(self._failures)
+                if self._conn is not None:
+                    self._conn.fail_all(NetworkError(f"connection failed: {exc}"))
+                    self._conn = None
+                if isinstance(exc, KraftError):
+                    raise
+                raise NetworkError(f"cannot connect to {self.host}:{self.port}: {exc!r}") from exc
+            self._failures = 0
+            return self.versions
+
+    async def _open_and_negotiate(self) -> NegotiatedVersions:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection(self.host, self.port), self.connect_timeout
+        )
+        conn = _Connection(reader, writer, self._max_frame)
+        conn.reader_task = asyncio.create_task(self._read_loop(conn))
+        self._conn = conn
+        lo, hi = self._ours.get(API_VERSIONS_KEY, (0, 4))
+        version = hi
+        name, sw_version = self._software
+        for _ in range(2):
+            req = ApiVersionsRequest(client_software_name=name, client_software_version=sw_version)
+            resp: ApiVersionsResponse = await self._request(conn, req, version, self.connect_timeout)
+            if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                peer_max = next((a.max_version for a in resp.api_keys if a.api_key == API_VERSIONS_KEY), None)
+                if peer_max is None or peer_max >= version or peer_max < lo:
+                    raise ApiNotSupportedError(f"no ApiVersions version in common (peer max {peer_max})")
+                version = peer_max
+                continue
+            if resp.error_code != ErrorCode.NONE:
+                raise ErrorResponse(ErrorCode.from_code(resp.error_code), "ApiVersions request refused")
+            return negotiate(self._ours, resp)
+        raise ApiNotSupportedError("ApiVersions negotiation did not converge")
+
+    # ------------------------------------------------------------ requests
+
+    async def send(self, request: Any, version: int | None = None, *, timeout: float | None = None) -> Any:
+        api_key = getattr(type(request), "API_KEY", None)
+        if api_key is None or api_key not in API_SPECS:
+            raise LocalProtocolError(f"{type(request).__name__} is not a request message")
+        if self._closed:
+            raise NetworkError("client is closed")
+        if not self.connected or self.versions is None:
+            await self.connect()
+        assert self.versions is not None and self._conn is not None
+        if version is None:
+            version = self.versions.version_for(api_key)
+        else:
+            peer = self.versions.peer.get(api_key)
+            ours = self._ours.get(api_key)
+            if (
+                peer is None
+                or ours is None
+                or not (max(peer[0], ours[0]) <= version <= min(peer[1], ours[1]))
+            ):
+                raise ApiNotSupportedError(
+                    f"{API_SPECS[api_key].name} v{version} is not supported by both sides"
+                )
+        return await self._request(
+            self._conn, request, version, self.request_timeout if timeout is None else timeout
+        )
+
+    async def _request(self, conn: _Connection, request: Any, version: int, timeout: float) -> Any:
+        if conn.closed:
+            raise NetworkError("connection is closed")
+        api_key: int = type(request).API_KEY
+        cid = conn.next_id
+        payload = encode_request(api_key, version, cid, self.client_id, request)
+        conn.next_id = (cid + 1) & 0x7FFFFFFF
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        conn.pending[cid] = (api_key, version, fut)
+        try:
+            conn.writer.write(encode_frame(payload, self._max_frame))
+            await conn.writer.drain()
+        except (ConnectionError, OSError) as exc:
+            self._disconnect(conn, NetworkError(f"write failed: {exc!r}"))
+        try:
+            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+        except TimeoutError:
+            conn.pending.pop(cid, None)
+            self._disconnect(conn, NetworkError("connection closed after a request timed out"))
+            raise RequestTimeoutError(
+                f"{API_SPECS[api_key].name} v{version} got no response in {timeout}s"
+            ) from None
+
+    def _disconnect(self, conn: _Connection, exc: KraftError) -> None:
+        if not conn.closed:
+            conn.fail_all(exc)
+            self._next_attempt = time.monotonic() + self.backoff_delay(max(1, self._failures))
+        if self._conn is conn:
+            self._conn = None
+
+    async def _read_loop(self, conn: _Connection) -> None:
+        try:
+            while True:
+                data = await conn.reader.read(65536)
+                if not data:
+                    raise NetworkError("peer closed the connection")
+                for frame in conn.decoder.feed(data):
+                    cid = peek_correlation_id(frame)
+                    if not conn.pending:
+                        raise RemoteProtocolError(f"response with correlation id {cid} to no request")
+                    expected = next(iter(conn.pending))
+                    if cid != expected:
+                        raise RemoteProtocolError(f"response correlation id {cid}, expected {expected}")
+                    api_key, version, fut = conn.pending.pop(cid)
+                    _, body = decode_response(frame, api_key, version)
+                    if not fut.done():
+                        fut.set_result(body)
+        except KraftError as exc:
+            self._disconnect(conn, exc if isinstance(exc, NetworkError) else NetworkError(str(exc)))
+        except (ConnectionError, OSError) as exc:
+            self._disconnect(conn, NetworkError(f"connection lost: {exc!r}"))
+        except asyncio.CancelledError:
+            self._disconnect(conn, NetworkError("client closed"))
+            raise
+
+    async def close(self) -> None:
+        self._closed = True
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            conn.fail_all(NetworkError("client closed"))
+            if conn.reader_task is not None:
+                conn.reader_task.cancel()
+                try:
+                    await conn.reader_task
+                except (asyncio.CancelledError, Exception):
+                    pass
+            try:
+                await conn.writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+
+
+async def request_once(
+    host: str,
+    port: int,
+    request: Any,
+    *,
+    version: int | None = None,
+    timeout: float = 10.0,
+    **client_args: Any,
+) -> Any:
+    """Connect, negotiate, send one request, close (what a CLI tool needs). Errors as for ``send``."""
+    client = KafkaClient(host, port, request_timeout=timeout, connect_timeout=timeout, **client_args)
+    try:
+        await client.connect()
+        return await client.send(request, version)
+    finally:
+        await client.close()

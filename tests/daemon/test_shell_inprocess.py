@@ -1,0 +1,158 @@
+"""The shell in-process: persistence mapping, handler answers, a one-node quorum, fatal fsync failures."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+
+import pytest
+
+from generated.describe_cluster_request import DescribeClusterRequest
+from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
+from generated.metadata_request import MetadataRequest, MetadataRequestTopic
+from kraftd.config import Endpoint, load_config
+from kraftd.core.client import QuorumInfo, ReplicaInfo
+from kraftd.core.replication import NotLeaderError
+from kraftd.core.types import ElectionState, ReplicaKey, VoterSet
+from kraftd.shell import handlers
+from kraftd.shell.node import ControllerNode
+from kraftd.shell.persistence import QuorumSetup, to_core_state, to_record
+from kraftd.shell.transport import PeerConnection
+from kraftd.storage import fsio
+from kraftd.storage.errors import LogIOError
+from kraftd.storage.layout import partition_dir
+from kraftd.storage.log import MetadataLog
+from kraftd.storage.quorum_state import QuorumStateFile
+from kwire.errors import ErrorCode
+from tests.daemon.cluster import CLUSTER_ID, free_ports
+from tests.daemon.conftest import write_properties
+from tools.storage_cli import format_directory
+
+DIR = uuid.UUID(int=77)
+
+
+def test_election_state_maps_both_ways() -> None:
+    dyn = QuorumSetup(VoterSet((ReplicaKey(1, DIR),)), {}, 1)
+    static = QuorumSetup(VoterSet.of(1, 2, 3), {}, 0)
+    state = ElectionState(4, -1, ReplicaKey(2, DIR))
+    rec = to_record(state, dyn)
+    assert (rec.data_version, rec.leader_epoch, rec.voted_id, rec.voted_directory_id) == (1, 4, 2, DIR)
+    assert to_core_state(rec) == state
+    rec0 = to_record(ElectionState(5, 3, None), static)
+    assert (rec0.data_version, rec0.leader_id, rec0.voted_id, rec0.current_voters) == (0, 3, -1, (1, 2, 3))
+    assert to_core_state(rec0) == ElectionState(5, 3, None)
+    assert to_core_state(to_record(ElectionState(1, -1, ReplicaKey(3)), static)) == ElectionState(
+        1, -1, ReplicaKey(3)
+    )
+
+
+VIEW = handlers.ClusterView(
+    "cid",
+    {1: (Endpoint("CONTROLLER", "127.0.0.1", 9001),), 2: (Endpoint("CONTROLLER", "127.0.0.1", 9002),)},
+    2,
+)
+
+
+def test_api_versions_answers() -> None:
+    resp, version = handlers.api_versions_response(4)
+    assert version == 4 and resp.error_code == 0
+    assert {a.api_key for a in resp.api_keys} == set(handlers.SERVED)
+    assert [f.name for f in resp.supported_features] == ["kraft.version"]
+    resp, version = handlers.api_versions_response(3)
+    assert resp.supported_features == []
+    resp, version = handlers.api_versions_response(9)
+    assert version == 0 and resp.error_code == ErrorCode.UNSUPPORTED_VERSION
+    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == [(18, 0, 4)]
+
+
+def test_describe_quorum_answers() -> None:
+    req = DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
+    info = QuorumInfo(2, 7, 30, (ReplicaInfo(2, DIR, 31, 5, 5), ReplicaInfo(1, None, 29, 4, 3)), ())
+    resp = handlers.describe_quorum_response(req, info, VIEW)
+    part = resp.topics[0].partitions[0]
+    assert (part.error_code, part.leader_id, part.leader_epoch, part.high_watermark) == (0, 2, 7, 30)
+    assert [(v.replica_id, v.replica_directory_id, v.log_end_offset) for v in part.current_voters] == [
+        (2, DIR, 31),
+        (1, uuid.UUID(int=0), 29),
+    ]
+    assert [(n.node_id, n.listeners[0].port) for n in resp.nodes] == [(2, 9002), (1, 9001)]
+    not_leader = handlers.describe_quorum_response(req, None, VIEW).topics[0].partitions[0]
+    assert not_leader.error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER
+    wrong = DescribeQuorumRequest([TopicData("other", [PartitionData(0)])])
+    assert handlers.describe_quorum_response(wrong, info, VIEW).topics[0].partitions[0].error_code == 3
+
+
+def test_describe_cluster_and_metadata_answers() -> None:
+    resp = handlers.describe_cluster_response(DescribeClusterRequest(endpoint_type=2), VIEW)
+    assert (resp.endpoint_type, resp.cluster_id, resp.controller_id) == (2, "cid", 2)
+    assert [(b.broker_id, b.port) for b in resp.brokers] == [(1, 9001), (2, 9002)]
+    md = handlers.metadata_response(MetadataRequest(topics=[MetadataRequestTopic(name="t")]), VIEW)
+    assert (md.cluster_id, md.controller_id, len(md.brokers)) == ("cid", 2, 2)
+    assert [(t.name, t.error_code) for t in md.topics] == [("t", ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)]
+    assert handlers.metadata_response(MetadataRequest(topics=None), VIEW).topics == []
+
+
+def single_node(tmp_path: Path) -> ControllerNode:
+    (port,) = free_ports(1)
+    cfg = write_properties(
+        tmp_path / "s.properties",
+        1,
+        port,
+        tmp_path / "d",
+        voters=f"1@127.0.0.1:{port}",
+        extra={"controller.quorum.append.linger.ms": "0"},
+    )
+    format_directory(load_config(cfg), CLUSTER_ID)
+    return ControllerNode(load_config(cfg), seed=1)
+
+
+def test_single_node_commits_and_persists(tmp_path: Path) -> None:
+    async def run() -> list[int]:
+        node = single_node(tmp_path)
+        await node.start()
+        try:
+            leader = await node.wait_for_leader(10)
+            assert leader.leader_id == 1
+            offsets = await asyncio.gather(*(node.append([b"r%d" % i]) for i in range(20)))
+            conn = PeerConnection("127.0.0.1", node.port, client_id="t", timeout_ms=3000)
+            try:
+                resp = await conn.request(
+                    DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
+                )
+            finally:
+                conn.close()
+            assert resp.topics[0].partitions[0].high_watermark > max(offsets)
+            return offsets
+        finally:
+            await node.stop()
+
+    offsets = asyncio.run(run())
+    assert sorted(offsets) == offsets and len(set(offsets)) == 20
+    state = QuorumStateFile(partition_dir(tmp_path / "d")).read()
+    assert state is not None and state.leader_id == 1 and state.data_version == 0
+    log = MetadataLog(partition_dir(tmp_path / "d"), 1 << 30)
+    assert log.end_offset > max(offsets)
+    log.close()
+
+
+def test_failed_fsync_stops_the_node_without_acknowledging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def run() -> BaseException | None:
+        node = single_node(tmp_path)
+        await node.start()
+        await node.wait_for_leader(10)
+        await node.append([b"before"])
+
+        def broken(fd: int) -> None:
+            raise OSError(5, "Input/output error")
+
+        monkeypatch.setattr(fsio.os, "fsync", broken)
+        with pytest.raises(NotLeaderError):
+            await asyncio.wait_for(node.append([b"after"]), 10)
+        with pytest.raises(LogIOError):
+            await asyncio.wait_for(node.wait_stopped(), 10)
+        return node.fatal
+
+    assert isinstance(asyncio.run(run()), LogIOError)

@@ -1,0 +1,190 @@
+"""A local 3-controller quorum on loopback: the README's "run a local quorum" command, tests and benchmarks.
+
+``python -m tools.local_quorum`` (what scripts/quorum.sh runs) formats temporary directories, starts three
+``kraftd`` processes on 127.0.0.1, waits for a leader, prints ``describe --status`` and keeps running until
+Ctrl-C (then stops every process with SIGTERM and removes the directories).
+
+Contracts:
+1. Every wait is bounded; processes are only ever signalled by their own pid.
+2. :class:`LocalQuorum` never leaves a process running after :meth:`LocalQuorum.stop_all` returns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import click
+
+from kraftd.config import load_config
+from tools.quorum_cli import fetch_quorum
+from tools.quorum_report import QuorumInfo, status_report
+from tools.storage_cli import format_directory
+
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+KRAFTD = str(Path(sys.executable).with_name("kraftd"))
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def write_properties(
+    path: Path,
+    node_id: int,
+    port: int,
+    log_dir: Path,
+    voters: str | None = None,
+    extra: dict[str, str] | None = None,
+) -> Path:
+    """A controller's server.properties on loopback (static voters, or bootstrap servers when None)."""
+    props = {
+        "node.id": str(node_id),
+        "process.roles": "controller",
+        "controller.listener.names": "CONTROLLER",
+        "listeners": f"CONTROLLER://127.0.0.1:{port}",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        "metadata.log.dir": str(log_dir),
+    }
+    if voters is not None:
+        props["controller.quorum.voters"] = voters
+    else:
+        props["controller.quorum.bootstrap.servers"] = f"127.0.0.1:{port}"
+    props.update(extra or {})
+    path.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    return path
+
+
+class LocalQuorum:
+    def __init__(
+        self,
+        root: Path,
+        n: int = 3,
+        *,
+        ports: list[int] | None = None,
+        extra: dict[str, str] | None = None,
+        load: tuple[int, int] | None = None,
+    ) -> None:
+        self.root = root
+        self.ports = ports or free_ports(n)
+        self.voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self.ports))
+        self.configs: list[Path] = []
+        self.procs: dict[int, subprocess.Popen[bytes]] = {}
+        self.load = load
+        for i, port in enumerate(self.ports):
+            cfg = write_properties(
+                root / f"server-{i + 1}.properties", i + 1, port, self.data_dir(i + 1), self.voters, extra
+            )
+            format_directory(load_config(cfg), CLUSTER_ID)
+            self.configs.append(cfg)
+
+    def node_ids(self) -> list[int]:
+        return list(range(1, len(self.ports) + 1))
+
+    def data_dir(self, node_id: int) -> Path:
+        return self.root / f"data-{node_id}"
+
+    def ack_file(self, node_id: int) -> Path:
+        return self.root / f"acks-{node_id}.txt"
+
+    def log_file(self, node_id: int) -> Path:
+        return self.root / f"node-{node_id}.log"
+
+    def start(self, node_id: int) -> None:
+        args = [KRAFTD, "start", str(self.configs[node_id - 1])]
+        if self.load is not None:
+            in_flight, size = self.load
+            args += ["--load-ack-file", str(self.ack_file(node_id)), "--load-in-flight", str(in_flight)]
+            args += ["--load-record-size", str(size)]
+        with self.log_file(node_id).open("ab") as out:
+            self.procs[node_id] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=self.root)
+
+    def start_all(self) -> None:
+        for node_id in self.node_ids():
+            self.start(node_id)
+
+    def kill(self, node_id: int, sig: int = signal.SIGKILL, timeout: float = 15) -> int:
+        proc = self.procs.pop(node_id)
+        if proc.poll() is None:
+            os.kill(proc.pid, sig)
+        try:
+            return proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            return proc.wait(5)
+
+    def stop_all(self) -> None:
+        for node_id in list(self.procs):
+            self.kill(node_id, signal.SIGTERM)
+
+    def describe(self, timeout_ms: int = 5000, hosts: list[int] | None = None) -> tuple[str, QuorumInfo]:
+        targets = [("127.0.0.1", self.ports[i - 1]) for i in (hosts or self.node_ids())]
+        return asyncio.run(fetch_quorum(targets, 2, timeout_ms))
+
+    def wait_leader(
+        self, timeout: float = 20, hosts: list[int] | None = None, exclude: int | None = None
+    ) -> QuorumInfo:
+        deadline = time.monotonic() + timeout
+        last: Exception | None = None
+        while time.monotonic() < deadline:
+            try:
+                _, info = self.describe(2000, hosts)
+                if info.leader_id >= 0 and info.leader_id != exclude:
+                    return info
+            except Exception as exc:  # noqa: BLE001 - retried until the deadline
+                last = exc
+            time.sleep(0.1)
+        tails = [
+            self.log_file(i).read_text(errors="replace")[-2000:]
+            for i in self.node_ids()
+            if self.log_file(i).exists()
+        ]
+        raise TimeoutError(f"no leader within {timeout}s: {last}\n" + "\n".join(tails))
+
+
+@click.command(help="Start a local 3-controller quorum on loopback until Ctrl-C.")
+@click.option("--base-port", default=9093, show_default=True, help="Ports base, base+1, base+2.")
+@click.option("--dir", "root", type=click.Path(path_type=Path), help="Keep data here instead of a temp dir.")
+def main(base_port: int, root: Path | None) -> None:
+    tmp = root or Path(tempfile.mkdtemp(prefix="kraftd-quorum-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    quorum = LocalQuorum(tmp, ports=[base_port, base_port + 1, base_port + 2])
+    stop = False
+
+    def on_signal(signum: int, frame: object) -> None:
+        nonlocal stop
+        stop = True
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    quorum.start_all()
+    try:
+        quorum.wait_leader(timeout=30)
+        cluster_id, info = quorum.describe()
+        click.echo(f"Local quorum running in {tmp} (logs: node-N.log); Ctrl-C stops it.\n")
+        click.echo(f"$ kraft-metadata-quorum --bootstrap-controller 127.0.0.1:{base_port} describe --status")
+        click.echo(status_report(cluster_id, info), nl=False)
+        while not stop and all(p.poll() is None for p in quorum.procs.values()):
+            time.sleep(0.2)
+    finally:
+        quorum.stop_all()
+        if root is None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
