@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import signal
 import statistics
 import sys
@@ -27,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from tools.local_quorum import LocalQuorum  # noqa: E402
 
 RECORD_SIZE = 100
+ROOTS: list[Path] = []
 
 
 def read_acks(q: LocalQuorum) -> list[tuple[int, int, int, int]]:
@@ -42,17 +44,18 @@ def read_acks(q: LocalQuorum) -> list[tuple[int, int, int, int]]:
     return out
 
 
-def quorum(in_flight: int, linger_ms: int) -> LocalQuorum:
+def quorum(in_flight: int, linger_ms: int, batch: int = 1) -> LocalQuorum:
     root = Path(tempfile.mkdtemp(prefix="kraftd-bench-"))
+    ROOTS.append(root)
     extra = {"controller.quorum.append.linger.ms": str(linger_ms)}
-    q = LocalQuorum(root, extra=extra, load=(in_flight, RECORD_SIZE))
+    q = LocalQuorum(root, extra=extra, load=(in_flight, RECORD_SIZE, batch))
     q.start_all()
     q.wait_leader(timeout=30)
     return q
 
 
 def throughput(seconds: float) -> float:
-    q = quorum(2000, 25)
+    q = quorum(64, 25, batch=200)
     try:
         time.sleep(1.0)  # warm-up
         t0 = int(time.time() * 1000)
@@ -112,6 +115,8 @@ def main() -> None:
     p50_0, p99_0 = latency(args.seconds, 0)
     p50_25, p99_25 = latency(args.seconds, 25)
     fo = failover(args.rounds)
+    for root in ROOTS:
+        shutil.rmtree(root, ignore_errors=True)
     result = {
         "records_per_sec_batched": round(rps),
         "p50_ms_linger0": round(p50_0, 3),

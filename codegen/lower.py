@@ -15,6 +15,9 @@ Semantics are Kafka's MessageDataGenerator (PROTOCOL-FACTS §6.2):
    (the top-level method appends it) so identical layouts stay shareable.
 7. Readers check every length against the bytes that remain before slicing, and an array count against the
    remaining byte count (each element takes at least one byte), so no allocation exceeds the input.
+8. Small struct-array element bodies are inlined into the parent loop (locals prefixed "<field>__" so names
+   never collide, single underscores being the only ones snake_case produces); functions left uncalled
+   are pruned. Decoded objects are built with ``object.__new__`` and slot stores (every slot assigned).
 """
 
 from __future__ import annotations

@@ -127,7 +127,7 @@ class Reader(LowerBase):
                 L(ind + 1, f"el_{a}, p = {self.fn(f.struct, v, 'r')}(d, p)")
                 L(ind + 1, f"l_{a}.append(el_{a})")
             else:
-                self.read_struct(L, ind + 1, f.struct, v, f"{a}_", f"l_{a}.append")
+                self.read_struct(L, ind + 1, f.struct, v, f"{a}__", f"l_{a}.append")
         elif e == "uuid":
             L(ind + 1, f"(u,) = _U{self.fmt('16s')}(d, p)")
             L(ind + 1, "p += 16")

@@ -117,7 +117,7 @@ class Writer(LowerBase):
             if f.struct is not None:
                 L(ind, f"for e_{a} in a_{a}:")
                 if buf == "out" and not in_tag and self.inline_ok(f.struct, v, "w"):
-                    self.write_struct(L, ind + 1, f.struct, v, f"e_{a}", f"{a}_")
+                    self.write_struct(L, ind + 1, f.struct, v, f"e_{a}", f"{a}__")
                 else:
                     L(ind + 1, f"{self.fn(f.struct, v, 'w')}({buf}, e_{a})")
             elif e == "uuid":

@@ -365,14 +365,14 @@ def _r_ApiVersionsResponse_0(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
         for _ in range(ln):
-            f_api_keys_api_key, f_api_keys_min_version, f_api_keys_max_version = _U_hhh(d, p)
+            f_api_keys__api_key, f_api_keys__min_version, f_api_keys__max_version = _U_hhh(d, p)
             p += 6
-            ob_api_keys_ = _new(ApiVersion)
-            ob_api_keys_.api_key = f_api_keys_api_key
-            ob_api_keys_.min_version = f_api_keys_min_version
-            ob_api_keys_.max_version = f_api_keys_max_version
-            ob_api_keys_.unknown_tagged_fields = []
-            l_api_keys.append(ob_api_keys_)
+            ob_api_keys__ = _new(ApiVersion)
+            ob_api_keys__.api_key = f_api_keys__api_key
+            ob_api_keys__.min_version = f_api_keys__min_version
+            ob_api_keys__.max_version = f_api_keys__max_version
+            ob_api_keys__.unknown_tagged_fields = []
+            l_api_keys.append(ob_api_keys__)
         f_api_keys = l_api_keys
     ob_ = _new(ApiVersionsResponse)
     ob_.error_code = f_error_code
@@ -398,14 +398,14 @@ def _r_ApiVersionsResponse_1(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
         for _ in range(ln):
-            f_api_keys_api_key, f_api_keys_min_version, f_api_keys_max_version = _U_hhh(d, p)
+            f_api_keys__api_key, f_api_keys__min_version, f_api_keys__max_version = _U_hhh(d, p)
             p += 6
-            ob_api_keys_ = _new(ApiVersion)
-            ob_api_keys_.api_key = f_api_keys_api_key
-            ob_api_keys_.min_version = f_api_keys_min_version
-            ob_api_keys_.max_version = f_api_keys_max_version
-            ob_api_keys_.unknown_tagged_fields = []
-            l_api_keys.append(ob_api_keys_)
+            ob_api_keys__ = _new(ApiVersion)
+            ob_api_keys__.api_key = f_api_keys__api_key
+            ob_api_keys__.min_version = f_api_keys__min_version
+            ob_api_keys__.max_version = f_api_keys__max_version
+            ob_api_keys__.unknown_tagged_fields = []
+            l_api_keys.append(ob_api_keys__)
         f_api_keys = l_api_keys
     (f_throttle_time_ms,) = _U_i(d, p)
     p += 4
@@ -437,9 +437,9 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
         for _ in range(ln):
-            f_api_keys_api_key, f_api_keys_min_version, f_api_keys_max_version = _U_hhh(d, p)
+            f_api_keys__api_key, f_api_keys__min_version, f_api_keys__max_version = _U_hhh(d, p)
             p += 6
-            unk_api_keys_: list[tuple[int, bytes]] = []
+            unk_api_keys__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -451,14 +451,14 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_api_keys_.append((tg, d[p:te]))
+                    unk_api_keys__.append((tg, d[p:te]))
                     p = te
-            ob_api_keys_ = _new(ApiVersion)
-            ob_api_keys_.api_key = f_api_keys_api_key
-            ob_api_keys_.min_version = f_api_keys_min_version
-            ob_api_keys_.max_version = f_api_keys_max_version
-            ob_api_keys_.unknown_tagged_fields = unk_api_keys_
-            l_api_keys.append(ob_api_keys_)
+            ob_api_keys__ = _new(ApiVersion)
+            ob_api_keys__.api_key = f_api_keys__api_key
+            ob_api_keys__.min_version = f_api_keys__min_version
+            ob_api_keys__.max_version = f_api_keys__max_version
+            ob_api_keys__.unknown_tagged_fields = unk_api_keys__
+            l_api_keys.append(ob_api_keys__)
         f_api_keys = l_api_keys
     (f_throttle_time_ms,) = _U_i(d, p)
     p += 4

@@ -298,18 +298,18 @@ def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> 
         if e_brokers.is_fenced:
             raise MessageEncodeError("Attempted to write a non-default IsFenced")
         out += _P_i(e_brokers.broker_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
@@ -345,18 +345,18 @@ def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> 
         if e_brokers.is_fenced:
             raise MessageEncodeError("Attempted to write a non-default IsFenced")
         out += _P_i(e_brokers.broker_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
@@ -390,18 +390,18 @@ def _w_DescribeClusterResponse_2(out: bytearray, o: DescribeClusterResponse) -> 
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.broker_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         out += _P_ox(e_brokers.is_fenced)
         if e_brokers.unknown_tagged_fields:
             del out[-1]

@@ -230,9 +230,9 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[ReplicaState] = []
         for _ in range(ln):
-            f_current_voters_replica_id, f_current_voters_log_end_offset = _U_iq(d, p)
+            f_current_voters__replica_id, f_current_voters__log_end_offset = _U_iq(d, p)
             p += 12
-            unk_current_voters_: list[tuple[int, bytes]] = []
+            unk_current_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -244,16 +244,16 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_current_voters_.append((tg, d[p:te]))
+                    unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters_ = _new(ReplicaState)
-            ob_current_voters_.replica_id = f_current_voters_replica_id
-            ob_current_voters_.replica_directory_id = ZERO_UUID
-            ob_current_voters_.log_end_offset = f_current_voters_log_end_offset
-            ob_current_voters_.last_fetch_timestamp = -1
-            ob_current_voters_.last_caught_up_timestamp = -1
-            ob_current_voters_.unknown_tagged_fields = unk_current_voters_
-            l_current_voters.append(ob_current_voters_)
+            ob_current_voters__ = _new(ReplicaState)
+            ob_current_voters__.replica_id = f_current_voters__replica_id
+            ob_current_voters__.replica_directory_id = ZERO_UUID
+            ob_current_voters__.log_end_offset = f_current_voters__log_end_offset
+            ob_current_voters__.last_fetch_timestamp = -1
+            ob_current_voters__.last_caught_up_timestamp = -1
+            ob_current_voters__.unknown_tagged_fields = unk_current_voters__
+            l_current_voters.append(ob_current_voters__)
         f_current_voters = l_current_voters
     ln = d[p]
     if ln < 128:
@@ -268,9 +268,9 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array Observers claims more elements than bytes remain")
         l_observers: list[ReplicaState] = []
         for _ in range(ln):
-            f_observers_replica_id, f_observers_log_end_offset = _U_iq(d, p)
+            f_observers__replica_id, f_observers__log_end_offset = _U_iq(d, p)
             p += 12
-            unk_observers_: list[tuple[int, bytes]] = []
+            unk_observers__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -282,16 +282,16 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_observers_.append((tg, d[p:te]))
+                    unk_observers__.append((tg, d[p:te]))
                     p = te
-            ob_observers_ = _new(ReplicaState)
-            ob_observers_.replica_id = f_observers_replica_id
-            ob_observers_.replica_directory_id = ZERO_UUID
-            ob_observers_.log_end_offset = f_observers_log_end_offset
-            ob_observers_.last_fetch_timestamp = -1
-            ob_observers_.last_caught_up_timestamp = -1
-            ob_observers_.unknown_tagged_fields = unk_observers_
-            l_observers.append(ob_observers_)
+            ob_observers__ = _new(ReplicaState)
+            ob_observers__.replica_id = f_observers__replica_id
+            ob_observers__.replica_directory_id = ZERO_UUID
+            ob_observers__.log_end_offset = f_observers__log_end_offset
+            ob_observers__.last_fetch_timestamp = -1
+            ob_observers__.last_caught_up_timestamp = -1
+            ob_observers__.unknown_tagged_fields = unk_observers__
+            l_observers.append(ob_observers__)
         f_observers = l_observers
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -337,13 +337,13 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
         l_current_voters: list[ReplicaState] = []
         for _ in range(ln):
             (
-                f_current_voters_replica_id,
-                f_current_voters_log_end_offset,
-                f_current_voters_last_fetch_timestamp,
-                f_current_voters_last_caught_up_timestamp,
+                f_current_voters__replica_id,
+                f_current_voters__log_end_offset,
+                f_current_voters__last_fetch_timestamp,
+                f_current_voters__last_caught_up_timestamp,
             ) = _U_iqqq(d, p)
             p += 28
-            unk_current_voters_: list[tuple[int, bytes]] = []
+            unk_current_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -355,16 +355,16 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_current_voters_.append((tg, d[p:te]))
+                    unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters_ = _new(ReplicaState)
-            ob_current_voters_.replica_id = f_current_voters_replica_id
-            ob_current_voters_.replica_directory_id = ZERO_UUID
-            ob_current_voters_.log_end_offset = f_current_voters_log_end_offset
-            ob_current_voters_.last_fetch_timestamp = f_current_voters_last_fetch_timestamp
-            ob_current_voters_.last_caught_up_timestamp = f_current_voters_last_caught_up_timestamp
-            ob_current_voters_.unknown_tagged_fields = unk_current_voters_
-            l_current_voters.append(ob_current_voters_)
+            ob_current_voters__ = _new(ReplicaState)
+            ob_current_voters__.replica_id = f_current_voters__replica_id
+            ob_current_voters__.replica_directory_id = ZERO_UUID
+            ob_current_voters__.log_end_offset = f_current_voters__log_end_offset
+            ob_current_voters__.last_fetch_timestamp = f_current_voters__last_fetch_timestamp
+            ob_current_voters__.last_caught_up_timestamp = f_current_voters__last_caught_up_timestamp
+            ob_current_voters__.unknown_tagged_fields = unk_current_voters__
+            l_current_voters.append(ob_current_voters__)
         f_current_voters = l_current_voters
     ln = d[p]
     if ln < 128:
@@ -380,13 +380,13 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
         l_observers: list[ReplicaState] = []
         for _ in range(ln):
             (
-                f_observers_replica_id,
-                f_observers_log_end_offset,
-                f_observers_last_fetch_timestamp,
-                f_observers_last_caught_up_timestamp,
+                f_observers__replica_id,
+                f_observers__log_end_offset,
+                f_observers__last_fetch_timestamp,
+                f_observers__last_caught_up_timestamp,
             ) = _U_iqqq(d, p)
             p += 28
-            unk_observers_: list[tuple[int, bytes]] = []
+            unk_observers__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -398,16 +398,16 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_observers_.append((tg, d[p:te]))
+                    unk_observers__.append((tg, d[p:te]))
                     p = te
-            ob_observers_ = _new(ReplicaState)
-            ob_observers_.replica_id = f_observers_replica_id
-            ob_observers_.replica_directory_id = ZERO_UUID
-            ob_observers_.log_end_offset = f_observers_log_end_offset
-            ob_observers_.last_fetch_timestamp = f_observers_last_fetch_timestamp
-            ob_observers_.last_caught_up_timestamp = f_observers_last_caught_up_timestamp
-            ob_observers_.unknown_tagged_fields = unk_observers_
-            l_observers.append(ob_observers_)
+            ob_observers__ = _new(ReplicaState)
+            ob_observers__.replica_id = f_observers__replica_id
+            ob_observers__.replica_directory_id = ZERO_UUID
+            ob_observers__.log_end_offset = f_observers__log_end_offset
+            ob_observers__.last_fetch_timestamp = f_observers__last_fetch_timestamp
+            ob_observers__.last_caught_up_timestamp = f_observers__last_caught_up_timestamp
+            ob_observers__.unknown_tagged_fields = unk_observers__
+            l_observers.append(ob_observers__)
         f_observers = l_observers
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -472,15 +472,15 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
         l_current_voters: list[ReplicaState] = []
         for _ in range(ln):
             (
-                f_current_voters_replica_id,
-                f_current_voters_replica_directory_id,
-                f_current_voters_log_end_offset,
-                f_current_voters_last_fetch_timestamp,
-                f_current_voters_last_caught_up_timestamp,
+                f_current_voters__replica_id,
+                f_current_voters__replica_directory_id,
+                f_current_voters__log_end_offset,
+                f_current_voters__last_fetch_timestamp,
+                f_current_voters__last_caught_up_timestamp,
             ) = _U_i16sqqq(d, p)
             p += 44
-            f_current_voters_replica_directory_id = _uuid(f_current_voters_replica_directory_id)
-            unk_current_voters_: list[tuple[int, bytes]] = []
+            f_current_voters__replica_directory_id = _uuid(f_current_voters__replica_directory_id)
+            unk_current_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -492,16 +492,16 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_current_voters_.append((tg, d[p:te]))
+                    unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters_ = _new(ReplicaState)
-            ob_current_voters_.replica_id = f_current_voters_replica_id
-            ob_current_voters_.replica_directory_id = f_current_voters_replica_directory_id
-            ob_current_voters_.log_end_offset = f_current_voters_log_end_offset
-            ob_current_voters_.last_fetch_timestamp = f_current_voters_last_fetch_timestamp
-            ob_current_voters_.last_caught_up_timestamp = f_current_voters_last_caught_up_timestamp
-            ob_current_voters_.unknown_tagged_fields = unk_current_voters_
-            l_current_voters.append(ob_current_voters_)
+            ob_current_voters__ = _new(ReplicaState)
+            ob_current_voters__.replica_id = f_current_voters__replica_id
+            ob_current_voters__.replica_directory_id = f_current_voters__replica_directory_id
+            ob_current_voters__.log_end_offset = f_current_voters__log_end_offset
+            ob_current_voters__.last_fetch_timestamp = f_current_voters__last_fetch_timestamp
+            ob_current_voters__.last_caught_up_timestamp = f_current_voters__last_caught_up_timestamp
+            ob_current_voters__.unknown_tagged_fields = unk_current_voters__
+            l_current_voters.append(ob_current_voters__)
         f_current_voters = l_current_voters
     ln = d[p]
     if ln < 128:
@@ -517,15 +517,15 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
         l_observers: list[ReplicaState] = []
         for _ in range(ln):
             (
-                f_observers_replica_id,
-                f_observers_replica_directory_id,
-                f_observers_log_end_offset,
-                f_observers_last_fetch_timestamp,
-                f_observers_last_caught_up_timestamp,
+                f_observers__replica_id,
+                f_observers__replica_directory_id,
+                f_observers__log_end_offset,
+                f_observers__last_fetch_timestamp,
+                f_observers__last_caught_up_timestamp,
             ) = _U_i16sqqq(d, p)
             p += 44
-            f_observers_replica_directory_id = _uuid(f_observers_replica_directory_id)
-            unk_observers_: list[tuple[int, bytes]] = []
+            f_observers__replica_directory_id = _uuid(f_observers__replica_directory_id)
+            unk_observers__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -537,16 +537,16 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_observers_.append((tg, d[p:te]))
+                    unk_observers__.append((tg, d[p:te]))
                     p = te
-            ob_observers_ = _new(ReplicaState)
-            ob_observers_.replica_id = f_observers_replica_id
-            ob_observers_.replica_directory_id = f_observers_replica_directory_id
-            ob_observers_.log_end_offset = f_observers_log_end_offset
-            ob_observers_.last_fetch_timestamp = f_observers_last_fetch_timestamp
-            ob_observers_.last_caught_up_timestamp = f_observers_last_caught_up_timestamp
-            ob_observers_.unknown_tagged_fields = unk_observers_
-            l_observers.append(ob_observers_)
+            ob_observers__ = _new(ReplicaState)
+            ob_observers__.replica_id = f_observers__replica_id
+            ob_observers__.replica_directory_id = f_observers__replica_directory_id
+            ob_observers__.log_end_offset = f_observers__log_end_offset
+            ob_observers__.last_fetch_timestamp = f_observers__last_fetch_timestamp
+            ob_observers__.last_caught_up_timestamp = f_observers__last_caught_up_timestamp
+            ob_observers__.unknown_tagged_fields = unk_observers__
+            l_observers.append(ob_observers__)
         f_observers = l_observers
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -594,32 +594,34 @@ def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
             e_partitions.leader_epoch,
             e_partitions.high_watermark,
         )
-        a_partitions_current_voters = e_partitions.current_voters
-        n_partitions_current_voters = len(a_partitions_current_voters)
-        if n_partitions_current_voters < 127:
-            out.append(n_partitions_current_voters + 1)
+        a_partitions__current_voters = e_partitions.current_voters
+        n_partitions__current_voters = len(a_partitions__current_voters)
+        if n_partitions__current_voters < 127:
+            out.append(n_partitions__current_voters + 1)
         else:
-            _wuv(out, n_partitions_current_voters + 1)
-        for e_partitions_current_voters in a_partitions_current_voters:
-            if e_partitions_current_voters.replica_directory_id != ZERO_UUID:
+            _wuv(out, n_partitions__current_voters + 1)
+        for e_partitions__current_voters in a_partitions__current_voters:
+            if e_partitions__current_voters.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqx(e_partitions_current_voters.replica_id, e_partitions_current_voters.log_end_offset)
-            if e_partitions_current_voters.unknown_tagged_fields:
+            out += _P_iqx(
+                e_partitions__current_voters.replica_id, e_partitions__current_voters.log_end_offset
+            )
+            if e_partitions__current_voters.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_partitions_current_voters.unknown_tagged_fields)
-        a_partitions_observers = e_partitions.observers
-        n_partitions_observers = len(a_partitions_observers)
-        if n_partitions_observers < 127:
-            out.append(n_partitions_observers + 1)
+                _wtags(out, e_partitions__current_voters.unknown_tagged_fields)
+        a_partitions__observers = e_partitions.observers
+        n_partitions__observers = len(a_partitions__observers)
+        if n_partitions__observers < 127:
+            out.append(n_partitions__observers + 1)
         else:
-            _wuv(out, n_partitions_observers + 1)
-        for e_partitions_observers in a_partitions_observers:
-            if e_partitions_observers.replica_directory_id != ZERO_UUID:
+            _wuv(out, n_partitions__observers + 1)
+        for e_partitions__observers in a_partitions__observers:
+            if e_partitions__observers.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqx(e_partitions_observers.replica_id, e_partitions_observers.log_end_offset)
-            if e_partitions_observers.unknown_tagged_fields:
+            out += _P_iqx(e_partitions__observers.replica_id, e_partitions__observers.log_end_offset)
+            if e_partitions__observers.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_partitions_observers.unknown_tagged_fields)
+                _wtags(out, e_partitions__observers.unknown_tagged_fields)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -649,42 +651,42 @@ def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
             e_partitions.leader_epoch,
             e_partitions.high_watermark,
         )
-        a_partitions_current_voters = e_partitions.current_voters
-        n_partitions_current_voters = len(a_partitions_current_voters)
-        if n_partitions_current_voters < 127:
-            out.append(n_partitions_current_voters + 1)
+        a_partitions__current_voters = e_partitions.current_voters
+        n_partitions__current_voters = len(a_partitions__current_voters)
+        if n_partitions__current_voters < 127:
+            out.append(n_partitions__current_voters + 1)
         else:
-            _wuv(out, n_partitions_current_voters + 1)
-        for e_partitions_current_voters in a_partitions_current_voters:
-            if e_partitions_current_voters.replica_directory_id != ZERO_UUID:
+            _wuv(out, n_partitions__current_voters + 1)
+        for e_partitions__current_voters in a_partitions__current_voters:
+            if e_partitions__current_voters.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
             out += _P_iqqqx(
-                e_partitions_current_voters.replica_id,
-                e_partitions_current_voters.log_end_offset,
-                e_partitions_current_voters.last_fetch_timestamp,
-                e_partitions_current_voters.last_caught_up_timestamp,
+                e_partitions__current_voters.replica_id,
+                e_partitions__current_voters.log_end_offset,
+                e_partitions__current_voters.last_fetch_timestamp,
+                e_partitions__current_voters.last_caught_up_timestamp,
             )
-            if e_partitions_current_voters.unknown_tagged_fields:
+            if e_partitions__current_voters.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_partitions_current_voters.unknown_tagged_fields)
-        a_partitions_observers = e_partitions.observers
-        n_partitions_observers = len(a_partitions_observers)
-        if n_partitions_observers < 127:
-            out.append(n_partitions_observers + 1)
+                _wtags(out, e_partitions__current_voters.unknown_tagged_fields)
+        a_partitions__observers = e_partitions.observers
+        n_partitions__observers = len(a_partitions__observers)
+        if n_partitions__observers < 127:
+            out.append(n_partitions__observers + 1)
         else:
-            _wuv(out, n_partitions_observers + 1)
-        for e_partitions_observers in a_partitions_observers:
-            if e_partitions_observers.replica_directory_id != ZERO_UUID:
+            _wuv(out, n_partitions__observers + 1)
+        for e_partitions__observers in a_partitions__observers:
+            if e_partitions__observers.replica_directory_id != ZERO_UUID:
                 raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
             out += _P_iqqqx(
-                e_partitions_observers.replica_id,
-                e_partitions_observers.log_end_offset,
-                e_partitions_observers.last_fetch_timestamp,
-                e_partitions_observers.last_caught_up_timestamp,
+                e_partitions__observers.replica_id,
+                e_partitions__observers.log_end_offset,
+                e_partitions__observers.last_fetch_timestamp,
+                e_partitions__observers.last_caught_up_timestamp,
             )
-            if e_partitions_observers.unknown_tagged_fields:
+            if e_partitions__observers.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_partitions_observers.unknown_tagged_fields)
+                _wtags(out, e_partitions__observers.unknown_tagged_fields)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -711,45 +713,45 @@ def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
         if e_partitions.error_message is None:
             out.append(0)
         else:
-            s_partitions_error_message = _SC.get(e_partitions.error_message)
-            if s_partitions_error_message is None:
-                s_partitions_error_message = _cstr(e_partitions.error_message)
-            out += s_partitions_error_message
+            s_partitions__error_message = _SC.get(e_partitions.error_message)
+            if s_partitions__error_message is None:
+                s_partitions__error_message = _cstr(e_partitions.error_message)
+            out += s_partitions__error_message
         out += _P_iiq(e_partitions.leader_id, e_partitions.leader_epoch, e_partitions.high_watermark)
-        a_partitions_current_voters = e_partitions.current_voters
-        n_partitions_current_voters = len(a_partitions_current_voters)
-        if n_partitions_current_voters < 127:
-            out.append(n_partitions_current_voters + 1)
+        a_partitions__current_voters = e_partitions.current_voters
+        n_partitions__current_voters = len(a_partitions__current_voters)
+        if n_partitions__current_voters < 127:
+            out.append(n_partitions__current_voters + 1)
         else:
-            _wuv(out, n_partitions_current_voters + 1)
-        for e_partitions_current_voters in a_partitions_current_voters:
+            _wuv(out, n_partitions__current_voters + 1)
+        for e_partitions__current_voters in a_partitions__current_voters:
             out += _P_i16sqqqx(
-                e_partitions_current_voters.replica_id,
-                e_partitions_current_voters.replica_directory_id.int.to_bytes(16),
-                e_partitions_current_voters.log_end_offset,
-                e_partitions_current_voters.last_fetch_timestamp,
-                e_partitions_current_voters.last_caught_up_timestamp,
+                e_partitions__current_voters.replica_id,
+                e_partitions__current_voters.replica_directory_id.int.to_bytes(16),
+                e_partitions__current_voters.log_end_offset,
+                e_partitions__current_voters.last_fetch_timestamp,
+                e_partitions__current_voters.last_caught_up_timestamp,
             )
-            if e_partitions_current_voters.unknown_tagged_fields:
+            if e_partitions__current_voters.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_partitions_current_voters.unknown_tagged_fields)
-        a_partitions_observers = e_partitions.observers
-        n_partitions_observers = len(a_partitions_observers)
-        if n_partitions_observers < 127:
-            out.append(n_partitions_observers + 1)
+                _wtags(out, e_partitions__current_voters.unknown_tagged_fields)
+        a_partitions__observers = e_partitions.observers
+        n_partitions__observers = len(a_partitions__observers)
+        if n_partitions__observers < 127:
+            out.append(n_partitions__observers + 1)
         else:
-            _wuv(out, n_partitions_observers + 1)
-        for e_partitions_observers in a_partitions_observers:
+            _wuv(out, n_partitions__observers + 1)
+        for e_partitions__observers in a_partitions__observers:
             out += _P_i16sqqqx(
-                e_partitions_observers.replica_id,
-                e_partitions_observers.replica_directory_id.int.to_bytes(16),
-                e_partitions_observers.log_end_offset,
-                e_partitions_observers.last_fetch_timestamp,
-                e_partitions_observers.last_caught_up_timestamp,
+                e_partitions__observers.replica_id,
+                e_partitions__observers.replica_directory_id.int.to_bytes(16),
+                e_partitions__observers.log_end_offset,
+                e_partitions__observers.last_fetch_timestamp,
+                e_partitions__observers.last_caught_up_timestamp,
             )
-            if e_partitions_observers.unknown_tagged_fields:
+            if e_partitions__observers.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_partitions_observers.unknown_tagged_fields)
+                _wtags(out, e_partitions__observers.unknown_tagged_fields)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -1040,25 +1042,25 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
         _wuv(out, n_nodes + 1)
     for e_nodes in a_nodes:
         out += _P_i(e_nodes.node_id)
-        a_nodes_listeners = e_nodes.listeners
-        n_nodes_listeners = len(a_nodes_listeners)
-        if n_nodes_listeners < 127:
-            out.append(n_nodes_listeners + 1)
+        a_nodes__listeners = e_nodes.listeners
+        n_nodes__listeners = len(a_nodes__listeners)
+        if n_nodes__listeners < 127:
+            out.append(n_nodes__listeners + 1)
         else:
-            _wuv(out, n_nodes_listeners + 1)
-        for e_nodes_listeners in a_nodes_listeners:
-            s_nodes_listeners_name = _SC.get(e_nodes_listeners.name)
-            if s_nodes_listeners_name is None:
-                s_nodes_listeners_name = _cstr(e_nodes_listeners.name)
-            out += s_nodes_listeners_name
-            s_nodes_listeners_host = _SC.get(e_nodes_listeners.host)
-            if s_nodes_listeners_host is None:
-                s_nodes_listeners_host = _cstr(e_nodes_listeners.host)
-            out += s_nodes_listeners_host
-            out += _P_Hx(e_nodes_listeners.port)
-            if e_nodes_listeners.unknown_tagged_fields:
+            _wuv(out, n_nodes__listeners + 1)
+        for e_nodes__listeners in a_nodes__listeners:
+            s_nodes__listeners__name = _SC.get(e_nodes__listeners.name)
+            if s_nodes__listeners__name is None:
+                s_nodes__listeners__name = _cstr(e_nodes__listeners.name)
+            out += s_nodes__listeners__name
+            s_nodes__listeners__host = _SC.get(e_nodes__listeners.host)
+            if s_nodes__listeners__host is None:
+                s_nodes__listeners__host = _cstr(e_nodes__listeners.host)
+            out += s_nodes__listeners__host
+            out += _P_Hx(e_nodes__listeners.port)
+            if e_nodes__listeners.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_nodes_listeners.unknown_tagged_fields)
+                _wtags(out, e_nodes__listeners.unknown_tagged_fields)
         if e_nodes.unknown_tagged_fields:
             _wtags(out, e_nodes.unknown_tagged_fields)
         else:
@@ -1202,7 +1204,7 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Nodes claims more elements than bytes remain")
         l_nodes: list[Node] = []
         for _ in range(ln):
-            (f_nodes_node_id,) = _U_i(d, p)
+            (f_nodes__node_id,) = _U_i(d, p)
             p += 4
             ln = d[p]
             if ln < 128:
@@ -1215,12 +1217,12 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Listeners claims more elements than bytes remain")
-                l_nodes_listeners: list[Listener] = []
+                l_nodes__listeners: list[Listener] = []
                 for _ in range(ln):
-                    el_nodes_listeners, p = _r_Listener_2(d, p)
-                    l_nodes_listeners.append(el_nodes_listeners)
-                f_nodes_listeners = l_nodes_listeners
-            unk_nodes_: list[tuple[int, bytes]] = []
+                    el_nodes__listeners, p = _r_Listener_2(d, p)
+                    l_nodes__listeners.append(el_nodes__listeners)
+                f_nodes__listeners = l_nodes__listeners
+            unk_nodes__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -1232,13 +1234,13 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_nodes_.append((tg, d[p:te]))
+                    unk_nodes__.append((tg, d[p:te]))
                     p = te
-            ob_nodes_ = _new(Node)
-            ob_nodes_.node_id = f_nodes_node_id
-            ob_nodes_.listeners = f_nodes_listeners
-            ob_nodes_.unknown_tagged_fields = unk_nodes_
-            l_nodes.append(ob_nodes_)
+            ob_nodes__ = _new(Node)
+            ob_nodes__.node_id = f_nodes__node_id
+            ob_nodes__.listeners = f_nodes__listeners
+            ob_nodes__.unknown_tagged_fields = unk_nodes__
+            l_nodes.append(ob_nodes__)
         f_nodes = l_nodes
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

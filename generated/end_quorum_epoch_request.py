@@ -197,12 +197,14 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array PreferredCandidates claims more elements than bytes remain")
         l_preferred_candidates: list[ReplicaInfo] = []
         for _ in range(ln):
-            f_preferred_candidates_candidate_id, f_preferred_candidates_candidate_directory_id = _U_i16s(d, p)
-            p += 20
-            f_preferred_candidates_candidate_directory_id = _uuid(
-                f_preferred_candidates_candidate_directory_id
+            f_preferred_candidates__candidate_id, f_preferred_candidates__candidate_directory_id = _U_i16s(
+                d, p
             )
-            unk_preferred_candidates_: list[tuple[int, bytes]] = []
+            p += 20
+            f_preferred_candidates__candidate_directory_id = _uuid(
+                f_preferred_candidates__candidate_directory_id
+            )
+            unk_preferred_candidates__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -214,13 +216,13 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_preferred_candidates_.append((tg, d[p:te]))
+                    unk_preferred_candidates__.append((tg, d[p:te]))
                     p = te
-            ob_preferred_candidates_ = _new(ReplicaInfo)
-            ob_preferred_candidates_.candidate_id = f_preferred_candidates_candidate_id
-            ob_preferred_candidates_.candidate_directory_id = f_preferred_candidates_candidate_directory_id
-            ob_preferred_candidates_.unknown_tagged_fields = unk_preferred_candidates_
-            l_preferred_candidates.append(ob_preferred_candidates_)
+            ob_preferred_candidates__ = _new(ReplicaInfo)
+            ob_preferred_candidates__.candidate_id = f_preferred_candidates__candidate_id
+            ob_preferred_candidates__.candidate_directory_id = f_preferred_candidates__candidate_directory_id
+            ob_preferred_candidates__.unknown_tagged_fields = unk_preferred_candidates__
+            l_preferred_candidates.append(ob_preferred_candidates__)
         f_preferred_candidates = l_preferred_candidates
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -268,7 +270,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            f_partitions_partition_index, f_partitions_leader_id, f_partitions_leader_epoch = _U_iii(d, p)
+            f_partitions__partition_index, f_partitions__leader_id, f_partitions__leader_epoch = _U_iii(d, p)
             p += 12
             (ln,) = _U_i(d, p)
             p += 4
@@ -279,16 +281,16 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                     raise MessageDecodeError(
                         "array PreferredSuccessors claims more elements than bytes remain"
                     )
-                f_partitions_preferred_successors = list(_AU_i[ln](d, p))
+                f_partitions__preferred_successors = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.preferred_successors = f_partitions_preferred_successors
-            ob_partitions_.preferred_candidates = []
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.leader_id = f_partitions__leader_id
+            ob_partitions__.leader_epoch = f_partitions__leader_epoch
+            ob_partitions__.preferred_successors = f_partitions__preferred_successors
+            ob_partitions__.preferred_candidates = []
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     ob_ = _new(TopicData)
     ob_.topic_name = f_topic_name
@@ -420,24 +422,26 @@ def _w_EndQuorumEpochRequest_0(out: bytearray, o: EndQuorumEpochRequest) -> None
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic_name = _SL.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _lstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
+        s_topics__topic_name = _SL.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _lstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iii(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
             )
-            a_topics_partitions_preferred_successors = e_topics_partitions.preferred_successors
-            n_topics_partitions_preferred_successors = len(a_topics_partitions_preferred_successors)
-            out += _P_i(n_topics_partitions_preferred_successors)
-            out += _AP_i[n_topics_partitions_preferred_successors](*a_topics_partitions_preferred_successors)
-            if e_topics_partitions.unknown_tagged_fields:
+            a_topics__partitions__preferred_successors = e_topics__partitions.preferred_successors
+            n_topics__partitions__preferred_successors = len(a_topics__partitions__preferred_successors)
+            out += _P_i(n_topics__partitions__preferred_successors)
+            out += _AP_i[n_topics__partitions__preferred_successors](
+                *a_topics__partitions__preferred_successors
+            )
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -460,38 +464,38 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iii(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
             )
-            a_topics_partitions_preferred_candidates = e_topics_partitions.preferred_candidates
-            n_topics_partitions_preferred_candidates = len(a_topics_partitions_preferred_candidates)
-            if n_topics_partitions_preferred_candidates < 127:
-                out.append(n_topics_partitions_preferred_candidates + 1)
+            a_topics__partitions__preferred_candidates = e_topics__partitions.preferred_candidates
+            n_topics__partitions__preferred_candidates = len(a_topics__partitions__preferred_candidates)
+            if n_topics__partitions__preferred_candidates < 127:
+                out.append(n_topics__partitions__preferred_candidates + 1)
             else:
-                _wuv(out, n_topics_partitions_preferred_candidates + 1)
-            for e_topics_partitions_preferred_candidates in a_topics_partitions_preferred_candidates:
+                _wuv(out, n_topics__partitions__preferred_candidates + 1)
+            for e_topics__partitions__preferred_candidates in a_topics__partitions__preferred_candidates:
                 out += _P_i16sx(
-                    e_topics_partitions_preferred_candidates.candidate_id,
-                    e_topics_partitions_preferred_candidates.candidate_directory_id.int.to_bytes(16),
+                    e_topics__partitions__preferred_candidates.candidate_id,
+                    e_topics__partitions__preferred_candidates.candidate_directory_id.int.to_bytes(16),
                 )
-                if e_topics_partitions_preferred_candidates.unknown_tagged_fields:
+                if e_topics__partitions__preferred_candidates.unknown_tagged_fields:
                     del out[-1]
-                    _wtags(out, e_topics_partitions_preferred_candidates.unknown_tagged_fields)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                    _wtags(out, e_topics__partitions__preferred_candidates.unknown_tagged_fields)
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
             else:
                 out.append(0)
         if e_topics.unknown_tagged_fields:
@@ -505,14 +509,14 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
     else:
         _wuv(out, n_leader_endpoints + 1)
     for e_leader_endpoints in a_leader_endpoints:
-        s_leader_endpoints_name = _SC.get(e_leader_endpoints.name)
-        if s_leader_endpoints_name is None:
-            s_leader_endpoints_name = _cstr(e_leader_endpoints.name)
-        out += s_leader_endpoints_name
-        s_leader_endpoints_host = _SC.get(e_leader_endpoints.host)
-        if s_leader_endpoints_host is None:
-            s_leader_endpoints_host = _cstr(e_leader_endpoints.host)
-        out += s_leader_endpoints_host
+        s_leader_endpoints__name = _SC.get(e_leader_endpoints.name)
+        if s_leader_endpoints__name is None:
+            s_leader_endpoints__name = _cstr(e_leader_endpoints.name)
+        out += s_leader_endpoints__name
+        s_leader_endpoints__host = _SC.get(e_leader_endpoints.host)
+        if s_leader_endpoints__host is None:
+            s_leader_endpoints__host = _cstr(e_leader_endpoints.host)
+        out += s_leader_endpoints__host
         out += _P_Hx(e_leader_endpoints.port)
         if e_leader_endpoints.unknown_tagged_fields:
             del out[-1]

@@ -194,13 +194,13 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
             (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
+                f_partitions__partition_index,
+                f_partitions__error_code,
+                f_partitions__leader_id,
+                f_partitions__leader_epoch,
             ) = _U_ihii(d, p)
             p += 14
-            unk_partitions_: list[tuple[int, bytes]] = []
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -212,15 +212,15 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
+                    unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.error_code = f_partitions__error_code
+            ob_partitions__.leader_id = f_partitions__leader_id
+            ob_partitions__.leader_epoch = f_partitions__leader_epoch
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -306,21 +306,21 @@ def _w_EndQuorumEpochResponse_0(out: bytearray, o: EndQuorumEpochResponse) -> No
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic_name = _SL.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _lstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
+        s_topics__topic_name = _SL.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _lstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_ihii(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.error_code,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.error_code,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -337,26 +337,26 @@ def _w_EndQuorumEpochResponse_1(out: bytearray, o: EndQuorumEpochResponse) -> No
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_ihiix(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.error_code,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.error_code,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -401,7 +401,7 @@ def _r_EndQuorumEpochResponse_0(d: bytes, p: int) -> tuple[EndQuorumEpochRespons
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics_topic_name = d[p:e].decode()
+                f_topics__topic_name = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -410,28 +410,28 @@ def _r_EndQuorumEpochResponse_0(d: bytes, p: int) -> tuple[EndQuorumEpochRespons
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[PartitionData] = []
+                l_topics__partitions: list[PartitionData] = []
                 for _ in range(ln):
                     (
-                        f_topics_partitions_partition_index,
-                        f_topics_partitions_error_code,
-                        f_topics_partitions_leader_id,
-                        f_topics_partitions_leader_epoch,
+                        f_topics__partitions__partition_index,
+                        f_topics__partitions__error_code,
+                        f_topics__partitions__leader_id,
+                        f_topics__partitions__leader_epoch,
                     ) = _U_ihii(d, p)
                     p += 14
-                    ob_topics_partitions_ = _new(PartitionData)
-                    ob_topics_partitions_.partition_index = f_topics_partitions_partition_index
-                    ob_topics_partitions_.error_code = f_topics_partitions_error_code
-                    ob_topics_partitions_.leader_id = f_topics_partitions_leader_id
-                    ob_topics_partitions_.leader_epoch = f_topics_partitions_leader_epoch
-                    ob_topics_partitions_.unknown_tagged_fields = []
-                    l_topics_partitions.append(ob_topics_partitions_)
-                f_topics_partitions = l_topics_partitions
-            ob_topics_ = _new(TopicData)
-            ob_topics_.topic_name = f_topics_topic_name
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+                    ob_topics__partitions__ = _new(PartitionData)
+                    ob_topics__partitions__.partition_index = f_topics__partitions__partition_index
+                    ob_topics__partitions__.error_code = f_topics__partitions__error_code
+                    ob_topics__partitions__.leader_id = f_topics__partitions__leader_id
+                    ob_topics__partitions__.leader_epoch = f_topics__partitions__leader_epoch
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                f_topics__partitions = l_topics__partitions
+            ob_topics__ = _new(TopicData)
+            ob_topics__.topic_name = f_topics__topic_name
+            ob_topics__.partitions = f_topics__partitions
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
         f_topics = l_topics
     ob_ = _new(EndQuorumEpochResponse)
     ob_.error_code = f_error_code

@@ -319,19 +319,21 @@ def _r_FetchTopic_4(d: bytes, p: int) -> tuple[FetchTopic, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
-            f_partitions_partition, f_partitions_fetch_offset, f_partitions_partition_max_bytes = _U_iqi(d, p)
+            f_partitions__partition, f_partitions__fetch_offset, f_partitions__partition_max_bytes = _U_iqi(
+                d, p
+            )
             p += 16
-            ob_partitions_ = _new(FetchPartition)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = -1
-            ob_partitions_.fetch_offset = f_partitions_fetch_offset
-            ob_partitions_.last_fetched_epoch = -1
-            ob_partitions_.log_start_offset = -1
-            ob_partitions_.partition_max_bytes = f_partitions_partition_max_bytes
-            ob_partitions_.replica_directory_id = ZERO_UUID
-            ob_partitions_.high_watermark = 9223372036854775807
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(FetchPartition)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = -1
+            ob_partitions__.fetch_offset = f_partitions__fetch_offset
+            ob_partitions__.last_fetched_epoch = -1
+            ob_partitions__.log_start_offset = -1
+            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     ob_ = _new(FetchTopic)
     ob_.topic = f_topic
@@ -364,23 +366,23 @@ def _r_FetchTopic_5(d: bytes, p: int) -> tuple[FetchTopic, int]:
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
             (
-                f_partitions_partition,
-                f_partitions_fetch_offset,
-                f_partitions_log_start_offset,
-                f_partitions_partition_max_bytes,
+                f_partitions__partition,
+                f_partitions__fetch_offset,
+                f_partitions__log_start_offset,
+                f_partitions__partition_max_bytes,
             ) = _U_iqqi(d, p)
             p += 24
-            ob_partitions_ = _new(FetchPartition)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = -1
-            ob_partitions_.fetch_offset = f_partitions_fetch_offset
-            ob_partitions_.last_fetched_epoch = -1
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.partition_max_bytes = f_partitions_partition_max_bytes
-            ob_partitions_.replica_directory_id = ZERO_UUID
-            ob_partitions_.high_watermark = 9223372036854775807
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(FetchPartition)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = -1
+            ob_partitions__.fetch_offset = f_partitions__fetch_offset
+            ob_partitions__.last_fetched_epoch = -1
+            ob_partitions__.log_start_offset = f_partitions__log_start_offset
+            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     ob_ = _new(FetchTopic)
     ob_.topic = f_topic
@@ -413,24 +415,24 @@ def _r_FetchTopic_9(d: bytes, p: int) -> tuple[FetchTopic, int]:
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
             (
-                f_partitions_partition,
-                f_partitions_current_leader_epoch,
-                f_partitions_fetch_offset,
-                f_partitions_log_start_offset,
-                f_partitions_partition_max_bytes,
+                f_partitions__partition,
+                f_partitions__current_leader_epoch,
+                f_partitions__fetch_offset,
+                f_partitions__log_start_offset,
+                f_partitions__partition_max_bytes,
             ) = _U_iiqqi(d, p)
             p += 28
-            ob_partitions_ = _new(FetchPartition)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = f_partitions_current_leader_epoch
-            ob_partitions_.fetch_offset = f_partitions_fetch_offset
-            ob_partitions_.last_fetched_epoch = -1
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.partition_max_bytes = f_partitions_partition_max_bytes
-            ob_partitions_.replica_directory_id = ZERO_UUID
-            ob_partitions_.high_watermark = 9223372036854775807
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(FetchPartition)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
+            ob_partitions__.fetch_offset = f_partitions__fetch_offset
+            ob_partitions__.last_fetched_epoch = -1
+            ob_partitions__.log_start_offset = f_partitions__log_start_offset
+            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     ob_ = _new(FetchTopic)
     ob_.topic = f_topic
@@ -471,15 +473,15 @@ def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
             (
-                f_partitions_partition,
-                f_partitions_current_leader_epoch,
-                f_partitions_fetch_offset,
-                f_partitions_last_fetched_epoch,
-                f_partitions_log_start_offset,
-                f_partitions_partition_max_bytes,
+                f_partitions__partition,
+                f_partitions__current_leader_epoch,
+                f_partitions__fetch_offset,
+                f_partitions__last_fetched_epoch,
+                f_partitions__log_start_offset,
+                f_partitions__partition_max_bytes,
             ) = _U_iiqiqi(d, p)
             p += 32
-            unk_partitions_: list[tuple[int, bytes]] = []
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -494,19 +496,19 @@ def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
                     if tg in (0, 1):
                         raise MessageDecodeError(f"Tag {tg} is not valid for this version")
                     else:
-                        unk_partitions_.append((tg, d[p:te]))
+                        unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions_ = _new(FetchPartition)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = f_partitions_current_leader_epoch
-            ob_partitions_.fetch_offset = f_partitions_fetch_offset
-            ob_partitions_.last_fetched_epoch = f_partitions_last_fetched_epoch
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.partition_max_bytes = f_partitions_partition_max_bytes
-            ob_partitions_.replica_directory_id = ZERO_UUID
-            ob_partitions_.high_watermark = 9223372036854775807
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(FetchPartition)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
+            ob_partitions__.fetch_offset = f_partitions__fetch_offset
+            ob_partitions__.last_fetched_epoch = f_partitions__last_fetched_epoch
+            ob_partitions__.log_start_offset = f_partitions__log_start_offset
+            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -548,15 +550,15 @@ def _r_FetchTopic_13(d: bytes, p: int) -> tuple[FetchTopic, int]:
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
             (
-                f_partitions_partition,
-                f_partitions_current_leader_epoch,
-                f_partitions_fetch_offset,
-                f_partitions_last_fetched_epoch,
-                f_partitions_log_start_offset,
-                f_partitions_partition_max_bytes,
+                f_partitions__partition,
+                f_partitions__current_leader_epoch,
+                f_partitions__fetch_offset,
+                f_partitions__last_fetched_epoch,
+                f_partitions__log_start_offset,
+                f_partitions__partition_max_bytes,
             ) = _U_iiqiqi(d, p)
             p += 32
-            unk_partitions_: list[tuple[int, bytes]] = []
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -571,19 +573,19 @@ def _r_FetchTopic_13(d: bytes, p: int) -> tuple[FetchTopic, int]:
                     if tg in (0, 1):
                         raise MessageDecodeError(f"Tag {tg} is not valid for this version")
                     else:
-                        unk_partitions_.append((tg, d[p:te]))
+                        unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions_ = _new(FetchPartition)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = f_partitions_current_leader_epoch
-            ob_partitions_.fetch_offset = f_partitions_fetch_offset
-            ob_partitions_.last_fetched_epoch = f_partitions_last_fetched_epoch
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.partition_max_bytes = f_partitions_partition_max_bytes
-            ob_partitions_.replica_directory_id = ZERO_UUID
-            ob_partitions_.high_watermark = 9223372036854775807
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(FetchPartition)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
+            ob_partitions__.fetch_offset = f_partitions__fetch_offset
+            ob_partitions__.last_fetched_epoch = f_partitions__last_fetched_epoch
+            ob_partitions__.log_start_offset = f_partitions__log_start_offset
+            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -625,16 +627,16 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
             (
-                f_partitions_partition,
-                f_partitions_current_leader_epoch,
-                f_partitions_fetch_offset,
-                f_partitions_last_fetched_epoch,
-                f_partitions_log_start_offset,
-                f_partitions_partition_max_bytes,
+                f_partitions__partition,
+                f_partitions__current_leader_epoch,
+                f_partitions__fetch_offset,
+                f_partitions__last_fetched_epoch,
+                f_partitions__log_start_offset,
+                f_partitions__partition_max_bytes,
             ) = _U_iiqiqi(d, p)
             p += 32
-            f_partitions_replica_directory_id: UUID = ZERO_UUID
-            unk_partitions_: list[tuple[int, bytes]] = []
+            f_partitions__replica_directory_id: UUID = ZERO_UUID
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -648,7 +650,7 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     if tg == 0:
                         (raw,) = _U_16s(d, p)
-                        f_partitions_replica_directory_id = _uuid(raw)
+                        f_partitions__replica_directory_id = _uuid(raw)
                         p += 16
                         if p != te:
                             raise MessageDecodeError(
@@ -657,19 +659,19 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
                     elif tg in (1,):
                         raise MessageDecodeError(f"Tag {tg} is not valid for this version")
                     else:
-                        unk_partitions_.append((tg, d[p:te]))
+                        unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions_ = _new(FetchPartition)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = f_partitions_current_leader_epoch
-            ob_partitions_.fetch_offset = f_partitions_fetch_offset
-            ob_partitions_.last_fetched_epoch = f_partitions_last_fetched_epoch
-            ob_partitions_.log_start_offset = f_partitions_log_start_offset
-            ob_partitions_.partition_max_bytes = f_partitions_partition_max_bytes
-            ob_partitions_.replica_directory_id = f_partitions_replica_directory_id
-            ob_partitions_.high_watermark = 9223372036854775807
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(FetchPartition)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
+            ob_partitions__.fetch_offset = f_partitions__fetch_offset
+            ob_partitions__.last_fetched_epoch = f_partitions__last_fetched_epoch
+            ob_partitions__.log_start_offset = f_partitions__log_start_offset
+            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
+            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
+            ob_partitions__.high_watermark = 9223372036854775807
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -759,22 +761,22 @@ def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = _SL.get(e_topics.topic)
-        if s_topics_topic is None:
-            s_topics_topic = _lstr(e_topics.topic)
-        out += s_topics_topic
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
-            if e_topics_partitions.last_fetched_epoch != -1:
+        s_topics__topic = _SL.get(e_topics.topic)
+        if s_topics__topic is None:
+            s_topics__topic = _lstr(e_topics.topic)
+        out += s_topics__topic
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
             out += _P_iqi(
-                e_topics_partitions.partition,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -796,23 +798,23 @@ def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = _SL.get(e_topics.topic)
-        if s_topics_topic is None:
-            s_topics_topic = _lstr(e_topics.topic)
-        out += s_topics_topic
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
-            if e_topics_partitions.last_fetched_epoch != -1:
+        s_topics__topic = _SL.get(e_topics.topic)
+        if s_topics__topic is None:
+            s_topics__topic = _lstr(e_topics.topic)
+        out += s_topics__topic
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
             out += _P_iqqi(
-                e_topics_partitions.partition,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -840,23 +842,23 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = _SL.get(e_topics.topic)
-        if s_topics_topic is None:
-            s_topics_topic = _lstr(e_topics.topic)
-        out += s_topics_topic
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
-            if e_topics_partitions.last_fetched_epoch != -1:
+        s_topics__topic = _SL.get(e_topics.topic)
+        if s_topics__topic is None:
+            s_topics__topic = _lstr(e_topics.topic)
+        out += s_topics__topic
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
             out += _P_iqqi(
-                e_topics_partitions.partition,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -864,14 +866,14 @@ def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     out += _P_i(n_forgotten_topics_data)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = _SL.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data_topic is None:
-            s_forgotten_topics_data_topic = _lstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data_topic
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        out += _P_i(n_forgotten_topics_data_partitions)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+        s_forgotten_topics_data__topic = _SL.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data__topic is None:
+            s_forgotten_topics_data__topic = _lstr(e_forgotten_topics_data.topic)
+        out += s_forgotten_topics_data__topic
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        out += _P_i(n_forgotten_topics_data__partitions)
+        out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.unknown_tagged_fields:
@@ -898,24 +900,24 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = _SL.get(e_topics.topic)
-        if s_topics_topic is None:
-            s_topics_topic = _lstr(e_topics.topic)
-        out += s_topics_topic
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
-            if e_topics_partitions.last_fetched_epoch != -1:
+        s_topics__topic = _SL.get(e_topics.topic)
+        if s_topics__topic is None:
+            s_topics__topic = _lstr(e_topics.topic)
+        out += s_topics__topic
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
             out += _P_iiqqi(
-                e_topics_partitions.partition,
-                e_topics_partitions.current_leader_epoch,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.current_leader_epoch,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -923,14 +925,14 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     out += _P_i(n_forgotten_topics_data)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = _SL.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data_topic is None:
-            s_forgotten_topics_data_topic = _lstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data_topic
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        out += _P_i(n_forgotten_topics_data_partitions)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+        s_forgotten_topics_data__topic = _SL.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data__topic is None:
+            s_forgotten_topics_data__topic = _lstr(e_forgotten_topics_data.topic)
+        out += s_forgotten_topics_data__topic
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        out += _P_i(n_forgotten_topics_data__partitions)
+        out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.unknown_tagged_fields:
@@ -957,24 +959,24 @@ def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
     n_topics = len(a_topics)
     out += _P_i(n_topics)
     for e_topics in a_topics:
-        s_topics_topic = _SL.get(e_topics.topic)
-        if s_topics_topic is None:
-            s_topics_topic = _lstr(e_topics.topic)
-        out += s_topics_topic
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
-            if e_topics_partitions.last_fetched_epoch != -1:
+        s_topics__topic = _SL.get(e_topics.topic)
+        if s_topics__topic is None:
+            s_topics__topic = _lstr(e_topics.topic)
+        out += s_topics__topic
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
             out += _P_iiqqi(
-                e_topics_partitions.partition,
-                e_topics_partitions.current_leader_epoch,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.current_leader_epoch,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -982,14 +984,14 @@ def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     out += _P_i(n_forgotten_topics_data)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = _SL.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data_topic is None:
-            s_forgotten_topics_data_topic = _lstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data_topic
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        out += _P_i(n_forgotten_topics_data_partitions)
-        out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+        s_forgotten_topics_data__topic = _SL.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data__topic is None:
+            s_forgotten_topics_data__topic = _lstr(e_forgotten_topics_data.topic)
+        out += s_forgotten_topics_data__topic
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        out += _P_i(n_forgotten_topics_data__partitions)
+        out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     s_rack_id = _SL.get(o.rack_id)
@@ -1023,28 +1025,28 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic = _SC.get(e_topics.topic)
-        if s_topics_topic is None:
-            s_topics_topic = _cstr(e_topics.topic)
-        out += s_topics_topic
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic = _SC.get(e_topics.topic)
+        if s_topics__topic is None:
+            s_topics__topic = _cstr(e_topics.topic)
+        out += s_topics__topic
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iiqiqix(
-                e_topics_partitions.partition,
-                e_topics_partitions.current_leader_epoch,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.last_fetched_epoch,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.current_leader_epoch,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.last_fetched_epoch,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -1056,19 +1058,19 @@ def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
     else:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data_topic = _SC.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data_topic is None:
-            s_forgotten_topics_data_topic = _cstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data_topic
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        if n_forgotten_topics_data_partitions < 127:
-            out += _AC_i[n_forgotten_topics_data_partitions](
-                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+        s_forgotten_topics_data__topic = _SC.get(e_forgotten_topics_data.topic)
+        if s_forgotten_topics_data__topic is None:
+            s_forgotten_topics_data__topic = _cstr(e_forgotten_topics_data.topic)
+        out += s_forgotten_topics_data__topic
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        if n_forgotten_topics_data__partitions < 127:
+            out += _AC_i[n_forgotten_topics_data__partitions](
+                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
             )
         else:
-            _wuv(out, n_forgotten_topics_data_partitions + 1)
-            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            _wuv(out, n_forgotten_topics_data__partitions + 1)
+            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
@@ -1118,24 +1120,24 @@ def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
         out += _P_16s(e_topics.topic_id.int.to_bytes(16))
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iiqiqix(
-                e_topics_partitions.partition,
-                e_topics_partitions.current_leader_epoch,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.last_fetched_epoch,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.current_leader_epoch,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.last_fetched_epoch,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -1148,15 +1150,15 @@ def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
         out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        if n_forgotten_topics_data_partitions < 127:
-            out += _AC_i[n_forgotten_topics_data_partitions](
-                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        if n_forgotten_topics_data__partitions < 127:
+            out += _AC_i[n_forgotten_topics_data__partitions](
+                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
             )
         else:
-            _wuv(out, n_forgotten_topics_data_partitions + 1)
-            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            _wuv(out, n_forgotten_topics_data__partitions + 1)
+            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
@@ -1196,24 +1198,24 @@ def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
         out += _P_16s(e_topics.topic_id.int.to_bytes(16))
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iiqiqix(
-                e_topics_partitions.partition,
-                e_topics_partitions.current_leader_epoch,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.last_fetched_epoch,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.current_leader_epoch,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.last_fetched_epoch,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -1226,15 +1228,15 @@ def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
         out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        if n_forgotten_topics_data_partitions < 127:
-            out += _AC_i[n_forgotten_topics_data_partitions](
-                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        if n_forgotten_topics_data__partitions < 127:
+            out += _AC_i[n_forgotten_topics_data__partitions](
+                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
             )
         else:
-            _wuv(out, n_forgotten_topics_data_partitions + 1)
-            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            _wuv(out, n_forgotten_topics_data__partitions + 1)
+            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
@@ -1282,30 +1284,30 @@ def _w_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
         out += _P_16s(e_topics.topic_id.int.to_bytes(16))
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iiqiqi(
-                e_topics_partitions.partition,
-                e_topics_partitions.current_leader_epoch,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.last_fetched_epoch,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.current_leader_epoch,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.last_fetched_epoch,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            tags_topics_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_topics_partitions.unknown_tagged_fields
+            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
+                e_topics__partitions.unknown_tagged_fields
             )
-            if e_topics_partitions.replica_directory_id != ZERO_UUID:
+            if e_topics__partitions.replica_directory_id != ZERO_UUID:
                 tb = bytearray()
-                tb += e_topics_partitions.replica_directory_id.int.to_bytes(16)
-                tags_topics_partitions_.append((0, tb))
-            if tags_topics_partitions_:
-                _wtags(out, tags_topics_partitions_)
+                tb += e_topics__partitions.replica_directory_id.int.to_bytes(16)
+                tags_topics__partitions__.append((0, tb))
+            if tags_topics__partitions__:
+                _wtags(out, tags_topics__partitions__)
             else:
                 out.append(0)
         if e_topics.unknown_tagged_fields:
@@ -1320,15 +1322,15 @@ def _w_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
         out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        if n_forgotten_topics_data_partitions < 127:
-            out += _AC_i[n_forgotten_topics_data_partitions](
-                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        if n_forgotten_topics_data__partitions < 127:
+            out += _AC_i[n_forgotten_topics_data__partitions](
+                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
             )
         else:
-            _wuv(out, n_forgotten_topics_data_partitions + 1)
-            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            _wuv(out, n_forgotten_topics_data__partitions + 1)
+            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
@@ -1376,34 +1378,34 @@ def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
         out += _P_16s(e_topics.topic_id.int.to_bytes(16))
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iiqiqi(
-                e_topics_partitions.partition,
-                e_topics_partitions.current_leader_epoch,
-                e_topics_partitions.fetch_offset,
-                e_topics_partitions.last_fetched_epoch,
-                e_topics_partitions.log_start_offset,
-                e_topics_partitions.partition_max_bytes,
+                e_topics__partitions.partition,
+                e_topics__partitions.current_leader_epoch,
+                e_topics__partitions.fetch_offset,
+                e_topics__partitions.last_fetched_epoch,
+                e_topics__partitions.log_start_offset,
+                e_topics__partitions.partition_max_bytes,
             )
-            tags_topics_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_topics_partitions.unknown_tagged_fields
+            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
+                e_topics__partitions.unknown_tagged_fields
             )
-            if e_topics_partitions.replica_directory_id != ZERO_UUID:
+            if e_topics__partitions.replica_directory_id != ZERO_UUID:
                 tb = bytearray()
-                tb += e_topics_partitions.replica_directory_id.int.to_bytes(16)
-                tags_topics_partitions_.append((0, tb))
-            if e_topics_partitions.high_watermark != 9223372036854775807:
+                tb += e_topics__partitions.replica_directory_id.int.to_bytes(16)
+                tags_topics__partitions__.append((0, tb))
+            if e_topics__partitions.high_watermark != 9223372036854775807:
                 tb = bytearray()
-                tb += _P_q(e_topics_partitions.high_watermark)
-                tags_topics_partitions_.append((1, tb))
-            if tags_topics_partitions_:
-                _wtags(out, tags_topics_partitions_)
+                tb += _P_q(e_topics__partitions.high_watermark)
+                tags_topics__partitions__.append((1, tb))
+            if tags_topics__partitions__:
+                _wtags(out, tags_topics__partitions__)
             else:
                 out.append(0)
         if e_topics.unknown_tagged_fields:
@@ -1418,15 +1420,15 @@ def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
         _wuv(out, n_forgotten_topics_data + 1)
     for e_forgotten_topics_data in a_forgotten_topics_data:
         out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
-        a_forgotten_topics_data_partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data_partitions = len(a_forgotten_topics_data_partitions)
-        if n_forgotten_topics_data_partitions < 127:
-            out += _AC_i[n_forgotten_topics_data_partitions](
-                n_forgotten_topics_data_partitions + 1, *a_forgotten_topics_data_partitions
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        if n_forgotten_topics_data__partitions < 127:
+            out += _AC_i[n_forgotten_topics_data__partitions](
+                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
             )
         else:
-            _wuv(out, n_forgotten_topics_data_partitions + 1)
-            out += _AP_i[n_forgotten_topics_data_partitions](*a_forgotten_topics_data_partitions)
+            _wuv(out, n_forgotten_topics_data__partitions + 1)
+            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
@@ -1566,7 +1568,7 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_forgotten_topics_data_topic = d[p:e].decode()
+                f_forgotten_topics_data__topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1575,14 +1577,14 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
+                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = f_forgotten_topics_data_topic
-            ob_forgotten_topics_data_.topic_id = ZERO_UUID
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = []
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ob_forgotten_topics_data__.topic = f_forgotten_topics_data__topic
+            ob_forgotten_topics_data__.topic_id = ZERO_UUID
+            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
+            ob_forgotten_topics_data__.unknown_tagged_fields = []
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         f_forgotten_topics_data = l_forgotten_topics_data
     ob_ = _new(FetchRequest)
     ob_.cluster_id = None
@@ -1643,7 +1645,7 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_forgotten_topics_data_topic = d[p:e].decode()
+                f_forgotten_topics_data__topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1652,14 +1654,14 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
+                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = f_forgotten_topics_data_topic
-            ob_forgotten_topics_data_.topic_id = ZERO_UUID
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = []
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ob_forgotten_topics_data__.topic = f_forgotten_topics_data__topic
+            ob_forgotten_topics_data__.topic_id = ZERO_UUID
+            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
+            ob_forgotten_topics_data__.unknown_tagged_fields = []
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         f_forgotten_topics_data = l_forgotten_topics_data
     ob_ = _new(FetchRequest)
     ob_.cluster_id = None
@@ -1720,7 +1722,7 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_forgotten_topics_data_topic = d[p:e].decode()
+                f_forgotten_topics_data__topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1729,14 +1731,14 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
+                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = f_forgotten_topics_data_topic
-            ob_forgotten_topics_data_.topic_id = ZERO_UUID
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = []
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ob_forgotten_topics_data__.topic = f_forgotten_topics_data__topic
+            ob_forgotten_topics_data__.topic_id = ZERO_UUID
+            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
+            ob_forgotten_topics_data__.unknown_tagged_fields = []
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         f_forgotten_topics_data = l_forgotten_topics_data
     (ln,) = _U_h(d, p)
     p += 2
@@ -1920,9 +1922,9 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data_topic_id,) = _U_16s(d, p)
+            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data_topic_id = _uuid(f_forgotten_topics_data_topic_id)
+            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -1934,9 +1936,9 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
+                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            unk_forgotten_topics_data_: list[tuple[int, bytes]] = []
+            unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -1948,14 +1950,14 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_forgotten_topics_data_.append((tg, d[p:te]))
+                    unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = ""
-            ob_forgotten_topics_data_.topic_id = f_forgotten_topics_data_topic_id
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = unk_forgotten_topics_data_
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ob_forgotten_topics_data__.topic = ""
+            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
+            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
+            ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         f_forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
@@ -2061,9 +2063,9 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data_topic_id,) = _U_16s(d, p)
+            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data_topic_id = _uuid(f_forgotten_topics_data_topic_id)
+            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -2075,9 +2077,9 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
+                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            unk_forgotten_topics_data_: list[tuple[int, bytes]] = []
+            unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -2089,14 +2091,14 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_forgotten_topics_data_.append((tg, d[p:te]))
+                    unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = ""
-            ob_forgotten_topics_data_.topic_id = f_forgotten_topics_data_topic_id
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = unk_forgotten_topics_data_
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ob_forgotten_topics_data__.topic = ""
+            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
+            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
+            ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         f_forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
@@ -2208,9 +2210,9 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data_topic_id,) = _U_16s(d, p)
+            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data_topic_id = _uuid(f_forgotten_topics_data_topic_id)
+            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -2222,9 +2224,9 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
+                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            unk_forgotten_topics_data_: list[tuple[int, bytes]] = []
+            unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -2236,14 +2238,14 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_forgotten_topics_data_.append((tg, d[p:te]))
+                    unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = ""
-            ob_forgotten_topics_data_.topic_id = f_forgotten_topics_data_topic_id
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = unk_forgotten_topics_data_
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ob_forgotten_topics_data__.topic = ""
+            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
+            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
+            ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         f_forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
@@ -2339,9 +2341,9 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (f_topics_topic_id,) = _U_16s(d, p)
+            (f_topics__topic_id,) = _U_16s(d, p)
             p += 16
-            f_topics_topic_id = _uuid(f_topics_topic_id)
+            f_topics__topic_id = _uuid(f_topics__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -2353,12 +2355,12 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics_partitions: list[FetchPartition] = []
+                l_topics__partitions: list[FetchPartition] = []
                 for _ in range(ln):
-                    el_topics_partitions, p = _r_FetchPartition_18(d, p)
-                    l_topics_partitions.append(el_topics_partitions)
-                f_topics_partitions = l_topics_partitions
-            unk_topics_: list[tuple[int, bytes]] = []
+                    el_topics__partitions, p = _r_FetchPartition_18(d, p)
+                    l_topics__partitions.append(el_topics__partitions)
+                f_topics__partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -2370,14 +2372,14 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
+                    unk_topics__.append((tg, d[p:te]))
                     p = te
-            ob_topics_ = _new(FetchTopic)
-            ob_topics_.topic = ""
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.partitions = f_topics_partitions
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            ob_topics__ = _new(FetchTopic)
+            ob_topics__.topic = ""
+            ob_topics__.topic_id = f_topics__topic_id
+            ob_topics__.partitions = f_topics__partitions
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         f_topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -2392,9 +2394,9 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data_topic_id,) = _U_16s(d, p)
+            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data_topic_id = _uuid(f_forgotten_topics_data_topic_id)
+            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -2406,9 +2408,9 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data_partitions = list(_AU_i[ln](d, p))
+                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            unk_forgotten_topics_data_: list[tuple[int, bytes]] = []
+            unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -2420,14 +2422,14 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_forgotten_topics_data_.append((tg, d[p:te]))
+                    unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data_ = _new(ForgottenTopic)
-            ob_forgotten_topics_data_.topic = ""
-            ob_forgotten_topics_data_.topic_id = f_forgotten_topics_data_topic_id
-            ob_forgotten_topics_data_.partitions = f_forgotten_topics_data_partitions
-            ob_forgotten_topics_data_.unknown_tagged_fields = unk_forgotten_topics_data_
-            l_forgotten_topics_data.append(ob_forgotten_topics_data_)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ob_forgotten_topics_data__.topic = ""
+            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
+            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
+            ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         f_forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:

@@ -406,13 +406,13 @@ def _r_PartitionData_4(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
         l_aborted_transactions: list[AbortedTransaction] = []
         for _ in range(ln):
-            f_aborted_transactions_producer_id, f_aborted_transactions_first_offset = _U_qq(d, p)
+            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
             p += 16
-            ob_aborted_transactions_ = _new(AbortedTransaction)
-            ob_aborted_transactions_.producer_id = f_aborted_transactions_producer_id
-            ob_aborted_transactions_.first_offset = f_aborted_transactions_first_offset
-            ob_aborted_transactions_.unknown_tagged_fields = []
-            l_aborted_transactions.append(ob_aborted_transactions_)
+            ob_aborted_transactions__ = _new(AbortedTransaction)
+            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
+            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
+            ob_aborted_transactions__.unknown_tagged_fields = []
+            l_aborted_transactions.append(ob_aborted_transactions__)
         f_aborted_transactions = l_aborted_transactions
     f_records: bytes | None
     (ln,) = _U_i(d, p)
@@ -456,13 +456,13 @@ def _r_PartitionData_5(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
         l_aborted_transactions: list[AbortedTransaction] = []
         for _ in range(ln):
-            f_aborted_transactions_producer_id, f_aborted_transactions_first_offset = _U_qq(d, p)
+            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
             p += 16
-            ob_aborted_transactions_ = _new(AbortedTransaction)
-            ob_aborted_transactions_.producer_id = f_aborted_transactions_producer_id
-            ob_aborted_transactions_.first_offset = f_aborted_transactions_first_offset
-            ob_aborted_transactions_.unknown_tagged_fields = []
-            l_aborted_transactions.append(ob_aborted_transactions_)
+            ob_aborted_transactions__ = _new(AbortedTransaction)
+            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
+            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
+            ob_aborted_transactions__.unknown_tagged_fields = []
+            l_aborted_transactions.append(ob_aborted_transactions__)
         f_aborted_transactions = l_aborted_transactions
     f_records: bytes | None
     (ln,) = _U_i(d, p)
@@ -506,13 +506,13 @@ def _r_PartitionData_11(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
         l_aborted_transactions: list[AbortedTransaction] = []
         for _ in range(ln):
-            f_aborted_transactions_producer_id, f_aborted_transactions_first_offset = _U_qq(d, p)
+            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
             p += 16
-            ob_aborted_transactions_ = _new(AbortedTransaction)
-            ob_aborted_transactions_.producer_id = f_aborted_transactions_producer_id
-            ob_aborted_transactions_.first_offset = f_aborted_transactions_first_offset
-            ob_aborted_transactions_.unknown_tagged_fields = []
-            l_aborted_transactions.append(ob_aborted_transactions_)
+            ob_aborted_transactions__ = _new(AbortedTransaction)
+            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
+            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
+            ob_aborted_transactions__.unknown_tagged_fields = []
+            l_aborted_transactions.append(ob_aborted_transactions__)
         f_aborted_transactions = l_aborted_transactions
     (f_preferred_read_replica,) = _U_i(d, p)
     p += 4
@@ -562,9 +562,9 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
         l_aborted_transactions: list[AbortedTransaction] = []
         for _ in range(ln):
-            f_aborted_transactions_producer_id, f_aborted_transactions_first_offset = _U_qq(d, p)
+            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
             p += 16
-            unk_aborted_transactions_: list[tuple[int, bytes]] = []
+            unk_aborted_transactions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -576,13 +576,13 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_aborted_transactions_.append((tg, d[p:te]))
+                    unk_aborted_transactions__.append((tg, d[p:te]))
                     p = te
-            ob_aborted_transactions_ = _new(AbortedTransaction)
-            ob_aborted_transactions_.producer_id = f_aborted_transactions_producer_id
-            ob_aborted_transactions_.first_offset = f_aborted_transactions_first_offset
-            ob_aborted_transactions_.unknown_tagged_fields = unk_aborted_transactions_
-            l_aborted_transactions.append(ob_aborted_transactions_)
+            ob_aborted_transactions__ = _new(AbortedTransaction)
+            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
+            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
+            ob_aborted_transactions__.unknown_tagged_fields = unk_aborted_transactions__
+            l_aborted_transactions.append(ob_aborted_transactions__)
         f_aborted_transactions = l_aborted_transactions
     (f_preferred_read_replica,) = _U_i(d, p)
     p += 4
@@ -802,65 +802,67 @@ def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = _SL.get(e_responses.topic)
-        if s_responses_topic is None:
-            s_responses_topic = _lstr(e_responses.topic)
-        out += s_responses_topic
-        a_responses_partitions = e_responses.partitions
-        n_responses_partitions = len(a_responses_partitions)
-        out += _P_i(n_responses_partitions)
-        for e_responses_partitions in a_responses_partitions:
+        s_responses__topic = _SL.get(e_responses.topic)
+        if s_responses__topic is None:
+            s_responses__topic = _lstr(e_responses.topic)
+        out += s_responses__topic
+        a_responses__partitions = e_responses.partitions
+        n_responses__partitions = len(a_responses__partitions)
+        out += _P_i(n_responses__partitions)
+        for e_responses__partitions in a_responses__partitions:
             if (
-                (e_responses_partitions.diverging_epoch.epoch != -1)
-                or (e_responses_partitions.diverging_epoch.end_offset != -1)
-                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+                (e_responses__partitions.diverging_epoch.epoch != -1)
+                or (e_responses__partitions.diverging_epoch.end_offset != -1)
+                or (e_responses__partitions.diverging_epoch.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
             if (
-                (e_responses_partitions.current_leader.leader_id != -1)
-                or (e_responses_partitions.current_leader.leader_epoch != -1)
-                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+                (e_responses__partitions.current_leader.leader_id != -1)
+                or (e_responses__partitions.current_leader.leader_epoch != -1)
+                or (e_responses__partitions.current_leader.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
             if (
-                (e_responses_partitions.snapshot_id.end_offset != -1)
-                or (e_responses_partitions.snapshot_id.epoch != -1)
-                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+                (e_responses__partitions.snapshot_id.end_offset != -1)
+                or (e_responses__partitions.snapshot_id.epoch != -1)
+                or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-            if e_responses_partitions.preferred_read_replica != -1:
+            if e_responses__partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
             out += _P_ihqq(
-                e_responses_partitions.partition_index,
-                e_responses_partitions.error_code,
-                e_responses_partitions.high_watermark,
-                e_responses_partitions.last_stable_offset,
+                e_responses__partitions.partition_index,
+                e_responses__partitions.error_code,
+                e_responses__partitions.high_watermark,
+                e_responses__partitions.last_stable_offset,
             )
-            if e_responses_partitions.aborted_transactions is None:
+            if e_responses__partitions.aborted_transactions is None:
                 out += _P_i(-1)
             else:
-                a_responses_partitions_aborted_transactions = e_responses_partitions.aborted_transactions
-                n_responses_partitions_aborted_transactions = len(a_responses_partitions_aborted_transactions)
-                out += _P_i(n_responses_partitions_aborted_transactions)
+                a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
+                n_responses__partitions__aborted_transactions = len(
+                    a_responses__partitions__aborted_transactions
+                )
+                out += _P_i(n_responses__partitions__aborted_transactions)
                 for (
-                    e_responses_partitions_aborted_transactions
-                ) in a_responses_partitions_aborted_transactions:
+                    e_responses__partitions__aborted_transactions
+                ) in a_responses__partitions__aborted_transactions:
                     out += _P_qq(
-                        e_responses_partitions_aborted_transactions.producer_id,
-                        e_responses_partitions_aborted_transactions.first_offset,
+                        e_responses__partitions__aborted_transactions.producer_id,
+                        e_responses__partitions__aborted_transactions.first_offset,
                     )
-                    if e_responses_partitions_aborted_transactions.unknown_tagged_fields:
+                    if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
-            if e_responses_partitions.records is None:
+            if e_responses__partitions.records is None:
                 out += _P_i(-1)
             else:
-                s_responses_partitions_records = e_responses_partitions.records
-                n_responses_partitions_records = len(s_responses_partitions_records)
-                out += _P_i(n_responses_partitions_records)
-                out += s_responses_partitions_records
-            if e_responses_partitions.unknown_tagged_fields:
+                s_responses__partitions__records = e_responses__partitions.records
+                n_responses__partitions__records = len(s_responses__partitions__records)
+                out += _P_i(n_responses__partitions__records)
+                out += s_responses__partitions__records
+            if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -878,66 +880,68 @@ def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = _SL.get(e_responses.topic)
-        if s_responses_topic is None:
-            s_responses_topic = _lstr(e_responses.topic)
-        out += s_responses_topic
-        a_responses_partitions = e_responses.partitions
-        n_responses_partitions = len(a_responses_partitions)
-        out += _P_i(n_responses_partitions)
-        for e_responses_partitions in a_responses_partitions:
+        s_responses__topic = _SL.get(e_responses.topic)
+        if s_responses__topic is None:
+            s_responses__topic = _lstr(e_responses.topic)
+        out += s_responses__topic
+        a_responses__partitions = e_responses.partitions
+        n_responses__partitions = len(a_responses__partitions)
+        out += _P_i(n_responses__partitions)
+        for e_responses__partitions in a_responses__partitions:
             if (
-                (e_responses_partitions.diverging_epoch.epoch != -1)
-                or (e_responses_partitions.diverging_epoch.end_offset != -1)
-                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+                (e_responses__partitions.diverging_epoch.epoch != -1)
+                or (e_responses__partitions.diverging_epoch.end_offset != -1)
+                or (e_responses__partitions.diverging_epoch.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
             if (
-                (e_responses_partitions.current_leader.leader_id != -1)
-                or (e_responses_partitions.current_leader.leader_epoch != -1)
-                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+                (e_responses__partitions.current_leader.leader_id != -1)
+                or (e_responses__partitions.current_leader.leader_epoch != -1)
+                or (e_responses__partitions.current_leader.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
             if (
-                (e_responses_partitions.snapshot_id.end_offset != -1)
-                or (e_responses_partitions.snapshot_id.epoch != -1)
-                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+                (e_responses__partitions.snapshot_id.end_offset != -1)
+                or (e_responses__partitions.snapshot_id.epoch != -1)
+                or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-            if e_responses_partitions.preferred_read_replica != -1:
+            if e_responses__partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
             out += _P_ihqqq(
-                e_responses_partitions.partition_index,
-                e_responses_partitions.error_code,
-                e_responses_partitions.high_watermark,
-                e_responses_partitions.last_stable_offset,
-                e_responses_partitions.log_start_offset,
+                e_responses__partitions.partition_index,
+                e_responses__partitions.error_code,
+                e_responses__partitions.high_watermark,
+                e_responses__partitions.last_stable_offset,
+                e_responses__partitions.log_start_offset,
             )
-            if e_responses_partitions.aborted_transactions is None:
+            if e_responses__partitions.aborted_transactions is None:
                 out += _P_i(-1)
             else:
-                a_responses_partitions_aborted_transactions = e_responses_partitions.aborted_transactions
-                n_responses_partitions_aborted_transactions = len(a_responses_partitions_aborted_transactions)
-                out += _P_i(n_responses_partitions_aborted_transactions)
+                a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
+                n_responses__partitions__aborted_transactions = len(
+                    a_responses__partitions__aborted_transactions
+                )
+                out += _P_i(n_responses__partitions__aborted_transactions)
                 for (
-                    e_responses_partitions_aborted_transactions
-                ) in a_responses_partitions_aborted_transactions:
+                    e_responses__partitions__aborted_transactions
+                ) in a_responses__partitions__aborted_transactions:
                     out += _P_qq(
-                        e_responses_partitions_aborted_transactions.producer_id,
-                        e_responses_partitions_aborted_transactions.first_offset,
+                        e_responses__partitions__aborted_transactions.producer_id,
+                        e_responses__partitions__aborted_transactions.first_offset,
                     )
-                    if e_responses_partitions_aborted_transactions.unknown_tagged_fields:
+                    if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
-            if e_responses_partitions.records is None:
+            if e_responses__partitions.records is None:
                 out += _P_i(-1)
             else:
-                s_responses_partitions_records = e_responses_partitions.records
-                n_responses_partitions_records = len(s_responses_partitions_records)
-                out += _P_i(n_responses_partitions_records)
-                out += s_responses_partitions_records
-            if e_responses_partitions.unknown_tagged_fields:
+                s_responses__partitions__records = e_responses__partitions.records
+                n_responses__partitions__records = len(s_responses__partitions__records)
+                out += _P_i(n_responses__partitions__records)
+                out += s_responses__partitions__records
+            if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -953,66 +957,68 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = _SL.get(e_responses.topic)
-        if s_responses_topic is None:
-            s_responses_topic = _lstr(e_responses.topic)
-        out += s_responses_topic
-        a_responses_partitions = e_responses.partitions
-        n_responses_partitions = len(a_responses_partitions)
-        out += _P_i(n_responses_partitions)
-        for e_responses_partitions in a_responses_partitions:
+        s_responses__topic = _SL.get(e_responses.topic)
+        if s_responses__topic is None:
+            s_responses__topic = _lstr(e_responses.topic)
+        out += s_responses__topic
+        a_responses__partitions = e_responses.partitions
+        n_responses__partitions = len(a_responses__partitions)
+        out += _P_i(n_responses__partitions)
+        for e_responses__partitions in a_responses__partitions:
             if (
-                (e_responses_partitions.diverging_epoch.epoch != -1)
-                or (e_responses_partitions.diverging_epoch.end_offset != -1)
-                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+                (e_responses__partitions.diverging_epoch.epoch != -1)
+                or (e_responses__partitions.diverging_epoch.end_offset != -1)
+                or (e_responses__partitions.diverging_epoch.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
             if (
-                (e_responses_partitions.current_leader.leader_id != -1)
-                or (e_responses_partitions.current_leader.leader_epoch != -1)
-                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+                (e_responses__partitions.current_leader.leader_id != -1)
+                or (e_responses__partitions.current_leader.leader_epoch != -1)
+                or (e_responses__partitions.current_leader.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
             if (
-                (e_responses_partitions.snapshot_id.end_offset != -1)
-                or (e_responses_partitions.snapshot_id.epoch != -1)
-                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+                (e_responses__partitions.snapshot_id.end_offset != -1)
+                or (e_responses__partitions.snapshot_id.epoch != -1)
+                or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-            if e_responses_partitions.preferred_read_replica != -1:
+            if e_responses__partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
             out += _P_ihqqq(
-                e_responses_partitions.partition_index,
-                e_responses_partitions.error_code,
-                e_responses_partitions.high_watermark,
-                e_responses_partitions.last_stable_offset,
-                e_responses_partitions.log_start_offset,
+                e_responses__partitions.partition_index,
+                e_responses__partitions.error_code,
+                e_responses__partitions.high_watermark,
+                e_responses__partitions.last_stable_offset,
+                e_responses__partitions.log_start_offset,
             )
-            if e_responses_partitions.aborted_transactions is None:
+            if e_responses__partitions.aborted_transactions is None:
                 out += _P_i(-1)
             else:
-                a_responses_partitions_aborted_transactions = e_responses_partitions.aborted_transactions
-                n_responses_partitions_aborted_transactions = len(a_responses_partitions_aborted_transactions)
-                out += _P_i(n_responses_partitions_aborted_transactions)
+                a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
+                n_responses__partitions__aborted_transactions = len(
+                    a_responses__partitions__aborted_transactions
+                )
+                out += _P_i(n_responses__partitions__aborted_transactions)
                 for (
-                    e_responses_partitions_aborted_transactions
-                ) in a_responses_partitions_aborted_transactions:
+                    e_responses__partitions__aborted_transactions
+                ) in a_responses__partitions__aborted_transactions:
                     out += _P_qq(
-                        e_responses_partitions_aborted_transactions.producer_id,
-                        e_responses_partitions_aborted_transactions.first_offset,
+                        e_responses__partitions__aborted_transactions.producer_id,
+                        e_responses__partitions__aborted_transactions.first_offset,
                     )
-                    if e_responses_partitions_aborted_transactions.unknown_tagged_fields:
+                    if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
-            if e_responses_partitions.records is None:
+            if e_responses__partitions.records is None:
                 out += _P_i(-1)
             else:
-                s_responses_partitions_records = e_responses_partitions.records
-                n_responses_partitions_records = len(s_responses_partitions_records)
-                out += _P_i(n_responses_partitions_records)
-                out += s_responses_partitions_records
-            if e_responses_partitions.unknown_tagged_fields:
+                s_responses__partitions__records = e_responses__partitions.records
+                n_responses__partitions__records = len(s_responses__partitions__records)
+                out += _P_i(n_responses__partitions__records)
+                out += s_responses__partitions__records
+            if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -1028,65 +1034,67 @@ def _w_FetchResponse_11(out: bytearray, o: FetchResponse) -> None:
     n_responses = len(a_responses)
     out += _P_i(n_responses)
     for e_responses in a_responses:
-        s_responses_topic = _SL.get(e_responses.topic)
-        if s_responses_topic is None:
-            s_responses_topic = _lstr(e_responses.topic)
-        out += s_responses_topic
-        a_responses_partitions = e_responses.partitions
-        n_responses_partitions = len(a_responses_partitions)
-        out += _P_i(n_responses_partitions)
-        for e_responses_partitions in a_responses_partitions:
+        s_responses__topic = _SL.get(e_responses.topic)
+        if s_responses__topic is None:
+            s_responses__topic = _lstr(e_responses.topic)
+        out += s_responses__topic
+        a_responses__partitions = e_responses.partitions
+        n_responses__partitions = len(a_responses__partitions)
+        out += _P_i(n_responses__partitions)
+        for e_responses__partitions in a_responses__partitions:
             if (
-                (e_responses_partitions.diverging_epoch.epoch != -1)
-                or (e_responses_partitions.diverging_epoch.end_offset != -1)
-                or (e_responses_partitions.diverging_epoch.unknown_tagged_fields)
+                (e_responses__partitions.diverging_epoch.epoch != -1)
+                or (e_responses__partitions.diverging_epoch.end_offset != -1)
+                or (e_responses__partitions.diverging_epoch.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default DivergingEpoch")
             if (
-                (e_responses_partitions.current_leader.leader_id != -1)
-                or (e_responses_partitions.current_leader.leader_epoch != -1)
-                or (e_responses_partitions.current_leader.unknown_tagged_fields)
+                (e_responses__partitions.current_leader.leader_id != -1)
+                or (e_responses__partitions.current_leader.leader_epoch != -1)
+                or (e_responses__partitions.current_leader.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default CurrentLeader")
             if (
-                (e_responses_partitions.snapshot_id.end_offset != -1)
-                or (e_responses_partitions.snapshot_id.epoch != -1)
-                or (e_responses_partitions.snapshot_id.unknown_tagged_fields)
+                (e_responses__partitions.snapshot_id.end_offset != -1)
+                or (e_responses__partitions.snapshot_id.epoch != -1)
+                or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             out += _P_ihqqq(
-                e_responses_partitions.partition_index,
-                e_responses_partitions.error_code,
-                e_responses_partitions.high_watermark,
-                e_responses_partitions.last_stable_offset,
-                e_responses_partitions.log_start_offset,
+                e_responses__partitions.partition_index,
+                e_responses__partitions.error_code,
+                e_responses__partitions.high_watermark,
+                e_responses__partitions.last_stable_offset,
+                e_responses__partitions.log_start_offset,
             )
-            if e_responses_partitions.aborted_transactions is None:
+            if e_responses__partitions.aborted_transactions is None:
                 out += _P_i(-1)
             else:
-                a_responses_partitions_aborted_transactions = e_responses_partitions.aborted_transactions
-                n_responses_partitions_aborted_transactions = len(a_responses_partitions_aborted_transactions)
-                out += _P_i(n_responses_partitions_aborted_transactions)
+                a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
+                n_responses__partitions__aborted_transactions = len(
+                    a_responses__partitions__aborted_transactions
+                )
+                out += _P_i(n_responses__partitions__aborted_transactions)
                 for (
-                    e_responses_partitions_aborted_transactions
-                ) in a_responses_partitions_aborted_transactions:
+                    e_responses__partitions__aborted_transactions
+                ) in a_responses__partitions__aborted_transactions:
                     out += _P_qq(
-                        e_responses_partitions_aborted_transactions.producer_id,
-                        e_responses_partitions_aborted_transactions.first_offset,
+                        e_responses__partitions__aborted_transactions.producer_id,
+                        e_responses__partitions__aborted_transactions.first_offset,
                     )
-                    if e_responses_partitions_aborted_transactions.unknown_tagged_fields:
+                    if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
-            out += _P_i(e_responses_partitions.preferred_read_replica)
-            if e_responses_partitions.records is None:
+            out += _P_i(e_responses__partitions.preferred_read_replica)
+            if e_responses__partitions.records is None:
                 out += _P_i(-1)
             else:
-                s_responses_partitions_records = e_responses_partitions.records
-                n_responses_partitions_records = len(s_responses_partitions_records)
-                out += _P_i(n_responses_partitions_records)
-                out += s_responses_partitions_records
-            if e_responses_partitions.unknown_tagged_fields:
+                s_responses__partitions__records = e_responses__partitions.records
+                n_responses__partitions__records = len(s_responses__partitions__records)
+                out += _P_i(n_responses__partitions__records)
+                out += s_responses__partitions__records
+            if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -1105,18 +1113,18 @@ def _w_FetchResponse_12(out: bytearray, o: FetchResponse) -> None:
     else:
         _wuv(out, n_responses + 1)
     for e_responses in a_responses:
-        s_responses_topic = _SC.get(e_responses.topic)
-        if s_responses_topic is None:
-            s_responses_topic = _cstr(e_responses.topic)
-        out += s_responses_topic
-        a_responses_partitions = e_responses.partitions
-        n_responses_partitions = len(a_responses_partitions)
-        if n_responses_partitions < 127:
-            out.append(n_responses_partitions + 1)
+        s_responses__topic = _SC.get(e_responses.topic)
+        if s_responses__topic is None:
+            s_responses__topic = _cstr(e_responses.topic)
+        out += s_responses__topic
+        a_responses__partitions = e_responses.partitions
+        n_responses__partitions = len(a_responses__partitions)
+        if n_responses__partitions < 127:
+            out.append(n_responses__partitions + 1)
         else:
-            _wuv(out, n_responses_partitions + 1)
-        for e_responses_partitions in a_responses_partitions:
-            _w_PartitionData_12(out, e_responses_partitions)
+            _wuv(out, n_responses__partitions + 1)
+        for e_responses__partitions in a_responses__partitions:
+            _w_PartitionData_12(out, e_responses__partitions)
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
@@ -1139,14 +1147,14 @@ def _w_FetchResponse_13(out: bytearray, o: FetchResponse) -> None:
         _wuv(out, n_responses + 1)
     for e_responses in a_responses:
         out += _P_16s(e_responses.topic_id.int.to_bytes(16))
-        a_responses_partitions = e_responses.partitions
-        n_responses_partitions = len(a_responses_partitions)
-        if n_responses_partitions < 127:
-            out.append(n_responses_partitions + 1)
+        a_responses__partitions = e_responses.partitions
+        n_responses__partitions = len(a_responses__partitions)
+        if n_responses__partitions < 127:
+            out.append(n_responses__partitions + 1)
         else:
-            _wuv(out, n_responses_partitions + 1)
-        for e_responses_partitions in a_responses_partitions:
-            _w_PartitionData_12(out, e_responses_partitions)
+            _wuv(out, n_responses__partitions + 1)
+        for e_responses__partitions in a_responses__partitions:
+            _w_PartitionData_12(out, e_responses__partitions)
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
@@ -1167,14 +1175,14 @@ def _w_FetchResponse_16(out: bytearray, o: FetchResponse) -> None:
         _wuv(out, n_responses + 1)
     for e_responses in a_responses:
         out += _P_16s(e_responses.topic_id.int.to_bytes(16))
-        a_responses_partitions = e_responses.partitions
-        n_responses_partitions = len(a_responses_partitions)
-        if n_responses_partitions < 127:
-            out.append(n_responses_partitions + 1)
+        a_responses__partitions = e_responses.partitions
+        n_responses__partitions = len(a_responses__partitions)
+        if n_responses__partitions < 127:
+            out.append(n_responses__partitions + 1)
         else:
-            _wuv(out, n_responses_partitions + 1)
-        for e_responses_partitions in a_responses_partitions:
-            _w_PartitionData_12(out, e_responses_partitions)
+            _wuv(out, n_responses__partitions + 1)
+        for e_responses__partitions in a_responses__partitions:
+            _w_PartitionData_12(out, e_responses__partitions)
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
@@ -1219,7 +1227,7 @@ def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses_topic = d[p:e].decode()
+                f_responses__topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1228,17 +1236,17 @@ def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses_partitions: list[PartitionData] = []
+                l_responses__partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    el_responses_partitions, p = _r_PartitionData_4(d, p)
-                    l_responses_partitions.append(el_responses_partitions)
-                f_responses_partitions = l_responses_partitions
-            ob_responses_ = _new(FetchableTopicResponse)
-            ob_responses_.topic = f_responses_topic
-            ob_responses_.topic_id = ZERO_UUID
-            ob_responses_.partitions = f_responses_partitions
-            ob_responses_.unknown_tagged_fields = []
-            l_responses.append(ob_responses_)
+                    el_responses__partitions, p = _r_PartitionData_4(d, p)
+                    l_responses__partitions.append(el_responses__partitions)
+                f_responses__partitions = l_responses__partitions
+            ob_responses__ = _new(FetchableTopicResponse)
+            ob_responses__.topic = f_responses__topic
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.partitions = f_responses__partitions
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         f_responses = l_responses
     ob_ = _new(FetchResponse)
     ob_.throttle_time_ms = f_throttle_time_ms
@@ -1272,7 +1280,7 @@ def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses_topic = d[p:e].decode()
+                f_responses__topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1281,17 +1289,17 @@ def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses_partitions: list[PartitionData] = []
+                l_responses__partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    el_responses_partitions, p = _r_PartitionData_5(d, p)
-                    l_responses_partitions.append(el_responses_partitions)
-                f_responses_partitions = l_responses_partitions
-            ob_responses_ = _new(FetchableTopicResponse)
-            ob_responses_.topic = f_responses_topic
-            ob_responses_.topic_id = ZERO_UUID
-            ob_responses_.partitions = f_responses_partitions
-            ob_responses_.unknown_tagged_fields = []
-            l_responses.append(ob_responses_)
+                    el_responses__partitions, p = _r_PartitionData_5(d, p)
+                    l_responses__partitions.append(el_responses__partitions)
+                f_responses__partitions = l_responses__partitions
+            ob_responses__ = _new(FetchableTopicResponse)
+            ob_responses__.topic = f_responses__topic
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.partitions = f_responses__partitions
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         f_responses = l_responses
     ob_ = _new(FetchResponse)
     ob_.throttle_time_ms = f_throttle_time_ms
@@ -1325,7 +1333,7 @@ def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses_topic = d[p:e].decode()
+                f_responses__topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1334,17 +1342,17 @@ def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses_partitions: list[PartitionData] = []
+                l_responses__partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    el_responses_partitions, p = _r_PartitionData_5(d, p)
-                    l_responses_partitions.append(el_responses_partitions)
-                f_responses_partitions = l_responses_partitions
-            ob_responses_ = _new(FetchableTopicResponse)
-            ob_responses_.topic = f_responses_topic
-            ob_responses_.topic_id = ZERO_UUID
-            ob_responses_.partitions = f_responses_partitions
-            ob_responses_.unknown_tagged_fields = []
-            l_responses.append(ob_responses_)
+                    el_responses__partitions, p = _r_PartitionData_5(d, p)
+                    l_responses__partitions.append(el_responses__partitions)
+                f_responses__partitions = l_responses__partitions
+            ob_responses__ = _new(FetchableTopicResponse)
+            ob_responses__.topic = f_responses__topic
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.partitions = f_responses__partitions
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         f_responses = l_responses
     ob_ = _new(FetchResponse)
     ob_.throttle_time_ms = f_throttle_time_ms
@@ -1378,7 +1386,7 @@ def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses_topic = d[p:e].decode()
+                f_responses__topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1387,17 +1395,17 @@ def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses_partitions: list[PartitionData] = []
+                l_responses__partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    el_responses_partitions, p = _r_PartitionData_11(d, p)
-                    l_responses_partitions.append(el_responses_partitions)
-                f_responses_partitions = l_responses_partitions
-            ob_responses_ = _new(FetchableTopicResponse)
-            ob_responses_.topic = f_responses_topic
-            ob_responses_.topic_id = ZERO_UUID
-            ob_responses_.partitions = f_responses_partitions
-            ob_responses_.unknown_tagged_fields = []
-            l_responses.append(ob_responses_)
+                    el_responses__partitions, p = _r_PartitionData_11(d, p)
+                    l_responses__partitions.append(el_responses__partitions)
+                f_responses__partitions = l_responses__partitions
+            ob_responses__ = _new(FetchableTopicResponse)
+            ob_responses__.topic = f_responses__topic
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.partitions = f_responses__partitions
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         f_responses = l_responses
     ob_ = _new(FetchResponse)
     ob_.throttle_time_ms = f_throttle_time_ms
@@ -1471,9 +1479,9 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (f_responses_topic_id,) = _U_16s(d, p)
+            (f_responses__topic_id,) = _U_16s(d, p)
             p += 16
-            f_responses_topic_id = _uuid(f_responses_topic_id)
+            f_responses__topic_id = _uuid(f_responses__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -1485,12 +1493,12 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses_partitions: list[PartitionData] = []
+                l_responses__partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    el_responses_partitions, p = _r_PartitionData_12(d, p)
-                    l_responses_partitions.append(el_responses_partitions)
-                f_responses_partitions = l_responses_partitions
-            unk_responses_: list[tuple[int, bytes]] = []
+                    el_responses__partitions, p = _r_PartitionData_12(d, p)
+                    l_responses__partitions.append(el_responses__partitions)
+                f_responses__partitions = l_responses__partitions
+            unk_responses__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -1502,14 +1510,14 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_responses_.append((tg, d[p:te]))
+                    unk_responses__.append((tg, d[p:te]))
                     p = te
-            ob_responses_ = _new(FetchableTopicResponse)
-            ob_responses_.topic = ""
-            ob_responses_.topic_id = f_responses_topic_id
-            ob_responses_.partitions = f_responses_partitions
-            ob_responses_.unknown_tagged_fields = unk_responses_
-            l_responses.append(ob_responses_)
+            ob_responses__ = _new(FetchableTopicResponse)
+            ob_responses__.topic = ""
+            ob_responses__.topic_id = f_responses__topic_id
+            ob_responses__.partitions = f_responses__partitions
+            ob_responses__.unknown_tagged_fields = unk_responses__
+            l_responses.append(ob_responses__)
         f_responses = l_responses
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -1554,9 +1562,9 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (f_responses_topic_id,) = _U_16s(d, p)
+            (f_responses__topic_id,) = _U_16s(d, p)
             p += 16
-            f_responses_topic_id = _uuid(f_responses_topic_id)
+            f_responses__topic_id = _uuid(f_responses__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -1568,12 +1576,12 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses_partitions: list[PartitionData] = []
+                l_responses__partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    el_responses_partitions, p = _r_PartitionData_12(d, p)
-                    l_responses_partitions.append(el_responses_partitions)
-                f_responses_partitions = l_responses_partitions
-            unk_responses_: list[tuple[int, bytes]] = []
+                    el_responses__partitions, p = _r_PartitionData_12(d, p)
+                    l_responses__partitions.append(el_responses__partitions)
+                f_responses__partitions = l_responses__partitions
+            unk_responses__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -1585,14 +1593,14 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_responses_.append((tg, d[p:te]))
+                    unk_responses__.append((tg, d[p:te]))
                     p = te
-            ob_responses_ = _new(FetchableTopicResponse)
-            ob_responses_.topic = ""
-            ob_responses_.topic_id = f_responses_topic_id
-            ob_responses_.partitions = f_responses_partitions
-            ob_responses_.unknown_tagged_fields = unk_responses_
-            l_responses.append(ob_responses_)
+            ob_responses__ = _new(FetchableTopicResponse)
+            ob_responses__.topic = ""
+            ob_responses__.topic_id = f_responses__topic_id
+            ob_responses__.partitions = f_responses__partitions
+            ob_responses__.unknown_tagged_fields = unk_responses__
+            l_responses.append(ob_responses__)
         f_responses = l_responses
     f_node_endpoints: list[NodeEndpoint] = []
     unk_: list[tuple[int, bytes]] = []

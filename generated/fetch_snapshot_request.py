@@ -225,12 +225,12 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionSnapshot] = []
         for _ in range(ln):
-            f_partitions_partition, f_partitions_current_leader_epoch = _U_ii(d, p)
+            f_partitions__partition, f_partitions__current_leader_epoch = _U_ii(d, p)
             p += 8
-            f_partitions_snapshot_id, p = _r_SnapshotId_0(d, p)
-            (f_partitions_position,) = _U_q(d, p)
+            f_partitions__snapshot_id, p = _r_SnapshotId_0(d, p)
+            (f_partitions__position,) = _U_q(d, p)
             p += 8
-            unk_partitions_: list[tuple[int, bytes]] = []
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -245,16 +245,16 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                     if tg in (0,):
                         raise MessageDecodeError(f"Tag {tg} is not valid for this version")
                     else:
-                        unk_partitions_.append((tg, d[p:te]))
+                        unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions_ = _new(PartitionSnapshot)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = f_partitions_current_leader_epoch
-            ob_partitions_.snapshot_id = f_partitions_snapshot_id
-            ob_partitions_.position = f_partitions_position
-            ob_partitions_.replica_directory_id = ZERO_UUID
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionSnapshot)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
+            ob_partitions__.snapshot_id = f_partitions__snapshot_id
+            ob_partitions__.position = f_partitions__position
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -307,13 +307,13 @@ def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionSnapshot] = []
         for _ in range(ln):
-            f_partitions_partition, f_partitions_current_leader_epoch = _U_ii(d, p)
+            f_partitions__partition, f_partitions__current_leader_epoch = _U_ii(d, p)
             p += 8
-            f_partitions_snapshot_id, p = _r_SnapshotId_0(d, p)
-            (f_partitions_position,) = _U_q(d, p)
+            f_partitions__snapshot_id, p = _r_SnapshotId_0(d, p)
+            (f_partitions__position,) = _U_q(d, p)
             p += 8
-            f_partitions_replica_directory_id: UUID = ZERO_UUID
-            unk_partitions_: list[tuple[int, bytes]] = []
+            f_partitions__replica_directory_id: UUID = ZERO_UUID
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -327,23 +327,23 @@ def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     if tg == 0:
                         (raw,) = _U_16s(d, p)
-                        f_partitions_replica_directory_id = _uuid(raw)
+                        f_partitions__replica_directory_id = _uuid(raw)
                         p += 16
                         if p != te:
                             raise MessageDecodeError(
                                 "tagged field ReplicaDirectoryId does not fill its declared size"
                             )
                     else:
-                        unk_partitions_.append((tg, d[p:te]))
+                        unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions_ = _new(PartitionSnapshot)
-            ob_partitions_.partition = f_partitions_partition
-            ob_partitions_.current_leader_epoch = f_partitions_current_leader_epoch
-            ob_partitions_.snapshot_id = f_partitions_snapshot_id
-            ob_partitions_.position = f_partitions_position
-            ob_partitions_.replica_directory_id = f_partitions_replica_directory_id
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionSnapshot)
+            ob_partitions__.partition = f_partitions__partition
+            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
+            ob_partitions__.snapshot_id = f_partitions__snapshot_id
+            ob_partitions__.position = f_partitions__position
+            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -375,23 +375,23 @@ def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = _SC.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _cstr(e_topics.name)
-        out += s_topics_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__name = _SC.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _cstr(e_topics.name)
+        out += s_topics__name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ii(e_topics_partitions.partition, e_topics_partitions.current_leader_epoch)
-            _w_SnapshotId_0(out, e_topics_partitions.snapshot_id)
-            out += _P_qx(e_topics_partitions.position)
-            if e_topics_partitions.unknown_tagged_fields:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
+            out += _P_ii(e_topics__partitions.partition, e_topics__partitions.current_leader_epoch)
+            _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
+            out += _P_qx(e_topics__partitions.position)
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -422,29 +422,29 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = _SC.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _cstr(e_topics.name)
-        out += s_topics_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__name = _SC.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _cstr(e_topics.name)
+        out += s_topics__name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ii(e_topics_partitions.partition, e_topics_partitions.current_leader_epoch)
-            _w_SnapshotId_0(out, e_topics_partitions.snapshot_id)
-            out += _P_q(e_topics_partitions.position)
-            tags_topics_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_topics_partitions.unknown_tagged_fields
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
+            out += _P_ii(e_topics__partitions.partition, e_topics__partitions.current_leader_epoch)
+            _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
+            out += _P_q(e_topics__partitions.position)
+            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
+                e_topics__partitions.unknown_tagged_fields
             )
-            if e_topics_partitions.replica_directory_id != ZERO_UUID:
+            if e_topics__partitions.replica_directory_id != ZERO_UUID:
                 tb = bytearray()
-                tb += e_topics_partitions.replica_directory_id.int.to_bytes(16)
-                tags_topics_partitions_.append((0, tb))
-            if tags_topics_partitions_:
-                _wtags(out, tags_topics_partitions_)
+                tb += e_topics__partitions.replica_directory_id.int.to_bytes(16)
+                tags_topics__partitions__.append((0, tb))
+            if tags_topics__partitions__:
+                _wtags(out, tags_topics__partitions__)
             else:
                 out.append(0)
         if e_topics.unknown_tagged_fields:

@@ -435,40 +435,40 @@ def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = _SC.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _cstr(e_topics.name)
-        out += s_topics_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__name = _SC.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _cstr(e_topics.name)
+        out += s_topics__name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ih(e_topics_partitions.index, e_topics_partitions.error_code)
-            _w_SnapshotId_0(out, e_topics_partitions.snapshot_id)
-            out += _P_qq(e_topics_partitions.size, e_topics_partitions.position)
-            s_topics_partitions_unaligned_records = e_topics_partitions.unaligned_records
-            n_topics_partitions_unaligned_records = len(s_topics_partitions_unaligned_records)
-            if n_topics_partitions_unaligned_records < 127:
-                out.append(n_topics_partitions_unaligned_records + 1)
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
+            out += _P_ih(e_topics__partitions.index, e_topics__partitions.error_code)
+            _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
+            out += _P_qq(e_topics__partitions.size, e_topics__partitions.position)
+            s_topics__partitions__unaligned_records = e_topics__partitions.unaligned_records
+            n_topics__partitions__unaligned_records = len(s_topics__partitions__unaligned_records)
+            if n_topics__partitions__unaligned_records < 127:
+                out.append(n_topics__partitions__unaligned_records + 1)
             else:
-                _wuv(out, n_topics_partitions_unaligned_records + 1)
-            out += s_topics_partitions_unaligned_records
-            tags_topics_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_topics_partitions.unknown_tagged_fields
+                _wuv(out, n_topics__partitions__unaligned_records + 1)
+            out += s_topics__partitions__unaligned_records
+            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
+                e_topics__partitions.unknown_tagged_fields
             )
             if (
-                (e_topics_partitions.current_leader.leader_id != 0)
-                or (e_topics_partitions.current_leader.leader_epoch != 0)
-                or (e_topics_partitions.current_leader.unknown_tagged_fields)
+                (e_topics__partitions.current_leader.leader_id != 0)
+                or (e_topics__partitions.current_leader.leader_epoch != 0)
+                or (e_topics__partitions.current_leader.unknown_tagged_fields)
             ):
                 tb = bytearray()
-                _w_LeaderIdAndEpoch_0(tb, e_topics_partitions.current_leader)
-                tags_topics_partitions_.append((0, tb))
-            if tags_topics_partitions_:
-                _wtags(out, tags_topics_partitions_)
+                _w_LeaderIdAndEpoch_0(tb, e_topics__partitions.current_leader)
+                tags_topics__partitions__.append((0, tb))
+            if tags_topics__partitions__:
+                _wtags(out, tags_topics__partitions__)
             else:
                 out.append(0)
         if e_topics.unknown_tagged_fields:
@@ -490,40 +490,40 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_name = _SC.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _cstr(e_topics.name)
-        out += s_topics_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__name = _SC.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _cstr(e_topics.name)
+        out += s_topics__name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ih(e_topics_partitions.index, e_topics_partitions.error_code)
-            _w_SnapshotId_0(out, e_topics_partitions.snapshot_id)
-            out += _P_qq(e_topics_partitions.size, e_topics_partitions.position)
-            s_topics_partitions_unaligned_records = e_topics_partitions.unaligned_records
-            n_topics_partitions_unaligned_records = len(s_topics_partitions_unaligned_records)
-            if n_topics_partitions_unaligned_records < 127:
-                out.append(n_topics_partitions_unaligned_records + 1)
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
+            out += _P_ih(e_topics__partitions.index, e_topics__partitions.error_code)
+            _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
+            out += _P_qq(e_topics__partitions.size, e_topics__partitions.position)
+            s_topics__partitions__unaligned_records = e_topics__partitions.unaligned_records
+            n_topics__partitions__unaligned_records = len(s_topics__partitions__unaligned_records)
+            if n_topics__partitions__unaligned_records < 127:
+                out.append(n_topics__partitions__unaligned_records + 1)
             else:
-                _wuv(out, n_topics_partitions_unaligned_records + 1)
-            out += s_topics_partitions_unaligned_records
-            tags_topics_partitions_: list[tuple[int, bytes | bytearray]] = list(
-                e_topics_partitions.unknown_tagged_fields
+                _wuv(out, n_topics__partitions__unaligned_records + 1)
+            out += s_topics__partitions__unaligned_records
+            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
+                e_topics__partitions.unknown_tagged_fields
             )
             if (
-                (e_topics_partitions.current_leader.leader_id != 0)
-                or (e_topics_partitions.current_leader.leader_epoch != 0)
-                or (e_topics_partitions.current_leader.unknown_tagged_fields)
+                (e_topics__partitions.current_leader.leader_id != 0)
+                or (e_topics__partitions.current_leader.leader_epoch != 0)
+                or (e_topics__partitions.current_leader.unknown_tagged_fields)
             ):
                 tb = bytearray()
-                _w_LeaderIdAndEpoch_0(tb, e_topics_partitions.current_leader)
-                tags_topics_partitions_.append((0, tb))
-            if tags_topics_partitions_:
-                _wtags(out, tags_topics_partitions_)
+                _w_LeaderIdAndEpoch_0(tb, e_topics__partitions.current_leader)
+                tags_topics__partitions__.append((0, tb))
+            if tags_topics__partitions__:
+                _wtags(out, tags_topics__partitions__)
             else:
                 out.append(0)
         if e_topics.unknown_tagged_fields:

@@ -214,9 +214,9 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
         for _ in range(ln):
-            (f_voters_voter_id,) = _U_i(d, p)
+            (f_voters__voter_id,) = _U_i(d, p)
             p += 4
-            unk_voters_: list[tuple[int, bytes]] = []
+            unk_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -228,13 +228,13 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_voters_.append((tg, d[p:te]))
+                    unk_voters__.append((tg, d[p:te]))
                     p = te
-            ob_voters_ = _new(Voter)
-            ob_voters_.voter_id = f_voters_voter_id
-            ob_voters_.voter_directory_id = ZERO_UUID
-            ob_voters_.unknown_tagged_fields = unk_voters_
-            l_voters.append(ob_voters_)
+            ob_voters__ = _new(Voter)
+            ob_voters__.voter_id = f_voters__voter_id
+            ob_voters__.voter_directory_id = ZERO_UUID
+            ob_voters__.unknown_tagged_fields = unk_voters__
+            l_voters.append(ob_voters__)
         f_voters = l_voters
     ln = d[p]
     if ln < 128:
@@ -249,9 +249,9 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
         l_granting_voters: list[Voter] = []
         for _ in range(ln):
-            (f_granting_voters_voter_id,) = _U_i(d, p)
+            (f_granting_voters__voter_id,) = _U_i(d, p)
             p += 4
-            unk_granting_voters_: list[tuple[int, bytes]] = []
+            unk_granting_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -263,13 +263,13 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_granting_voters_.append((tg, d[p:te]))
+                    unk_granting_voters__.append((tg, d[p:te]))
                     p = te
-            ob_granting_voters_ = _new(Voter)
-            ob_granting_voters_.voter_id = f_granting_voters_voter_id
-            ob_granting_voters_.voter_directory_id = ZERO_UUID
-            ob_granting_voters_.unknown_tagged_fields = unk_granting_voters_
-            l_granting_voters.append(ob_granting_voters_)
+            ob_granting_voters__ = _new(Voter)
+            ob_granting_voters__.voter_id = f_granting_voters__voter_id
+            ob_granting_voters__.voter_directory_id = ZERO_UUID
+            ob_granting_voters__.unknown_tagged_fields = unk_granting_voters__
+            l_granting_voters.append(ob_granting_voters__)
         f_granting_voters = l_granting_voters
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -310,10 +310,10 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
         for _ in range(ln):
-            f_voters_voter_id, f_voters_voter_directory_id = _U_i16s(d, p)
+            f_voters__voter_id, f_voters__voter_directory_id = _U_i16s(d, p)
             p += 20
-            f_voters_voter_directory_id = _uuid(f_voters_voter_directory_id)
-            unk_voters_: list[tuple[int, bytes]] = []
+            f_voters__voter_directory_id = _uuid(f_voters__voter_directory_id)
+            unk_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -325,13 +325,13 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_voters_.append((tg, d[p:te]))
+                    unk_voters__.append((tg, d[p:te]))
                     p = te
-            ob_voters_ = _new(Voter)
-            ob_voters_.voter_id = f_voters_voter_id
-            ob_voters_.voter_directory_id = f_voters_voter_directory_id
-            ob_voters_.unknown_tagged_fields = unk_voters_
-            l_voters.append(ob_voters_)
+            ob_voters__ = _new(Voter)
+            ob_voters__.voter_id = f_voters__voter_id
+            ob_voters__.voter_directory_id = f_voters__voter_directory_id
+            ob_voters__.unknown_tagged_fields = unk_voters__
+            l_voters.append(ob_voters__)
         f_voters = l_voters
     ln = d[p]
     if ln < 128:
@@ -346,10 +346,10 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
         l_granting_voters: list[Voter] = []
         for _ in range(ln):
-            f_granting_voters_voter_id, f_granting_voters_voter_directory_id = _U_i16s(d, p)
+            f_granting_voters__voter_id, f_granting_voters__voter_directory_id = _U_i16s(d, p)
             p += 20
-            f_granting_voters_voter_directory_id = _uuid(f_granting_voters_voter_directory_id)
-            unk_granting_voters_: list[tuple[int, bytes]] = []
+            f_granting_voters__voter_directory_id = _uuid(f_granting_voters__voter_directory_id)
+            unk_granting_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -361,13 +361,13 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_granting_voters_.append((tg, d[p:te]))
+                    unk_granting_voters__.append((tg, d[p:te]))
                     p = te
-            ob_granting_voters_ = _new(Voter)
-            ob_granting_voters_.voter_id = f_granting_voters_voter_id
-            ob_granting_voters_.voter_directory_id = f_granting_voters_voter_directory_id
-            ob_granting_voters_.unknown_tagged_fields = unk_granting_voters_
-            l_granting_voters.append(ob_granting_voters_)
+            ob_granting_voters__ = _new(Voter)
+            ob_granting_voters__.voter_id = f_granting_voters__voter_id
+            ob_granting_voters__.voter_directory_id = f_granting_voters__voter_directory_id
+            ob_granting_voters__.unknown_tagged_fields = unk_granting_voters__
+            l_granting_voters.append(ob_granting_voters__)
         f_granting_voters = l_granting_voters
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

@@ -157,10 +157,10 @@ def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics_name = _SL.get(e_topics.name)
-            if s_topics_name is None:
-                s_topics_name = _lstr(e_topics.name)
-            out += s_topics_name
+            s_topics__name = _SL.get(e_topics.name)
+            if s_topics__name is None:
+                s_topics__name = _lstr(e_topics.name)
+            out += s_topics__name
             if e_topics.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     out += _P_o(o.allow_auto_topic_creation)
@@ -178,10 +178,10 @@ def _w_MetadataRequest_8(out: bytearray, o: MetadataRequest) -> None:
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics_name = _SL.get(e_topics.name)
-            if s_topics_name is None:
-                s_topics_name = _lstr(e_topics.name)
-            out += s_topics_name
+            s_topics__name = _SL.get(e_topics.name)
+            if s_topics__name is None:
+                s_topics__name = _lstr(e_topics.name)
+            out += s_topics__name
             if e_topics.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     out += _P_ooo(
@@ -206,10 +206,10 @@ def _w_MetadataRequest_9(out: bytearray, o: MetadataRequest) -> None:
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics_name = _SC.get(e_topics.name)
-            if s_topics_name is None:
-                s_topics_name = _cstr(e_topics.name)
-            out += s_topics_name
+            s_topics__name = _SC.get(e_topics.name)
+            if s_topics__name is None:
+                s_topics__name = _cstr(e_topics.name)
+            out += s_topics__name
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
@@ -239,10 +239,10 @@ def _w_MetadataRequest_10(out: bytearray, o: MetadataRequest) -> None:
             if e_topics.name is None:
                 out.append(0)
             else:
-                s_topics_name = _SC.get(e_topics.name)
-                if s_topics_name is None:
-                    s_topics_name = _cstr(e_topics.name)
-                out += s_topics_name
+                s_topics__name = _SC.get(e_topics.name)
+                if s_topics__name is None:
+                    s_topics__name = _cstr(e_topics.name)
+                out += s_topics__name
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
@@ -274,10 +274,10 @@ def _w_MetadataRequest_11(out: bytearray, o: MetadataRequest) -> None:
             if e_topics.name is None:
                 out.append(0)
             else:
-                s_topics_name = _SC.get(e_topics.name)
-                if s_topics_name is None:
-                    s_topics_name = _cstr(e_topics.name)
-                out += s_topics_name
+                s_topics__name = _SC.get(e_topics.name)
+                if s_topics__name is None:
+                    s_topics__name = _cstr(e_topics.name)
+                out += s_topics__name
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
@@ -309,13 +309,13 @@ def _r_MetadataRequest_4(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
+                f_topics__name = d[p:e].decode()
                 p = e
-            ob_topics_ = _new(MetadataRequestTopic)
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.name = f_topics_name
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            ob_topics__ = _new(MetadataRequestTopic)
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.name = f_topics__name
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
         f_topics = l_topics
     (f_allow_auto_topic_creation,) = _U_o(d, p)
     p += 1
@@ -349,13 +349,13 @@ def _r_MetadataRequest_8(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
+                f_topics__name = d[p:e].decode()
                 p = e
-            ob_topics_ = _new(MetadataRequestTopic)
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.name = f_topics_name
-            ob_topics_.unknown_tagged_fields = []
-            l_topics.append(ob_topics_)
+            ob_topics__ = _new(MetadataRequestTopic)
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.name = f_topics__name
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
         f_topics = l_topics
     (
         f_allow_auto_topic_creation,
@@ -401,9 +401,9 @@ def _r_MetadataRequest_9(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
+                f_topics__name = d[p:e].decode()
                 p = e
-            unk_topics_: list[tuple[int, bytes]] = []
+            unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -415,13 +415,13 @@ def _r_MetadataRequest_9(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
+                    unk_topics__.append((tg, d[p:te]))
                     p = te
-            ob_topics_ = _new(MetadataRequestTopic)
-            ob_topics_.topic_id = ZERO_UUID
-            ob_topics_.name = f_topics_name
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            ob_topics__ = _new(MetadataRequestTopic)
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.name = f_topics__name
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         f_topics = l_topics
     (
         f_allow_auto_topic_creation,
@@ -467,10 +467,10 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
-            (f_topics_topic_id,) = _U_16s(d, p)
+            (f_topics__topic_id,) = _U_16s(d, p)
             p += 16
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            f_topics_name: str | None
+            f_topics__topic_id = _uuid(f_topics__topic_id)
+            f_topics__name: str | None
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -478,16 +478,16 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 ln, p = _ruv(d, p)
             ln -= 1
             if ln < 0:
-                f_topics_name = None
+                f_topics__name = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Name had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
+                f_topics__name = d[p:e].decode()
                 p = e
-            unk_topics_: list[tuple[int, bytes]] = []
+            unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -499,13 +499,13 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
+                    unk_topics__.append((tg, d[p:te]))
                     p = te
-            ob_topics_ = _new(MetadataRequestTopic)
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.name = f_topics_name
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            ob_topics__ = _new(MetadataRequestTopic)
+            ob_topics__.topic_id = f_topics__topic_id
+            ob_topics__.name = f_topics__name
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         f_topics = l_topics
     (
         f_allow_auto_topic_creation,
@@ -551,10 +551,10 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
-            (f_topics_topic_id,) = _U_16s(d, p)
+            (f_topics__topic_id,) = _U_16s(d, p)
             p += 16
-            f_topics_topic_id = _uuid(f_topics_topic_id)
-            f_topics_name: str | None
+            f_topics__topic_id = _uuid(f_topics__topic_id)
+            f_topics__name: str | None
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -562,16 +562,16 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 ln, p = _ruv(d, p)
             ln -= 1
             if ln < 0:
-                f_topics_name = None
+                f_topics__name = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Name had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics_name = d[p:e].decode()
+                f_topics__name = d[p:e].decode()
                 p = e
-            unk_topics_: list[tuple[int, bytes]] = []
+            unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -583,13 +583,13 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics_.append((tg, d[p:te]))
+                    unk_topics__.append((tg, d[p:te]))
                     p = te
-            ob_topics_ = _new(MetadataRequestTopic)
-            ob_topics_.topic_id = f_topics_topic_id
-            ob_topics_.name = f_topics_name
-            ob_topics_.unknown_tagged_fields = unk_topics_
-            l_topics.append(ob_topics_)
+            ob_topics__ = _new(MetadataRequestTopic)
+            ob_topics__.topic_id = f_topics__topic_id
+            ob_topics__.name = f_topics__name
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         f_topics = l_topics
     f_allow_auto_topic_creation, f_include_topic_authorized_operations = _U_oo(d, p)
     p += 2

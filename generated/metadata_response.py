@@ -333,31 +333,31 @@ def _w_MetadataResponseTopic_9(out: bytearray, o: MetadataResponseTopic) -> None
             e_partitions.leader_id,
             e_partitions.leader_epoch,
         )
-        a_partitions_replica_nodes = e_partitions.replica_nodes
-        n_partitions_replica_nodes = len(a_partitions_replica_nodes)
-        if n_partitions_replica_nodes < 127:
-            out += _AC_i[n_partitions_replica_nodes](
-                n_partitions_replica_nodes + 1, *a_partitions_replica_nodes
+        a_partitions__replica_nodes = e_partitions.replica_nodes
+        n_partitions__replica_nodes = len(a_partitions__replica_nodes)
+        if n_partitions__replica_nodes < 127:
+            out += _AC_i[n_partitions__replica_nodes](
+                n_partitions__replica_nodes + 1, *a_partitions__replica_nodes
             )
         else:
-            _wuv(out, n_partitions_replica_nodes + 1)
-            out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
-        a_partitions_isr_nodes = e_partitions.isr_nodes
-        n_partitions_isr_nodes = len(a_partitions_isr_nodes)
-        if n_partitions_isr_nodes < 127:
-            out += _AC_i[n_partitions_isr_nodes](n_partitions_isr_nodes + 1, *a_partitions_isr_nodes)
+            _wuv(out, n_partitions__replica_nodes + 1)
+            out += _AP_i[n_partitions__replica_nodes](*a_partitions__replica_nodes)
+        a_partitions__isr_nodes = e_partitions.isr_nodes
+        n_partitions__isr_nodes = len(a_partitions__isr_nodes)
+        if n_partitions__isr_nodes < 127:
+            out += _AC_i[n_partitions__isr_nodes](n_partitions__isr_nodes + 1, *a_partitions__isr_nodes)
         else:
-            _wuv(out, n_partitions_isr_nodes + 1)
-            out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
-        a_partitions_offline_replicas = e_partitions.offline_replicas
-        n_partitions_offline_replicas = len(a_partitions_offline_replicas)
-        if n_partitions_offline_replicas < 127:
-            out += _AC_i[n_partitions_offline_replicas](
-                n_partitions_offline_replicas + 1, *a_partitions_offline_replicas
+            _wuv(out, n_partitions__isr_nodes + 1)
+            out += _AP_i[n_partitions__isr_nodes](*a_partitions__isr_nodes)
+        a_partitions__offline_replicas = e_partitions.offline_replicas
+        n_partitions__offline_replicas = len(a_partitions__offline_replicas)
+        if n_partitions__offline_replicas < 127:
+            out += _AC_i[n_partitions__offline_replicas](
+                n_partitions__offline_replicas + 1, *a_partitions__offline_replicas
             )
         else:
-            _wuv(out, n_partitions_offline_replicas + 1)
-            out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
+            _wuv(out, n_partitions__offline_replicas + 1)
+            out += _AP_i[n_partitions__offline_replicas](*a_partitions__offline_replicas)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -390,31 +390,31 @@ def _w_MetadataResponseTopic_10(out: bytearray, o: MetadataResponseTopic) -> Non
             e_partitions.leader_id,
             e_partitions.leader_epoch,
         )
-        a_partitions_replica_nodes = e_partitions.replica_nodes
-        n_partitions_replica_nodes = len(a_partitions_replica_nodes)
-        if n_partitions_replica_nodes < 127:
-            out += _AC_i[n_partitions_replica_nodes](
-                n_partitions_replica_nodes + 1, *a_partitions_replica_nodes
+        a_partitions__replica_nodes = e_partitions.replica_nodes
+        n_partitions__replica_nodes = len(a_partitions__replica_nodes)
+        if n_partitions__replica_nodes < 127:
+            out += _AC_i[n_partitions__replica_nodes](
+                n_partitions__replica_nodes + 1, *a_partitions__replica_nodes
             )
         else:
-            _wuv(out, n_partitions_replica_nodes + 1)
-            out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
-        a_partitions_isr_nodes = e_partitions.isr_nodes
-        n_partitions_isr_nodes = len(a_partitions_isr_nodes)
-        if n_partitions_isr_nodes < 127:
-            out += _AC_i[n_partitions_isr_nodes](n_partitions_isr_nodes + 1, *a_partitions_isr_nodes)
+            _wuv(out, n_partitions__replica_nodes + 1)
+            out += _AP_i[n_partitions__replica_nodes](*a_partitions__replica_nodes)
+        a_partitions__isr_nodes = e_partitions.isr_nodes
+        n_partitions__isr_nodes = len(a_partitions__isr_nodes)
+        if n_partitions__isr_nodes < 127:
+            out += _AC_i[n_partitions__isr_nodes](n_partitions__isr_nodes + 1, *a_partitions__isr_nodes)
         else:
-            _wuv(out, n_partitions_isr_nodes + 1)
-            out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
-        a_partitions_offline_replicas = e_partitions.offline_replicas
-        n_partitions_offline_replicas = len(a_partitions_offline_replicas)
-        if n_partitions_offline_replicas < 127:
-            out += _AC_i[n_partitions_offline_replicas](
-                n_partitions_offline_replicas + 1, *a_partitions_offline_replicas
+            _wuv(out, n_partitions__isr_nodes + 1)
+            out += _AP_i[n_partitions__isr_nodes](*a_partitions__isr_nodes)
+        a_partitions__offline_replicas = e_partitions.offline_replicas
+        n_partitions__offline_replicas = len(a_partitions__offline_replicas)
+        if n_partitions__offline_replicas < 127:
+            out += _AC_i[n_partitions__offline_replicas](
+                n_partitions__offline_replicas + 1, *a_partitions__offline_replicas
             )
         else:
-            _wuv(out, n_partitions_offline_replicas + 1)
-            out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
+            _wuv(out, n_partitions__offline_replicas + 1)
+            out += _AP_i[n_partitions__offline_replicas](*a_partitions__offline_replicas)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -448,31 +448,31 @@ def _w_MetadataResponseTopic_12(out: bytearray, o: MetadataResponseTopic) -> Non
             e_partitions.leader_id,
             e_partitions.leader_epoch,
         )
-        a_partitions_replica_nodes = e_partitions.replica_nodes
-        n_partitions_replica_nodes = len(a_partitions_replica_nodes)
-        if n_partitions_replica_nodes < 127:
-            out += _AC_i[n_partitions_replica_nodes](
-                n_partitions_replica_nodes + 1, *a_partitions_replica_nodes
+        a_partitions__replica_nodes = e_partitions.replica_nodes
+        n_partitions__replica_nodes = len(a_partitions__replica_nodes)
+        if n_partitions__replica_nodes < 127:
+            out += _AC_i[n_partitions__replica_nodes](
+                n_partitions__replica_nodes + 1, *a_partitions__replica_nodes
             )
         else:
-            _wuv(out, n_partitions_replica_nodes + 1)
-            out += _AP_i[n_partitions_replica_nodes](*a_partitions_replica_nodes)
-        a_partitions_isr_nodes = e_partitions.isr_nodes
-        n_partitions_isr_nodes = len(a_partitions_isr_nodes)
-        if n_partitions_isr_nodes < 127:
-            out += _AC_i[n_partitions_isr_nodes](n_partitions_isr_nodes + 1, *a_partitions_isr_nodes)
+            _wuv(out, n_partitions__replica_nodes + 1)
+            out += _AP_i[n_partitions__replica_nodes](*a_partitions__replica_nodes)
+        a_partitions__isr_nodes = e_partitions.isr_nodes
+        n_partitions__isr_nodes = len(a_partitions__isr_nodes)
+        if n_partitions__isr_nodes < 127:
+            out += _AC_i[n_partitions__isr_nodes](n_partitions__isr_nodes + 1, *a_partitions__isr_nodes)
         else:
-            _wuv(out, n_partitions_isr_nodes + 1)
-            out += _AP_i[n_partitions_isr_nodes](*a_partitions_isr_nodes)
-        a_partitions_offline_replicas = e_partitions.offline_replicas
-        n_partitions_offline_replicas = len(a_partitions_offline_replicas)
-        if n_partitions_offline_replicas < 127:
-            out += _AC_i[n_partitions_offline_replicas](
-                n_partitions_offline_replicas + 1, *a_partitions_offline_replicas
+            _wuv(out, n_partitions__isr_nodes + 1)
+            out += _AP_i[n_partitions__isr_nodes](*a_partitions__isr_nodes)
+        a_partitions__offline_replicas = e_partitions.offline_replicas
+        n_partitions__offline_replicas = len(a_partitions__offline_replicas)
+        if n_partitions__offline_replicas < 127:
+            out += _AC_i[n_partitions__offline_replicas](
+                n_partitions__offline_replicas + 1, *a_partitions__offline_replicas
             )
         else:
-            _wuv(out, n_partitions_offline_replicas + 1)
-            out += _AP_i[n_partitions_offline_replicas](*a_partitions_offline_replicas)
+            _wuv(out, n_partitions__offline_replicas + 1)
+            out += _AP_i[n_partitions__offline_replicas](*a_partitions__offline_replicas)
         if e_partitions.unknown_tagged_fields:
             _wtags(out, e_partitions.unknown_tagged_fields)
         else:
@@ -509,7 +509,7 @@ def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
-            f_partitions_error_code, f_partitions_partition_index, f_partitions_leader_id = _U_hii(d, p)
+            f_partitions__error_code, f_partitions__partition_index, f_partitions__leader_id = _U_hii(d, p)
             p += 10
             (ln,) = _U_i(d, p)
             p += 4
@@ -518,7 +518,7 @@ def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions_replica_nodes = list(_AU_i[ln](d, p))
+                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -527,18 +527,18 @@ def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions_isr_nodes = list(_AU_i[ln](d, p))
+                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions_ = _new(MetadataResponsePartition)
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = -1
-            ob_partitions_.replica_nodes = f_partitions_replica_nodes
-            ob_partitions_.isr_nodes = f_partitions_isr_nodes
-            ob_partitions_.offline_replicas = []
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(MetadataResponsePartition)
+            ob_partitions__.error_code = f_partitions__error_code
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.leader_id = f_partitions__leader_id
+            ob_partitions__.leader_epoch = -1
+            ob_partitions__.replica_nodes = f_partitions__replica_nodes
+            ob_partitions__.isr_nodes = f_partitions__isr_nodes
+            ob_partitions__.offline_replicas = []
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     ob_ = _new(MetadataResponseTopic)
     ob_.error_code = f_error_code
@@ -577,7 +577,7 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
-            f_partitions_error_code, f_partitions_partition_index, f_partitions_leader_id = _U_hii(d, p)
+            f_partitions__error_code, f_partitions__partition_index, f_partitions__leader_id = _U_hii(d, p)
             p += 10
             (ln,) = _U_i(d, p)
             p += 4
@@ -586,7 +586,7 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions_replica_nodes = list(_AU_i[ln](d, p))
+                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -595,7 +595,7 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions_isr_nodes = list(_AU_i[ln](d, p))
+                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -604,18 +604,18 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions_offline_replicas = list(_AU_i[ln](d, p))
+                f_partitions__offline_replicas = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions_ = _new(MetadataResponsePartition)
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = -1
-            ob_partitions_.replica_nodes = f_partitions_replica_nodes
-            ob_partitions_.isr_nodes = f_partitions_isr_nodes
-            ob_partitions_.offline_replicas = f_partitions_offline_replicas
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(MetadataResponsePartition)
+            ob_partitions__.error_code = f_partitions__error_code
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.leader_id = f_partitions__leader_id
+            ob_partitions__.leader_epoch = -1
+            ob_partitions__.replica_nodes = f_partitions__replica_nodes
+            ob_partitions__.isr_nodes = f_partitions__isr_nodes
+            ob_partitions__.offline_replicas = f_partitions__offline_replicas
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     ob_ = _new(MetadataResponseTopic)
     ob_.error_code = f_error_code
@@ -655,10 +655,10 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
             (
-                f_partitions_error_code,
-                f_partitions_partition_index,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
+                f_partitions__error_code,
+                f_partitions__partition_index,
+                f_partitions__leader_id,
+                f_partitions__leader_epoch,
             ) = _U_hiii(d, p)
             p += 14
             (ln,) = _U_i(d, p)
@@ -668,7 +668,7 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions_replica_nodes = list(_AU_i[ln](d, p))
+                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -677,7 +677,7 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions_isr_nodes = list(_AU_i[ln](d, p))
+                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -686,18 +686,18 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions_offline_replicas = list(_AU_i[ln](d, p))
+                f_partitions__offline_replicas = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions_ = _new(MetadataResponsePartition)
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.replica_nodes = f_partitions_replica_nodes
-            ob_partitions_.isr_nodes = f_partitions_isr_nodes
-            ob_partitions_.offline_replicas = f_partitions_offline_replicas
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(MetadataResponsePartition)
+            ob_partitions__.error_code = f_partitions__error_code
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.leader_id = f_partitions__leader_id
+            ob_partitions__.leader_epoch = f_partitions__leader_epoch
+            ob_partitions__.replica_nodes = f_partitions__replica_nodes
+            ob_partitions__.isr_nodes = f_partitions__isr_nodes
+            ob_partitions__.offline_replicas = f_partitions__offline_replicas
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     ob_ = _new(MetadataResponseTopic)
     ob_.error_code = f_error_code
@@ -737,10 +737,10 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
             (
-                f_partitions_error_code,
-                f_partitions_partition_index,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
+                f_partitions__error_code,
+                f_partitions__partition_index,
+                f_partitions__leader_id,
+                f_partitions__leader_epoch,
             ) = _U_hiii(d, p)
             p += 14
             (ln,) = _U_i(d, p)
@@ -750,7 +750,7 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions_replica_nodes = list(_AU_i[ln](d, p))
+                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -759,7 +759,7 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions_isr_nodes = list(_AU_i[ln](d, p))
+                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -768,18 +768,18 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions_offline_replicas = list(_AU_i[ln](d, p))
+                f_partitions__offline_replicas = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions_ = _new(MetadataResponsePartition)
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.replica_nodes = f_partitions_replica_nodes
-            ob_partitions_.isr_nodes = f_partitions_isr_nodes
-            ob_partitions_.offline_replicas = f_partitions_offline_replicas
-            ob_partitions_.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(MetadataResponsePartition)
+            ob_partitions__.error_code = f_partitions__error_code
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.leader_id = f_partitions__leader_id
+            ob_partitions__.leader_epoch = f_partitions__leader_epoch
+            ob_partitions__.replica_nodes = f_partitions__replica_nodes
+            ob_partitions__.isr_nodes = f_partitions__isr_nodes
+            ob_partitions__.offline_replicas = f_partitions__offline_replicas
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     (f_topic_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -998,18 +998,18 @@ def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SL.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _lstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SL.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _lstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = _SL.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _lstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SL.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _lstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
@@ -1029,29 +1029,29 @@ def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = _SL.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _lstr(e_topics.name)
-        out += s_topics_name
+        s_topics__name = _SL.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _lstr(e_topics.name)
+        out += s_topics__name
         out += _P_o(e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_hii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
+                e_topics__partitions.error_code,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.leader_id,
             )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            out += _P_i(n_topics_partitions_replica_nodes)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            out += _P_i(n_topics_partitions_isr_nodes)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            if e_topics_partitions.unknown_tagged_fields:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            out += _P_i(n_topics__partitions__replica_nodes)
+            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            out += _P_i(n_topics__partitions__isr_nodes)
+            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -1068,18 +1068,18 @@ def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SL.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _lstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SL.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _lstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = _SL.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _lstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SL.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _lstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
@@ -1099,33 +1099,33 @@ def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = _SL.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _lstr(e_topics.name)
-        out += s_topics_name
+        s_topics__name = _SL.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _lstr(e_topics.name)
+        out += s_topics__name
         out += _P_o(e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_hii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
+                e_topics__partitions.error_code,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.leader_id,
             )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            out += _P_i(n_topics_partitions_replica_nodes)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            out += _P_i(n_topics_partitions_isr_nodes)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            out += _P_i(n_topics_partitions_offline_replicas)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            out += _P_i(n_topics__partitions__replica_nodes)
+            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            out += _P_i(n_topics__partitions__isr_nodes)
+            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            out += _P_i(n_topics__partitions__offline_replicas)
+            out += _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -1142,18 +1142,18 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SL.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _lstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SL.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _lstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = _SL.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _lstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SL.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _lstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
@@ -1173,34 +1173,34 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = _SL.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _lstr(e_topics.name)
-        out += s_topics_name
+        s_topics__name = _SL.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _lstr(e_topics.name)
+        out += s_topics__name
         out += _P_o(e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_hiii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
+                e_topics__partitions.error_code,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
             )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            out += _P_i(n_topics_partitions_replica_nodes)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            out += _P_i(n_topics_partitions_isr_nodes)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            out += _P_i(n_topics_partitions_offline_replicas)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            out += _P_i(n_topics__partitions__replica_nodes)
+            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            out += _P_i(n_topics__partitions__isr_nodes)
+            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            out += _P_i(n_topics__partitions__offline_replicas)
+            out += _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -1215,18 +1215,18 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
     out += _P_i(n_brokers)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SL.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _lstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SL.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _lstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out += _P_h(-1)
         else:
-            s_brokers_rack = _SL.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _lstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SL.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _lstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
@@ -1244,34 +1244,34 @@ def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
         out += _P_h(e_topics.error_code)
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics_name = _SL.get(e_topics.name)
-        if s_topics_name is None:
-            s_topics_name = _lstr(e_topics.name)
-        out += s_topics_name
+        s_topics__name = _SL.get(e_topics.name)
+        if s_topics__name is None:
+            s_topics__name = _lstr(e_topics.name)
+        out += s_topics__name
         out += _P_o(e_topics.is_internal)
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        out += _P_i(n_topics_partitions)
-        for e_topics_partitions in a_topics_partitions:
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out += _P_i(n_topics__partitions)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_hiii(
-                e_topics_partitions.error_code,
-                e_topics_partitions.partition_index,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
+                e_topics__partitions.error_code,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
             )
-            a_topics_partitions_replica_nodes = e_topics_partitions.replica_nodes
-            n_topics_partitions_replica_nodes = len(a_topics_partitions_replica_nodes)
-            out += _P_i(n_topics_partitions_replica_nodes)
-            out += _AP_i[n_topics_partitions_replica_nodes](*a_topics_partitions_replica_nodes)
-            a_topics_partitions_isr_nodes = e_topics_partitions.isr_nodes
-            n_topics_partitions_isr_nodes = len(a_topics_partitions_isr_nodes)
-            out += _P_i(n_topics_partitions_isr_nodes)
-            out += _AP_i[n_topics_partitions_isr_nodes](*a_topics_partitions_isr_nodes)
-            a_topics_partitions_offline_replicas = e_topics_partitions.offline_replicas
-            n_topics_partitions_offline_replicas = len(a_topics_partitions_offline_replicas)
-            out += _P_i(n_topics_partitions_offline_replicas)
-            out += _AP_i[n_topics_partitions_offline_replicas](*a_topics_partitions_offline_replicas)
-            if e_topics_partitions.unknown_tagged_fields:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            out += _P_i(n_topics__partitions__replica_nodes)
+            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            out += _P_i(n_topics__partitions__isr_nodes)
+            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            out += _P_i(n_topics__partitions__offline_replicas)
+            out += _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+            if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         out += _P_i(e_topics.topic_authorized_operations)
         if e_topics.unknown_tagged_fields:
@@ -1291,18 +1291,18 @@ def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
@@ -1339,18 +1339,18 @@ def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
@@ -1389,18 +1389,18 @@ def _w_MetadataResponse_11(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
@@ -1439,18 +1439,18 @@ def _w_MetadataResponse_12(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
@@ -1489,18 +1489,18 @@ def _w_MetadataResponse_13(out: bytearray, o: MetadataResponse) -> None:
         _wuv(out, n_brokers + 1)
     for e_brokers in a_brokers:
         out += _P_i(e_brokers.node_id)
-        s_brokers_host = _SC.get(e_brokers.host)
-        if s_brokers_host is None:
-            s_brokers_host = _cstr(e_brokers.host)
-        out += s_brokers_host
+        s_brokers__host = _SC.get(e_brokers.host)
+        if s_brokers__host is None:
+            s_brokers__host = _cstr(e_brokers.host)
+        out += s_brokers__host
         out += _P_i(e_brokers.port)
         if e_brokers.rack is None:
             out.append(0)
         else:
-            s_brokers_rack = _SC.get(e_brokers.rack)
-            if s_brokers_rack is None:
-                s_brokers_rack = _cstr(e_brokers.rack)
-            out += s_brokers_rack
+            s_brokers__rack = _SC.get(e_brokers.rack)
+            if s_brokers__rack is None:
+                s_brokers__rack = _cstr(e_brokers.rack)
+            out += s_brokers__rack
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
@@ -1539,7 +1539,7 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
+            (f_brokers__node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1551,30 +1551,30 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
+                f_brokers__host = d[p:e].decode()
                 p = e
-            (f_brokers_port,) = _U_i(d, p)
+            (f_brokers__port,) = _U_i(d, p)
             p += 4
-            f_brokers_rack: str | None
+            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers_rack = None
+                f_brokers__rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
+                f_brokers__rack = d[p:e].decode()
                 p = e
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = []
-            l_brokers.append(ob_brokers_)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id = f_brokers__node_id
+            ob_brokers__.host = f_brokers__host
+            ob_brokers__.port = f_brokers__port
+            ob_brokers__.rack = f_brokers__rack
+            ob_brokers__.unknown_tagged_fields = []
+            l_brokers.append(ob_brokers__)
         f_brokers = l_brokers
     f_cluster_id: str | None
     (ln,) = _U_h(d, p)
@@ -1627,7 +1627,7 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
+            (f_brokers__node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1639,30 +1639,30 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
+                f_brokers__host = d[p:e].decode()
                 p = e
-            (f_brokers_port,) = _U_i(d, p)
+            (f_brokers__port,) = _U_i(d, p)
             p += 4
-            f_brokers_rack: str | None
+            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers_rack = None
+                f_brokers__rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
+                f_brokers__rack = d[p:e].decode()
                 p = e
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = []
-            l_brokers.append(ob_brokers_)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id = f_brokers__node_id
+            ob_brokers__.host = f_brokers__host
+            ob_brokers__.port = f_brokers__port
+            ob_brokers__.rack = f_brokers__rack
+            ob_brokers__.unknown_tagged_fields = []
+            l_brokers.append(ob_brokers__)
         f_brokers = l_brokers
     f_cluster_id: str | None
     (ln,) = _U_h(d, p)
@@ -1715,7 +1715,7 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
+            (f_brokers__node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1727,30 +1727,30 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
+                f_brokers__host = d[p:e].decode()
                 p = e
-            (f_brokers_port,) = _U_i(d, p)
+            (f_brokers__port,) = _U_i(d, p)
             p += 4
-            f_brokers_rack: str | None
+            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers_rack = None
+                f_brokers__rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
+                f_brokers__rack = d[p:e].decode()
                 p = e
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = []
-            l_brokers.append(ob_brokers_)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id = f_brokers__node_id
+            ob_brokers__.host = f_brokers__host
+            ob_brokers__.port = f_brokers__port
+            ob_brokers__.rack = f_brokers__rack
+            ob_brokers__.unknown_tagged_fields = []
+            l_brokers.append(ob_brokers__)
         f_brokers = l_brokers
     f_cluster_id: str | None
     (ln,) = _U_h(d, p)
@@ -1803,7 +1803,7 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers_node_id,) = _U_i(d, p)
+            (f_brokers__node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1815,30 +1815,30 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers_host = d[p:e].decode()
+                f_brokers__host = d[p:e].decode()
                 p = e
-            (f_brokers_port,) = _U_i(d, p)
+            (f_brokers__port,) = _U_i(d, p)
             p += 4
-            f_brokers_rack: str | None
+            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers_rack = None
+                f_brokers__rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers_rack = d[p:e].decode()
+                f_brokers__rack = d[p:e].decode()
                 p = e
-            ob_brokers_ = _new(MetadataResponseBroker)
-            ob_brokers_.node_id = f_brokers_node_id
-            ob_brokers_.host = f_brokers_host
-            ob_brokers_.port = f_brokers_port
-            ob_brokers_.rack = f_brokers_rack
-            ob_brokers_.unknown_tagged_fields = []
-            l_brokers.append(ob_brokers_)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id = f_brokers__node_id
+            ob_brokers__.host = f_brokers__host
+            ob_brokers__.port = f_brokers__port
+            ob_brokers__.rack = f_brokers__rack
+            ob_brokers__.unknown_tagged_fields = []
+            l_brokers.append(ob_brokers__)
         f_brokers = l_brokers
     f_cluster_id: str | None
     (ln,) = _U_h(d, p)

@@ -210,9 +210,9 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[Voter] = []
         for _ in range(ln):
-            (f_current_voters_voter_id,) = _U_i(d, p)
+            (f_current_voters__voter_id,) = _U_i(d, p)
             p += 4
-            unk_current_voters_: list[tuple[int, bytes]] = []
+            unk_current_voters__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -224,12 +224,12 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_current_voters_.append((tg, d[p:te]))
+                    unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters_ = _new(Voter)
-            ob_current_voters_.voter_id = f_current_voters_voter_id
-            ob_current_voters_.unknown_tagged_fields = unk_current_voters_
-            l_current_voters.append(ob_current_voters_)
+            ob_current_voters__ = _new(Voter)
+            ob_current_voters__.voter_id = f_current_voters__voter_id
+            ob_current_voters__.unknown_tagged_fields = unk_current_voters__
+            l_current_voters.append(ob_current_voters__)
         f_current_voters = l_current_voters
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

@@ -163,9 +163,9 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            (f_partitions_partition_index,) = _U_i(d, p)
+            (f_partitions__partition_index,) = _U_i(d, p)
             p += 4
-            unk_partitions_: list[tuple[int, bytes]] = []
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -177,12 +177,12 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
+                    unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -220,21 +220,21 @@ def _w_ReadOffsetRequest_0(out: bytearray, o: ReadOffsetRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            out += _P_ix(e_topics_partitions.partition_index)
-            if e_topics_partitions.unknown_tagged_fields:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
+            out += _P_ix(e_topics__partitions.partition_index)
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:

@@ -238,14 +238,14 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
             (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_high_watermark,
-                f_partitions_applied_offset,
+                f_partitions__partition_index,
+                f_partitions__error_code,
+                f_partitions__high_watermark,
+                f_partitions__applied_offset,
             ) = _U_ihqq(d, p)
             p += 22
-            f_partitions_current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
-            unk_partitions_: list[tuple[int, bytes]] = []
+            f_partitions__current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -257,16 +257,16 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
+                    unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.high_watermark = f_partitions_high_watermark
-            ob_partitions_.applied_offset = f_partitions_applied_offset
-            ob_partitions_.current_leader = f_partitions_current_leader
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.error_code = f_partitions__error_code
+            ob_partitions__.high_watermark = f_partitions__high_watermark
+            ob_partitions__.applied_offset = f_partitions__applied_offset
+            ob_partitions__.current_leader = f_partitions__current_leader
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -353,26 +353,26 @@ def _w_ReadOffsetResponse_0(out: bytearray, o: ReadOffsetResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_ihqq(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.error_code,
-                e_topics_partitions.high_watermark,
-                e_topics_partitions.applied_offset,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.error_code,
+                e_topics__partitions.high_watermark,
+                e_topics__partitions.applied_offset,
             )
-            _w_LeaderIdAndEpoch_0(out, e_topics_partitions.current_leader)
-            if e_topics_partitions.unknown_tagged_fields:
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+            _w_LeaderIdAndEpoch_0(out, e_topics__partitions.current_leader)
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
             else:
                 out.append(0)
         if e_topics.unknown_tagged_fields:

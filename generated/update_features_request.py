@@ -156,10 +156,10 @@ def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None
     for e_feature_updates in a_feature_updates:
         if e_feature_updates.upgrade_type != 1:
             raise MessageEncodeError("Attempted to write a non-default UpgradeType")
-        s_feature_updates_feature = _SC.get(e_feature_updates.feature)
-        if s_feature_updates_feature is None:
-            s_feature_updates_feature = _cstr(e_feature_updates.feature)
-        out += s_feature_updates_feature
+        s_feature_updates__feature = _SC.get(e_feature_updates.feature)
+        if s_feature_updates__feature is None:
+            s_feature_updates__feature = _cstr(e_feature_updates.feature)
+        out += s_feature_updates__feature
         out += _P_hox(e_feature_updates.max_version_level, e_feature_updates.allow_downgrade)
         if e_feature_updates.unknown_tagged_fields:
             del out[-1]
@@ -181,10 +181,10 @@ def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None
     for e_feature_updates in a_feature_updates:
         if e_feature_updates.allow_downgrade:
             raise MessageEncodeError("Attempted to write a non-default AllowDowngrade")
-        s_feature_updates_feature = _SC.get(e_feature_updates.feature)
-        if s_feature_updates_feature is None:
-            s_feature_updates_feature = _cstr(e_feature_updates.feature)
-        out += s_feature_updates_feature
+        s_feature_updates__feature = _SC.get(e_feature_updates.feature)
+        if s_feature_updates__feature is None:
+            s_feature_updates__feature = _cstr(e_feature_updates.feature)
+        out += s_feature_updates__feature
         out += _P_hbx(e_feature_updates.max_version_level, e_feature_updates.upgrade_type)
         if e_feature_updates.unknown_tagged_fields:
             del out[-1]
@@ -225,11 +225,11 @@ def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Feature is longer than the remaining bytes")
-                f_feature_updates_feature = d[p:e].decode()
+                f_feature_updates__feature = d[p:e].decode()
                 p = e
-            f_feature_updates_max_version_level, f_feature_updates_allow_downgrade = _U_ho(d, p)
+            f_feature_updates__max_version_level, f_feature_updates__allow_downgrade = _U_ho(d, p)
             p += 3
-            unk_feature_updates_: list[tuple[int, bytes]] = []
+            unk_feature_updates__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -241,15 +241,15 @@ def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_feature_updates_.append((tg, d[p:te]))
+                    unk_feature_updates__.append((tg, d[p:te]))
                     p = te
-            ob_feature_updates_ = _new(FeatureUpdateKey)
-            ob_feature_updates_.feature = f_feature_updates_feature
-            ob_feature_updates_.max_version_level = f_feature_updates_max_version_level
-            ob_feature_updates_.allow_downgrade = f_feature_updates_allow_downgrade
-            ob_feature_updates_.upgrade_type = 1
-            ob_feature_updates_.unknown_tagged_fields = unk_feature_updates_
-            l_feature_updates.append(ob_feature_updates_)
+            ob_feature_updates__ = _new(FeatureUpdateKey)
+            ob_feature_updates__.feature = f_feature_updates__feature
+            ob_feature_updates__.max_version_level = f_feature_updates__max_version_level
+            ob_feature_updates__.allow_downgrade = f_feature_updates__allow_downgrade
+            ob_feature_updates__.upgrade_type = 1
+            ob_feature_updates__.unknown_tagged_fields = unk_feature_updates__
+            l_feature_updates.append(ob_feature_updates__)
         f_feature_updates = l_feature_updates
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -303,11 +303,11 @@ def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Feature is longer than the remaining bytes")
-                f_feature_updates_feature = d[p:e].decode()
+                f_feature_updates__feature = d[p:e].decode()
                 p = e
-            f_feature_updates_max_version_level, f_feature_updates_upgrade_type = _U_hb(d, p)
+            f_feature_updates__max_version_level, f_feature_updates__upgrade_type = _U_hb(d, p)
             p += 3
-            unk_feature_updates_: list[tuple[int, bytes]] = []
+            unk_feature_updates__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -319,15 +319,15 @@ def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_feature_updates_.append((tg, d[p:te]))
+                    unk_feature_updates__.append((tg, d[p:te]))
                     p = te
-            ob_feature_updates_ = _new(FeatureUpdateKey)
-            ob_feature_updates_.feature = f_feature_updates_feature
-            ob_feature_updates_.max_version_level = f_feature_updates_max_version_level
-            ob_feature_updates_.allow_downgrade = False
-            ob_feature_updates_.upgrade_type = f_feature_updates_upgrade_type
-            ob_feature_updates_.unknown_tagged_fields = unk_feature_updates_
-            l_feature_updates.append(ob_feature_updates_)
+            ob_feature_updates__ = _new(FeatureUpdateKey)
+            ob_feature_updates__.feature = f_feature_updates__feature
+            ob_feature_updates__.max_version_level = f_feature_updates__max_version_level
+            ob_feature_updates__.allow_downgrade = False
+            ob_feature_updates__.upgrade_type = f_feature_updates__upgrade_type
+            ob_feature_updates__.unknown_tagged_fields = unk_feature_updates__
+            l_feature_updates.append(ob_feature_updates__)
         f_feature_updates = l_feature_updates
     (f_validate_only,) = _U_o(d, p)
     p += 1

@@ -202,18 +202,18 @@ def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> No
     else:
         _wuv(out, n_results + 1)
     for e_results in a_results:
-        s_results_feature = _SC.get(e_results.feature)
-        if s_results_feature is None:
-            s_results_feature = _cstr(e_results.feature)
-        out += s_results_feature
+        s_results__feature = _SC.get(e_results.feature)
+        if s_results__feature is None:
+            s_results__feature = _cstr(e_results.feature)
+        out += s_results__feature
         out += _P_h(e_results.error_code)
         if e_results.error_message is None:
             out.append(0)
         else:
-            s_results_error_message = _SC.get(e_results.error_message)
-            if s_results_error_message is None:
-                s_results_error_message = _cstr(e_results.error_message)
-            out += s_results_error_message
+            s_results__error_message = _SC.get(e_results.error_message)
+            if s_results__error_message is None:
+                s_results__error_message = _cstr(e_results.error_message)
+            out += s_results__error_message
         if e_results.unknown_tagged_fields:
             _wtags(out, e_results.unknown_tagged_fields)
         else:

@@ -254,14 +254,14 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
     else:
         _wuv(out, n_listeners + 1)
     for e_listeners in a_listeners:
-        s_listeners_name = _SC.get(e_listeners.name)
-        if s_listeners_name is None:
-            s_listeners_name = _cstr(e_listeners.name)
-        out += s_listeners_name
-        s_listeners_host = _SC.get(e_listeners.host)
-        if s_listeners_host is None:
-            s_listeners_host = _cstr(e_listeners.host)
-        out += s_listeners_host
+        s_listeners__name = _SC.get(e_listeners.name)
+        if s_listeners__name is None:
+            s_listeners__name = _cstr(e_listeners.name)
+        out += s_listeners__name
+        s_listeners__host = _SC.get(e_listeners.host)
+        if s_listeners__host is None:
+            s_listeners__host = _cstr(e_listeners.host)
+        out += s_listeners__host
         out += _P_Hx(e_listeners.port)
         if e_listeners.unknown_tagged_fields:
             del out[-1]

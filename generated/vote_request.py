@@ -185,14 +185,14 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
             (
-                f_partitions_partition_index,
-                f_partitions_replica_epoch,
-                f_partitions_replica_id,
-                f_partitions_last_offset_epoch,
-                f_partitions_last_offset,
+                f_partitions__partition_index,
+                f_partitions__replica_epoch,
+                f_partitions__replica_id,
+                f_partitions__last_offset_epoch,
+                f_partitions__last_offset,
             ) = _U_iiiiq(d, p)
             p += 24
-            unk_partitions_: list[tuple[int, bytes]] = []
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -204,19 +204,19 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
+                    unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.replica_epoch = f_partitions_replica_epoch
-            ob_partitions_.replica_id = f_partitions_replica_id
-            ob_partitions_.replica_directory_id = ZERO_UUID
-            ob_partitions_.voter_directory_id = ZERO_UUID
-            ob_partitions_.last_offset_epoch = f_partitions_last_offset_epoch
-            ob_partitions_.last_offset = f_partitions_last_offset
-            ob_partitions_.pre_vote = False
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.replica_epoch = f_partitions__replica_epoch
+            ob_partitions__.replica_id = f_partitions__replica_id
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.voter_directory_id = ZERO_UUID
+            ob_partitions__.last_offset_epoch = f_partitions__last_offset_epoch
+            ob_partitions__.last_offset = f_partitions__last_offset
+            ob_partitions__.pre_vote = False
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -270,18 +270,18 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
             (
-                f_partitions_partition_index,
-                f_partitions_replica_epoch,
-                f_partitions_replica_id,
-                f_partitions_replica_directory_id,
-                f_partitions_voter_directory_id,
-                f_partitions_last_offset_epoch,
-                f_partitions_last_offset,
+                f_partitions__partition_index,
+                f_partitions__replica_epoch,
+                f_partitions__replica_id,
+                f_partitions__replica_directory_id,
+                f_partitions__voter_directory_id,
+                f_partitions__last_offset_epoch,
+                f_partitions__last_offset,
             ) = _U_iii16s16siq(d, p)
             p += 56
-            f_partitions_replica_directory_id = _uuid(f_partitions_replica_directory_id)
-            f_partitions_voter_directory_id = _uuid(f_partitions_voter_directory_id)
-            unk_partitions_: list[tuple[int, bytes]] = []
+            f_partitions__replica_directory_id = _uuid(f_partitions__replica_directory_id)
+            f_partitions__voter_directory_id = _uuid(f_partitions__voter_directory_id)
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -293,19 +293,19 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
+                    unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.replica_epoch = f_partitions_replica_epoch
-            ob_partitions_.replica_id = f_partitions_replica_id
-            ob_partitions_.replica_directory_id = f_partitions_replica_directory_id
-            ob_partitions_.voter_directory_id = f_partitions_voter_directory_id
-            ob_partitions_.last_offset_epoch = f_partitions_last_offset_epoch
-            ob_partitions_.last_offset = f_partitions_last_offset
-            ob_partitions_.pre_vote = False
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.replica_epoch = f_partitions__replica_epoch
+            ob_partitions__.replica_id = f_partitions__replica_id
+            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
+            ob_partitions__.voter_directory_id = f_partitions__voter_directory_id
+            ob_partitions__.last_offset_epoch = f_partitions__last_offset_epoch
+            ob_partitions__.last_offset = f_partitions__last_offset
+            ob_partitions__.pre_vote = False
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -359,19 +359,19 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
             (
-                f_partitions_partition_index,
-                f_partitions_replica_epoch,
-                f_partitions_replica_id,
-                f_partitions_replica_directory_id,
-                f_partitions_voter_directory_id,
-                f_partitions_last_offset_epoch,
-                f_partitions_last_offset,
-                f_partitions_pre_vote,
+                f_partitions__partition_index,
+                f_partitions__replica_epoch,
+                f_partitions__replica_id,
+                f_partitions__replica_directory_id,
+                f_partitions__voter_directory_id,
+                f_partitions__last_offset_epoch,
+                f_partitions__last_offset,
+                f_partitions__pre_vote,
             ) = _U_iii16s16siqo(d, p)
             p += 57
-            f_partitions_replica_directory_id = _uuid(f_partitions_replica_directory_id)
-            f_partitions_voter_directory_id = _uuid(f_partitions_voter_directory_id)
-            unk_partitions_: list[tuple[int, bytes]] = []
+            f_partitions__replica_directory_id = _uuid(f_partitions__replica_directory_id)
+            f_partitions__voter_directory_id = _uuid(f_partitions__voter_directory_id)
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -383,19 +383,19 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
+                    unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.replica_epoch = f_partitions_replica_epoch
-            ob_partitions_.replica_id = f_partitions_replica_id
-            ob_partitions_.replica_directory_id = f_partitions_replica_directory_id
-            ob_partitions_.voter_directory_id = f_partitions_voter_directory_id
-            ob_partitions_.last_offset_epoch = f_partitions_last_offset_epoch
-            ob_partitions_.last_offset = f_partitions_last_offset
-            ob_partitions_.pre_vote = f_partitions_pre_vote
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.replica_epoch = f_partitions__replica_epoch
+            ob_partitions__.replica_id = f_partitions__replica_id
+            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
+            ob_partitions__.voter_directory_id = f_partitions__voter_directory_id
+            ob_partitions__.last_offset_epoch = f_partitions__last_offset_epoch
+            ob_partitions__.last_offset = f_partitions__last_offset
+            ob_partitions__.pre_vote = f_partitions__pre_vote
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -433,29 +433,29 @@ def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            if e_topics_partitions.pre_vote:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.pre_vote:
                 raise MessageEncodeError("Attempted to write a non-default PreVote")
             out += _P_iiiiqx(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.replica_epoch,
-                e_topics_partitions.replica_id,
-                e_topics_partitions.last_offset_epoch,
-                e_topics_partitions.last_offset,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.replica_epoch,
+                e_topics__partitions.replica_id,
+                e_topics__partitions.last_offset_epoch,
+                e_topics__partitions.last_offset,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -482,31 +482,31 @@ def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
-            if e_topics_partitions.pre_vote:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.pre_vote:
                 raise MessageEncodeError("Attempted to write a non-default PreVote")
             out += _P_iii16s16siqx(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.replica_epoch,
-                e_topics_partitions.replica_id,
-                e_topics_partitions.replica_directory_id.int.to_bytes(16),
-                e_topics_partitions.voter_directory_id.int.to_bytes(16),
-                e_topics_partitions.last_offset_epoch,
-                e_topics_partitions.last_offset,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.replica_epoch,
+                e_topics__partitions.replica_id,
+                e_topics__partitions.replica_directory_id.int.to_bytes(16),
+                e_topics__partitions.voter_directory_id.int.to_bytes(16),
+                e_topics__partitions.last_offset_epoch,
+                e_topics__partitions.last_offset,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -533,30 +533,30 @@ def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_iii16s16siqox(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.replica_epoch,
-                e_topics_partitions.replica_id,
-                e_topics_partitions.replica_directory_id.int.to_bytes(16),
-                e_topics_partitions.voter_directory_id.int.to_bytes(16),
-                e_topics_partitions.last_offset_epoch,
-                e_topics_partitions.last_offset,
-                e_topics_partitions.pre_vote,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.replica_epoch,
+                e_topics__partitions.replica_id,
+                e_topics__partitions.replica_directory_id.int.to_bytes(16),
+                e_topics__partitions.voter_directory_id.int.to_bytes(16),
+                e_topics__partitions.last_offset_epoch,
+                e_topics__partitions.last_offset,
+                e_topics__partitions.pre_vote,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:

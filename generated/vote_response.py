@@ -193,14 +193,14 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
             (
-                f_partitions_partition_index,
-                f_partitions_error_code,
-                f_partitions_leader_id,
-                f_partitions_leader_epoch,
-                f_partitions_vote_granted,
+                f_partitions__partition_index,
+                f_partitions__error_code,
+                f_partitions__leader_id,
+                f_partitions__leader_epoch,
+                f_partitions__vote_granted,
             ) = _U_ihiio(d, p)
             p += 15
-            unk_partitions_: list[tuple[int, bytes]] = []
+            unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
             if nt:
@@ -212,16 +212,16 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                     te = p + sz
                     if te > len(d):
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions_.append((tg, d[p:te]))
+                    unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions_ = _new(PartitionData)
-            ob_partitions_.partition_index = f_partitions_partition_index
-            ob_partitions_.error_code = f_partitions_error_code
-            ob_partitions_.leader_id = f_partitions_leader_id
-            ob_partitions_.leader_epoch = f_partitions_leader_epoch
-            ob_partitions_.vote_granted = f_partitions_vote_granted
-            ob_partitions_.unknown_tagged_fields = unk_partitions_
-            l_partitions.append(ob_partitions_)
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index = f_partitions__partition_index
+            ob_partitions__.error_code = f_partitions__error_code
+            ob_partitions__.leader_id = f_partitions__leader_id
+            ob_partitions__.leader_epoch = f_partitions__leader_epoch
+            ob_partitions__.vote_granted = f_partitions__vote_granted
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         f_partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -310,27 +310,27 @@ def _w_VoteResponse_0(out: bytearray, o: VoteResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_ihiiox(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.error_code,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-                e_topics_partitions.vote_granted,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.error_code,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
+                e_topics__partitions.vote_granted,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
@@ -350,27 +350,27 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
     else:
         _wuv(out, n_topics + 1)
     for e_topics in a_topics:
-        s_topics_topic_name = _SC.get(e_topics.topic_name)
-        if s_topics_topic_name is None:
-            s_topics_topic_name = _cstr(e_topics.topic_name)
-        out += s_topics_topic_name
-        a_topics_partitions = e_topics.partitions
-        n_topics_partitions = len(a_topics_partitions)
-        if n_topics_partitions < 127:
-            out.append(n_topics_partitions + 1)
+        s_topics__topic_name = _SC.get(e_topics.topic_name)
+        if s_topics__topic_name is None:
+            s_topics__topic_name = _cstr(e_topics.topic_name)
+        out += s_topics__topic_name
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(n_topics__partitions + 1)
         else:
-            _wuv(out, n_topics_partitions + 1)
-        for e_topics_partitions in a_topics_partitions:
+            _wuv(out, n_topics__partitions + 1)
+        for e_topics__partitions in a_topics__partitions:
             out += _P_ihiiox(
-                e_topics_partitions.partition_index,
-                e_topics_partitions.error_code,
-                e_topics_partitions.leader_id,
-                e_topics_partitions.leader_epoch,
-                e_topics_partitions.vote_granted,
+                e_topics__partitions.partition_index,
+                e_topics__partitions.error_code,
+                e_topics__partitions.leader_id,
+                e_topics__partitions.leader_epoch,
+                e_topics__partitions.vote_granted,
             )
-            if e_topics_partitions.unknown_tagged_fields:
+            if e_topics__partitions.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_topics_partitions.unknown_tagged_fields)
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:

@@ -302,25 +302,25 @@ def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
         _wuv(out, n_voters + 1)
     for e_voters in a_voters:
         out += _P_i16s(e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16))
-        a_voters_endpoints = e_voters.endpoints
-        n_voters_endpoints = len(a_voters_endpoints)
-        if n_voters_endpoints < 127:
-            out.append(n_voters_endpoints + 1)
+        a_voters__endpoints = e_voters.endpoints
+        n_voters__endpoints = len(a_voters__endpoints)
+        if n_voters__endpoints < 127:
+            out.append(n_voters__endpoints + 1)
         else:
-            _wuv(out, n_voters_endpoints + 1)
-        for e_voters_endpoints in a_voters_endpoints:
-            s_voters_endpoints_name = _SC.get(e_voters_endpoints.name)
-            if s_voters_endpoints_name is None:
-                s_voters_endpoints_name = _cstr(e_voters_endpoints.name)
-            out += s_voters_endpoints_name
-            s_voters_endpoints_host = _SC.get(e_voters_endpoints.host)
-            if s_voters_endpoints_host is None:
-                s_voters_endpoints_host = _cstr(e_voters_endpoints.host)
-            out += s_voters_endpoints_host
-            out += _P_Hx(e_voters_endpoints.port)
-            if e_voters_endpoints.unknown_tagged_fields:
+            _wuv(out, n_voters__endpoints + 1)
+        for e_voters__endpoints in a_voters__endpoints:
+            s_voters__endpoints__name = _SC.get(e_voters__endpoints.name)
+            if s_voters__endpoints__name is None:
+                s_voters__endpoints__name = _cstr(e_voters__endpoints.name)
+            out += s_voters__endpoints__name
+            s_voters__endpoints__host = _SC.get(e_voters__endpoints.host)
+            if s_voters__endpoints__host is None:
+                s_voters__endpoints__host = _cstr(e_voters__endpoints.host)
+            out += s_voters__endpoints__host
+            out += _P_Hx(e_voters__endpoints.port)
+            if e_voters__endpoints.unknown_tagged_fields:
                 del out[-1]
-                _wtags(out, e_voters_endpoints.unknown_tagged_fields)
+                _wtags(out, e_voters__endpoints.unknown_tagged_fields)
         _w_KRaftVersionFeature_0(out, e_voters.kraft_version_feature)
         if e_voters.unknown_tagged_fields:
             _wtags(out, e_voters.unknown_tagged_fields)

@@ -41,7 +41,7 @@ def _setup_logging(level: str) -> None:
     )
 
 
-async def _run(node: ControllerNode, load: tuple[Path, int, int] | None = None) -> int:
+async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -49,9 +49,9 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int] | None = None) 
     await node.start()
     load_task = None
     if load is not None:
-        path, in_flight, size = load
+        path, in_flight, size, batch = load
         load_task = asyncio.ensure_future(
-            run_load(node, path, in_flight=in_flight, record_size=size, stop=stop)
+            run_load(node, path, in_flight=in_flight, record_size=size, stop=stop, batch=batch)
         )
     stopped = asyncio.ensure_future(node.wait_stopped())
     waiter = asyncio.ensure_future(stop.wait())
@@ -75,6 +75,7 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int] | None = None) 
 )
 @click.option("--load-in-flight", default=1, hidden=True)
 @click.option("--load-record-size", default=100, hidden=True)
+@click.option("--load-batch", default=1, hidden=True, help="Records per append.")
 def start(
     config_path: str,
     log_level: str,
@@ -82,12 +83,15 @@ def start(
     load_ack_file: Path | None,
     load_in_flight: int,
     load_record_size: int,
+    load_batch: int,
 ) -> None:
     _setup_logging(log_level)
     try:
         config = load_config(config_path)
         node = ControllerNode(config, fsync=not no_fsync)
-        load = (load_ack_file, load_in_flight, load_record_size) if load_ack_file is not None else None
+        load = None
+        if load_ack_file is not None:
+            load = (load_ack_file, load_in_flight, load_record_size, load_batch)
         code = asyncio.run(_run(node, load))
     except (ConfigError, StorageError) as exc:
         if isinstance(exc, LogIOError):

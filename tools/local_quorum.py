@@ -77,7 +77,7 @@ class LocalQuorum:
         *,
         ports: list[int] | None = None,
         extra: dict[str, str] | None = None,
-        load: tuple[int, int] | None = None,
+        load: tuple[int, int] | tuple[int, int, int] | None = None,
     ) -> None:
         self.root = root
         self.ports = ports or free_ports(n)
@@ -107,9 +107,9 @@ class LocalQuorum:
     def start(self, node_id: int) -> None:
         args = [KRAFTD, "start", str(self.configs[node_id - 1])]
         if self.load is not None:
-            in_flight, size = self.load
+            in_flight, size, *rest = self.load
             args += ["--load-ack-file", str(self.ack_file(node_id)), "--load-in-flight", str(in_flight)]
-            args += ["--load-record-size", str(size)]
+            args += ["--load-record-size", str(size), "--load-batch", str(rest[0] if rest else 1)]
         with self.log_file(node_id).open("ab") as out:
             self.procs[node_id] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=self.root)
 

@@ -5,7 +5,8 @@ Contracts:
    ack file, written (line-buffered) only after the append resolved, so a line is never written for an
    uncommitted record. Record ids are ``<node id>p<pid>-<sequence>``: unique across runs of a node.
 2. While the node is not the leader the workers idle (10 ms polls); appends that fail are not recorded.
-3. ``in_flight`` workers each keep one append outstanding; the generator stops when ``stop`` is set.
+3. ``in_flight`` workers each keep one append of ``batch`` records outstanding; the generator stops when
+   ``stop`` is set.
 """
 
 from __future__ import annotations
@@ -31,7 +32,13 @@ def record_id_of(value: bytes) -> str:
 
 
 async def run_load(
-    node: ControllerNode, ack_file: Path, *, in_flight: int, record_size: int, stop: asyncio.Event
+    node: ControllerNode,
+    ack_file: Path,
+    *,
+    in_flight: int,
+    record_size: int,
+    stop: asyncio.Event,
+    batch: int = 1,
 ) -> None:
     seq = itertools.count(1)
     me = node.config.node_id
@@ -43,14 +50,16 @@ async def run_load(
                 if node.core.leader_id() != me:
                     await asyncio.sleep(0.01)
                     continue
-                rid = f"{prefix}-{next(seq)}"
+                rids = [f"{prefix}-{next(seq)}" for _ in range(batch)]
                 t0 = time.perf_counter()
                 try:
-                    offset = await node.append([record_value(rid, record_size)])
+                    last = await node.append([record_value(rid, record_size) for rid in rids])
                 except (NotLeaderError, KraftError):
                     await asyncio.sleep(0.01)
                     continue
                 latency_us = int((time.perf_counter() - t0) * 1_000_000)
-                out.write(f"{offset} {rid} {int(time.time() * 1000)} {latency_us}\n")
+                ms = int(time.time() * 1000)
+                first = last - len(rids) + 1
+                out.write("".join(f"{first + i} {rid} {ms} {latency_us}\n" for i, rid in enumerate(rids)))
 
         await asyncio.gather(*(worker() for _ in range(in_flight)))

@@ -313,7 +313,8 @@ def _summary(msg: Any) -> str:
         extra = f" diverging={div.end_offset}@{div.epoch}" if div.epoch >= 0 else ""
         n = len(part.records or b"")
         return f"{name}(err={part.error_code} e{part.current_leader.leader_epoch} hwm={part.high_watermark} bytes={n}{extra})"
-    return f"{name}(leader={part.leader_id} e{part.leader_epoch})"
+    err = getattr(part, "error_code", 0)
+    return f"{name}(leader={part.leader_id} e{part.leader_epoch}{f' err={err}' if err else ''})"
 
 
 def wire_roundtrip(rng: random.Random, fraction: float) -> Callable[[Any], Any]:

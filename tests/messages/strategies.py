@@ -15,16 +15,10 @@ from uuid import UUID
 
 from hypothesis import strategies as st
 
+from codegen.model import INT_RANGES
 from tests.messages.support import U1, in_range
 
-_INT_BOUNDS = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+_INT_BOUNDS = INT_RANGES
 # Text without lone surrogates (those cannot be UTF-8 encoded, so no Kafka peer could have sent them).
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=8)
 UNKNOWN_TAGS = st.lists(

@@ -13,12 +13,14 @@ Known kafka-python behaviour worked around here, not copied:
    positions (None for Kafka's "not requested" value INT32_MIN); the bridge converts both ways.
 5. It writes every tagged field passed to its constructor, default or not; Kafka writes only non-default ones,
    so the bridge passes tagged fields only when they differ from their default.
-6. It reports an absent non-nullable tagged struct as None; Kafka (and we) read it as the struct's defaults.
+6. It reads Kafka's ZERO_UUID as None; for a uuid field (never nullable in Kafka) that means UUID(int=0).
+7. It reports an absent non-nullable tagged struct as None; Kafka (and we) read it as the struct's defaults.
 """
 
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from kafka.protocol.admin.cluster import (
@@ -133,6 +135,8 @@ def from_kp(kp_obj: Any, cls: Any, version: int) -> Any:
                 value = from_kp(value, field.struct, version)
         elif field.name in _BITFIELDS:
             value = _from_bits(value)
+        elif field.type == "uuid" and value is None:
+            value = uuid.UUID(int=0)
         elif field.type == "records" and value is not None and not isinstance(value, bytes):
             value = bytes(value)
         kwargs[field.attr] = value
