@@ -130,13 +130,22 @@ def render_module(env: Environment, item: Loaded) -> str:
     top = spec.struct
     structs = [_struct_ctx(lw, s, s is top) for s in spec.all_structs()]
     out = lw.structs[top.name]
+    # emit only the Struct aliases and array tables that surviving (unpruned) functions use
+    body = "\n".join(line for fn in lw.funcs for line in fn.lines)
+    formats = []
+    for codes, kinds in sorted(lw.formats.items()):
+        name = codes.replace("?", "o")
+        used = [k for k in sorted(kinds) if f"_{k}_{name}(" in body]
+        if used:
+            formats.append((codes, name, used))
+    arrays = sorted(c for c in lw.arrays if f"_{c.replace('?', 'o')}[" in body)
     text = env.get_template("module.py.j2").render(
         source=item.source,
         spec=spec,
         lowest_flexible=spec.flexible.lo if spec.flexible is not None else None,
-        formats=sorted((codes, name) for codes, name in lw.formats.items()),
+        formats=formats,
         uuid_consts=sorted(lw.defaults.uuid_consts.items()),
-        arrays=sorted(lw.arrays),
+        arrays=arrays,
         structs=structs,
         funcs=lw.funcs,
         top_writers=sorted(out.writers.items()),

@@ -40,17 +40,23 @@ class LowerBase:
         self.defaults = Defaults()
         self.structs: dict[str, StructOut] = {}
         self.funcs: list[Func] = []
-        self.formats: dict[str, str] = {}  # struct format -> constant base name
+        self.formats: dict[str, set[str]] = {}  # struct format -> {"P", "U"} aliases needed
         self.arrays: set[str] = set()  # struct codes needing array (un)packer tables
         assert spec.valid is not None
         self.versions = list(range(spec.valid.lo, spec.valid.hi + 1))
 
     # ---- helpers -------------------------------------------------------------------------------------
-    def fmt(self, codes: str) -> str:
-        """Name of the precompiled Struct for big-endian ``codes`` (registers _S_/_P_/_U_ constants)."""
-        if codes not in self.formats:
-            self.formats[codes] = "_" + codes.replace("?", "o")
-        return self.formats[codes]
+    def _fmt(self, codes: str, kind: str) -> str:
+        """Register a precompiled big-endian Struct for ``codes``; return its pack ("P") or unpack_from
+        ("U") alias name (only the aliases actually used are emitted)."""
+        self.formats.setdefault(codes, set()).add(kind)
+        return f"_{kind}_" + codes.replace("?", "o")
+
+    def pk(self, codes: str) -> str:
+        return self._fmt(codes, "P")
+
+    def upk(self, codes: str) -> str:
+        return self._fmt(codes, "U")
 
     def arr(self, elem: str, kind: str) -> str:
         """Per-count array table for fixed-width ``elem``: packer "P", count-prefixed packer "C", unpacker "U"."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from codegen.lower_base import Lines, LowerBase
 from codegen.model import FIXED_CODES, FIXED_SIZES, FieldSpec, StructSpec
-from codegen.names import elem_pytype, pytype, snake
+from codegen.names import elem_pytype, snake
 
 
 class Reader(LowerBase):
@@ -14,49 +14,51 @@ class Reader(LowerBase):
         return L.lines
 
     def read_struct(self, L: Lines, ind: int, s: StructSpec, v: int, pfx: str, sink: str | None) -> None:
-        """Read struct ``s``; then ``return obj, p`` (sink None) or ``<sink>(obj)`` when inlined."""
+        """Read struct ``s`` straight into a new instance; then ``return obj, p`` (sink None) or
+        ``<sink>(obj)`` when inlined. The instance is made with ``object.__new__`` (no dataclass
+        __init__), so every slot is assigned below: read, tagged default, or absent-field default."""
         flex = self.spec.is_flexible(v)
+        ob = f"ob_{pfx}"
+        L(ind, f"{ob} = _new({s.name})")
         run: list[FieldSpec] = []
-        values: list[str] = []
         for f in s.fields:
-            var = f"f_{pfx}{snake(f.name)}"
-            if not self.present(f, v):
-                values.append(self.defaults.expr(f))
-                continue
-            values.append(var)
-            if self.tagged(f, v):
+            if not self.present(f, v) or self.tagged(f, v):
                 continue
             if f.type in FIXED_CODES:
                 run.append(f)
                 continue
-            self.flush_read_run(L, ind, run, pfx)
+            self.flush_read_run(L, ind, run, ob, pfx)
             run = []
-            self.read_value(L, ind, var, f, v, pfx, in_tag=False)
-        self.flush_read_run(L, ind, run, pfx)
+            self.read_value(L, ind, f"{ob}.{snake(f.name)}", f, v, pfx, in_tag=False)
+        # a trailing fixed-width run also unpacks the tag-count byte ("B"): one unpack instead of two reads
+        fold = flex and bool(run)
+        self.flush_read_run(L, ind, run, ob, pfx, tag_count=fold)
+        for f in s.fields:
+            if not self.present(f, v):
+                L(ind, f"{ob}.{snake(f.name)} = {self.defaults.expr(f)}")
         if flex:
-            self.read_tags(L, ind, s, v, pfx)
-            values.append(f"unk_{pfx}")
+            self.read_tags(L, ind, s, v, ob, pfx, count_read=fold)
+            L(ind, f"{ob}.unknown_tagged_fields = unk_{pfx}")
         else:
-            values.append("[]")
-        # Build the instance without running the dataclass __init__ (every slot is assigned here).
-        ob = f"ob_{pfx}"
-        L(ind, f"{ob} = _new({s.name})")
-        attrs = [snake(f.name) for f in s.fields] + ["unknown_tagged_fields"]
-        for attr, value in zip(attrs, values, strict=True):
-            L(ind, f"{ob}.{attr} = {value}")
+            L(ind, f"{ob}.unknown_tagged_fields = []")
         L(ind, f"return {ob}, p" if sink is None else f"{sink}({ob})")
 
-    def flush_read_run(self, L: Lines, ind: int, run: list[FieldSpec], pfx: str) -> None:
+    def flush_read_run(
+        self, L: Lines, ind: int, run: list[FieldSpec], ob: str, pfx: str, tag_count: bool = False
+    ) -> None:
+        """Unpack a run of fixed-width fields directly into ``ob`` (uuids via a local, then converted)."""
         if not run:
             return
-        codes = "".join(FIXED_CODES[f.type] for f in run)
-        names = [f"f_{pfx}{snake(f.name)}" for f in run]
+        codes = "".join(FIXED_CODES[f.type] for f in run) + ("B" if tag_count else "")
+        names = [f"u_{pfx}{snake(f.name)}" if f.type == "uuid" else f"{ob}.{snake(f.name)}" for f in run] + (
+            ["nt"] if tag_count else []
+        )
         target = f"({names[0]},)" if len(names) == 1 else ", ".join(names)
-        L(ind, f"{target} = _U{self.fmt(codes)}(d, p)")
-        L(ind, f"p += {sum(FIXED_SIZES[f.type] for f in run)}")
-        for f, n in zip(run, names, strict=True):
+        L(ind, f"{target} = {self.upk(codes)}(d, p)")
+        L(ind, f"p += {sum(FIXED_SIZES[f.type] for f in run) + (1 if tag_count else 0)}")
+        for f, n in zip(run, names[: len(run)], strict=True):
             if f.type == "uuid":
-                L(ind, f"{n} = _uuid({n})")
+                L(ind, f"{ob}.{snake(f.name)} = _uuid({n})")
 
     def read_len(self, L: Lines, ind: int, cmp: bool, width: str) -> None:
         if cmp:
@@ -67,7 +69,7 @@ class Reader(LowerBase):
             L(ind + 1, "ln, p = _ruv(d, p)")
             L(ind, "ln -= 1")
         else:
-            L(ind, f"(ln,) = _U{self.fmt(width)}(d, p)")
+            L(ind, f"(ln,) = {self.upk(width)}(d, p)")
             L(ind, f"p += {2 if width == 'h' else 4}")
 
     def read_value(self, L: Lines, ind: int, var: str, f: FieldSpec, v: int, pfx: str, in_tag: bool) -> None:
@@ -77,14 +79,12 @@ class Reader(LowerBase):
         t = f.type
         if t in FIXED_CODES:  # tagged fixed value
             if t == "uuid":
-                L(ind, f"(raw,) = _U{self.fmt('16s')}(d, p)")
+                L(ind, f"(raw,) = {self.upk('16s')}(d, p)")
                 L(ind, f"{var} = _uuid(raw)")
             else:
-                L(ind, f"({var},) = _U{self.fmt(FIXED_CODES[t])}(d, p)")
+                L(ind, f"({var},) = {self.upk(FIXED_CODES[t])}(d, p)")
             L(ind, f"p += {FIXED_SIZES[t]}")
             return
-        if nul and not in_tag:
-            L(ind, f"{var}: {pytype(f)}")
         if f.is_struct:
             assert f.struct is not None
             call = f"{var}, p = {self.fn(f.struct, v, 'r')}(d, p)"
@@ -129,7 +129,7 @@ class Reader(LowerBase):
             else:
                 self.read_struct(L, ind + 1, f.struct, v, f"{a}__", f"l_{a}.append")
         elif e == "uuid":
-            L(ind + 1, f"(u,) = _U{self.fmt('16s')}(d, p)")
+            L(ind + 1, f"(u,) = {self.upk('16s')}(d, p)")
             L(ind + 1, "p += 16")
             L(ind + 1, f"l_{a}.append(_uuid(u))")
         else:
@@ -152,12 +152,15 @@ class Reader(LowerBase):
         L(ind, f"{var} = d[p:e].decode()" if t == "string" else f"{var} = d[p:e]")
         L(ind, "p = e")
 
-    def read_tags(self, L: Lines, ind: int, s: StructSpec, v: int, pfx: str) -> None:
+    def read_tags(
+        self, L: Lines, ind: int, s: StructSpec, v: int, ob: str, pfx: str, count_read: bool
+    ) -> None:
+        """Tag section; with ``count_read`` the first byte of the count is already in ``nt`` (p past it)."""
         known = sorted((f for f in s.fields if self.tagged(f, v)), key=lambda f: f.tag or 0)
         invalid = sorted(f.tag for f in s.fields if f.tag is not None and not self.tagged(f, v))
         unk = f"unk_{pfx}"
         for f in known:
-            var = f"f_{pfx}{snake(f.name)}"
+            var = f"{ob}.{snake(f.name)}"
             expr = self.defaults.expr(f)
             sub = f.struct
             if (
@@ -167,15 +170,18 @@ class Reader(LowerBase):
                 and all(not g.is_struct for g in sub.fields)
             ):
                 # a fresh default instance, built without the dataclass __init__ (every slot assigned)
-                L(ind, f"{var}: {pytype(f)} = _new({f.type})")
+                tmp = f"t_{pfx}{snake(f.name)}"
+                L(ind, f"{tmp} = _new({f.type})")
                 for g in sub.fields:
-                    L(ind, f"{var}.{snake(g.name)} = {self.defaults.expr(g)}")
-                L(ind, f"{var}.unknown_tagged_fields = []")
+                    L(ind, f"{tmp}.{snake(g.name)} = {self.defaults.expr(g)}")
+                L(ind, f"{tmp}.unknown_tagged_fields = []")
+                L(ind, f"{var} = {tmp}")
             else:
-                L(ind, f"{var}: {pytype(f)} = {expr}")
+                L(ind, f"{var} = {expr}")
         L(ind, f"{unk}: list[tuple[int, bytes]] = []")
-        L(ind, "nt = d[p]")
-        L(ind, "p += 1")
+        if not count_read:
+            L(ind, "nt = d[p]")
+            L(ind, "p += 1")
         L(ind, "if nt:")
         i = ind + 1
         L(i, "if nt >= 128:")
@@ -190,7 +196,7 @@ class Reader(LowerBase):
         kw = "if"
         for f in known:
             L(i, f"{kw} tg == {f.tag}:")
-            self.read_value(L, i + 1, f"f_{pfx}{snake(f.name)}", f, v, pfx, in_tag=True)
+            self.read_value(L, i + 1, f"{ob}.{snake(f.name)}", f, v, pfx, in_tag=True)
             L(i + 1, "if p != te:")
             L(i + 2, f'raise MessageDecodeError("tagged field {f.name} does not fill its declared size")')
             kw = "elif"

@@ -58,7 +58,7 @@ class Writer(LowerBase):
         args = ", ".join(
             f"{obj}.{snake(f.name)}" + (".int.to_bytes(16)" if f.type == "uuid" else "") for f in run
         )
-        L(ind, f"out += _P{self.fmt(codes)}({args})")
+        L(ind, f"out += {self.pk(codes)}({args})")
 
     def write_len(self, L: Lines, ind: int, buf: str, n: str, compact: bool, width: str) -> None:
         if compact:
@@ -67,7 +67,7 @@ class Writer(LowerBase):
             L(ind, "else:")
             L(ind + 1, f"_wuv({buf}, {n} + 1)")
         else:
-            L(ind, f"{buf} += _P{self.fmt(width)}({n})")
+            L(ind, f"{buf} += {self.pk(width)}({n})")
 
     def write_value(
         self, L: Lines, ind: int, buf: str, x: str, f: FieldSpec, v: int, pfx: str, in_tag: bool
@@ -80,7 +80,7 @@ class Writer(LowerBase):
             if t == "uuid":
                 L(ind, f"{buf} += {x}.int.to_bytes(16)")
             else:
-                L(ind, f"{buf} += _P{self.fmt(FIXED_CODES[t])}({x})")
+                L(ind, f"{buf} += {self.pk(FIXED_CODES[t])}({x})")
             return
         if nul:
             L(ind, f"if {x} is None:")
@@ -92,7 +92,7 @@ class Writer(LowerBase):
                 L(ind + 1, f"{buf}.append(0)")
                 L(ind, "else:")
             else:
-                L(ind + 1, f"{buf} += _P{self.fmt('h' if t == 'string' else 'i')}(-1)")
+                L(ind + 1, f"{buf} += {self.pk('h' if t == 'string' else 'i')}(-1)")
                 L(ind, "else:")
             ind += 1
         elif any_nullable(f) or default_is_none(f):
@@ -148,8 +148,7 @@ class Writer(LowerBase):
             L(ind, "else:")
             L(ind + 1, f"_wuv({buf}, n_{a} + 1)")
         else:
-            L(ind, f"{buf} += _P_i(n_{a})")
-            self.fmt("i")
+            L(ind, f"{buf} += {self.pk('i')}(n_{a})")
         L(ind, f"{buf} += s_{a}")
 
     def write_tags(self, L: Lines, ind: int, s: StructSpec, v: int, obj: str, pfx: str) -> None:

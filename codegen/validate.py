@@ -14,7 +14,8 @@ Every failure raises :class:`SpecError` naming the file and the field. Rules, nu
  9. mapKey is not allowed on top-level fields nor on tagged fields.
 10. No arrays of arrays; nullableVersions only on string/bytes/records/struct/array types.
 11. Field-level flexibleVersions only on string and bytes fields.
-12. Struct names are unique in a file (also checked in parse for redefinitions and common structs) and do
+12. headerVersions, if given, covers 0+ contiguously (request/response specs only).
+13. Struct names are unique in a file (also checked in parse for redefinitions and common structs) and do
     not shadow a name the generated module uses; field attributes do not shadow generated methods.
 """
 
@@ -180,6 +181,20 @@ def _check_struct(spec: MessageSpec, s: StructSpec, top: bool) -> None:
             )
 
 
+def _check_header_versions(spec: MessageSpec) -> None:
+    """headerVersions (Kafka's HeaderVersions): request/response only; ranges start at 0, are contiguous
+    and the last is open-ended."""
+    hv = sorted(spec.header_versions or [], key=lambda e: e[0].lo)
+    where = f"{spec.path}: headerVersions"
+    if spec.type not in ("request", "response"):
+        raise SpecError(f"{where}: only allowed on request and response specs")
+    if not hv or hv[0][0].lo != 0 or not hv[-1][0].open_ended:
+        raise SpecError(f'{where}: ranges must start at 0 and end open-ended ("N+")')
+    for (a, _), (b, _) in zip(hv, hv[1:], strict=False):
+        if b.lo != a.hi + 1:
+            raise SpecError(f"{where}: ranges {a} and {b} are not contiguous")
+
+
 def validate(spec: MessageSpec) -> None:
     """Raise SpecError on the first rule the spec breaks."""
     if not _NAME_RE.match(spec.name) or not spec.name[0].isupper():
@@ -192,6 +207,8 @@ def validate(spec: MessageSpec) -> None:
         raise SpecError(f"{spec.path}: type: unknown message type {spec.type!r}")
     if spec.type in ("request", "response") and spec.api_key is None:
         raise SpecError(f"{spec.path}: apiKey: required for {spec.type} specs")
+    if spec.header_versions is not None:
+        _check_header_versions(spec)
     seen: dict[str, StructSpec] = {}
     for s in spec.all_structs():
         if s.name in RESERVED_STRUCT_NAMES:

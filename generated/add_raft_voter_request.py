@@ -21,21 +21,12 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_o = struct.Struct(">?")
-_P_o = _S_o.pack
-_U_o = _S_o.unpack_from
-_S_ox = struct.Struct(">?x")
-_P_ox = _S_ox.pack
-_U_ox = _S_ox.unpack_from
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_ii16s = struct.Struct(">ii16s")
-_P_ii16s = _S_ii16s.pack
-_U_ii16s = _S_ii16s.unpack_from
+_U_oB = struct.Struct(">?B").unpack_from
+_P_ox = struct.Struct(">?x").pack
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_ii16s = struct.Struct(">ii16s").pack
+_U_ii16s = struct.Struct(">ii16s").unpack_from
 
 
 @dataclass(slots=True)
@@ -138,6 +129,7 @@ class AddRaftVoterRequest:
 
 
 def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
+    ob_ = _new(Listener)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -152,7 +144,7 @@ def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -168,13 +160,11 @@ def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -186,10 +176,6 @@ def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(Listener)
-    ob_.name = f_name
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -265,7 +251,7 @@ def _w_AddRaftVoterRequest_1(out: bytearray, o: AddRaftVoterRequest) -> None:
 
 
 def _r_AddRaftVoterRequest_0(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(AddRaftVoterRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -273,18 +259,18 @@ def _r_AddRaftVoterRequest_0(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    f_timeout_ms, f_voter_id, f_voter_directory_id = _U_ii16s(d, p)
+    ob_.timeout_ms, ob_.voter_id, u_voter_directory_id = _U_ii16s(d, p)
     p += 24
-    f_voter_directory_id = _uuid(f_voter_directory_id)
+    ob_.voter_directory_id = _uuid(u_voter_directory_id)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -300,7 +286,8 @@ def _r_AddRaftVoterRequest_0(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int
         for _ in range(ln):
             el_listeners, p = _r_Listener_0(d, p)
             l_listeners.append(el_listeners)
-        f_listeners = l_listeners
+        ob_.listeners = l_listeners
+    ob_.ack_when_committed = True
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -315,19 +302,12 @@ def _r_AddRaftVoterRequest_0(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(AddRaftVoterRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.timeout_ms = f_timeout_ms
-    ob_.voter_id = f_voter_id
-    ob_.voter_directory_id = f_voter_directory_id
-    ob_.listeners = f_listeners
-    ob_.ack_when_committed = True
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_AddRaftVoterRequest_1(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(AddRaftVoterRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -335,18 +315,18 @@ def _r_AddRaftVoterRequest_1(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    f_timeout_ms, f_voter_id, f_voter_directory_id = _U_ii16s(d, p)
+    ob_.timeout_ms, ob_.voter_id, u_voter_directory_id = _U_ii16s(d, p)
     p += 24
-    f_voter_directory_id = _uuid(f_voter_directory_id)
+    ob_.voter_directory_id = _uuid(u_voter_directory_id)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -362,12 +342,10 @@ def _r_AddRaftVoterRequest_1(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int
         for _ in range(ln):
             el_listeners, p = _r_Listener_0(d, p)
             l_listeners.append(el_listeners)
-        f_listeners = l_listeners
-    (f_ack_when_committed,) = _U_o(d, p)
-    p += 1
+        ob_.listeners = l_listeners
+    ob_.ack_when_committed, nt = _U_oB(d, p)
+    p += 2
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -379,13 +357,6 @@ def _r_AddRaftVoterRequest_1(d: bytes, p: int) -> tuple[AddRaftVoterRequest, int
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(AddRaftVoterRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.timeout_ms = f_timeout_ms
-    ob_.voter_id = f_voter_id
-    ob_.voter_directory_id = f_voter_directory_id
-    ob_.listeners = f_listeners
-    ob_.ack_when_committed = f_ack_when_committed
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -135,6 +135,7 @@ def _r_ApiVersionsRequest_0(d: bytes, p: int) -> tuple[ApiVersionsRequest, int]:
 
 
 def _r_ApiVersionsRequest_3(d: bytes, p: int) -> tuple[ApiVersionsRequest, int]:
+    ob_ = _new(ApiVersionsRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -149,7 +150,7 @@ def _r_ApiVersionsRequest_3(d: bytes, p: int) -> tuple[ApiVersionsRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClientSoftwareName is longer than the remaining bytes")
-        f_client_software_name = d[p:e].decode()
+        ob_.client_software_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -165,7 +166,7 @@ def _r_ApiVersionsRequest_3(d: bytes, p: int) -> tuple[ApiVersionsRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClientSoftwareVersion is longer than the remaining bytes")
-        f_client_software_version = d[p:e].decode()
+        ob_.client_software_version = d[p:e].decode()
         p = e
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -181,9 +182,6 @@ def _r_ApiVersionsRequest_3(d: bytes, p: int) -> tuple[ApiVersionsRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(ApiVersionsRequest)
-    ob_.client_software_name = f_client_software_name
-    ob_.client_software_version = f_client_software_version
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,30 +21,21 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_o = struct.Struct(">?")
-_P_o = _S_o.pack
-_U_o = _S_o.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_hh = struct.Struct(">hh")
-_P_hh = _S_hh.pack
-_U_hh = _S_hh.unpack_from
-_S_hhh = struct.Struct(">hhh")
-_P_hhh = _S_hhh.pack
-_U_hhh = _S_hhh.unpack_from
-_S_hhhx = struct.Struct(">hhhx")
-_P_hhhx = _S_hhhx.pack
-_U_hhhx = _S_hhhx.unpack_from
-_S_hhx = struct.Struct(">hhx")
-_P_hhx = _S_hhx.pack
-_U_hhx = _S_hhx.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_q = struct.Struct(">q")
-_P_q = _S_q.pack
-_U_q = _S_q.unpack_from
+_P_o = struct.Struct(">?").pack
+_U_o = struct.Struct(">?").unpack_from
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_U_hhB = struct.Struct(">hhB").unpack_from
+_P_hhh = struct.Struct(">hhh").pack
+_U_hhh = struct.Struct(">hhh").unpack_from
+_U_hhhB = struct.Struct(">hhhB").unpack_from
+_P_hhhx = struct.Struct(">hhhx").pack
+_P_hhx = struct.Struct(">hhx").pack
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_P_q = struct.Struct(">q").pack
+_U_q = struct.Struct(">q").unpack_from
 
 
 @dataclass(slots=True)
@@ -183,6 +174,7 @@ def _w_SupportedFeatureKey_3(out: bytearray, o: SupportedFeatureKey) -> None:
 
 
 def _r_SupportedFeatureKey_3(d: bytes, p: int) -> tuple[SupportedFeatureKey, int]:
+    ob_ = _new(SupportedFeatureKey)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -197,13 +189,11 @@ def _r_SupportedFeatureKey_3(d: bytes, p: int) -> tuple[SupportedFeatureKey, int
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    f_min_version, f_max_version = _U_hh(d, p)
-    p += 4
+    ob_.min_version, ob_.max_version, nt = _U_hhB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -215,10 +205,6 @@ def _r_SupportedFeatureKey_3(d: bytes, p: int) -> tuple[SupportedFeatureKey, int
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(SupportedFeatureKey)
-    ob_.name = f_name
-    ob_.min_version = f_min_version
-    ob_.max_version = f_max_version
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -235,6 +221,7 @@ def _w_FinalizedFeatureKey_3(out: bytearray, o: FinalizedFeatureKey) -> None:
 
 
 def _r_FinalizedFeatureKey_3(d: bytes, p: int) -> tuple[FinalizedFeatureKey, int]:
+    ob_ = _new(FinalizedFeatureKey)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -249,13 +236,11 @@ def _r_FinalizedFeatureKey_3(d: bytes, p: int) -> tuple[FinalizedFeatureKey, int
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    f_max_version_level, f_min_version_level = _U_hh(d, p)
-    p += 4
+    ob_.max_version_level, ob_.min_version_level, nt = _U_hhB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -267,10 +252,6 @@ def _r_FinalizedFeatureKey_3(d: bytes, p: int) -> tuple[FinalizedFeatureKey, int
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(FinalizedFeatureKey)
-    ob_.name = f_name
-    ob_.max_version_level = f_max_version_level
-    ob_.min_version_level = f_min_version_level
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -354,7 +335,8 @@ def _w_ApiVersionsResponse_3(out: bytearray, o: ApiVersionsResponse) -> None:
 
 
 def _r_ApiVersionsResponse_0(d: bytes, p: int) -> tuple[ApiVersionsResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(ApiVersionsResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     (ln,) = _U_i(d, p)
     p += 4
@@ -365,18 +347,12 @@ def _r_ApiVersionsResponse_0(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
         for _ in range(ln):
-            f_api_keys__api_key, f_api_keys__min_version, f_api_keys__max_version = _U_hhh(d, p)
-            p += 6
             ob_api_keys__ = _new(ApiVersion)
-            ob_api_keys__.api_key = f_api_keys__api_key
-            ob_api_keys__.min_version = f_api_keys__min_version
-            ob_api_keys__.max_version = f_api_keys__max_version
+            ob_api_keys__.api_key, ob_api_keys__.min_version, ob_api_keys__.max_version = _U_hhh(d, p)
+            p += 6
             ob_api_keys__.unknown_tagged_fields = []
             l_api_keys.append(ob_api_keys__)
-        f_api_keys = l_api_keys
-    ob_ = _new(ApiVersionsResponse)
-    ob_.error_code = f_error_code
-    ob_.api_keys = f_api_keys
+        ob_.api_keys = l_api_keys
     ob_.throttle_time_ms = 0
     ob_.supported_features = []
     ob_.finalized_features_epoch = -1
@@ -387,7 +363,8 @@ def _r_ApiVersionsResponse_0(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
 
 
 def _r_ApiVersionsResponse_1(d: bytes, p: int) -> tuple[ApiVersionsResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(ApiVersionsResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     (ln,) = _U_i(d, p)
     p += 4
@@ -398,21 +375,14 @@ def _r_ApiVersionsResponse_1(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
         for _ in range(ln):
-            f_api_keys__api_key, f_api_keys__min_version, f_api_keys__max_version = _U_hhh(d, p)
-            p += 6
             ob_api_keys__ = _new(ApiVersion)
-            ob_api_keys__.api_key = f_api_keys__api_key
-            ob_api_keys__.min_version = f_api_keys__min_version
-            ob_api_keys__.max_version = f_api_keys__max_version
+            ob_api_keys__.api_key, ob_api_keys__.min_version, ob_api_keys__.max_version = _U_hhh(d, p)
+            p += 6
             ob_api_keys__.unknown_tagged_fields = []
             l_api_keys.append(ob_api_keys__)
-        f_api_keys = l_api_keys
-    (f_throttle_time_ms,) = _U_i(d, p)
+        ob_.api_keys = l_api_keys
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
-    ob_ = _new(ApiVersionsResponse)
-    ob_.error_code = f_error_code
-    ob_.api_keys = f_api_keys
-    ob_.throttle_time_ms = f_throttle_time_ms
     ob_.supported_features = []
     ob_.finalized_features_epoch = -1
     ob_.finalized_features = []
@@ -422,7 +392,8 @@ def _r_ApiVersionsResponse_1(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
 
 
 def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(ApiVersionsResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -437,11 +408,10 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
         for _ in range(ln):
-            f_api_keys__api_key, f_api_keys__min_version, f_api_keys__max_version = _U_hhh(d, p)
-            p += 6
+            ob_api_keys__ = _new(ApiVersion)
+            ob_api_keys__.api_key, ob_api_keys__.min_version, ob_api_keys__.max_version, nt = _U_hhhB(d, p)
+            p += 7
             unk_api_keys__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -453,22 +423,16 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_api_keys__.append((tg, d[p:te]))
                     p = te
-            ob_api_keys__ = _new(ApiVersion)
-            ob_api_keys__.api_key = f_api_keys__api_key
-            ob_api_keys__.min_version = f_api_keys__min_version
-            ob_api_keys__.max_version = f_api_keys__max_version
             ob_api_keys__.unknown_tagged_fields = unk_api_keys__
             l_api_keys.append(ob_api_keys__)
-        f_api_keys = l_api_keys
-    (f_throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    f_supported_features: list[SupportedFeatureKey] = []
-    f_finalized_features_epoch: int = -1
-    f_finalized_features: list[FinalizedFeatureKey] = []
-    f_zk_migration_ready: bool = False
+        ob_.api_keys = l_api_keys
+    ob_.throttle_time_ms, nt = _U_iB(d, p)
+    p += 5
+    ob_.supported_features = []
+    ob_.finalized_features_epoch = -1
+    ob_.finalized_features = []
+    ob_.zk_migration_ready = False
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -496,11 +460,11 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
                     for _ in range(ln):
                         el_supported_features, p = _r_SupportedFeatureKey_3(d, p)
                         l_supported_features.append(el_supported_features)
-                    f_supported_features = l_supported_features
+                    ob_.supported_features = l_supported_features
                 if p != te:
                     raise MessageDecodeError("tagged field SupportedFeatures does not fill its declared size")
             elif tg == 1:
-                (f_finalized_features_epoch,) = _U_q(d, p)
+                (ob_.finalized_features_epoch,) = _U_q(d, p)
                 p += 8
                 if p != te:
                     raise MessageDecodeError(
@@ -524,25 +488,17 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
                     for _ in range(ln):
                         el_finalized_features, p = _r_FinalizedFeatureKey_3(d, p)
                         l_finalized_features.append(el_finalized_features)
-                    f_finalized_features = l_finalized_features
+                    ob_.finalized_features = l_finalized_features
                 if p != te:
                     raise MessageDecodeError("tagged field FinalizedFeatures does not fill its declared size")
             elif tg == 3:
-                (f_zk_migration_ready,) = _U_o(d, p)
+                (ob_.zk_migration_ready,) = _U_o(d, p)
                 p += 1
                 if p != te:
                     raise MessageDecodeError("tagged field ZkMigrationReady does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(ApiVersionsResponse)
-    ob_.error_code = f_error_code
-    ob_.api_keys = f_api_keys
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.supported_features = f_supported_features
-    ob_.finalized_features_epoch = f_finalized_features_epoch
-    ob_.finalized_features = f_finalized_features
-    ob_.zk_migration_ready = f_zk_migration_ready
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,27 +21,16 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_i16sii = struct.Struct(">i16sii")
-_P_i16sii = _S_i16sii.pack
-_U_i16sii = _S_i16sii.unpack_from
-_S_i16siix = struct.Struct(">i16siix")
-_P_i16siix = _S_i16siix.pack
-_U_i16siix = _S_i16siix.unpack_from
-_S_iii = struct.Struct(">iii")
-_P_iii = _S_iii.pack
-_U_iii = _S_iii.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_i16siiB = struct.Struct(">i16siiB").unpack_from
+_P_i16siix = struct.Struct(">i16siix").pack
+_P_iii = struct.Struct(">iii").pack
+_U_iii = struct.Struct(">iii").unpack_from
 
 
 @dataclass(slots=True)
@@ -168,6 +157,7 @@ class BeginQuorumEpochRequest:
 
 
 def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -182,7 +172,7 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -197,17 +187,17 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
             (
-                f_partitions__partition_index,
-                f_partitions__voter_directory_id,
-                f_partitions__leader_id,
-                f_partitions__leader_epoch,
-            ) = _U_i16sii(d, p)
-            p += 28
-            f_partitions__voter_directory_id = _uuid(f_partitions__voter_directory_id)
+                ob_partitions__.partition_index,
+                u_partitions__voter_directory_id,
+                ob_partitions__.leader_id,
+                ob_partitions__.leader_epoch,
+                nt,
+            ) = _U_i16siiB(d, p)
+            p += 29
+            ob_partitions__.voter_directory_id = _uuid(u_partitions__voter_directory_id)
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -219,14 +209,9 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.voter_directory_id = f_partitions__voter_directory_id
-            ob_partitions__.leader_id = f_partitions__leader_id
-            ob_partitions__.leader_epoch = f_partitions__leader_epoch
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -241,14 +226,12 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
+    ob_ = _new(LeaderEndpoint)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -263,7 +246,7 @@ def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -279,13 +262,11 @@ def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -297,10 +278,6 @@ def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(LeaderEndpoint)
-    ob_.name = f_name
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -404,18 +381,18 @@ def _w_BeginQuorumEpochRequest_1(out: bytearray, o: BeginQuorumEpochRequest) -> 
 
 
 def _r_BeginQuorumEpochRequest_0(d: bytes, p: int) -> tuple[BeginQuorumEpochRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(BeginQuorumEpochRequest)
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
     (ln,) = _U_i(d, p)
     p += 4
@@ -426,6 +403,7 @@ def _r_BeginQuorumEpochRequest_0(d: bytes, p: int) -> tuple[BeginQuorumEpochRequ
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
+            ob_topics__ = _new(TopicData)
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
@@ -436,7 +414,7 @@ def _r_BeginQuorumEpochRequest_0(d: bytes, p: int) -> tuple[BeginQuorumEpochRequ
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-                f_topics__topic_name = d[p:e].decode()
+                ob_topics__.topic_name = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -447,37 +425,28 @@ def _r_BeginQuorumEpochRequest_0(d: bytes, p: int) -> tuple[BeginQuorumEpochRequ
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[PartitionData] = []
                 for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionData)
                     (
-                        f_topics__partitions__partition_index,
-                        f_topics__partitions__leader_id,
-                        f_topics__partitions__leader_epoch,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
                     ) = _U_iii(d, p)
                     p += 12
-                    ob_topics__partitions__ = _new(PartitionData)
-                    ob_topics__partitions__.partition_index = f_topics__partitions__partition_index
                     ob_topics__partitions__.voter_directory_id = ZERO_UUID
-                    ob_topics__partitions__.leader_id = f_topics__partitions__leader_id
-                    ob_topics__partitions__.leader_epoch = f_topics__partitions__leader_epoch
                     ob_topics__partitions__.unknown_tagged_fields = []
                     l_topics__partitions.append(ob_topics__partitions__)
-                f_topics__partitions = l_topics__partitions
-            ob_topics__ = _new(TopicData)
-            ob_topics__.topic_name = f_topics__topic_name
-            ob_topics__.partitions = f_topics__partitions
+                ob_topics__.partitions = l_topics__partitions
             ob_topics__.unknown_tagged_fields = []
             l_topics.append(ob_topics__)
-        f_topics = l_topics
-    ob_ = _new(BeginQuorumEpochRequest)
-    ob_.cluster_id = f_cluster_id
+        ob_.topics = l_topics
     ob_.voter_id = -1
-    ob_.topics = f_topics
     ob_.leader_endpoints = []
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_BeginQuorumEpochRequest_1(d: bytes, p: int) -> tuple[BeginQuorumEpochRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(BeginQuorumEpochRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -485,16 +454,16 @@ def _r_BeginQuorumEpochRequest_1(d: bytes, p: int) -> tuple[BeginQuorumEpochRequ
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_voter_id,) = _U_i(d, p)
+    (ob_.voter_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -511,7 +480,7 @@ def _r_BeginQuorumEpochRequest_1(d: bytes, p: int) -> tuple[BeginQuorumEpochRequ
         for _ in range(ln):
             el_topics, p = _r_TopicData_1(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -527,7 +496,7 @@ def _r_BeginQuorumEpochRequest_1(d: bytes, p: int) -> tuple[BeginQuorumEpochRequ
         for _ in range(ln):
             el_leader_endpoints, p = _r_LeaderEndpoint_1(d, p)
             l_leader_endpoints.append(el_leader_endpoints)
-        f_leader_endpoints = l_leader_endpoints
+        ob_.leader_endpoints = l_leader_endpoints
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -542,11 +511,6 @@ def _r_BeginQuorumEpochRequest_1(d: bytes, p: int) -> tuple[BeginQuorumEpochRequ
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(BeginQuorumEpochRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.voter_id = f_voter_id
-    ob_.topics = f_topics
-    ob_.leader_endpoints = f_leader_endpoints
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

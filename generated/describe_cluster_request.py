@@ -21,24 +21,12 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_o = struct.Struct(">?")
-_P_o = _S_o.pack
-_U_o = _S_o.unpack_from
-_S_ob = struct.Struct(">?b")
-_P_ob = _S_ob.pack
-_U_ob = _S_ob.unpack_from
-_S_obo = struct.Struct(">?b?")
-_P_obo = _S_obo.pack
-_U_obo = _S_obo.unpack_from
-_S_obox = struct.Struct(">?b?x")
-_P_obox = _S_obox.pack
-_U_obox = _S_obox.unpack_from
-_S_obx = struct.Struct(">?bx")
-_P_obx = _S_obx.pack
-_U_obx = _S_obx.unpack_from
-_S_ox = struct.Struct(">?x")
-_P_ox = _S_ox.pack
-_U_ox = _S_ox.unpack_from
+_U_oB = struct.Struct(">?B").unpack_from
+_U_oboB = struct.Struct(">?b?B").unpack_from
+_P_obox = struct.Struct(">?b?x").pack
+_U_obB = struct.Struct(">?bB").unpack_from
+_P_obx = struct.Struct(">?bx").pack
+_P_ox = struct.Struct(">?x").pack
 
 
 @dataclass(slots=True)
@@ -155,11 +143,12 @@ def _w_DescribeClusterRequest_2(out: bytearray, o: DescribeClusterRequest) -> No
 
 
 def _r_DescribeClusterRequest_0(d: bytes, p: int) -> tuple[DescribeClusterRequest, int]:
-    (f_include_cluster_authorized_operations,) = _U_o(d, p)
-    p += 1
+    ob_ = _new(DescribeClusterRequest)
+    ob_.include_cluster_authorized_operations, nt = _U_oB(d, p)
+    p += 2
+    ob_.endpoint_type = 1
+    ob_.include_fenced_brokers = False
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -171,20 +160,16 @@ def _r_DescribeClusterRequest_0(d: bytes, p: int) -> tuple[DescribeClusterReques
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterRequest)
-    ob_.include_cluster_authorized_operations = f_include_cluster_authorized_operations
-    ob_.endpoint_type = 1
-    ob_.include_fenced_brokers = False
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_DescribeClusterRequest_1(d: bytes, p: int) -> tuple[DescribeClusterRequest, int]:
-    f_include_cluster_authorized_operations, f_endpoint_type = _U_ob(d, p)
-    p += 2
+    ob_ = _new(DescribeClusterRequest)
+    ob_.include_cluster_authorized_operations, ob_.endpoint_type, nt = _U_obB(d, p)
+    p += 3
+    ob_.include_fenced_brokers = False
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -196,20 +181,17 @@ def _r_DescribeClusterRequest_1(d: bytes, p: int) -> tuple[DescribeClusterReques
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterRequest)
-    ob_.include_cluster_authorized_operations = f_include_cluster_authorized_operations
-    ob_.endpoint_type = f_endpoint_type
-    ob_.include_fenced_brokers = False
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_DescribeClusterRequest_2(d: bytes, p: int) -> tuple[DescribeClusterRequest, int]:
-    f_include_cluster_authorized_operations, f_endpoint_type, f_include_fenced_brokers = _U_obo(d, p)
-    p += 3
+    ob_ = _new(DescribeClusterRequest)
+    ob_.include_cluster_authorized_operations, ob_.endpoint_type, ob_.include_fenced_brokers, nt = _U_oboB(
+        d, p
+    )
+    p += 4
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -221,10 +203,6 @@ def _r_DescribeClusterRequest_2(d: bytes, p: int) -> tuple[DescribeClusterReques
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterRequest)
-    ob_.include_cluster_authorized_operations = f_include_cluster_authorized_operations
-    ob_.endpoint_type = f_endpoint_type
-    ob_.include_fenced_brokers = f_include_fenced_brokers
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

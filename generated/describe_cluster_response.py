@@ -21,24 +21,16 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_o = struct.Struct(">?")
-_P_o = _S_o.pack
-_U_o = _S_o.unpack_from
-_S_ox = struct.Struct(">?x")
-_P_ox = _S_ox.pack
-_U_ox = _S_ox.unpack_from
-_S_b = struct.Struct(">b")
-_P_b = _S_b.pack
-_U_b = _S_b.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ih = struct.Struct(">ih")
-_P_ih = _S_ih.pack
-_U_ih = _S_ih.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_U_oB = struct.Struct(">?B").unpack_from
+_P_ox = struct.Struct(">?x").pack
+_P_b = struct.Struct(">b").pack
+_U_b = struct.Struct(">b").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_P_ih = struct.Struct(">ih").pack
+_U_ih = struct.Struct(">ih").unpack_from
+_P_ix = struct.Struct(">ix").pack
 
 
 @dataclass(slots=True)
@@ -147,7 +139,8 @@ class DescribeClusterResponse:
 
 
 def _r_DescribeClusterBroker_0(d: bytes, p: int) -> tuple[DescribeClusterBroker, int]:
-    (f_broker_id,) = _U_i(d, p)
+    ob_ = _new(DescribeClusterBroker)
+    (ob_.broker_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -163,11 +156,10 @@ def _r_DescribeClusterBroker_0(d: bytes, p: int) -> tuple[DescribeClusterBroker,
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_i(d, p)
+    (ob_.port,) = _U_i(d, p)
     p += 4
-    f_rack: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -175,15 +167,16 @@ def _r_DescribeClusterBroker_0(d: bytes, p: int) -> tuple[DescribeClusterBroker,
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_rack = None
+        ob_.rack = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field Rack had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        f_rack = d[p:e].decode()
+        ob_.rack = d[p:e].decode()
         p = e
+    ob_.is_fenced = False
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -198,18 +191,13 @@ def _r_DescribeClusterBroker_0(d: bytes, p: int) -> tuple[DescribeClusterBroker,
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterBroker)
-    ob_.broker_id = f_broker_id
-    ob_.host = f_host
-    ob_.port = f_port
-    ob_.rack = f_rack
-    ob_.is_fenced = False
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_DescribeClusterBroker_2(d: bytes, p: int) -> tuple[DescribeClusterBroker, int]:
-    (f_broker_id,) = _U_i(d, p)
+    ob_ = _new(DescribeClusterBroker)
+    (ob_.broker_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -225,11 +213,10 @@ def _r_DescribeClusterBroker_2(d: bytes, p: int) -> tuple[DescribeClusterBroker,
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_i(d, p)
+    (ob_.port,) = _U_i(d, p)
     p += 4
-    f_rack: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -237,20 +224,18 @@ def _r_DescribeClusterBroker_2(d: bytes, p: int) -> tuple[DescribeClusterBroker,
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_rack = None
+        ob_.rack = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field Rack had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        f_rack = d[p:e].decode()
+        ob_.rack = d[p:e].decode()
         p = e
-    (f_is_fenced,) = _U_o(d, p)
-    p += 1
+    ob_.is_fenced, nt = _U_oB(d, p)
+    p += 2
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -262,12 +247,6 @@ def _r_DescribeClusterBroker_2(d: bytes, p: int) -> tuple[DescribeClusterBroker,
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterBroker)
-    ob_.broker_id = f_broker_id
-    ob_.host = f_host
-    ob_.port = f_port
-    ob_.rack = f_rack
-    ob_.is_fenced = f_is_fenced
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -413,9 +392,9 @@ def _w_DescribeClusterResponse_2(out: bytearray, o: DescribeClusterResponse) -> 
 
 
 def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(DescribeClusterResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -423,14 +402,14 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -446,9 +425,9 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -465,12 +444,11 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
         for _ in range(ln):
             el_brokers, p = _r_DescribeClusterBroker_0(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    (f_cluster_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.brokers = l_brokers
+    ob_.cluster_authorized_operations, nt = _U_iB(d, p)
+    p += 5
+    ob_.endpoint_type = 1
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -482,23 +460,14 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
-    ob_.endpoint_type = 1
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.brokers = f_brokers
-    ob_.cluster_authorized_operations = f_cluster_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(DescribeClusterResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -506,16 +475,16 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
-    (f_endpoint_type,) = _U_b(d, p)
+    (ob_.endpoint_type,) = _U_b(d, p)
     p += 1
     ln = d[p]
     if ln < 128:
@@ -531,9 +500,9 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -550,12 +519,10 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
         for _ in range(ln):
             el_brokers, p = _r_DescribeClusterBroker_0(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    (f_cluster_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.brokers = l_brokers
+    ob_.cluster_authorized_operations, nt = _U_iB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -567,23 +534,14 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
-    ob_.endpoint_type = f_endpoint_type
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.brokers = f_brokers
-    ob_.cluster_authorized_operations = f_cluster_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(DescribeClusterResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -591,16 +549,16 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
-    (f_endpoint_type,) = _U_b(d, p)
+    (ob_.endpoint_type,) = _U_b(d, p)
     p += 1
     ln = d[p]
     if ln < 128:
@@ -616,9 +574,9 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -635,12 +593,10 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
         for _ in range(ln):
             el_brokers, p = _r_DescribeClusterBroker_2(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    (f_cluster_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.brokers = l_brokers
+    ob_.cluster_authorized_operations, nt = _U_iB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -652,15 +608,6 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeClusterResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
-    ob_.endpoint_type = f_endpoint_type
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.brokers = f_brokers
-    ob_.cluster_authorized_operations = f_cluster_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,12 +21,8 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_P_ix = struct.Struct(">ix").pack
 
 
 @dataclass(slots=True)
@@ -135,6 +131,7 @@ class DescribeQuorumRequest:
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -149,7 +146,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -164,11 +161,10 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            (f_partitions__partition_index,) = _U_i(d, p)
-            p += 4
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index, nt = _U_iB(d, p)
+            p += 5
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -180,11 +176,9 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -199,9 +193,6 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -240,6 +231,7 @@ def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None
 
 
 def _r_DescribeQuorumRequest_0(d: bytes, p: int) -> tuple[DescribeQuorumRequest, int]:
+    ob_ = _new(DescribeQuorumRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -255,7 +247,7 @@ def _r_DescribeQuorumRequest_0(d: bytes, p: int) -> tuple[DescribeQuorumRequest,
         for _ in range(ln):
             el_topics, p = _r_TopicData_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -270,8 +262,6 @@ def _r_DescribeQuorumRequest_0(d: bytes, p: int) -> tuple[DescribeQuorumRequest,
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeQuorumRequest)
-    ob_.topics = f_topics
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,45 +21,24 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_i16sqqq = struct.Struct(">i16sqqq")
-_P_i16sqqq = _S_i16sqqq.pack
-_U_i16sqqq = _S_i16sqqq.unpack_from
-_S_i16sqqqx = struct.Struct(">i16sqqqx")
-_P_i16sqqqx = _S_i16sqqqx.pack
-_U_i16sqqqx = _S_i16sqqqx.unpack_from
-_S_ih = struct.Struct(">ih")
-_P_ih = _S_ih.pack
-_U_ih = _S_ih.unpack_from
-_S_ihiiq = struct.Struct(">ihiiq")
-_P_ihiiq = _S_ihiiq.pack
-_U_ihiiq = _S_ihiiq.unpack_from
-_S_iiq = struct.Struct(">iiq")
-_P_iiq = _S_iiq.pack
-_U_iiq = _S_iiq.unpack_from
-_S_iq = struct.Struct(">iq")
-_P_iq = _S_iq.pack
-_U_iq = _S_iq.unpack_from
-_S_iqqq = struct.Struct(">iqqq")
-_P_iqqq = _S_iqqq.pack
-_U_iqqq = _S_iqqq.unpack_from
-_S_iqqqx = struct.Struct(">iqqqx")
-_P_iqqqx = _S_iqqqx.pack
-_U_iqqqx = _S_iqqqx.unpack_from
-_S_iqx = struct.Struct(">iqx")
-_P_iqx = _S_iqx.pack
-_U_iqx = _S_iqx.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_i16sqqqB = struct.Struct(">i16sqqqB").unpack_from
+_P_i16sqqqx = struct.Struct(">i16sqqqx").pack
+_P_ih = struct.Struct(">ih").pack
+_U_ih = struct.Struct(">ih").unpack_from
+_P_ihiiq = struct.Struct(">ihiiq").pack
+_U_ihiiq = struct.Struct(">ihiiq").unpack_from
+_P_iiq = struct.Struct(">iiq").pack
+_U_iiq = struct.Struct(">iiq").unpack_from
+_U_iqB = struct.Struct(">iqB").unpack_from
+_U_iqqqB = struct.Struct(">iqqqB").unpack_from
+_P_iqqqx = struct.Struct(">iqqqx").pack
+_P_iqx = struct.Struct(">iqx").pack
 
 
 @dataclass(slots=True)
@@ -215,7 +194,8 @@ class DescribeQuorumResponse:
 
 
 def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _U_ihiiq(d, p)
+    ob_ = _new(PartitionData)
+    ob_.partition_index, ob_.error_code, ob_.leader_id, ob_.leader_epoch, ob_.high_watermark = _U_ihiiq(d, p)
     p += 22
     ln = d[p]
     if ln < 128:
@@ -230,11 +210,13 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[ReplicaState] = []
         for _ in range(ln):
-            f_current_voters__replica_id, f_current_voters__log_end_offset = _U_iq(d, p)
-            p += 12
+            ob_current_voters__ = _new(ReplicaState)
+            ob_current_voters__.replica_id, ob_current_voters__.log_end_offset, nt = _U_iqB(d, p)
+            p += 13
+            ob_current_voters__.replica_directory_id = ZERO_UUID
+            ob_current_voters__.last_fetch_timestamp = -1
+            ob_current_voters__.last_caught_up_timestamp = -1
             unk_current_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -246,15 +228,9 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters__ = _new(ReplicaState)
-            ob_current_voters__.replica_id = f_current_voters__replica_id
-            ob_current_voters__.replica_directory_id = ZERO_UUID
-            ob_current_voters__.log_end_offset = f_current_voters__log_end_offset
-            ob_current_voters__.last_fetch_timestamp = -1
-            ob_current_voters__.last_caught_up_timestamp = -1
             ob_current_voters__.unknown_tagged_fields = unk_current_voters__
             l_current_voters.append(ob_current_voters__)
-        f_current_voters = l_current_voters
+        ob_.current_voters = l_current_voters
     ln = d[p]
     if ln < 128:
         p += 1
@@ -268,11 +244,13 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array Observers claims more elements than bytes remain")
         l_observers: list[ReplicaState] = []
         for _ in range(ln):
-            f_observers__replica_id, f_observers__log_end_offset = _U_iq(d, p)
-            p += 12
+            ob_observers__ = _new(ReplicaState)
+            ob_observers__.replica_id, ob_observers__.log_end_offset, nt = _U_iqB(d, p)
+            p += 13
+            ob_observers__.replica_directory_id = ZERO_UUID
+            ob_observers__.last_fetch_timestamp = -1
+            ob_observers__.last_caught_up_timestamp = -1
             unk_observers__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -284,15 +262,10 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_observers__.append((tg, d[p:te]))
                     p = te
-            ob_observers__ = _new(ReplicaState)
-            ob_observers__.replica_id = f_observers__replica_id
-            ob_observers__.replica_directory_id = ZERO_UUID
-            ob_observers__.log_end_offset = f_observers__log_end_offset
-            ob_observers__.last_fetch_timestamp = -1
-            ob_observers__.last_caught_up_timestamp = -1
             ob_observers__.unknown_tagged_fields = unk_observers__
             l_observers.append(ob_observers__)
-        f_observers = l_observers
+        ob_.observers = l_observers
+    ob_.error_message = ""
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -307,21 +280,13 @@ def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.error_message = ""
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.high_watermark = f_high_watermark
-    ob_.current_voters = f_current_voters
-    ob_.observers = f_observers
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code, f_leader_id, f_leader_epoch, f_high_watermark = _U_ihiiq(d, p)
+    ob_ = _new(PartitionData)
+    ob_.partition_index, ob_.error_code, ob_.leader_id, ob_.leader_epoch, ob_.high_watermark = _U_ihiiq(d, p)
     p += 22
     ln = d[p]
     if ln < 128:
@@ -336,16 +301,17 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[ReplicaState] = []
         for _ in range(ln):
+            ob_current_voters__ = _new(ReplicaState)
             (
-                f_current_voters__replica_id,
-                f_current_voters__log_end_offset,
-                f_current_voters__last_fetch_timestamp,
-                f_current_voters__last_caught_up_timestamp,
-            ) = _U_iqqq(d, p)
-            p += 28
+                ob_current_voters__.replica_id,
+                ob_current_voters__.log_end_offset,
+                ob_current_voters__.last_fetch_timestamp,
+                ob_current_voters__.last_caught_up_timestamp,
+                nt,
+            ) = _U_iqqqB(d, p)
+            p += 29
+            ob_current_voters__.replica_directory_id = ZERO_UUID
             unk_current_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -357,15 +323,9 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters__ = _new(ReplicaState)
-            ob_current_voters__.replica_id = f_current_voters__replica_id
-            ob_current_voters__.replica_directory_id = ZERO_UUID
-            ob_current_voters__.log_end_offset = f_current_voters__log_end_offset
-            ob_current_voters__.last_fetch_timestamp = f_current_voters__last_fetch_timestamp
-            ob_current_voters__.last_caught_up_timestamp = f_current_voters__last_caught_up_timestamp
             ob_current_voters__.unknown_tagged_fields = unk_current_voters__
             l_current_voters.append(ob_current_voters__)
-        f_current_voters = l_current_voters
+        ob_.current_voters = l_current_voters
     ln = d[p]
     if ln < 128:
         p += 1
@@ -379,16 +339,17 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array Observers claims more elements than bytes remain")
         l_observers: list[ReplicaState] = []
         for _ in range(ln):
+            ob_observers__ = _new(ReplicaState)
             (
-                f_observers__replica_id,
-                f_observers__log_end_offset,
-                f_observers__last_fetch_timestamp,
-                f_observers__last_caught_up_timestamp,
-            ) = _U_iqqq(d, p)
-            p += 28
+                ob_observers__.replica_id,
+                ob_observers__.log_end_offset,
+                ob_observers__.last_fetch_timestamp,
+                ob_observers__.last_caught_up_timestamp,
+                nt,
+            ) = _U_iqqqB(d, p)
+            p += 29
+            ob_observers__.replica_directory_id = ZERO_UUID
             unk_observers__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -400,15 +361,10 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_observers__.append((tg, d[p:te]))
                     p = te
-            ob_observers__ = _new(ReplicaState)
-            ob_observers__.replica_id = f_observers__replica_id
-            ob_observers__.replica_directory_id = ZERO_UUID
-            ob_observers__.log_end_offset = f_observers__log_end_offset
-            ob_observers__.last_fetch_timestamp = f_observers__last_fetch_timestamp
-            ob_observers__.last_caught_up_timestamp = f_observers__last_caught_up_timestamp
             ob_observers__.unknown_tagged_fields = unk_observers__
             l_observers.append(ob_observers__)
-        f_observers = l_observers
+        ob_.observers = l_observers
+    ob_.error_message = ""
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -423,23 +379,14 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.error_message = ""
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.high_watermark = f_high_watermark
-    ob_.current_voters = f_current_voters
-    ob_.observers = f_observers
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code = _U_ih(d, p)
+    ob_ = _new(PartitionData)
+    ob_.partition_index, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -447,16 +394,16 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
-    f_leader_id, f_leader_epoch, f_high_watermark = _U_iiq(d, p)
+    ob_.leader_id, ob_.leader_epoch, ob_.high_watermark = _U_iiq(d, p)
     p += 16
     ln = d[p]
     if ln < 128:
@@ -471,18 +418,18 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[ReplicaState] = []
         for _ in range(ln):
+            ob_current_voters__ = _new(ReplicaState)
             (
-                f_current_voters__replica_id,
-                f_current_voters__replica_directory_id,
-                f_current_voters__log_end_offset,
-                f_current_voters__last_fetch_timestamp,
-                f_current_voters__last_caught_up_timestamp,
-            ) = _U_i16sqqq(d, p)
-            p += 44
-            f_current_voters__replica_directory_id = _uuid(f_current_voters__replica_directory_id)
+                ob_current_voters__.replica_id,
+                u_current_voters__replica_directory_id,
+                ob_current_voters__.log_end_offset,
+                ob_current_voters__.last_fetch_timestamp,
+                ob_current_voters__.last_caught_up_timestamp,
+                nt,
+            ) = _U_i16sqqqB(d, p)
+            p += 45
+            ob_current_voters__.replica_directory_id = _uuid(u_current_voters__replica_directory_id)
             unk_current_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -494,15 +441,9 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters__ = _new(ReplicaState)
-            ob_current_voters__.replica_id = f_current_voters__replica_id
-            ob_current_voters__.replica_directory_id = f_current_voters__replica_directory_id
-            ob_current_voters__.log_end_offset = f_current_voters__log_end_offset
-            ob_current_voters__.last_fetch_timestamp = f_current_voters__last_fetch_timestamp
-            ob_current_voters__.last_caught_up_timestamp = f_current_voters__last_caught_up_timestamp
             ob_current_voters__.unknown_tagged_fields = unk_current_voters__
             l_current_voters.append(ob_current_voters__)
-        f_current_voters = l_current_voters
+        ob_.current_voters = l_current_voters
     ln = d[p]
     if ln < 128:
         p += 1
@@ -516,18 +457,18 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array Observers claims more elements than bytes remain")
         l_observers: list[ReplicaState] = []
         for _ in range(ln):
+            ob_observers__ = _new(ReplicaState)
             (
-                f_observers__replica_id,
-                f_observers__replica_directory_id,
-                f_observers__log_end_offset,
-                f_observers__last_fetch_timestamp,
-                f_observers__last_caught_up_timestamp,
-            ) = _U_i16sqqq(d, p)
-            p += 44
-            f_observers__replica_directory_id = _uuid(f_observers__replica_directory_id)
+                ob_observers__.replica_id,
+                u_observers__replica_directory_id,
+                ob_observers__.log_end_offset,
+                ob_observers__.last_fetch_timestamp,
+                ob_observers__.last_caught_up_timestamp,
+                nt,
+            ) = _U_i16sqqqB(d, p)
+            p += 45
+            ob_observers__.replica_directory_id = _uuid(u_observers__replica_directory_id)
             unk_observers__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -539,15 +480,9 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_observers__.append((tg, d[p:te]))
                     p = te
-            ob_observers__ = _new(ReplicaState)
-            ob_observers__.replica_id = f_observers__replica_id
-            ob_observers__.replica_directory_id = f_observers__replica_directory_id
-            ob_observers__.log_end_offset = f_observers__log_end_offset
-            ob_observers__.last_fetch_timestamp = f_observers__last_fetch_timestamp
-            ob_observers__.last_caught_up_timestamp = f_observers__last_caught_up_timestamp
             ob_observers__.unknown_tagged_fields = unk_observers__
             l_observers.append(ob_observers__)
-        f_observers = l_observers
+        ob_.observers = l_observers
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -562,15 +497,6 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.high_watermark = f_high_watermark
-    ob_.current_voters = f_current_voters
-    ob_.observers = f_observers
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -763,6 +689,7 @@ def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -777,7 +704,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -794,7 +721,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         for _ in range(ln):
             el_partitions, p = _r_PartitionData_0(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -809,14 +736,12 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -831,7 +756,7 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -848,7 +773,7 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         for _ in range(ln):
             el_partitions, p = _r_PartitionData_1(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -863,14 +788,12 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -885,7 +808,7 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -902,7 +825,7 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
         for _ in range(ln):
             el_partitions, p = _r_PartitionData_2(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -917,14 +840,12 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_Listener_2(d: bytes, p: int) -> tuple[Listener, int]:
+    ob_ = _new(Listener)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -939,7 +860,7 @@ def _r_Listener_2(d: bytes, p: int) -> tuple[Listener, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -955,13 +876,11 @@ def _r_Listener_2(d: bytes, p: int) -> tuple[Listener, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -973,10 +892,6 @@ def _r_Listener_2(d: bytes, p: int) -> tuple[Listener, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(Listener)
-    ob_.name = f_name
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -1072,7 +987,8 @@ def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> No
 
 
 def _r_DescribeQuorumResponse_0(d: bytes, p: int) -> tuple[DescribeQuorumResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(DescribeQuorumResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -1089,7 +1005,9 @@ def _r_DescribeQuorumResponse_0(d: bytes, p: int) -> tuple[DescribeQuorumRespons
         for _ in range(ln):
             el_topics, p = _r_TopicData_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
+    ob_.error_message = ""
+    ob_.nodes = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1104,17 +1022,13 @@ def _r_DescribeQuorumResponse_0(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeQuorumResponse)
-    ob_.error_code = f_error_code
-    ob_.error_message = ""
-    ob_.topics = f_topics
-    ob_.nodes = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_DescribeQuorumResponse_1(d: bytes, p: int) -> tuple[DescribeQuorumResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(DescribeQuorumResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -1131,7 +1045,9 @@ def _r_DescribeQuorumResponse_1(d: bytes, p: int) -> tuple[DescribeQuorumRespons
         for _ in range(ln):
             el_topics, p = _r_TopicData_1(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
+    ob_.error_message = ""
+    ob_.nodes = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1146,19 +1062,14 @@ def _r_DescribeQuorumResponse_1(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeQuorumResponse)
-    ob_.error_code = f_error_code
-    ob_.error_message = ""
-    ob_.topics = f_topics
-    ob_.nodes = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(DescribeQuorumResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1166,14 +1077,14 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -1190,7 +1101,7 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
         for _ in range(ln):
             el_topics, p = _r_TopicData_2(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1204,7 +1115,8 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Nodes claims more elements than bytes remain")
         l_nodes: list[Node] = []
         for _ in range(ln):
-            (f_nodes__node_id,) = _U_i(d, p)
+            ob_nodes__ = _new(Node)
+            (ob_nodes__.node_id,) = _U_i(d, p)
             p += 4
             ln = d[p]
             if ln < 128:
@@ -1221,7 +1133,7 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                 for _ in range(ln):
                     el_nodes__listeners, p = _r_Listener_2(d, p)
                     l_nodes__listeners.append(el_nodes__listeners)
-                f_nodes__listeners = l_nodes__listeners
+                ob_nodes__.listeners = l_nodes__listeners
             unk_nodes__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -1236,12 +1148,9 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_nodes__.append((tg, d[p:te]))
                     p = te
-            ob_nodes__ = _new(Node)
-            ob_nodes__.node_id = f_nodes__node_id
-            ob_nodes__.listeners = f_nodes__listeners
             ob_nodes__.unknown_tagged_fields = unk_nodes__
             l_nodes.append(ob_nodes__)
-        f_nodes = l_nodes
+        ob_.nodes = l_nodes
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1256,11 +1165,6 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(DescribeQuorumResponse)
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
-    ob_.topics = f_topics
-    ob_.nodes = f_nodes
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,27 +21,16 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_i16s = struct.Struct(">i16s")
-_P_i16s = _S_i16s.pack
-_U_i16s = _S_i16s.unpack_from
-_S_i16sx = struct.Struct(">i16sx")
-_P_i16sx = _S_i16sx.pack
-_U_i16sx = _S_i16sx.unpack_from
-_S_iii = struct.Struct(">iii")
-_P_iii = _S_iii.pack
-_U_iii = _S_iii.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_i16sB = struct.Struct(">i16sB").unpack_from
+_P_i16sx = struct.Struct(">i16sx").pack
+_P_iii = struct.Struct(">iii").pack
+_U_iii = struct.Struct(">iii").unpack_from
 _AP_i = ArrayPackers("i")
 _AC_i = ArrayPackers("i", "B")
 _AU_i = ArrayUnpackers("i")
@@ -182,7 +171,8 @@ class EndQuorumEpochRequest:
 
 
 def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_leader_id, f_leader_epoch = _U_iii(d, p)
+    ob_ = _new(PartitionData)
+    ob_.partition_index, ob_.leader_id, ob_.leader_epoch = _U_iii(d, p)
     p += 12
     ln = d[p]
     if ln < 128:
@@ -197,16 +187,15 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("array PreferredCandidates claims more elements than bytes remain")
         l_preferred_candidates: list[ReplicaInfo] = []
         for _ in range(ln):
-            f_preferred_candidates__candidate_id, f_preferred_candidates__candidate_directory_id = _U_i16s(
-                d, p
+            ob_preferred_candidates__ = _new(ReplicaInfo)
+            ob_preferred_candidates__.candidate_id, u_preferred_candidates__candidate_directory_id, nt = (
+                _U_i16sB(d, p)
             )
-            p += 20
-            f_preferred_candidates__candidate_directory_id = _uuid(
-                f_preferred_candidates__candidate_directory_id
+            p += 21
+            ob_preferred_candidates__.candidate_directory_id = _uuid(
+                u_preferred_candidates__candidate_directory_id
             )
             unk_preferred_candidates__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -218,12 +207,10 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_preferred_candidates__.append((tg, d[p:te]))
                     p = te
-            ob_preferred_candidates__ = _new(ReplicaInfo)
-            ob_preferred_candidates__.candidate_id = f_preferred_candidates__candidate_id
-            ob_preferred_candidates__.candidate_directory_id = f_preferred_candidates__candidate_directory_id
             ob_preferred_candidates__.unknown_tagged_fields = unk_preferred_candidates__
             l_preferred_candidates.append(ob_preferred_candidates__)
-        f_preferred_candidates = l_preferred_candidates
+        ob_.preferred_candidates = l_preferred_candidates
+    ob_.preferred_successors = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -238,68 +225,12 @@ def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.preferred_successors = []
-    ob_.preferred_candidates = f_preferred_candidates
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
-def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            f_partitions__partition_index, f_partitions__leader_id, f_partitions__leader_epoch = _U_iii(d, p)
-            p += 12
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field PreferredSuccessors was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array PreferredSuccessors claims more elements than bytes remain"
-                    )
-                f_partitions__preferred_successors = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.leader_id = f_partitions__leader_id
-            ob_partitions__.leader_epoch = f_partitions__leader_epoch
-            ob_partitions__.preferred_successors = f_partitions__preferred_successors
-            ob_partitions__.preferred_candidates = []
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
 def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -314,7 +245,7 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -331,7 +262,7 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         for _ in range(ln):
             el_partitions, p = _r_PartitionData_1(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -346,14 +277,12 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
+    ob_ = _new(LeaderEndpoint)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -368,7 +297,7 @@ def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -384,13 +313,11 @@ def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -402,10 +329,6 @@ def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(LeaderEndpoint)
-    ob_.name = f_name
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -528,18 +451,18 @@ def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None
 
 
 def _r_EndQuorumEpochRequest_0(d: bytes, p: int) -> tuple[EndQuorumEpochRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(EndQuorumEpochRequest)
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
     (ln,) = _U_i(d, p)
     p += 4
@@ -550,19 +473,62 @@ def _r_EndQuorumEpochRequest_0(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_0(d, p)
-            l_topics.append(el_topics)
-        f_topics = l_topics
-    ob_ = _new(EndQuorumEpochRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.topics = f_topics
+            ob_topics__ = _new(TopicData)
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                    ) = _U_iii(d, p)
+                    p += 12
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError(
+                            "non-nullable field PreferredSuccessors was serialized as null"
+                        )
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array PreferredSuccessors claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.preferred_successors = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ob_topics__partitions__.preferred_candidates = []
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
+        ob_.topics = l_topics
     ob_.leader_endpoints = []
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(EndQuorumEpochRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -570,14 +536,14 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -594,7 +560,7 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
         for _ in range(ln):
             el_topics, p = _r_TopicData_1(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -610,7 +576,7 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
         for _ in range(ln):
             el_leader_endpoints, p = _r_LeaderEndpoint_1(d, p)
             l_leader_endpoints.append(el_leader_endpoints)
-        f_leader_endpoints = l_leader_endpoints
+        ob_.leader_endpoints = l_leader_endpoints
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -625,10 +591,6 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(EndQuorumEpochRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.topics = f_topics
-    ob_.leader_endpoints = f_leader_endpoints
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

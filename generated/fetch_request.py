@@ -21,48 +21,30 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_16s = struct.Struct(">16s")
-_P_16s = _S_16s.pack
-_U_16s = _S_16s.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_iiibii = struct.Struct(">iiibii")
-_P_iiibii = _S_iiibii.pack
-_U_iiibii = _S_iiibii.unpack_from
-_S_iiiib = struct.Struct(">iiiib")
-_P_iiiib = _S_iiiib.pack
-_U_iiiib = _S_iiiib.unpack_from
-_S_iiiibii = struct.Struct(">iiiibii")
-_P_iiiibii = _S_iiiibii.pack
-_U_iiiibii = _S_iiiibii.unpack_from
-_S_iiqiqi = struct.Struct(">iiqiqi")
-_P_iiqiqi = _S_iiqiqi.pack
-_U_iiqiqi = _S_iiqiqi.unpack_from
-_S_iiqiqix = struct.Struct(">iiqiqix")
-_P_iiqiqix = _S_iiqiqix.pack
-_U_iiqiqix = _S_iiqiqix.unpack_from
-_S_iiqqi = struct.Struct(">iiqqi")
-_P_iiqqi = _S_iiqqi.pack
-_U_iiqqi = _S_iiqqi.unpack_from
-_S_iq = struct.Struct(">iq")
-_P_iq = _S_iq.pack
-_U_iq = _S_iq.unpack_from
-_S_iqi = struct.Struct(">iqi")
-_P_iqi = _S_iqi.pack
-_U_iqi = _S_iqi.unpack_from
-_S_iqqi = struct.Struct(">iqqi")
-_P_iqqi = _S_iqqi.pack
-_U_iqqi = _S_iqqi.unpack_from
-_S_iqx = struct.Struct(">iqx")
-_P_iqx = _S_iqx.pack
-_U_iqx = _S_iqx.unpack_from
-_S_q = struct.Struct(">q")
-_P_q = _S_q.pack
-_U_q = _S_q.unpack_from
+_P_16s = struct.Struct(">16s").pack
+_U_16s = struct.Struct(">16s").unpack_from
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_P_iiibii = struct.Struct(">iiibii").pack
+_U_iiibii = struct.Struct(">iiibii").unpack_from
+_P_iiiib = struct.Struct(">iiiib").pack
+_U_iiiib = struct.Struct(">iiiib").unpack_from
+_P_iiiibii = struct.Struct(">iiiibii").pack
+_U_iiiibii = struct.Struct(">iiiibii").unpack_from
+_P_iiqiqi = struct.Struct(">iiqiqi").pack
+_U_iiqiqiB = struct.Struct(">iiqiqiB").unpack_from
+_P_iiqiqix = struct.Struct(">iiqiqix").pack
+_P_iiqqi = struct.Struct(">iiqqi").pack
+_U_iiqqi = struct.Struct(">iiqqi").unpack_from
+_U_iqB = struct.Struct(">iqB").unpack_from
+_P_iqi = struct.Struct(">iqi").pack
+_U_iqi = struct.Struct(">iqi").unpack_from
+_P_iqqi = struct.Struct(">iqqi").pack
+_U_iqqi = struct.Struct(">iqqi").unpack_from
+_P_iqx = struct.Struct(">iqx").pack
+_P_q = struct.Struct(">q").pack
+_U_q = struct.Struct(">q").unpack_from
 _AP_i = ArrayPackers("i")
 _AC_i = ArrayPackers("i", "B")
 _AU_i = ArrayUnpackers("i")
@@ -221,11 +203,10 @@ def _w_ReplicaState_15(out: bytearray, o: ReplicaState) -> None:
 
 
 def _r_ReplicaState_15(d: bytes, p: int) -> tuple[ReplicaState, int]:
-    f_replica_id, f_replica_epoch = _U_iq(d, p)
-    p += 12
+    ob_ = _new(ReplicaState)
+    ob_.replica_id, ob_.replica_epoch, nt = _U_iqB(d, p)
+    p += 13
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -237,212 +218,12 @@ def _r_ReplicaState_15(d: bytes, p: int) -> tuple[ReplicaState, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(ReplicaState)
-    ob_.replica_id = f_replica_id
-    ob_.replica_epoch = f_replica_epoch
     ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchPartition_18(d: bytes, p: int) -> tuple[FetchPartition, int]:
-    (
-        f_partition,
-        f_current_leader_epoch,
-        f_fetch_offset,
-        f_last_fetched_epoch,
-        f_log_start_offset,
-        f_partition_max_bytes,
-    ) = _U_iiqiqi(d, p)
-    p += 32
-    f_replica_directory_id: UUID = ZERO_UUID
-    f_high_watermark: int = 9223372036854775807
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            if tg == 0:
-                (raw,) = _U_16s(d, p)
-                f_replica_directory_id = _uuid(raw)
-                p += 16
-                if p != te:
-                    raise MessageDecodeError(
-                        "tagged field ReplicaDirectoryId does not fill its declared size"
-                    )
-            elif tg == 1:
-                (f_high_watermark,) = _U_q(d, p)
-                p += 8
-                if p != te:
-                    raise MessageDecodeError("tagged field HighWatermark does not fill its declared size")
-            else:
-                unk_.append((tg, d[p:te]))
-                p = te
-    ob_ = _new(FetchPartition)
-    ob_.partition = f_partition
-    ob_.current_leader_epoch = f_current_leader_epoch
-    ob_.fetch_offset = f_fetch_offset
-    ob_.last_fetched_epoch = f_last_fetched_epoch
-    ob_.log_start_offset = f_log_start_offset
-    ob_.partition_max_bytes = f_partition_max_bytes
-    ob_.replica_directory_id = f_replica_directory_id
-    ob_.high_watermark = f_high_watermark
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchTopic_4(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            f_partitions__partition, f_partitions__fetch_offset, f_partitions__partition_max_bytes = _U_iqi(
-                d, p
-            )
-            p += 16
-            ob_partitions__ = _new(FetchPartition)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = -1
-            ob_partitions__.fetch_offset = f_partitions__fetch_offset
-            ob_partitions__.last_fetched_epoch = -1
-            ob_partitions__.log_start_offset = -1
-            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    ob_ = _new(FetchTopic)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchTopic_5(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            (
-                f_partitions__partition,
-                f_partitions__fetch_offset,
-                f_partitions__log_start_offset,
-                f_partitions__partition_max_bytes,
-            ) = _U_iqqi(d, p)
-            p += 24
-            ob_partitions__ = _new(FetchPartition)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = -1
-            ob_partitions__.fetch_offset = f_partitions__fetch_offset
-            ob_partitions__.last_fetched_epoch = -1
-            ob_partitions__.log_start_offset = f_partitions__log_start_offset
-            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    ob_ = _new(FetchTopic)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchTopic_9(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            (
-                f_partitions__partition,
-                f_partitions__current_leader_epoch,
-                f_partitions__fetch_offset,
-                f_partitions__log_start_offset,
-                f_partitions__partition_max_bytes,
-            ) = _U_iiqqi(d, p)
-            p += 28
-            ob_partitions__ = _new(FetchPartition)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
-            ob_partitions__.fetch_offset = f_partitions__fetch_offset
-            ob_partitions__.last_fetched_epoch = -1
-            ob_partitions__.log_start_offset = f_partitions__log_start_offset
-            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    ob_ = _new(FetchTopic)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
-    ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
+    ob_ = _new(FetchTopic)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -457,7 +238,7 @@ def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
+        ob_.topic = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -472,18 +253,20 @@ def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
+            ob_partitions__ = _new(FetchPartition)
             (
-                f_partitions__partition,
-                f_partitions__current_leader_epoch,
-                f_partitions__fetch_offset,
-                f_partitions__last_fetched_epoch,
-                f_partitions__log_start_offset,
-                f_partitions__partition_max_bytes,
-            ) = _U_iiqiqi(d, p)
-            p += 32
+                ob_partitions__.partition,
+                ob_partitions__.current_leader_epoch,
+                ob_partitions__.fetch_offset,
+                ob_partitions__.last_fetched_epoch,
+                ob_partitions__.log_start_offset,
+                ob_partitions__.partition_max_bytes,
+                nt,
+            ) = _U_iiqiqiB(d, p)
+            p += 33
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -498,18 +281,10 @@ def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
                     else:
                         unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions__ = _new(FetchPartition)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
-            ob_partitions__.fetch_offset = f_partitions__fetch_offset
-            ob_partitions__.last_fetched_epoch = f_partitions__last_fetched_epoch
-            ob_partitions__.log_start_offset = f_partitions__log_start_offset
-            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
+    ob_.topic_id = ZERO_UUID
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -524,18 +299,15 @@ def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(FetchTopic)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchTopic_13(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    (f_topic_id,) = _U_16s(d, p)
+    ob_ = _new(FetchTopic)
+    (u_topic_id,) = _U_16s(d, p)
     p += 16
-    f_topic_id = _uuid(f_topic_id)
+    ob_.topic_id = _uuid(u_topic_id)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -549,18 +321,20 @@ def _r_FetchTopic_13(d: bytes, p: int) -> tuple[FetchTopic, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
+            ob_partitions__ = _new(FetchPartition)
             (
-                f_partitions__partition,
-                f_partitions__current_leader_epoch,
-                f_partitions__fetch_offset,
-                f_partitions__last_fetched_epoch,
-                f_partitions__log_start_offset,
-                f_partitions__partition_max_bytes,
-            ) = _U_iiqiqi(d, p)
-            p += 32
+                ob_partitions__.partition,
+                ob_partitions__.current_leader_epoch,
+                ob_partitions__.fetch_offset,
+                ob_partitions__.last_fetched_epoch,
+                ob_partitions__.log_start_offset,
+                ob_partitions__.partition_max_bytes,
+                nt,
+            ) = _U_iiqiqiB(d, p)
+            p += 33
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -575,18 +349,10 @@ def _r_FetchTopic_13(d: bytes, p: int) -> tuple[FetchTopic, int]:
                     else:
                         unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions__ = _new(FetchPartition)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
-            ob_partitions__.fetch_offset = f_partitions__fetch_offset
-            ob_partitions__.last_fetched_epoch = f_partitions__last_fetched_epoch
-            ob_partitions__.log_start_offset = f_partitions__log_start_offset
-            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
+    ob_.topic = ""
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -601,18 +367,15 @@ def _r_FetchTopic_13(d: bytes, p: int) -> tuple[FetchTopic, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(FetchTopic)
-    ob_.topic = ""
-    ob_.topic_id = f_topic_id
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    (f_topic_id,) = _U_16s(d, p)
+    ob_ = _new(FetchTopic)
+    (u_topic_id,) = _U_16s(d, p)
     p += 16
-    f_topic_id = _uuid(f_topic_id)
+    ob_.topic_id = _uuid(u_topic_id)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -626,19 +389,20 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[FetchPartition] = []
         for _ in range(ln):
+            ob_partitions__ = _new(FetchPartition)
             (
-                f_partitions__partition,
-                f_partitions__current_leader_epoch,
-                f_partitions__fetch_offset,
-                f_partitions__last_fetched_epoch,
-                f_partitions__log_start_offset,
-                f_partitions__partition_max_bytes,
-            ) = _U_iiqiqi(d, p)
-            p += 32
-            f_partitions__replica_directory_id: UUID = ZERO_UUID
+                ob_partitions__.partition,
+                ob_partitions__.current_leader_epoch,
+                ob_partitions__.fetch_offset,
+                ob_partitions__.last_fetched_epoch,
+                ob_partitions__.log_start_offset,
+                ob_partitions__.partition_max_bytes,
+                nt,
+            ) = _U_iiqiqiB(d, p)
+            p += 33
+            ob_partitions__.high_watermark = 9223372036854775807
+            ob_partitions__.replica_directory_id = ZERO_UUID
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -650,7 +414,7 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     if tg == 0:
                         (raw,) = _U_16s(d, p)
-                        f_partitions__replica_directory_id = _uuid(raw)
+                        ob_partitions__.replica_directory_id = _uuid(raw)
                         p += 16
                         if p != te:
                             raise MessageDecodeError(
@@ -661,18 +425,10 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
                     else:
                         unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions__ = _new(FetchPartition)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
-            ob_partitions__.fetch_offset = f_partitions__fetch_offset
-            ob_partitions__.last_fetched_epoch = f_partitions__last_fetched_epoch
-            ob_partitions__.log_start_offset = f_partitions__log_start_offset
-            ob_partitions__.partition_max_bytes = f_partitions__partition_max_bytes
-            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
-            ob_partitions__.high_watermark = 9223372036854775807
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
+    ob_.topic = ""
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -687,15 +443,93 @@ def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
+    ob_.unknown_tagged_fields = unk_
+    return ob_, p
+
+
+def _r_FetchTopic_18(d: bytes, p: int) -> tuple[FetchTopic, int]:
     ob_ = _new(FetchTopic)
+    (u_topic_id,) = _U_16s(d, p)
+    p += 16
+    ob_.topic_id = _uuid(u_topic_id)
+    ln = d[p]
+    if ln < 128:
+        p += 1
+    else:
+        ln, p = _ruv(d, p)
+    ln -= 1
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+    else:
+        if ln > len(d) - p:
+            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+        l_partitions: list[FetchPartition] = []
+        for _ in range(ln):
+            ob_partitions__ = _new(FetchPartition)
+            (
+                ob_partitions__.partition,
+                ob_partitions__.current_leader_epoch,
+                ob_partitions__.fetch_offset,
+                ob_partitions__.last_fetched_epoch,
+                ob_partitions__.log_start_offset,
+                ob_partitions__.partition_max_bytes,
+                nt,
+            ) = _U_iiqiqiB(d, p)
+            p += 33
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.high_watermark = 9223372036854775807
+            unk_partitions__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    if tg == 0:
+                        (raw,) = _U_16s(d, p)
+                        ob_partitions__.replica_directory_id = _uuid(raw)
+                        p += 16
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field ReplicaDirectoryId does not fill its declared size"
+                            )
+                    elif tg == 1:
+                        (ob_partitions__.high_watermark,) = _U_q(d, p)
+                        p += 8
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field HighWatermark does not fill its declared size"
+                            )
+                    else:
+                        unk_partitions__.append((tg, d[p:te]))
+                        p = te
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
+        ob_.partitions = l_partitions
     ob_.topic = ""
-    ob_.topic_id = f_topic_id
-    ob_.partitions = f_partitions
+    unk_: list[tuple[int, bytes]] = []
+    nt = d[p]
+    p += 1
+    if nt:
+        if nt >= 128:
+            nt, p = _ruv(d, p - 1)
+        for _ in range(nt):
+            tg, p = _ruv(d, p)
+            sz, p = _ruv(d, p)
+            te = p + sz
+            if te > len(d):
+                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+            unk_.append((tg, d[p:te]))
+            p = te
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_ForgottenTopic_12(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
+    ob_ = _new(ForgottenTopic)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -710,7 +544,7 @@ def _r_ForgottenTopic_12(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
+        ob_.topic = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -723,8 +557,9 @@ def _r_ForgottenTopic_12(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        f_partitions = list(_AU_i[ln](d, p))
+        ob_.partitions = list(_AU_i[ln](d, p))
         p += 4 * ln
+    ob_.topic_id = ZERO_UUID
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -739,10 +574,6 @@ def _r_ForgottenTopic_12(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(ForgottenTopic)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -1463,7 +1294,8 @@ def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
 
 
 def _r_FetchRequest_4(d: bytes, p: int) -> tuple[FetchRequest, int]:
-    f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _U_iiiib(d, p)
+    ob_ = _new(FetchRequest)
+    ob_.replica_id, ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level = _U_iiiib(d, p)
     p += 17
     (ln,) = _U_i(d, p)
     p += 4
@@ -1474,20 +1306,51 @@ def _r_FetchRequest_4(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_4(d, p)
-            l_topics.append(el_topics)
-        f_topics = l_topics
-    ob_ = _new(FetchRequest)
+            ob_topics__ = _new(FetchTopic)
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_topics__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[FetchPartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                    ) = _U_iqi(d, p)
+                    p += 16
+                    ob_topics__partitions__.current_leader_epoch = -1
+                    ob_topics__partitions__.last_fetched_epoch = -1
+                    ob_topics__partitions__.log_start_offset = -1
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
+        ob_.topics = l_topics
     ob_.cluster_id = None
-    ob_.replica_id = f_replica_id
     ob_.replica_state = ReplicaState()
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
     ob_.session_id = 0
     ob_.session_epoch = -1
-    ob_.topics = f_topics
     ob_.forgotten_topics_data = []
     ob_.rack_id = ""
     ob_.unknown_tagged_fields = []
@@ -1495,7 +1358,8 @@ def _r_FetchRequest_4(d: bytes, p: int) -> tuple[FetchRequest, int]:
 
 
 def _r_FetchRequest_5(d: bytes, p: int) -> tuple[FetchRequest, int]:
-    f_replica_id, f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level = _U_iiiib(d, p)
+    ob_ = _new(FetchRequest)
+    ob_.replica_id, ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level = _U_iiiib(d, p)
     p += 17
     (ln,) = _U_i(d, p)
     p += 4
@@ -1506,20 +1370,51 @@ def _r_FetchRequest_5(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_5(d, p)
-            l_topics.append(el_topics)
-        f_topics = l_topics
-    ob_ = _new(FetchRequest)
+            ob_topics__ = _new(FetchTopic)
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_topics__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[FetchPartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                    ) = _U_iqqi(d, p)
+                    p += 24
+                    ob_topics__partitions__.current_leader_epoch = -1
+                    ob_topics__partitions__.last_fetched_epoch = -1
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
+        ob_.topics = l_topics
     ob_.cluster_id = None
-    ob_.replica_id = f_replica_id
     ob_.replica_state = ReplicaState()
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
     ob_.session_id = 0
     ob_.session_epoch = -1
-    ob_.topics = f_topics
     ob_.forgotten_topics_data = []
     ob_.rack_id = ""
     ob_.unknown_tagged_fields = []
@@ -1527,14 +1422,15 @@ def _r_FetchRequest_5(d: bytes, p: int) -> tuple[FetchRequest, int]:
 
 
 def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
+    ob_ = _new(FetchRequest)
     (
-        f_replica_id,
-        f_max_wait_ms,
-        f_min_bytes,
-        f_max_bytes,
-        f_isolation_level,
-        f_session_id,
-        f_session_epoch,
+        ob_.replica_id,
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
     ) = _U_iiiibii(d, p)
     p += 25
     (ln,) = _U_i(d, p)
@@ -1546,18 +1442,7 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_5(d, p)
-            l_topics.append(el_topics)
-        f_topics = l_topics
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field ForgottenTopicsData was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
-        l_forgotten_topics_data: list[ForgottenTopic] = []
-        for _ in range(ln):
+            ob_topics__ = _new(FetchTopic)
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
@@ -1568,7 +1453,7 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_forgotten_topics_data__topic = d[p:e].decode()
+                ob_topics__.topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1577,41 +1462,79 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
-                p += 4 * ln
+                l_topics__partitions: list[FetchPartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                    ) = _U_iqqi(d, p)
+                    p += 24
+                    ob_topics__partitions__.current_leader_epoch = -1
+                    ob_topics__partitions__.last_fetched_epoch = -1
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
+        ob_.topics = l_topics
+    (ln,) = _U_i(d, p)
+    p += 4
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field ForgottenTopicsData was serialized as null")
+    else:
+        if ln > len(d) - p:
+            raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
+        l_forgotten_topics_data: list[ForgottenTopic] = []
+        for _ in range(ln):
             ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            ob_forgotten_topics_data__.topic = f_forgotten_topics_data__topic
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_forgotten_topics_data__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
+                p += 4 * ln
             ob_forgotten_topics_data__.topic_id = ZERO_UUID
-            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
             ob_forgotten_topics_data__.unknown_tagged_fields = []
             l_forgotten_topics_data.append(ob_forgotten_topics_data__)
-        f_forgotten_topics_data = l_forgotten_topics_data
-    ob_ = _new(FetchRequest)
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     ob_.cluster_id = None
-    ob_.replica_id = f_replica_id
     ob_.replica_state = ReplicaState()
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
     ob_.rack_id = ""
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
+    ob_ = _new(FetchRequest)
     (
-        f_replica_id,
-        f_max_wait_ms,
-        f_min_bytes,
-        f_max_bytes,
-        f_isolation_level,
-        f_session_id,
-        f_session_epoch,
+        ob_.replica_id,
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
     ) = _U_iiiibii(d, p)
     p += 25
     (ln,) = _U_i(d, p)
@@ -1623,18 +1546,7 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_9(d, p)
-            l_topics.append(el_topics)
-        f_topics = l_topics
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field ForgottenTopicsData was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
-        l_forgotten_topics_data: list[ForgottenTopic] = []
-        for _ in range(ln):
+            ob_topics__ = _new(FetchTopic)
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
@@ -1645,7 +1557,7 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_forgotten_topics_data__topic = d[p:e].decode()
+                ob_topics__.topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1654,41 +1566,79 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
-                p += 4 * ln
+                l_topics__partitions: list[FetchPartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.current_leader_epoch,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                    ) = _U_iiqqi(d, p)
+                    p += 28
+                    ob_topics__partitions__.last_fetched_epoch = -1
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
+        ob_.topics = l_topics
+    (ln,) = _U_i(d, p)
+    p += 4
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field ForgottenTopicsData was serialized as null")
+    else:
+        if ln > len(d) - p:
+            raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
+        l_forgotten_topics_data: list[ForgottenTopic] = []
+        for _ in range(ln):
             ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            ob_forgotten_topics_data__.topic = f_forgotten_topics_data__topic
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_forgotten_topics_data__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
+                p += 4 * ln
             ob_forgotten_topics_data__.topic_id = ZERO_UUID
-            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
             ob_forgotten_topics_data__.unknown_tagged_fields = []
             l_forgotten_topics_data.append(ob_forgotten_topics_data__)
-        f_forgotten_topics_data = l_forgotten_topics_data
-    ob_ = _new(FetchRequest)
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     ob_.cluster_id = None
-    ob_.replica_id = f_replica_id
     ob_.replica_state = ReplicaState()
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
     ob_.rack_id = ""
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
+    ob_ = _new(FetchRequest)
     (
-        f_replica_id,
-        f_max_wait_ms,
-        f_min_bytes,
-        f_max_bytes,
-        f_isolation_level,
-        f_session_id,
-        f_session_epoch,
+        ob_.replica_id,
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
     ) = _U_iiiibii(d, p)
     p += 25
     (ln,) = _U_i(d, p)
@@ -1700,18 +1650,7 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_9(d, p)
-            l_topics.append(el_topics)
-        f_topics = l_topics
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field ForgottenTopicsData was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
-        l_forgotten_topics_data: list[ForgottenTopic] = []
-        for _ in range(ln):
+            ob_topics__ = _new(FetchTopic)
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
@@ -1722,7 +1661,7 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_forgotten_topics_data__topic = d[p:e].decode()
+                ob_topics__.topic = d[p:e].decode()
                 p = e
             (ln,) = _U_i(d, p)
             p += 4
@@ -1731,15 +1670,62 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
-                p += 4 * ln
+                l_topics__partitions: list[FetchPartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.current_leader_epoch,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                    ) = _U_iiqqi(d, p)
+                    p += 28
+                    ob_topics__partitions__.last_fetched_epoch = -1
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
+        ob_.topics = l_topics
+    (ln,) = _U_i(d, p)
+    p += 4
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field ForgottenTopicsData was serialized as null")
+    else:
+        if ln > len(d) - p:
+            raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
+        l_forgotten_topics_data: list[ForgottenTopic] = []
+        for _ in range(ln):
             ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            ob_forgotten_topics_data__.topic = f_forgotten_topics_data__topic
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_forgotten_topics_data__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
+                p += 4 * ln
             ob_forgotten_topics_data__.topic_id = ZERO_UUID
-            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
             ob_forgotten_topics_data__.unknown_tagged_fields = []
             l_forgotten_topics_data.append(ob_forgotten_topics_data__)
-        f_forgotten_topics_data = l_forgotten_topics_data
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
@@ -1750,34 +1736,24 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field RackId is longer than the remaining bytes")
-        f_rack_id = d[p:e].decode()
+        ob_.rack_id = d[p:e].decode()
         p = e
-    ob_ = _new(FetchRequest)
     ob_.cluster_id = None
-    ob_.replica_id = f_replica_id
     ob_.replica_state = ReplicaState()
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
-    ob_.rack_id = f_rack_id
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
+    ob_ = _new(FetchRequest)
     (
-        f_replica_id,
-        f_max_wait_ms,
-        f_min_bytes,
-        f_max_bytes,
-        f_isolation_level,
-        f_session_id,
-        f_session_epoch,
+        ob_.replica_id,
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
     ) = _U_iiiibii(d, p)
     p += 25
     ln = d[p]
@@ -1795,7 +1771,7 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_FetchTopic_12(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1811,7 +1787,7 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
         for _ in range(ln):
             el_forgotten_topics_data, p = _r_ForgottenTopic_12(d, p)
             l_forgotten_topics_data.append(el_forgotten_topics_data)
-        f_forgotten_topics_data = l_forgotten_topics_data
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1826,9 +1802,10 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field RackId is longer than the remaining bytes")
-        f_rack_id = d[p:e].decode()
+        ob_.rack_id = d[p:e].decode()
         p = e
-    f_cluster_id: str | None = None
+    ob_.replica_state = ReplicaState()
+    ob_.cluster_id = None
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1849,14 +1826,14 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     ln, p = _ruv(d, p)
                 ln -= 1
                 if ln < 0:
-                    f_cluster_id = None
+                    ob_.cluster_id = None
                 else:
                     if ln > 32767:
                         raise MessageDecodeError("string field ClusterId had invalid length")
                     e = p + ln
                     if e > len(d):
                         raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-                    f_cluster_id = d[p:e].decode()
+                    ob_.cluster_id = d[p:e].decode()
                     p = e
                 if p != te:
                     raise MessageDecodeError("tagged field ClusterId does not fill its declared size")
@@ -1865,32 +1842,20 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.replica_id = f_replica_id
-    ob_.replica_state = ReplicaState()
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
-    ob_.rack_id = f_rack_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
+    ob_ = _new(FetchRequest)
     (
-        f_replica_id,
-        f_max_wait_ms,
-        f_min_bytes,
-        f_max_bytes,
-        f_isolation_level,
-        f_session_id,
-        f_session_epoch,
+        ob_.replica_id,
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
     ) = _U_iiiibii(d, p)
     p += 25
     ln = d[p]
@@ -1908,7 +1873,7 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_FetchTopic_13(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1922,9 +1887,10 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
+            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -1936,8 +1902,9 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
+            ob_forgotten_topics_data__.topic = ""
             unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -1952,13 +1919,9 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            ob_forgotten_topics_data__.topic = ""
-            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
-            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
             ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
             l_forgotten_topics_data.append(ob_forgotten_topics_data__)
-        f_forgotten_topics_data = l_forgotten_topics_data
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1973,9 +1936,10 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field RackId is longer than the remaining bytes")
-        f_rack_id = d[p:e].decode()
+        ob_.rack_id = d[p:e].decode()
         p = e
-    f_cluster_id: str | None = None
+    ob_.replica_state = ReplicaState()
+    ob_.cluster_id = None
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1996,14 +1960,14 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     ln, p = _ruv(d, p)
                 ln -= 1
                 if ln < 0:
-                    f_cluster_id = None
+                    ob_.cluster_id = None
                 else:
                     if ln > 32767:
                         raise MessageDecodeError("string field ClusterId had invalid length")
                     e = p + ln
                     if e > len(d):
                         raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-                    f_cluster_id = d[p:e].decode()
+                    ob_.cluster_id = d[p:e].decode()
                     p = e
                 if p != te:
                     raise MessageDecodeError("tagged field ClusterId does not fill its declared size")
@@ -2012,26 +1976,14 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.replica_id = f_replica_id
-    ob_.replica_state = ReplicaState()
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
-    ob_.rack_id = f_rack_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
-    f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _U_iiibii(
-        d, p
+    ob_ = _new(FetchRequest)
+    ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ob_.session_id, ob_.session_epoch = (
+        _U_iiibii(d, p)
     )
     p += 21
     ln = d[p]
@@ -2049,7 +2001,7 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_FetchTopic_13(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2063,9 +2015,10 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
+            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -2077,8 +2030,9 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
+            ob_forgotten_topics_data__.topic = ""
             unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -2093,13 +2047,9 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            ob_forgotten_topics_data__.topic = ""
-            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
-            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
             ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
             l_forgotten_topics_data.append(ob_forgotten_topics_data__)
-        f_forgotten_topics_data = l_forgotten_topics_data
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2114,13 +2064,15 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field RackId is longer than the remaining bytes")
-        f_rack_id = d[p:e].decode()
+        ob_.rack_id = d[p:e].decode()
         p = e
-    f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = _new(ReplicaState)
-    f_replica_state.replica_id = -1
-    f_replica_state.replica_epoch = -1
-    f_replica_state.unknown_tagged_fields = []
+    ob_.replica_id = -1
+    ob_.cluster_id = None
+    t_replica_state = _new(ReplicaState)
+    t_replica_state.replica_id = -1
+    t_replica_state.replica_epoch = -1
+    t_replica_state.unknown_tagged_fields = []
+    ob_.replica_state = t_replica_state
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -2141,44 +2093,32 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     ln, p = _ruv(d, p)
                 ln -= 1
                 if ln < 0:
-                    f_cluster_id = None
+                    ob_.cluster_id = None
                 else:
                     if ln > 32767:
                         raise MessageDecodeError("string field ClusterId had invalid length")
                     e = p + ln
                     if e > len(d):
                         raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-                    f_cluster_id = d[p:e].decode()
+                    ob_.cluster_id = d[p:e].decode()
                     p = e
                 if p != te:
                     raise MessageDecodeError("tagged field ClusterId does not fill its declared size")
             elif tg == 1:
-                f_replica_state, p = _r_ReplicaState_15(d, p)
+                ob_.replica_state, p = _r_ReplicaState_15(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field ReplicaState does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.replica_id = -1
-    ob_.replica_state = f_replica_state
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
-    ob_.rack_id = f_rack_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
-    f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _U_iiibii(
-        d, p
+    ob_ = _new(FetchRequest)
+    ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ob_.session_id, ob_.session_epoch = (
+        _U_iiibii(d, p)
     )
     p += 21
     ln = d[p]
@@ -2196,7 +2136,7 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_FetchTopic_17(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2210,9 +2150,10 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
+            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -2224,8 +2165,9 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
+            ob_forgotten_topics_data__.topic = ""
             unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -2240,13 +2182,9 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            ob_forgotten_topics_data__.topic = ""
-            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
-            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
             ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
             l_forgotten_topics_data.append(ob_forgotten_topics_data__)
-        f_forgotten_topics_data = l_forgotten_topics_data
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2261,13 +2199,15 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field RackId is longer than the remaining bytes")
-        f_rack_id = d[p:e].decode()
+        ob_.rack_id = d[p:e].decode()
         p = e
-    f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = _new(ReplicaState)
-    f_replica_state.replica_id = -1
-    f_replica_state.replica_epoch = -1
-    f_replica_state.unknown_tagged_fields = []
+    ob_.replica_id = -1
+    ob_.cluster_id = None
+    t_replica_state = _new(ReplicaState)
+    t_replica_state.replica_id = -1
+    t_replica_state.replica_epoch = -1
+    t_replica_state.unknown_tagged_fields = []
+    ob_.replica_state = t_replica_state
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -2288,44 +2228,32 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     ln, p = _ruv(d, p)
                 ln -= 1
                 if ln < 0:
-                    f_cluster_id = None
+                    ob_.cluster_id = None
                 else:
                     if ln > 32767:
                         raise MessageDecodeError("string field ClusterId had invalid length")
                     e = p + ln
                     if e > len(d):
                         raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-                    f_cluster_id = d[p:e].decode()
+                    ob_.cluster_id = d[p:e].decode()
                     p = e
                 if p != te:
                     raise MessageDecodeError("tagged field ClusterId does not fill its declared size")
             elif tg == 1:
-                f_replica_state, p = _r_ReplicaState_15(d, p)
+                ob_.replica_state, p = _r_ReplicaState_15(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field ReplicaState does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.replica_id = -1
-    ob_.replica_state = f_replica_state
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
-    ob_.rack_id = f_rack_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
-    f_max_wait_ms, f_min_bytes, f_max_bytes, f_isolation_level, f_session_id, f_session_epoch = _U_iiibii(
-        d, p
+    ob_ = _new(FetchRequest)
+    ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ob_.session_id, ob_.session_epoch = (
+        _U_iiibii(d, p)
     )
     p += 21
     ln = d[p]
@@ -2341,46 +2269,9 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            (f_topics__topic_id,) = _U_16s(d, p)
-            p += 16
-            f_topics__topic_id = _uuid(f_topics__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_topics__partitions: list[FetchPartition] = []
-                for _ in range(ln):
-                    el_topics__partitions, p = _r_FetchPartition_18(d, p)
-                    l_topics__partitions.append(el_topics__partitions)
-                f_topics__partitions = l_topics__partitions
-            unk_topics__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_topics__.append((tg, d[p:te]))
-                    p = te
-            ob_topics__ = _new(FetchTopic)
-            ob_topics__.topic = ""
-            ob_topics__.topic_id = f_topics__topic_id
-            ob_topics__.partitions = f_topics__partitions
-            ob_topics__.unknown_tagged_fields = unk_topics__
-            l_topics.append(ob_topics__)
-        f_topics = l_topics
+            el_topics, p = _r_FetchTopic_18(d, p)
+            l_topics.append(el_topics)
+        ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2394,9 +2285,10 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            (f_forgotten_topics_data__topic_id,) = _U_16s(d, p)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
             p += 16
-            f_forgotten_topics_data__topic_id = _uuid(f_forgotten_topics_data__topic_id)
+            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -2408,8 +2300,9 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                f_forgotten_topics_data__partitions = list(_AU_i[ln](d, p))
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
                 p += 4 * ln
+            ob_forgotten_topics_data__.topic = ""
             unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -2424,13 +2317,9 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_forgotten_topics_data__.append((tg, d[p:te]))
                     p = te
-            ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            ob_forgotten_topics_data__.topic = ""
-            ob_forgotten_topics_data__.topic_id = f_forgotten_topics_data__topic_id
-            ob_forgotten_topics_data__.partitions = f_forgotten_topics_data__partitions
             ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
             l_forgotten_topics_data.append(ob_forgotten_topics_data__)
-        f_forgotten_topics_data = l_forgotten_topics_data
+        ob_.forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2445,13 +2334,15 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field RackId is longer than the remaining bytes")
-        f_rack_id = d[p:e].decode()
+        ob_.rack_id = d[p:e].decode()
         p = e
-    f_cluster_id: str | None = None
-    f_replica_state: ReplicaState = _new(ReplicaState)
-    f_replica_state.replica_id = -1
-    f_replica_state.replica_epoch = -1
-    f_replica_state.unknown_tagged_fields = []
+    ob_.replica_id = -1
+    ob_.cluster_id = None
+    t_replica_state = _new(ReplicaState)
+    t_replica_state.replica_id = -1
+    t_replica_state.replica_epoch = -1
+    t_replica_state.unknown_tagged_fields = []
+    ob_.replica_state = t_replica_state
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -2472,37 +2363,24 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
                     ln, p = _ruv(d, p)
                 ln -= 1
                 if ln < 0:
-                    f_cluster_id = None
+                    ob_.cluster_id = None
                 else:
                     if ln > 32767:
                         raise MessageDecodeError("string field ClusterId had invalid length")
                     e = p + ln
                     if e > len(d):
                         raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-                    f_cluster_id = d[p:e].decode()
+                    ob_.cluster_id = d[p:e].decode()
                     p = e
                 if p != te:
                     raise MessageDecodeError("tagged field ClusterId does not fill its declared size")
             elif tg == 1:
-                f_replica_state, p = _r_ReplicaState_15(d, p)
+                ob_.replica_state, p = _r_ReplicaState_15(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field ReplicaState does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.replica_id = -1
-    ob_.replica_state = f_replica_state
-    ob_.max_wait_ms = f_max_wait_ms
-    ob_.min_bytes = f_min_bytes
-    ob_.max_bytes = f_max_bytes
-    ob_.isolation_level = f_isolation_level
-    ob_.session_id = f_session_id
-    ob_.session_epoch = f_session_epoch
-    ob_.topics = f_topics
-    ob_.forgotten_topics_data = f_forgotten_topics_data
-    ob_.rack_id = f_rack_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,48 +21,27 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_16s = struct.Struct(">16s")
-_P_16s = _S_16s.pack
-_U_16s = _S_16s.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ihi = struct.Struct(">ihi")
-_P_ihi = _S_ihi.pack
-_U_ihi = _S_ihi.unpack_from
-_S_ihqq = struct.Struct(">ihqq")
-_P_ihqq = _S_ihqq.pack
-_U_ihqq = _S_ihqq.unpack_from
-_S_ihqqq = struct.Struct(">ihqqq")
-_P_ihqqq = _S_ihqqq.pack
-_U_ihqqq = _S_ihqqq.unpack_from
-_S_ii = struct.Struct(">ii")
-_P_ii = _S_ii.pack
-_U_ii = _S_ii.unpack_from
-_S_iix = struct.Struct(">iix")
-_P_iix = _S_iix.pack
-_U_iix = _S_iix.unpack_from
-_S_iq = struct.Struct(">iq")
-_P_iq = _S_iq.pack
-_U_iq = _S_iq.unpack_from
-_S_iqx = struct.Struct(">iqx")
-_P_iqx = _S_iqx.pack
-_U_iqx = _S_iqx.unpack_from
-_S_qi = struct.Struct(">qi")
-_P_qi = _S_qi.pack
-_U_qi = _S_qi.unpack_from
-_S_qix = struct.Struct(">qix")
-_P_qix = _S_qix.pack
-_U_qix = _S_qix.unpack_from
-_S_qq = struct.Struct(">qq")
-_P_qq = _S_qq.pack
-_U_qq = _S_qq.unpack_from
-_S_qqx = struct.Struct(">qqx")
-_P_qqx = _S_qqx.pack
-_U_qqx = _S_qqx.unpack_from
+_P_16s = struct.Struct(">16s").pack
+_U_16s = struct.Struct(">16s").unpack_from
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_P_ihi = struct.Struct(">ihi").pack
+_U_ihi = struct.Struct(">ihi").unpack_from
+_P_ihqq = struct.Struct(">ihqq").pack
+_U_ihqq = struct.Struct(">ihqq").unpack_from
+_P_ihqqq = struct.Struct(">ihqqq").pack
+_U_ihqqq = struct.Struct(">ihqqq").unpack_from
+_U_iiB = struct.Struct(">iiB").unpack_from
+_P_iix = struct.Struct(">iix").pack
+_U_iqB = struct.Struct(">iqB").unpack_from
+_P_iqx = struct.Struct(">iqx").pack
+_U_qiB = struct.Struct(">qiB").unpack_from
+_P_qix = struct.Struct(">qix").pack
+_P_qq = struct.Struct(">qq").pack
+_U_qq = struct.Struct(">qq").unpack_from
+_U_qqB = struct.Struct(">qqB").unpack_from
+_P_qqx = struct.Struct(">qqx").pack
 
 
 @dataclass(slots=True)
@@ -248,11 +227,10 @@ def _w_EpochEndOffset_12(out: bytearray, o: EpochEndOffset) -> None:
 
 
 def _r_EpochEndOffset_12(d: bytes, p: int) -> tuple[EpochEndOffset, int]:
-    f_epoch, f_end_offset = _U_iq(d, p)
-    p += 12
+    ob_ = _new(EpochEndOffset)
+    ob_.epoch, ob_.end_offset, nt = _U_iqB(d, p)
+    p += 13
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -264,9 +242,6 @@ def _r_EpochEndOffset_12(d: bytes, p: int) -> tuple[EpochEndOffset, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(EpochEndOffset)
-    ob_.epoch = f_epoch
-    ob_.end_offset = f_end_offset
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -279,11 +254,10 @@ def _w_LeaderIdAndEpoch_12(out: bytearray, o: LeaderIdAndEpoch) -> None:
 
 
 def _r_LeaderIdAndEpoch_12(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
-    f_leader_id, f_leader_epoch = _U_ii(d, p)
-    p += 8
+    ob_ = _new(LeaderIdAndEpoch)
+    ob_.leader_id, ob_.leader_epoch, nt = _U_iiB(d, p)
+    p += 9
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -295,9 +269,6 @@ def _r_LeaderIdAndEpoch_12(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(LeaderIdAndEpoch)
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -310,11 +281,10 @@ def _w_SnapshotId_12(out: bytearray, o: SnapshotId) -> None:
 
 
 def _r_SnapshotId_12(d: bytes, p: int) -> tuple[SnapshotId, int]:
-    f_end_offset, f_epoch = _U_qi(d, p)
-    p += 12
+    ob_ = _new(SnapshotId)
+    ob_.end_offset, ob_.epoch, nt = _U_qiB(d, p)
+    p += 13
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -326,9 +296,6 @@ def _r_SnapshotId_12(d: bytes, p: int) -> tuple[SnapshotId, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(SnapshotId)
-    ob_.end_offset = f_end_offset
-    ob_.epoch = f_epoch
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -393,162 +360,12 @@ def _w_PartitionData_12(out: bytearray, o: PartitionData) -> None:
         out.append(0)
 
 
-def _r_PartitionData_4(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset = _U_ihqq(d, p)
-    p += 22
-    f_aborted_transactions: list[AbortedTransaction] | None
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        f_aborted_transactions = None
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
-        l_aborted_transactions: list[AbortedTransaction] = []
-        for _ in range(ln):
-            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
-            p += 16
-            ob_aborted_transactions__ = _new(AbortedTransaction)
-            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
-            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
-            ob_aborted_transactions__.unknown_tagged_fields = []
-            l_aborted_transactions.append(ob_aborted_transactions__)
-        f_aborted_transactions = l_aborted_transactions
-    f_records: bytes | None
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        f_records = None
-    else:
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Records is longer than the remaining bytes")
-        f_records = d[p:e]
-        p = e
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.high_watermark = f_high_watermark
-    ob_.last_stable_offset = f_last_stable_offset
-    ob_.log_start_offset = -1
-    ob_.diverging_epoch = EpochEndOffset()
-    ob_.current_leader = LeaderIdAndEpoch()
-    ob_.snapshot_id = SnapshotId()
-    ob_.aborted_transactions = f_aborted_transactions
-    ob_.preferred_read_replica = -1
-    ob_.records = f_records
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_PartitionData_5(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _U_ihqqq(
-        d, p
-    )
-    p += 30
-    f_aborted_transactions: list[AbortedTransaction] | None
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        f_aborted_transactions = None
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
-        l_aborted_transactions: list[AbortedTransaction] = []
-        for _ in range(ln):
-            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
-            p += 16
-            ob_aborted_transactions__ = _new(AbortedTransaction)
-            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
-            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
-            ob_aborted_transactions__.unknown_tagged_fields = []
-            l_aborted_transactions.append(ob_aborted_transactions__)
-        f_aborted_transactions = l_aborted_transactions
-    f_records: bytes | None
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        f_records = None
-    else:
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Records is longer than the remaining bytes")
-        f_records = d[p:e]
-        p = e
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.high_watermark = f_high_watermark
-    ob_.last_stable_offset = f_last_stable_offset
-    ob_.log_start_offset = f_log_start_offset
-    ob_.diverging_epoch = EpochEndOffset()
-    ob_.current_leader = LeaderIdAndEpoch()
-    ob_.snapshot_id = SnapshotId()
-    ob_.aborted_transactions = f_aborted_transactions
-    ob_.preferred_read_replica = -1
-    ob_.records = f_records
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_PartitionData_11(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _U_ihqqq(
-        d, p
-    )
-    p += 30
-    f_aborted_transactions: list[AbortedTransaction] | None
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        f_aborted_transactions = None
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
-        l_aborted_transactions: list[AbortedTransaction] = []
-        for _ in range(ln):
-            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
-            p += 16
-            ob_aborted_transactions__ = _new(AbortedTransaction)
-            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
-            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
-            ob_aborted_transactions__.unknown_tagged_fields = []
-            l_aborted_transactions.append(ob_aborted_transactions__)
-        f_aborted_transactions = l_aborted_transactions
-    (f_preferred_read_replica,) = _U_i(d, p)
-    p += 4
-    f_records: bytes | None
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        f_records = None
-    else:
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Records is longer than the remaining bytes")
-        f_records = d[p:e]
-        p = e
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.high_watermark = f_high_watermark
-    ob_.last_stable_offset = f_last_stable_offset
-    ob_.log_start_offset = f_log_start_offset
-    ob_.diverging_epoch = EpochEndOffset()
-    ob_.current_leader = LeaderIdAndEpoch()
-    ob_.snapshot_id = SnapshotId()
-    ob_.aborted_transactions = f_aborted_transactions
-    ob_.preferred_read_replica = f_preferred_read_replica
-    ob_.records = f_records
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
 def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
-    f_partition_index, f_error_code, f_high_watermark, f_last_stable_offset, f_log_start_offset = _U_ihqqq(
-        d, p
+    ob_ = _new(PartitionData)
+    ob_.partition_index, ob_.error_code, ob_.high_watermark, ob_.last_stable_offset, ob_.log_start_offset = (
+        _U_ihqqq(d, p)
     )
     p += 30
-    f_aborted_transactions: list[AbortedTransaction] | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -556,17 +373,16 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_aborted_transactions = None
+        ob_.aborted_transactions = None
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
         l_aborted_transactions: list[AbortedTransaction] = []
         for _ in range(ln):
-            f_aborted_transactions__producer_id, f_aborted_transactions__first_offset = _U_qq(d, p)
-            p += 16
+            ob_aborted_transactions__ = _new(AbortedTransaction)
+            ob_aborted_transactions__.producer_id, ob_aborted_transactions__.first_offset, nt = _U_qqB(d, p)
+            p += 17
             unk_aborted_transactions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -578,15 +394,11 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_aborted_transactions__.append((tg, d[p:te]))
                     p = te
-            ob_aborted_transactions__ = _new(AbortedTransaction)
-            ob_aborted_transactions__.producer_id = f_aborted_transactions__producer_id
-            ob_aborted_transactions__.first_offset = f_aborted_transactions__first_offset
             ob_aborted_transactions__.unknown_tagged_fields = unk_aborted_transactions__
             l_aborted_transactions.append(ob_aborted_transactions__)
-        f_aborted_transactions = l_aborted_transactions
-    (f_preferred_read_replica,) = _U_i(d, p)
+        ob_.aborted_transactions = l_aborted_transactions
+    (ob_.preferred_read_replica,) = _U_i(d, p)
     p += 4
-    f_records: bytes | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -594,25 +406,28 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_records = None
+        ob_.records = None
     else:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Records is longer than the remaining bytes")
-        f_records = d[p:e]
+        ob_.records = d[p:e]
         p = e
-    f_diverging_epoch: EpochEndOffset = _new(EpochEndOffset)
-    f_diverging_epoch.epoch = -1
-    f_diverging_epoch.end_offset = -1
-    f_diverging_epoch.unknown_tagged_fields = []
-    f_current_leader: LeaderIdAndEpoch = _new(LeaderIdAndEpoch)
-    f_current_leader.leader_id = -1
-    f_current_leader.leader_epoch = -1
-    f_current_leader.unknown_tagged_fields = []
-    f_snapshot_id: SnapshotId = _new(SnapshotId)
-    f_snapshot_id.end_offset = -1
-    f_snapshot_id.epoch = -1
-    f_snapshot_id.unknown_tagged_fields = []
+    t_diverging_epoch = _new(EpochEndOffset)
+    t_diverging_epoch.epoch = -1
+    t_diverging_epoch.end_offset = -1
+    t_diverging_epoch.unknown_tagged_fields = []
+    ob_.diverging_epoch = t_diverging_epoch
+    t_current_leader = _new(LeaderIdAndEpoch)
+    t_current_leader.leader_id = -1
+    t_current_leader.leader_epoch = -1
+    t_current_leader.unknown_tagged_fields = []
+    ob_.current_leader = t_current_leader
+    t_snapshot_id = _new(SnapshotId)
+    t_snapshot_id.end_offset = -1
+    t_snapshot_id.epoch = -1
+    t_snapshot_id.unknown_tagged_fields = []
+    ob_.snapshot_id = t_snapshot_id
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -626,37 +441,249 @@ def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
             if te > len(d):
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             if tg == 0:
-                f_diverging_epoch, p = _r_EpochEndOffset_12(d, p)
+                ob_.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field DivergingEpoch does not fill its declared size")
             elif tg == 1:
-                f_current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
+                ob_.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field CurrentLeader does not fill its declared size")
             elif tg == 2:
-                f_snapshot_id, p = _r_SnapshotId_12(d, p)
+                ob_.snapshot_id, p = _r_SnapshotId_12(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field SnapshotId does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(PartitionData)
-    ob_.partition_index = f_partition_index
-    ob_.error_code = f_error_code
-    ob_.high_watermark = f_high_watermark
-    ob_.last_stable_offset = f_last_stable_offset
-    ob_.log_start_offset = f_log_start_offset
-    ob_.diverging_epoch = f_diverging_epoch
-    ob_.current_leader = f_current_leader
-    ob_.snapshot_id = f_snapshot_id
-    ob_.aborted_transactions = f_aborted_transactions
-    ob_.preferred_read_replica = f_preferred_read_replica
-    ob_.records = f_records
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
+def _r_FetchableTopicResponse_4(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
+    ob_ = _new(FetchableTopicResponse)
+    (ln,) = _U_h(d, p)
+    p += 2
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Topic was serialized as null")
+    else:
+        if ln > 32767:
+            raise MessageDecodeError("string field Topic had invalid length")
+        e = p + ln
+        if e > len(d):
+            raise MessageDecodeError("field Topic is longer than the remaining bytes")
+        ob_.topic = d[p:e].decode()
+        p = e
+    (ln,) = _U_i(d, p)
+    p += 4
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+    else:
+        if ln > len(d) - p:
+            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+        l_partitions: list[PartitionData] = []
+        for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
+            (
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.high_watermark,
+                ob_partitions__.last_stable_offset,
+            ) = _U_ihqq(d, p)
+            p += 22
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                ob_partitions__.aborted_transactions = None
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError(
+                        "array AbortedTransactions claims more elements than bytes remain"
+                    )
+                l_partitions__aborted_transactions: list[AbortedTransaction] = []
+                for _ in range(ln):
+                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
+                    (
+                        ob_partitions__aborted_transactions__.producer_id,
+                        ob_partitions__aborted_transactions__.first_offset,
+                    ) = _U_qq(d, p)
+                    p += 16
+                    ob_partitions__aborted_transactions__.unknown_tagged_fields = []
+                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
+                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                ob_partitions__.records = None
+            else:
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Records is longer than the remaining bytes")
+                ob_partitions__.records = d[p:e]
+                p = e
+            ob_partitions__.log_start_offset = -1
+            ob_partitions__.diverging_epoch = EpochEndOffset()
+            ob_partitions__.current_leader = LeaderIdAndEpoch()
+            ob_partitions__.snapshot_id = SnapshotId()
+            ob_partitions__.preferred_read_replica = -1
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
+        ob_.partitions = l_partitions
+    ob_.topic_id = ZERO_UUID
+    ob_.unknown_tagged_fields = []
+    return ob_, p
+
+
+def _r_FetchableTopicResponse_5(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
+    ob_ = _new(FetchableTopicResponse)
+    (ln,) = _U_h(d, p)
+    p += 2
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Topic was serialized as null")
+    else:
+        if ln > 32767:
+            raise MessageDecodeError("string field Topic had invalid length")
+        e = p + ln
+        if e > len(d):
+            raise MessageDecodeError("field Topic is longer than the remaining bytes")
+        ob_.topic = d[p:e].decode()
+        p = e
+    (ln,) = _U_i(d, p)
+    p += 4
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+    else:
+        if ln > len(d) - p:
+            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+        l_partitions: list[PartitionData] = []
+        for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
+            (
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.high_watermark,
+                ob_partitions__.last_stable_offset,
+                ob_partitions__.log_start_offset,
+            ) = _U_ihqqq(d, p)
+            p += 30
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                ob_partitions__.aborted_transactions = None
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError(
+                        "array AbortedTransactions claims more elements than bytes remain"
+                    )
+                l_partitions__aborted_transactions: list[AbortedTransaction] = []
+                for _ in range(ln):
+                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
+                    (
+                        ob_partitions__aborted_transactions__.producer_id,
+                        ob_partitions__aborted_transactions__.first_offset,
+                    ) = _U_qq(d, p)
+                    p += 16
+                    ob_partitions__aborted_transactions__.unknown_tagged_fields = []
+                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
+                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                ob_partitions__.records = None
+            else:
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Records is longer than the remaining bytes")
+                ob_partitions__.records = d[p:e]
+                p = e
+            ob_partitions__.diverging_epoch = EpochEndOffset()
+            ob_partitions__.current_leader = LeaderIdAndEpoch()
+            ob_partitions__.snapshot_id = SnapshotId()
+            ob_partitions__.preferred_read_replica = -1
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
+        ob_.partitions = l_partitions
+    ob_.topic_id = ZERO_UUID
+    ob_.unknown_tagged_fields = []
+    return ob_, p
+
+
+def _r_FetchableTopicResponse_11(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
+    ob_ = _new(FetchableTopicResponse)
+    (ln,) = _U_h(d, p)
+    p += 2
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Topic was serialized as null")
+    else:
+        if ln > 32767:
+            raise MessageDecodeError("string field Topic had invalid length")
+        e = p + ln
+        if e > len(d):
+            raise MessageDecodeError("field Topic is longer than the remaining bytes")
+        ob_.topic = d[p:e].decode()
+        p = e
+    (ln,) = _U_i(d, p)
+    p += 4
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+    else:
+        if ln > len(d) - p:
+            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+        l_partitions: list[PartitionData] = []
+        for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
+            (
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.high_watermark,
+                ob_partitions__.last_stable_offset,
+                ob_partitions__.log_start_offset,
+            ) = _U_ihqqq(d, p)
+            p += 30
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                ob_partitions__.aborted_transactions = None
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError(
+                        "array AbortedTransactions claims more elements than bytes remain"
+                    )
+                l_partitions__aborted_transactions: list[AbortedTransaction] = []
+                for _ in range(ln):
+                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
+                    (
+                        ob_partitions__aborted_transactions__.producer_id,
+                        ob_partitions__aborted_transactions__.first_offset,
+                    ) = _U_qq(d, p)
+                    p += 16
+                    ob_partitions__aborted_transactions__.unknown_tagged_fields = []
+                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
+                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
+            (ob_partitions__.preferred_read_replica,) = _U_i(d, p)
+            p += 4
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                ob_partitions__.records = None
+            else:
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Records is longer than the remaining bytes")
+                ob_partitions__.records = d[p:e]
+                p = e
+            ob_partitions__.diverging_epoch = EpochEndOffset()
+            ob_partitions__.current_leader = LeaderIdAndEpoch()
+            ob_partitions__.snapshot_id = SnapshotId()
+            ob_partitions__.unknown_tagged_fields = []
+            l_partitions.append(ob_partitions__)
+        ob_.partitions = l_partitions
+    ob_.topic_id = ZERO_UUID
+    ob_.unknown_tagged_fields = []
+    return ob_, p
+
+
 def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
+    ob_ = _new(FetchableTopicResponse)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -671,7 +698,7 @@ def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicRespon
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        f_topic = d[p:e].decode()
+        ob_.topic = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -688,7 +715,8 @@ def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicRespon
         for _ in range(ln):
             el_partitions, p = _r_PartitionData_12(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
+    ob_.topic_id = ZERO_UUID
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -703,10 +731,6 @@ def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicRespon
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(FetchableTopicResponse)
-    ob_.topic = f_topic
-    ob_.topic_id = ZERO_UUID
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -732,7 +756,8 @@ def _w_NodeEndpoint_16(out: bytearray, o: NodeEndpoint) -> None:
 
 
 def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    (f_node_id,) = _U_i(d, p)
+    ob_ = _new(NodeEndpoint)
+    (ob_.node_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -748,11 +773,10 @@ def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_i(d, p)
+    (ob_.port,) = _U_i(d, p)
     p += 4
-    f_rack: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -760,14 +784,14 @@ def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_rack = None
+        ob_.rack = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field Rack had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        f_rack = d[p:e].decode()
+        ob_.rack = d[p:e].decode()
         p = e
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -783,11 +807,6 @@ def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = f_node_id
-    ob_.host = f_host
-    ob_.port = f_port
-    ob_.rack = f_rack
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -1206,7 +1225,8 @@ def _w_FetchResponse_16(out: bytearray, o: FetchResponse) -> None:
 
 
 def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(FetchResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1217,49 +1237,19 @@ def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses__topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses__partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    el_responses__partitions, p = _r_PartitionData_4(d, p)
-                    l_responses__partitions.append(el_responses__partitions)
-                f_responses__partitions = l_responses__partitions
-            ob_responses__ = _new(FetchableTopicResponse)
-            ob_responses__.topic = f_responses__topic
-            ob_responses__.topic_id = ZERO_UUID
-            ob_responses__.partitions = f_responses__partitions
-            ob_responses__.unknown_tagged_fields = []
-            l_responses.append(ob_responses__)
-        f_responses = l_responses
-    ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
+            el_responses, p = _r_FetchableTopicResponse_4(d, p)
+            l_responses.append(el_responses)
+        ob_.responses = l_responses
     ob_.error_code = 0
     ob_.session_id = 0
-    ob_.responses = f_responses
     ob_.node_endpoints = []
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(FetchResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1270,49 +1260,19 @@ def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses__topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses__partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    el_responses__partitions, p = _r_PartitionData_5(d, p)
-                    l_responses__partitions.append(el_responses__partitions)
-                f_responses__partitions = l_responses__partitions
-            ob_responses__ = _new(FetchableTopicResponse)
-            ob_responses__.topic = f_responses__topic
-            ob_responses__.topic_id = ZERO_UUID
-            ob_responses__.partitions = f_responses__partitions
-            ob_responses__.unknown_tagged_fields = []
-            l_responses.append(ob_responses__)
-        f_responses = l_responses
-    ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
+            el_responses, p = _r_FetchableTopicResponse_5(d, p)
+            l_responses.append(el_responses)
+        ob_.responses = l_responses
     ob_.error_code = 0
     ob_.session_id = 0
-    ob_.responses = f_responses
     ob_.node_endpoints = []
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
-    f_throttle_time_ms, f_error_code, f_session_id = _U_ihi(d, p)
+    ob_ = _new(FetchResponse)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
     p += 10
     (ln,) = _U_i(d, p)
     p += 4
@@ -1323,49 +1283,17 @@ def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses__topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses__partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    el_responses__partitions, p = _r_PartitionData_5(d, p)
-                    l_responses__partitions.append(el_responses__partitions)
-                f_responses__partitions = l_responses__partitions
-            ob_responses__ = _new(FetchableTopicResponse)
-            ob_responses__.topic = f_responses__topic
-            ob_responses__.topic_id = ZERO_UUID
-            ob_responses__.partitions = f_responses__partitions
-            ob_responses__.unknown_tagged_fields = []
-            l_responses.append(ob_responses__)
-        f_responses = l_responses
-    ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.session_id = f_session_id
-    ob_.responses = f_responses
+            el_responses, p = _r_FetchableTopicResponse_5(d, p)
+            l_responses.append(el_responses)
+        ob_.responses = l_responses
     ob_.node_endpoints = []
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
-    f_throttle_time_ms, f_error_code, f_session_id = _U_ihi(d, p)
+    ob_ = _new(FetchResponse)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
     p += 10
     (ln,) = _U_i(d, p)
     p += 4
@@ -1376,49 +1304,17 @@ def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (ln,) = _U_h(d, p)
-            p += 2
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Topic was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Topic had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
-                f_responses__topic = d[p:e].decode()
-                p = e
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses__partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    el_responses__partitions, p = _r_PartitionData_11(d, p)
-                    l_responses__partitions.append(el_responses__partitions)
-                f_responses__partitions = l_responses__partitions
-            ob_responses__ = _new(FetchableTopicResponse)
-            ob_responses__.topic = f_responses__topic
-            ob_responses__.topic_id = ZERO_UUID
-            ob_responses__.partitions = f_responses__partitions
-            ob_responses__.unknown_tagged_fields = []
-            l_responses.append(ob_responses__)
-        f_responses = l_responses
-    ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.session_id = f_session_id
-    ob_.responses = f_responses
+            el_responses, p = _r_FetchableTopicResponse_11(d, p)
+            l_responses.append(el_responses)
+        ob_.responses = l_responses
     ob_.node_endpoints = []
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_FetchResponse_12(d: bytes, p: int) -> tuple[FetchResponse, int]:
-    f_throttle_time_ms, f_error_code, f_session_id = _U_ihi(d, p)
+    ob_ = _new(FetchResponse)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
     p += 10
     ln = d[p]
     if ln < 128:
@@ -1435,7 +1331,8 @@ def _r_FetchResponse_12(d: bytes, p: int) -> tuple[FetchResponse, int]:
         for _ in range(ln):
             el_responses, p = _r_FetchableTopicResponse_12(d, p)
             l_responses.append(el_responses)
-        f_responses = l_responses
+        ob_.responses = l_responses
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1453,18 +1350,13 @@ def _r_FetchResponse_12(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.session_id = f_session_id
-    ob_.responses = f_responses
-    ob_.node_endpoints = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
-    f_throttle_time_ms, f_error_code, f_session_id = _U_ihi(d, p)
+    ob_ = _new(FetchResponse)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
     p += 10
     ln = d[p]
     if ln < 128:
@@ -1479,9 +1371,10 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (f_responses__topic_id,) = _U_16s(d, p)
+            ob_responses__ = _new(FetchableTopicResponse)
+            (u_responses__topic_id,) = _U_16s(d, p)
             p += 16
-            f_responses__topic_id = _uuid(f_responses__topic_id)
+            ob_responses__.topic_id = _uuid(u_responses__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -1497,7 +1390,8 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
                 for _ in range(ln):
                     el_responses__partitions, p = _r_PartitionData_12(d, p)
                     l_responses__partitions.append(el_responses__partitions)
-                f_responses__partitions = l_responses__partitions
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic = ""
             unk_responses__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -1512,13 +1406,10 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_responses__.append((tg, d[p:te]))
                     p = te
-            ob_responses__ = _new(FetchableTopicResponse)
-            ob_responses__.topic = ""
-            ob_responses__.topic_id = f_responses__topic_id
-            ob_responses__.partitions = f_responses__partitions
             ob_responses__.unknown_tagged_fields = unk_responses__
             l_responses.append(ob_responses__)
-        f_responses = l_responses
+        ob_.responses = l_responses
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1536,18 +1427,13 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.session_id = f_session_id
-    ob_.responses = f_responses
-    ob_.node_endpoints = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
-    f_throttle_time_ms, f_error_code, f_session_id = _U_ihi(d, p)
+    ob_ = _new(FetchResponse)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
     p += 10
     ln = d[p]
     if ln < 128:
@@ -1562,9 +1448,10 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            (f_responses__topic_id,) = _U_16s(d, p)
+            ob_responses__ = _new(FetchableTopicResponse)
+            (u_responses__topic_id,) = _U_16s(d, p)
             p += 16
-            f_responses__topic_id = _uuid(f_responses__topic_id)
+            ob_responses__.topic_id = _uuid(u_responses__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -1580,7 +1467,8 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
                 for _ in range(ln):
                     el_responses__partitions, p = _r_PartitionData_12(d, p)
                     l_responses__partitions.append(el_responses__partitions)
-                f_responses__partitions = l_responses__partitions
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic = ""
             unk_responses__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -1595,14 +1483,10 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_responses__.append((tg, d[p:te]))
                     p = te
-            ob_responses__ = _new(FetchableTopicResponse)
-            ob_responses__.topic = ""
-            ob_responses__.topic_id = f_responses__topic_id
-            ob_responses__.partitions = f_responses__partitions
             ob_responses__.unknown_tagged_fields = unk_responses__
             l_responses.append(ob_responses__)
-        f_responses = l_responses
-    f_node_endpoints: list[NodeEndpoint] = []
+        ob_.responses = l_responses
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -1631,18 +1515,12 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
                     for _ in range(ln):
                         el_node_endpoints, p = _r_NodeEndpoint_16(d, p)
                         l_node_endpoints.append(el_node_endpoints)
-                    f_node_endpoints = l_node_endpoints
+                    ob_.node_endpoints = l_node_endpoints
                 if p != te:
                     raise MessageDecodeError("tagged field NodeEndpoints does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.session_id = f_session_id
-    ob_.responses = f_responses
-    ob_.node_endpoints = f_node_endpoints
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

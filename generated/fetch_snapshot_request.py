@@ -21,24 +21,14 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_16s = struct.Struct(">16s")
-_P_16s = _S_16s.pack
-_U_16s = _S_16s.unpack_from
-_S_ii = struct.Struct(">ii")
-_P_ii = _S_ii.pack
-_U_ii = _S_ii.unpack_from
-_S_q = struct.Struct(">q")
-_P_q = _S_q.pack
-_U_q = _S_q.unpack_from
-_S_qi = struct.Struct(">qi")
-_P_qi = _S_qi.pack
-_U_qi = _S_qi.unpack_from
-_S_qix = struct.Struct(">qix")
-_P_qix = _S_qix.pack
-_U_qix = _S_qix.unpack_from
-_S_qx = struct.Struct(">qx")
-_P_qx = _S_qx.pack
-_U_qx = _S_qx.unpack_from
+_U_16s = struct.Struct(">16s").unpack_from
+_P_ii = struct.Struct(">ii").pack
+_U_ii = struct.Struct(">ii").unpack_from
+_P_q = struct.Struct(">q").pack
+_U_qB = struct.Struct(">qB").unpack_from
+_U_qiB = struct.Struct(">qiB").unpack_from
+_P_qix = struct.Struct(">qix").pack
+_P_qx = struct.Struct(">qx").pack
 
 
 @dataclass(slots=True)
@@ -172,11 +162,10 @@ def _w_SnapshotId_0(out: bytearray, o: SnapshotId) -> None:
 
 
 def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
-    f_end_offset, f_epoch = _U_qi(d, p)
-    p += 12
+    ob_ = _new(SnapshotId)
+    ob_.end_offset, ob_.epoch, nt = _U_qiB(d, p)
+    p += 13
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -188,14 +177,12 @@ def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(SnapshotId)
-    ob_.end_offset = f_end_offset
-    ob_.epoch = f_epoch
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
+    ob_ = _new(TopicSnapshot)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -210,7 +197,7 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -225,14 +212,14 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionSnapshot] = []
         for _ in range(ln):
-            f_partitions__partition, f_partitions__current_leader_epoch = _U_ii(d, p)
+            ob_partitions__ = _new(PartitionSnapshot)
+            ob_partitions__.partition, ob_partitions__.current_leader_epoch = _U_ii(d, p)
             p += 8
-            f_partitions__snapshot_id, p = _r_SnapshotId_0(d, p)
-            (f_partitions__position,) = _U_q(d, p)
-            p += 8
+            ob_partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
+            ob_partitions__.position, nt = _U_qB(d, p)
+            p += 9
+            ob_partitions__.replica_directory_id = ZERO_UUID
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -247,15 +234,9 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                     else:
                         unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions__ = _new(PartitionSnapshot)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
-            ob_partitions__.snapshot_id = f_partitions__snapshot_id
-            ob_partitions__.position = f_partitions__position
-            ob_partitions__.replica_directory_id = ZERO_UUID
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -270,14 +251,12 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicSnapshot)
-    ob_.name = f_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
+    ob_ = _new(TopicSnapshot)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -292,7 +271,7 @@ def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -307,15 +286,14 @@ def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionSnapshot] = []
         for _ in range(ln):
-            f_partitions__partition, f_partitions__current_leader_epoch = _U_ii(d, p)
+            ob_partitions__ = _new(PartitionSnapshot)
+            ob_partitions__.partition, ob_partitions__.current_leader_epoch = _U_ii(d, p)
             p += 8
-            f_partitions__snapshot_id, p = _r_SnapshotId_0(d, p)
-            (f_partitions__position,) = _U_q(d, p)
-            p += 8
-            f_partitions__replica_directory_id: UUID = ZERO_UUID
+            ob_partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
+            ob_partitions__.position, nt = _U_qB(d, p)
+            p += 9
+            ob_partitions__.replica_directory_id = ZERO_UUID
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -327,7 +305,7 @@ def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     if tg == 0:
                         (raw,) = _U_16s(d, p)
-                        f_partitions__replica_directory_id = _uuid(raw)
+                        ob_partitions__.replica_directory_id = _uuid(raw)
                         p += 16
                         if p != te:
                             raise MessageDecodeError(
@@ -336,15 +314,9 @@ def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                     else:
                         unk_partitions__.append((tg, d[p:te]))
                         p = te
-            ob_partitions__ = _new(PartitionSnapshot)
-            ob_partitions__.partition = f_partitions__partition
-            ob_partitions__.current_leader_epoch = f_partitions__current_leader_epoch
-            ob_partitions__.snapshot_id = f_partitions__snapshot_id
-            ob_partitions__.position = f_partitions__position
-            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -359,9 +331,6 @@ def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicSnapshot)
-    ob_.name = f_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -469,7 +438,8 @@ def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
 
 
 def _r_FetchSnapshotRequest_0(d: bytes, p: int) -> tuple[FetchSnapshotRequest, int]:
-    f_replica_id, f_max_bytes = _U_ii(d, p)
+    ob_ = _new(FetchSnapshotRequest)
+    ob_.replica_id, ob_.max_bytes = _U_ii(d, p)
     p += 8
     ln = d[p]
     if ln < 128:
@@ -486,8 +456,8 @@ def _r_FetchSnapshotRequest_0(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
         for _ in range(ln):
             el_topics, p = _r_TopicSnapshot_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    f_cluster_id: str | None = None
+        ob_.topics = l_topics
+    ob_.cluster_id = None
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -508,31 +478,27 @@ def _r_FetchSnapshotRequest_0(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
                     ln, p = _ruv(d, p)
                 ln -= 1
                 if ln < 0:
-                    f_cluster_id = None
+                    ob_.cluster_id = None
                 else:
                     if ln > 32767:
                         raise MessageDecodeError("string field ClusterId had invalid length")
                     e = p + ln
                     if e > len(d):
                         raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-                    f_cluster_id = d[p:e].decode()
+                    ob_.cluster_id = d[p:e].decode()
                     p = e
                 if p != te:
                     raise MessageDecodeError("tagged field ClusterId does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchSnapshotRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.replica_id = f_replica_id
-    ob_.max_bytes = f_max_bytes
-    ob_.topics = f_topics
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchSnapshotRequest_1(d: bytes, p: int) -> tuple[FetchSnapshotRequest, int]:
-    f_replica_id, f_max_bytes = _U_ii(d, p)
+    ob_ = _new(FetchSnapshotRequest)
+    ob_.replica_id, ob_.max_bytes = _U_ii(d, p)
     p += 8
     ln = d[p]
     if ln < 128:
@@ -549,8 +515,8 @@ def _r_FetchSnapshotRequest_1(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
         for _ in range(ln):
             el_topics, p = _r_TopicSnapshot_1(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    f_cluster_id: str | None = None
+        ob_.topics = l_topics
+    ob_.cluster_id = None
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -571,25 +537,20 @@ def _r_FetchSnapshotRequest_1(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
                     ln, p = _ruv(d, p)
                 ln -= 1
                 if ln < 0:
-                    f_cluster_id = None
+                    ob_.cluster_id = None
                 else:
                     if ln > 32767:
                         raise MessageDecodeError("string field ClusterId had invalid length")
                     e = p + ln
                     if e > len(d):
                         raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-                    f_cluster_id = d[p:e].decode()
+                    ob_.cluster_id = d[p:e].decode()
                     p = e
                 if p != te:
                     raise MessageDecodeError("tagged field ClusterId does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchSnapshotRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.replica_id = f_replica_id
-    ob_.max_bytes = f_max_bytes
-    ob_.topics = f_topics
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,33 +21,18 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ih = struct.Struct(">ih")
-_P_ih = _S_ih.pack
-_U_ih = _S_ih.unpack_from
-_S_ii = struct.Struct(">ii")
-_P_ii = _S_ii.pack
-_U_ii = _S_ii.unpack_from
-_S_iix = struct.Struct(">iix")
-_P_iix = _S_iix.pack
-_U_iix = _S_iix.unpack_from
-_S_qi = struct.Struct(">qi")
-_P_qi = _S_qi.pack
-_U_qi = _S_qi.unpack_from
-_S_qix = struct.Struct(">qix")
-_P_qix = _S_qix.pack
-_U_qix = _S_qix.unpack_from
-_S_qq = struct.Struct(">qq")
-_P_qq = _S_qq.pack
-_U_qq = _S_qq.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_P_ih = struct.Struct(">ih").pack
+_U_ih = struct.Struct(">ih").unpack_from
+_U_iiB = struct.Struct(">iiB").unpack_from
+_P_iix = struct.Struct(">iix").pack
+_U_qiB = struct.Struct(">qiB").unpack_from
+_P_qix = struct.Struct(">qix").pack
+_P_qq = struct.Struct(">qq").pack
+_U_qq = struct.Struct(">qq").unpack_from
 
 
 @dataclass(slots=True)
@@ -206,11 +191,10 @@ def _w_SnapshotId_0(out: bytearray, o: SnapshotId) -> None:
 
 
 def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
-    f_end_offset, f_epoch = _U_qi(d, p)
-    p += 12
+    ob_ = _new(SnapshotId)
+    ob_.end_offset, ob_.epoch, nt = _U_qiB(d, p)
+    p += 13
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -222,9 +206,6 @@ def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(SnapshotId)
-    ob_.end_offset = f_end_offset
-    ob_.epoch = f_epoch
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -237,11 +218,10 @@ def _w_LeaderIdAndEpoch_0(out: bytearray, o: LeaderIdAndEpoch) -> None:
 
 
 def _r_LeaderIdAndEpoch_0(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
-    f_leader_id, f_leader_epoch = _U_ii(d, p)
-    p += 8
+    ob_ = _new(LeaderIdAndEpoch)
+    ob_.leader_id, ob_.leader_epoch, nt = _U_iiB(d, p)
+    p += 9
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -253,18 +233,16 @@ def _r_LeaderIdAndEpoch_0(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(LeaderIdAndEpoch)
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
-    f_index, f_error_code = _U_ih(d, p)
+    ob_ = _new(PartitionSnapshot)
+    ob_.index, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_snapshot_id, p = _r_SnapshotId_0(d, p)
-    f_size, f_position = _U_qq(d, p)
+    ob_.snapshot_id, p = _r_SnapshotId_0(d, p)
+    ob_.size, ob_.position = _U_qq(d, p)
     p += 16
     ln = d[p]
     if ln < 128:
@@ -278,12 +256,13 @@ def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field UnalignedRecords is longer than the remaining bytes")
-        f_unaligned_records = d[p:e]
+        ob_.unaligned_records = d[p:e]
         p = e
-    f_current_leader: LeaderIdAndEpoch = _new(LeaderIdAndEpoch)
-    f_current_leader.leader_id = 0
-    f_current_leader.leader_epoch = 0
-    f_current_leader.unknown_tagged_fields = []
+    t_current_leader = _new(LeaderIdAndEpoch)
+    t_current_leader.leader_id = 0
+    t_current_leader.leader_epoch = 0
+    t_current_leader.unknown_tagged_fields = []
+    ob_.current_leader = t_current_leader
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -297,25 +276,18 @@ def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
             if te > len(d):
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             if tg == 0:
-                f_current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
+                ob_.current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field CurrentLeader does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(PartitionSnapshot)
-    ob_.index = f_index
-    ob_.error_code = f_error_code
-    ob_.snapshot_id = f_snapshot_id
-    ob_.current_leader = f_current_leader
-    ob_.size = f_size
-    ob_.position = f_position
-    ob_.unaligned_records = f_unaligned_records
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
+    ob_ = _new(TopicSnapshot)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -330,7 +302,7 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -347,7 +319,7 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
         for _ in range(ln):
             el_partitions, p = _r_PartitionSnapshot_0(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -362,9 +334,6 @@ def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicSnapshot)
-    ob_.name = f_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -382,7 +351,8 @@ def _w_NodeEndpoint_1(out: bytearray, o: NodeEndpoint) -> None:
 
 
 def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    (f_node_id,) = _U_i(d, p)
+    ob_ = _new(NodeEndpoint)
+    (ob_.node_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -398,13 +368,11 @@ def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -416,10 +384,6 @@ def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = f_node_id
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -549,7 +513,8 @@ def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None
 
 
 def _r_FetchSnapshotResponse_0(d: bytes, p: int) -> tuple[FetchSnapshotResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(FetchSnapshotResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
     ln = d[p]
     if ln < 128:
@@ -566,7 +531,8 @@ def _r_FetchSnapshotResponse_0(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
         for _ in range(ln):
             el_topics, p = _r_TopicSnapshot_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -584,17 +550,13 @@ def _r_FetchSnapshotResponse_0(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchSnapshotResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.topics = f_topics
-    ob_.node_endpoints = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_FetchSnapshotResponse_1(d: bytes, p: int) -> tuple[FetchSnapshotResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(FetchSnapshotResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
     ln = d[p]
     if ln < 128:
@@ -611,8 +573,8 @@ def _r_FetchSnapshotResponse_1(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
         for _ in range(ln):
             el_topics, p = _r_TopicSnapshot_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    f_node_endpoints: list[NodeEndpoint] = []
+        ob_.topics = l_topics
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -641,17 +603,12 @@ def _r_FetchSnapshotResponse_1(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
                     for _ in range(ln):
                         el_node_endpoints, p = _r_NodeEndpoint_1(d, p)
                         l_node_endpoints.append(el_node_endpoints)
-                    f_node_endpoints = l_node_endpoints
+                    ob_.node_endpoints = l_node_endpoints
                 if p != te:
                     raise MessageDecodeError("tagged field NodeEndpoints does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(FetchSnapshotResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.topics = f_topics
-    ob_.node_endpoints = f_node_endpoints
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

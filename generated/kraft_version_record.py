@@ -21,12 +21,8 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_hh = struct.Struct(">hh")
-_P_hh = _S_hh.pack
-_U_hh = _S_hh.unpack_from
-_S_hhx = struct.Struct(">hhx")
-_P_hhx = _S_hhx.pack
-_U_hhx = _S_hhx.unpack_from
+_U_hhB = struct.Struct(">hhB").unpack_from
+_P_hhx = struct.Struct(">hhx").pack
 
 
 @dataclass(slots=True)
@@ -120,11 +116,10 @@ def _w_KRaftVersionRecord_0(out: bytearray, o: KRaftVersionRecord) -> None:
 
 
 def _r_KRaftVersionRecord_0(d: bytes, p: int) -> tuple[KRaftVersionRecord, int]:
-    f_version, f_kraft_version = _U_hh(d, p)
-    p += 4
+    ob_ = _new(KRaftVersionRecord)
+    ob_.version, ob_.kraft_version, nt = _U_hhB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -136,9 +131,6 @@ def _r_KRaftVersionRecord_0(d: bytes, p: int) -> tuple[KRaftVersionRecord, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(KRaftVersionRecord)
-    ob_.version = f_version
-    ob_.kraft_version = f_kraft_version
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

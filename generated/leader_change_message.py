@@ -21,21 +21,12 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_hi = struct.Struct(">hi")
-_P_hi = _S_hi.pack
-_U_hi = _S_hi.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_i16s = struct.Struct(">i16s")
-_P_i16s = _S_i16s.pack
-_U_i16s = _S_i16s.unpack_from
-_S_i16sx = struct.Struct(">i16sx")
-_P_i16sx = _S_i16sx.pack
-_U_i16sx = _S_i16sx.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_P_hi = struct.Struct(">hi").pack
+_U_hi = struct.Struct(">hi").unpack_from
+_U_i16sB = struct.Struct(">i16sB").unpack_from
+_P_i16sx = struct.Struct(">i16sx").pack
+_U_iB = struct.Struct(">iB").unpack_from
+_P_ix = struct.Struct(">ix").pack
 
 
 @dataclass(slots=True)
@@ -199,7 +190,8 @@ def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
 
 
 def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int]:
-    f_version, f_leader_id = _U_hi(d, p)
+    ob_ = _new(LeaderChangeMessage)
+    ob_.version, ob_.leader_id = _U_hi(d, p)
     p += 6
     ln = d[p]
     if ln < 128:
@@ -214,11 +206,11 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
         for _ in range(ln):
-            (f_voters__voter_id,) = _U_i(d, p)
-            p += 4
+            ob_voters__ = _new(Voter)
+            ob_voters__.voter_id, nt = _U_iB(d, p)
+            p += 5
+            ob_voters__.voter_directory_id = ZERO_UUID
             unk_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -230,12 +222,9 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_voters__.append((tg, d[p:te]))
                     p = te
-            ob_voters__ = _new(Voter)
-            ob_voters__.voter_id = f_voters__voter_id
-            ob_voters__.voter_directory_id = ZERO_UUID
             ob_voters__.unknown_tagged_fields = unk_voters__
             l_voters.append(ob_voters__)
-        f_voters = l_voters
+        ob_.voters = l_voters
     ln = d[p]
     if ln < 128:
         p += 1
@@ -249,11 +238,11 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
         l_granting_voters: list[Voter] = []
         for _ in range(ln):
-            (f_granting_voters__voter_id,) = _U_i(d, p)
-            p += 4
+            ob_granting_voters__ = _new(Voter)
+            ob_granting_voters__.voter_id, nt = _U_iB(d, p)
+            p += 5
+            ob_granting_voters__.voter_directory_id = ZERO_UUID
             unk_granting_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -265,12 +254,9 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_granting_voters__.append((tg, d[p:te]))
                     p = te
-            ob_granting_voters__ = _new(Voter)
-            ob_granting_voters__.voter_id = f_granting_voters__voter_id
-            ob_granting_voters__.voter_directory_id = ZERO_UUID
             ob_granting_voters__.unknown_tagged_fields = unk_granting_voters__
             l_granting_voters.append(ob_granting_voters__)
-        f_granting_voters = l_granting_voters
+        ob_.granting_voters = l_granting_voters
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -285,17 +271,13 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(LeaderChangeMessage)
-    ob_.version = f_version
-    ob_.leader_id = f_leader_id
-    ob_.voters = f_voters
-    ob_.granting_voters = f_granting_voters
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int]:
-    f_version, f_leader_id = _U_hi(d, p)
+    ob_ = _new(LeaderChangeMessage)
+    ob_.version, ob_.leader_id = _U_hi(d, p)
     p += 6
     ln = d[p]
     if ln < 128:
@@ -310,12 +292,11 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
         for _ in range(ln):
-            f_voters__voter_id, f_voters__voter_directory_id = _U_i16s(d, p)
-            p += 20
-            f_voters__voter_directory_id = _uuid(f_voters__voter_directory_id)
+            ob_voters__ = _new(Voter)
+            ob_voters__.voter_id, u_voters__voter_directory_id, nt = _U_i16sB(d, p)
+            p += 21
+            ob_voters__.voter_directory_id = _uuid(u_voters__voter_directory_id)
             unk_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -327,12 +308,9 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_voters__.append((tg, d[p:te]))
                     p = te
-            ob_voters__ = _new(Voter)
-            ob_voters__.voter_id = f_voters__voter_id
-            ob_voters__.voter_directory_id = f_voters__voter_directory_id
             ob_voters__.unknown_tagged_fields = unk_voters__
             l_voters.append(ob_voters__)
-        f_voters = l_voters
+        ob_.voters = l_voters
     ln = d[p]
     if ln < 128:
         p += 1
@@ -346,12 +324,11 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
             raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
         l_granting_voters: list[Voter] = []
         for _ in range(ln):
-            f_granting_voters__voter_id, f_granting_voters__voter_directory_id = _U_i16s(d, p)
-            p += 20
-            f_granting_voters__voter_directory_id = _uuid(f_granting_voters__voter_directory_id)
+            ob_granting_voters__ = _new(Voter)
+            ob_granting_voters__.voter_id, u_granting_voters__voter_directory_id, nt = _U_i16sB(d, p)
+            p += 21
+            ob_granting_voters__.voter_directory_id = _uuid(u_granting_voters__voter_directory_id)
             unk_granting_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -363,12 +340,9 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_granting_voters__.append((tg, d[p:te]))
                     p = te
-            ob_granting_voters__ = _new(Voter)
-            ob_granting_voters__.voter_id = f_granting_voters__voter_id
-            ob_granting_voters__.voter_directory_id = f_granting_voters__voter_directory_id
             ob_granting_voters__.unknown_tagged_fields = unk_granting_voters__
             l_granting_voters.append(ob_granting_voters__)
-        f_granting_voters = l_granting_voters
+        ob_.granting_voters = l_granting_voters
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -383,11 +357,6 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(LeaderChangeMessage)
-    ob_.version = f_version
-    ob_.leader_id = f_leader_id
-    ob_.voters = f_voters
-    ob_.granting_voters = f_granting_voters
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

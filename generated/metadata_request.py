@@ -21,30 +21,19 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_16s = struct.Struct(">16s")
-_P_16s = _S_16s.pack
-_U_16s = _S_16s.unpack_from
-_S_o = struct.Struct(">?")
-_P_o = _S_o.pack
-_U_o = _S_o.unpack_from
-_S_oo = struct.Struct(">??")
-_P_oo = _S_oo.pack
-_U_oo = _S_oo.unpack_from
-_S_ooo = struct.Struct(">???")
-_P_ooo = _S_ooo.pack
-_U_ooo = _S_ooo.unpack_from
-_S_ooox = struct.Struct(">???x")
-_P_ooox = _S_ooox.pack
-_U_ooox = _S_ooox.unpack_from
-_S_oox = struct.Struct(">??x")
-_P_oox = _S_oox.pack
-_U_oox = _S_oox.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
+_P_16s = struct.Struct(">16s").pack
+_U_16s = struct.Struct(">16s").unpack_from
+_P_o = struct.Struct(">?").pack
+_U_o = struct.Struct(">?").unpack_from
+_P_ooo = struct.Struct(">???").pack
+_U_ooo = struct.Struct(">???").unpack_from
+_U_oooB = struct.Struct(">???B").unpack_from
+_P_ooox = struct.Struct(">???x").pack
+_U_ooB = struct.Struct(">??B").unpack_from
+_P_oox = struct.Struct(">??x").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
 
 
 @dataclass(slots=True)
@@ -289,16 +278,17 @@ def _w_MetadataRequest_11(out: bytearray, o: MetadataRequest) -> None:
 
 
 def _r_MetadataRequest_4(d: bytes, p: int) -> tuple[MetadataRequest, int]:
-    f_topics: list[MetadataRequestTopic] | None
+    ob_ = _new(MetadataRequest)
     (ln,) = _U_i(d, p)
     p += 4
     if ln < 0:
-        f_topics = None
+        ob_.topics = None
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
+            ob_topics__ = _new(MetadataRequestTopic)
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
@@ -309,19 +299,14 @@ def _r_MetadataRequest_4(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics__name = d[p:e].decode()
+                ob_topics__.name = d[p:e].decode()
                 p = e
-            ob_topics__ = _new(MetadataRequestTopic)
             ob_topics__.topic_id = ZERO_UUID
-            ob_topics__.name = f_topics__name
             ob_topics__.unknown_tagged_fields = []
             l_topics.append(ob_topics__)
-        f_topics = l_topics
-    (f_allow_auto_topic_creation,) = _U_o(d, p)
+        ob_.topics = l_topics
+    (ob_.allow_auto_topic_creation,) = _U_o(d, p)
     p += 1
-    ob_ = _new(MetadataRequest)
-    ob_.topics = f_topics
-    ob_.allow_auto_topic_creation = f_allow_auto_topic_creation
     ob_.include_cluster_authorized_operations = False
     ob_.include_topic_authorized_operations = False
     ob_.unknown_tagged_fields = []
@@ -329,16 +314,17 @@ def _r_MetadataRequest_4(d: bytes, p: int) -> tuple[MetadataRequest, int]:
 
 
 def _r_MetadataRequest_8(d: bytes, p: int) -> tuple[MetadataRequest, int]:
-    f_topics: list[MetadataRequestTopic] | None
+    ob_ = _new(MetadataRequest)
     (ln,) = _U_i(d, p)
     p += 4
     if ln < 0:
-        f_topics = None
+        ob_.topics = None
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
+            ob_topics__ = _new(MetadataRequestTopic)
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
@@ -349,31 +335,24 @@ def _r_MetadataRequest_8(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics__name = d[p:e].decode()
+                ob_topics__.name = d[p:e].decode()
                 p = e
-            ob_topics__ = _new(MetadataRequestTopic)
             ob_topics__.topic_id = ZERO_UUID
-            ob_topics__.name = f_topics__name
             ob_topics__.unknown_tagged_fields = []
             l_topics.append(ob_topics__)
-        f_topics = l_topics
+        ob_.topics = l_topics
     (
-        f_allow_auto_topic_creation,
-        f_include_cluster_authorized_operations,
-        f_include_topic_authorized_operations,
+        ob_.allow_auto_topic_creation,
+        ob_.include_cluster_authorized_operations,
+        ob_.include_topic_authorized_operations,
     ) = _U_ooo(d, p)
     p += 3
-    ob_ = _new(MetadataRequest)
-    ob_.topics = f_topics
-    ob_.allow_auto_topic_creation = f_allow_auto_topic_creation
-    ob_.include_cluster_authorized_operations = f_include_cluster_authorized_operations
-    ob_.include_topic_authorized_operations = f_include_topic_authorized_operations
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_MetadataRequest_9(d: bytes, p: int) -> tuple[MetadataRequest, int]:
-    f_topics: list[MetadataRequestTopic] | None
+    ob_ = _new(MetadataRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -381,12 +360,13 @@ def _r_MetadataRequest_9(d: bytes, p: int) -> tuple[MetadataRequest, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_topics = None
+        ob_.topics = None
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
+            ob_topics__ = _new(MetadataRequestTopic)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -401,8 +381,9 @@ def _r_MetadataRequest_9(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics__name = d[p:e].decode()
+                ob_topics__.name = d[p:e].decode()
                 p = e
+            ob_topics__.topic_id = ZERO_UUID
             unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -417,21 +398,17 @@ def _r_MetadataRequest_9(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_topics__.append((tg, d[p:te]))
                     p = te
-            ob_topics__ = _new(MetadataRequestTopic)
-            ob_topics__.topic_id = ZERO_UUID
-            ob_topics__.name = f_topics__name
             ob_topics__.unknown_tagged_fields = unk_topics__
             l_topics.append(ob_topics__)
-        f_topics = l_topics
+        ob_.topics = l_topics
     (
-        f_allow_auto_topic_creation,
-        f_include_cluster_authorized_operations,
-        f_include_topic_authorized_operations,
-    ) = _U_ooo(d, p)
-    p += 3
+        ob_.allow_auto_topic_creation,
+        ob_.include_cluster_authorized_operations,
+        ob_.include_topic_authorized_operations,
+        nt,
+    ) = _U_oooB(d, p)
+    p += 4
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -443,17 +420,12 @@ def _r_MetadataRequest_9(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataRequest)
-    ob_.topics = f_topics
-    ob_.allow_auto_topic_creation = f_allow_auto_topic_creation
-    ob_.include_cluster_authorized_operations = f_include_cluster_authorized_operations
-    ob_.include_topic_authorized_operations = f_include_topic_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
-    f_topics: list[MetadataRequestTopic] | None
+    ob_ = _new(MetadataRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -461,16 +433,16 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_topics = None
+        ob_.topics = None
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
-            (f_topics__topic_id,) = _U_16s(d, p)
+            ob_topics__ = _new(MetadataRequestTopic)
+            (u_topics__topic_id,) = _U_16s(d, p)
             p += 16
-            f_topics__topic_id = _uuid(f_topics__topic_id)
-            f_topics__name: str | None
+            ob_topics__.topic_id = _uuid(u_topics__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -478,14 +450,14 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 ln, p = _ruv(d, p)
             ln -= 1
             if ln < 0:
-                f_topics__name = None
+                ob_topics__.name = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Name had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics__name = d[p:e].decode()
+                ob_topics__.name = d[p:e].decode()
                 p = e
             unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]
@@ -501,21 +473,17 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_topics__.append((tg, d[p:te]))
                     p = te
-            ob_topics__ = _new(MetadataRequestTopic)
-            ob_topics__.topic_id = f_topics__topic_id
-            ob_topics__.name = f_topics__name
             ob_topics__.unknown_tagged_fields = unk_topics__
             l_topics.append(ob_topics__)
-        f_topics = l_topics
+        ob_.topics = l_topics
     (
-        f_allow_auto_topic_creation,
-        f_include_cluster_authorized_operations,
-        f_include_topic_authorized_operations,
-    ) = _U_ooo(d, p)
-    p += 3
+        ob_.allow_auto_topic_creation,
+        ob_.include_cluster_authorized_operations,
+        ob_.include_topic_authorized_operations,
+        nt,
+    ) = _U_oooB(d, p)
+    p += 4
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -527,17 +495,12 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataRequest)
-    ob_.topics = f_topics
-    ob_.allow_auto_topic_creation = f_allow_auto_topic_creation
-    ob_.include_cluster_authorized_operations = f_include_cluster_authorized_operations
-    ob_.include_topic_authorized_operations = f_include_topic_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
-    f_topics: list[MetadataRequestTopic] | None
+    ob_ = _new(MetadataRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -545,16 +508,16 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_topics = None
+        ob_.topics = None
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
-            (f_topics__topic_id,) = _U_16s(d, p)
+            ob_topics__ = _new(MetadataRequestTopic)
+            (u_topics__topic_id,) = _U_16s(d, p)
             p += 16
-            f_topics__topic_id = _uuid(f_topics__topic_id)
-            f_topics__name: str | None
+            ob_topics__.topic_id = _uuid(u_topics__topic_id)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -562,14 +525,14 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 ln, p = _ruv(d, p)
             ln -= 1
             if ln < 0:
-                f_topics__name = None
+                ob_topics__.name = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Name had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Name is longer than the remaining bytes")
-                f_topics__name = d[p:e].decode()
+                ob_topics__.name = d[p:e].decode()
                 p = e
             unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]
@@ -585,17 +548,13 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_topics__.append((tg, d[p:te]))
                     p = te
-            ob_topics__ = _new(MetadataRequestTopic)
-            ob_topics__.topic_id = f_topics__topic_id
-            ob_topics__.name = f_topics__name
             ob_topics__.unknown_tagged_fields = unk_topics__
             l_topics.append(ob_topics__)
-        f_topics = l_topics
-    f_allow_auto_topic_creation, f_include_topic_authorized_operations = _U_oo(d, p)
-    p += 2
+        ob_.topics = l_topics
+    ob_.allow_auto_topic_creation, ob_.include_topic_authorized_operations, nt = _U_ooB(d, p)
+    p += 3
+    ob_.include_cluster_authorized_operations = False
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -607,11 +566,6 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataRequest)
-    ob_.topics = f_topics
-    ob_.allow_auto_topic_creation = f_allow_auto_topic_creation
-    ob_.include_cluster_authorized_operations = False
-    ob_.include_topic_authorized_operations = f_include_topic_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

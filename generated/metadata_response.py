@@ -21,30 +21,22 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_16so = struct.Struct(">16s?")
-_P_16so = _S_16so.pack
-_U_16so = _S_16so.unpack_from
-_S_o = struct.Struct(">?")
-_P_o = _S_o.pack
-_U_o = _S_o.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_hii = struct.Struct(">hii")
-_P_hii = _S_hii.pack
-_U_hii = _S_hii.unpack_from
-_S_hiii = struct.Struct(">hiii")
-_P_hiii = _S_hiii.pack
-_U_hiii = _S_hiii.unpack_from
-_S_hx = struct.Struct(">hx")
-_P_hx = _S_hx.pack
-_U_hx = _S_hx.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_P_16so = struct.Struct(">16s?").pack
+_U_16so = struct.Struct(">16s?").unpack_from
+_P_o = struct.Struct(">?").pack
+_U_o = struct.Struct(">?").unpack_from
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_U_hB = struct.Struct(">hB").unpack_from
+_P_hii = struct.Struct(">hii").pack
+_U_hii = struct.Struct(">hii").unpack_from
+_P_hiii = struct.Struct(">hiii").pack
+_U_hiii = struct.Struct(">hiii").unpack_from
+_P_hx = struct.Struct(">hx").pack
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_P_ix = struct.Struct(">ix").pack
 _AP_i = ArrayPackers("i")
 _AC_i = ArrayPackers("i", "B")
 _AU_i = ArrayUnpackers("i")
@@ -183,7 +175,8 @@ class MetadataResponse:
 
 
 def _r_MetadataResponseBroker_9(d: bytes, p: int) -> tuple[MetadataResponseBroker, int]:
-    (f_node_id,) = _U_i(d, p)
+    ob_ = _new(MetadataResponseBroker)
+    (ob_.node_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -199,11 +192,10 @@ def _r_MetadataResponseBroker_9(d: bytes, p: int) -> tuple[MetadataResponseBroke
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_i(d, p)
+    (ob_.port,) = _U_i(d, p)
     p += 4
-    f_rack: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -211,14 +203,14 @@ def _r_MetadataResponseBroker_9(d: bytes, p: int) -> tuple[MetadataResponseBroke
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_rack = None
+        ob_.rack = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field Rack had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        f_rack = d[p:e].decode()
+        ob_.rack = d[p:e].decode()
         p = e
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -234,17 +226,13 @@ def _r_MetadataResponseBroker_9(d: bytes, p: int) -> tuple[MetadataResponseBroke
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponseBroker)
-    ob_.node_id = f_node_id
-    ob_.host = f_host
-    ob_.port = f_port
-    ob_.rack = f_rack
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataResponsePartition_9(d: bytes, p: int) -> tuple[MetadataResponsePartition, int]:
-    f_error_code, f_partition_index, f_leader_id, f_leader_epoch = _U_hiii(d, p)
+    ob_ = _new(MetadataResponsePartition)
+    ob_.error_code, ob_.partition_index, ob_.leader_id, ob_.leader_epoch = _U_hiii(d, p)
     p += 14
     ln = d[p]
     if ln < 128:
@@ -257,7 +245,7 @@ def _r_MetadataResponsePartition_9(d: bytes, p: int) -> tuple[MetadataResponsePa
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-        f_replica_nodes = list(_AU_i[ln](d, p))
+        ob_.replica_nodes = list(_AU_i[ln](d, p))
         p += 4 * ln
     ln = d[p]
     if ln < 128:
@@ -270,7 +258,7 @@ def _r_MetadataResponsePartition_9(d: bytes, p: int) -> tuple[MetadataResponsePa
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-        f_isr_nodes = list(_AU_i[ln](d, p))
+        ob_.isr_nodes = list(_AU_i[ln](d, p))
         p += 4 * ln
     ln = d[p]
     if ln < 128:
@@ -283,7 +271,7 @@ def _r_MetadataResponsePartition_9(d: bytes, p: int) -> tuple[MetadataResponsePa
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-        f_offline_replicas = list(_AU_i[ln](d, p))
+        ob_.offline_replicas = list(_AU_i[ln](d, p))
         p += 4 * ln
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -299,14 +287,6 @@ def _r_MetadataResponsePartition_9(d: bytes, p: int) -> tuple[MetadataResponsePa
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponsePartition)
-    ob_.error_code = f_error_code
-    ob_.partition_index = f_partition_index
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.replica_nodes = f_replica_nodes
-    ob_.isr_nodes = f_isr_nodes
-    ob_.offline_replicas = f_offline_replicas
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -484,7 +464,8 @@ def _w_MetadataResponseTopic_12(out: bytearray, o: MetadataResponseTopic) -> Non
 
 
 def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(MetadataResponseTopic)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     (ln,) = _U_h(d, p)
     p += 2
@@ -496,9 +477,9 @@ def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    (f_is_internal,) = _U_o(d, p)
+    (ob_.is_internal,) = _U_o(d, p)
     p += 1
     (ln,) = _U_i(d, p)
     p += 4
@@ -509,7 +490,10 @@ def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
-            f_partitions__error_code, f_partitions__partition_index, f_partitions__leader_id = _U_hii(d, p)
+            ob_partitions__ = _new(MetadataResponsePartition)
+            ob_partitions__.error_code, ob_partitions__.partition_index, ob_partitions__.leader_id = _U_hii(
+                d, p
+            )
             p += 10
             (ln,) = _U_i(d, p)
             p += 4
@@ -518,7 +502,7 @@ def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -527,32 +511,22 @@ def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions__ = _new(MetadataResponsePartition)
-            ob_partitions__.error_code = f_partitions__error_code
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.leader_id = f_partitions__leader_id
             ob_partitions__.leader_epoch = -1
-            ob_partitions__.replica_nodes = f_partitions__replica_nodes
-            ob_partitions__.isr_nodes = f_partitions__isr_nodes
             ob_partitions__.offline_replicas = []
             ob_partitions__.unknown_tagged_fields = []
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    ob_ = _new(MetadataResponseTopic)
-    ob_.error_code = f_error_code
-    ob_.name = f_name
+        ob_.partitions = l_partitions
     ob_.topic_id = ZERO_UUID
-    ob_.is_internal = f_is_internal
-    ob_.partitions = f_partitions
     ob_.topic_authorized_operations = -2147483648
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(MetadataResponseTopic)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     (ln,) = _U_h(d, p)
     p += 2
@@ -564,9 +538,9 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    (f_is_internal,) = _U_o(d, p)
+    (ob_.is_internal,) = _U_o(d, p)
     p += 1
     (ln,) = _U_i(d, p)
     p += 4
@@ -577,7 +551,10 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
-            f_partitions__error_code, f_partitions__partition_index, f_partitions__leader_id = _U_hii(d, p)
+            ob_partitions__ = _new(MetadataResponsePartition)
+            ob_partitions__.error_code, ob_partitions__.partition_index, ob_partitions__.leader_id = _U_hii(
+                d, p
+            )
             p += 10
             (ln,) = _U_i(d, p)
             p += 4
@@ -586,7 +563,7 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -595,7 +572,7 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -604,32 +581,21 @@ def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions__offline_replicas = list(_AU_i[ln](d, p))
+                ob_partitions__.offline_replicas = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions__ = _new(MetadataResponsePartition)
-            ob_partitions__.error_code = f_partitions__error_code
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.leader_id = f_partitions__leader_id
             ob_partitions__.leader_epoch = -1
-            ob_partitions__.replica_nodes = f_partitions__replica_nodes
-            ob_partitions__.isr_nodes = f_partitions__isr_nodes
-            ob_partitions__.offline_replicas = f_partitions__offline_replicas
             ob_partitions__.unknown_tagged_fields = []
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    ob_ = _new(MetadataResponseTopic)
-    ob_.error_code = f_error_code
-    ob_.name = f_name
+        ob_.partitions = l_partitions
     ob_.topic_id = ZERO_UUID
-    ob_.is_internal = f_is_internal
-    ob_.partitions = f_partitions
     ob_.topic_authorized_operations = -2147483648
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(MetadataResponseTopic)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     (ln,) = _U_h(d, p)
     p += 2
@@ -641,9 +607,9 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    (f_is_internal,) = _U_o(d, p)
+    (ob_.is_internal,) = _U_o(d, p)
     p += 1
     (ln,) = _U_i(d, p)
     p += 4
@@ -654,11 +620,12 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
+            ob_partitions__ = _new(MetadataResponsePartition)
             (
-                f_partitions__error_code,
-                f_partitions__partition_index,
-                f_partitions__leader_id,
-                f_partitions__leader_epoch,
+                ob_partitions__.error_code,
+                ob_partitions__.partition_index,
+                ob_partitions__.leader_id,
+                ob_partitions__.leader_epoch,
             ) = _U_hiii(d, p)
             p += 14
             (ln,) = _U_i(d, p)
@@ -668,7 +635,7 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -677,7 +644,7 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -686,32 +653,20 @@ def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions__offline_replicas = list(_AU_i[ln](d, p))
+                ob_partitions__.offline_replicas = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions__ = _new(MetadataResponsePartition)
-            ob_partitions__.error_code = f_partitions__error_code
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.leader_id = f_partitions__leader_id
-            ob_partitions__.leader_epoch = f_partitions__leader_epoch
-            ob_partitions__.replica_nodes = f_partitions__replica_nodes
-            ob_partitions__.isr_nodes = f_partitions__isr_nodes
-            ob_partitions__.offline_replicas = f_partitions__offline_replicas
             ob_partitions__.unknown_tagged_fields = []
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    ob_ = _new(MetadataResponseTopic)
-    ob_.error_code = f_error_code
-    ob_.name = f_name
+        ob_.partitions = l_partitions
     ob_.topic_id = ZERO_UUID
-    ob_.is_internal = f_is_internal
-    ob_.partitions = f_partitions
     ob_.topic_authorized_operations = -2147483648
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(MetadataResponseTopic)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     (ln,) = _U_h(d, p)
     p += 2
@@ -723,9 +678,9 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    (f_is_internal,) = _U_o(d, p)
+    (ob_.is_internal,) = _U_o(d, p)
     p += 1
     (ln,) = _U_i(d, p)
     p += 4
@@ -736,11 +691,12 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[MetadataResponsePartition] = []
         for _ in range(ln):
+            ob_partitions__ = _new(MetadataResponsePartition)
             (
-                f_partitions__error_code,
-                f_partitions__partition_index,
-                f_partitions__leader_id,
-                f_partitions__leader_epoch,
+                ob_partitions__.error_code,
+                ob_partitions__.partition_index,
+                ob_partitions__.leader_id,
+                ob_partitions__.leader_epoch,
             ) = _U_hiii(d, p)
             p += 14
             (ln,) = _U_i(d, p)
@@ -750,7 +706,7 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                f_partitions__replica_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -759,7 +715,7 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                f_partitions__isr_nodes = list(_AU_i[ln](d, p))
+                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
                 p += 4 * ln
             (ln,) = _U_i(d, p)
             p += 4
@@ -768,34 +724,21 @@ def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic,
             else:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                f_partitions__offline_replicas = list(_AU_i[ln](d, p))
+                ob_partitions__.offline_replicas = list(_AU_i[ln](d, p))
                 p += 4 * ln
-            ob_partitions__ = _new(MetadataResponsePartition)
-            ob_partitions__.error_code = f_partitions__error_code
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.leader_id = f_partitions__leader_id
-            ob_partitions__.leader_epoch = f_partitions__leader_epoch
-            ob_partitions__.replica_nodes = f_partitions__replica_nodes
-            ob_partitions__.isr_nodes = f_partitions__isr_nodes
-            ob_partitions__.offline_replicas = f_partitions__offline_replicas
             ob_partitions__.unknown_tagged_fields = []
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
-    (f_topic_authorized_operations,) = _U_i(d, p)
+        ob_.partitions = l_partitions
+    (ob_.topic_authorized_operations,) = _U_i(d, p)
     p += 4
-    ob_ = _new(MetadataResponseTopic)
-    ob_.error_code = f_error_code
-    ob_.name = f_name
     ob_.topic_id = ZERO_UUID
-    ob_.is_internal = f_is_internal
-    ob_.partitions = f_partitions
-    ob_.topic_authorized_operations = f_topic_authorized_operations
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_MetadataResponseTopic_9(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(MetadataResponseTopic)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -811,9 +754,9 @@ def _r_MetadataResponseTopic_9(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    (f_is_internal,) = _U_o(d, p)
+    (ob_.is_internal,) = _U_o(d, p)
     p += 1
     ln = d[p]
     if ln < 128:
@@ -830,12 +773,11 @@ def _r_MetadataResponseTopic_9(d: bytes, p: int) -> tuple[MetadataResponseTopic,
         for _ in range(ln):
             el_partitions, p = _r_MetadataResponsePartition_9(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
-    (f_topic_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.partitions = l_partitions
+    ob_.topic_authorized_operations, nt = _U_iB(d, p)
+    p += 5
+    ob_.topic_id = ZERO_UUID
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -847,19 +789,13 @@ def _r_MetadataResponseTopic_9(d: bytes, p: int) -> tuple[MetadataResponseTopic,
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponseTopic)
-    ob_.error_code = f_error_code
-    ob_.name = f_name
-    ob_.topic_id = ZERO_UUID
-    ob_.is_internal = f_is_internal
-    ob_.partitions = f_partitions
-    ob_.topic_authorized_operations = f_topic_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataResponseTopic_10(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(MetadataResponseTopic)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -875,11 +811,11 @@ def _r_MetadataResponseTopic_10(d: bytes, p: int) -> tuple[MetadataResponseTopic
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    f_topic_id, f_is_internal = _U_16so(d, p)
+    u_topic_id, ob_.is_internal = _U_16so(d, p)
     p += 17
-    f_topic_id = _uuid(f_topic_id)
+    ob_.topic_id = _uuid(u_topic_id)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -895,12 +831,10 @@ def _r_MetadataResponseTopic_10(d: bytes, p: int) -> tuple[MetadataResponseTopic
         for _ in range(ln):
             el_partitions, p = _r_MetadataResponsePartition_9(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
-    (f_topic_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.partitions = l_partitions
+    ob_.topic_authorized_operations, nt = _U_iB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -912,21 +846,14 @@ def _r_MetadataResponseTopic_10(d: bytes, p: int) -> tuple[MetadataResponseTopic
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponseTopic)
-    ob_.error_code = f_error_code
-    ob_.name = f_name
-    ob_.topic_id = f_topic_id
-    ob_.is_internal = f_is_internal
-    ob_.partitions = f_partitions
-    ob_.topic_authorized_operations = f_topic_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataResponseTopic_12(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(MetadataResponseTopic)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
-    f_name: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -934,18 +861,18 @@ def _r_MetadataResponseTopic_12(d: bytes, p: int) -> tuple[MetadataResponseTopic
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_name = None
+        ob_.name = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field Name had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
-    f_topic_id, f_is_internal = _U_16so(d, p)
+    u_topic_id, ob_.is_internal = _U_16so(d, p)
     p += 17
-    f_topic_id = _uuid(f_topic_id)
+    ob_.topic_id = _uuid(u_topic_id)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -961,12 +888,10 @@ def _r_MetadataResponseTopic_12(d: bytes, p: int) -> tuple[MetadataResponseTopic
         for _ in range(ln):
             el_partitions, p = _r_MetadataResponsePartition_9(d, p)
             l_partitions.append(el_partitions)
-        f_partitions = l_partitions
-    (f_topic_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.partitions = l_partitions
+    ob_.topic_authorized_operations, nt = _U_iB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -978,13 +903,6 @@ def _r_MetadataResponseTopic_12(d: bytes, p: int) -> tuple[MetadataResponseTopic
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponseTopic)
-    ob_.error_code = f_error_code
-    ob_.name = f_name
-    ob_.topic_id = f_topic_id
-    ob_.is_internal = f_is_internal
-    ob_.partitions = f_partitions
-    ob_.topic_authorized_operations = f_topic_authorized_operations
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -1528,7 +1446,8 @@ def _w_MetadataResponse_13(out: bytearray, o: MetadataResponse) -> None:
 
 
 def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1539,7 +1458,8 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers__node_id,) = _U_i(d, p)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            (ob_brokers__.node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1551,45 +1471,38 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers__host = d[p:e].decode()
+                ob_brokers__.host = d[p:e].decode()
                 p = e
-            (f_brokers__port,) = _U_i(d, p)
+            (ob_brokers__.port,) = _U_i(d, p)
             p += 4
-            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers__rack = None
+                ob_brokers__.rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers__rack = d[p:e].decode()
+                ob_brokers__.rack = d[p:e].decode()
                 p = e
-            ob_brokers__ = _new(MetadataResponseBroker)
-            ob_brokers__.node_id = f_brokers__node_id
-            ob_brokers__.host = f_brokers__host
-            ob_brokers__.port = f_brokers__port
-            ob_brokers__.rack = f_brokers__rack
             ob_brokers__.unknown_tagged_fields = []
             l_brokers.append(ob_brokers__)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1602,13 +1515,7 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_4(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
+        ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
     ob_.unknown_tagged_fields = []
@@ -1616,7 +1523,8 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 
 def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1627,7 +1535,8 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers__node_id,) = _U_i(d, p)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            (ob_brokers__.node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1639,45 +1548,38 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers__host = d[p:e].decode()
+                ob_brokers__.host = d[p:e].decode()
                 p = e
-            (f_brokers__port,) = _U_i(d, p)
+            (ob_brokers__.port,) = _U_i(d, p)
             p += 4
-            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers__rack = None
+                ob_brokers__.rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers__rack = d[p:e].decode()
+                ob_brokers__.rack = d[p:e].decode()
                 p = e
-            ob_brokers__ = _new(MetadataResponseBroker)
-            ob_brokers__.node_id = f_brokers__node_id
-            ob_brokers__.host = f_brokers__host
-            ob_brokers__.port = f_brokers__port
-            ob_brokers__.rack = f_brokers__rack
             ob_brokers__.unknown_tagged_fields = []
             l_brokers.append(ob_brokers__)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1690,13 +1592,7 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_5(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
+        ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
     ob_.unknown_tagged_fields = []
@@ -1704,7 +1600,8 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 
 def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1715,7 +1612,8 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers__node_id,) = _U_i(d, p)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            (ob_brokers__.node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1727,45 +1625,38 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers__host = d[p:e].decode()
+                ob_brokers__.host = d[p:e].decode()
                 p = e
-            (f_brokers__port,) = _U_i(d, p)
+            (ob_brokers__.port,) = _U_i(d, p)
             p += 4
-            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers__rack = None
+                ob_brokers__.rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers__rack = d[p:e].decode()
+                ob_brokers__.rack = d[p:e].decode()
                 p = e
-            ob_brokers__ = _new(MetadataResponseBroker)
-            ob_brokers__.node_id = f_brokers__node_id
-            ob_brokers__.host = f_brokers__host
-            ob_brokers__.port = f_brokers__port
-            ob_brokers__.rack = f_brokers__rack
             ob_brokers__.unknown_tagged_fields = []
             l_brokers.append(ob_brokers__)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1778,13 +1669,7 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_7(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
+        ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
     ob_.unknown_tagged_fields = []
@@ -1792,7 +1677,8 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 
 def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1803,7 +1689,8 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            (f_brokers__node_id,) = _U_i(d, p)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            (ob_brokers__.node_id,) = _U_i(d, p)
             p += 4
             (ln,) = _U_h(d, p)
             p += 2
@@ -1815,45 +1702,38 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
-                f_brokers__host = d[p:e].decode()
+                ob_brokers__.host = d[p:e].decode()
                 p = e
-            (f_brokers__port,) = _U_i(d, p)
+            (ob_brokers__.port,) = _U_i(d, p)
             p += 4
-            f_brokers__rack: str | None
             (ln,) = _U_h(d, p)
             p += 2
             if ln < 0:
-                f_brokers__rack = None
+                ob_brokers__.rack = None
             else:
                 if ln > 32767:
                     raise MessageDecodeError("string field Rack had invalid length")
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Rack is longer than the remaining bytes")
-                f_brokers__rack = d[p:e].decode()
+                ob_brokers__.rack = d[p:e].decode()
                 p = e
-            ob_brokers__ = _new(MetadataResponseBroker)
-            ob_brokers__.node_id = f_brokers__node_id
-            ob_brokers__.host = f_brokers__host
-            ob_brokers__.port = f_brokers__port
-            ob_brokers__.rack = f_brokers__rack
             ob_brokers__.unknown_tagged_fields = []
             l_brokers.append(ob_brokers__)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     (ln,) = _U_i(d, p)
     p += 4
@@ -1866,23 +1746,17 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_8(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    (f_cluster_authorized_operations,) = _U_i(d, p)
+        ob_.topics = l_topics
+    (ob_.cluster_authorized_operations,) = _U_i(d, p)
     p += 4
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
-    ob_.cluster_authorized_operations = f_cluster_authorized_operations
     ob_.error_code = 0
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -1899,8 +1773,7 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_brokers, p = _r_MetadataResponseBroker_9(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1908,16 +1781,16 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -1934,12 +1807,11 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_9(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    (f_cluster_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.topics = l_topics
+    ob_.cluster_authorized_operations, nt = _U_iB(d, p)
+    p += 5
+    ob_.error_code = 0
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -1951,20 +1823,13 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
-    ob_.cluster_authorized_operations = f_cluster_authorized_operations
-    ob_.error_code = 0
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -1981,8 +1846,7 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_brokers, p = _r_MetadataResponseBroker_9(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
         p += 1
@@ -1990,16 +1854,16 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -2016,12 +1880,11 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_10(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    (f_cluster_authorized_operations,) = _U_i(d, p)
-    p += 4
+        ob_.topics = l_topics
+    ob_.cluster_authorized_operations, nt = _U_iB(d, p)
+    p += 5
+    ob_.error_code = 0
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -2033,20 +1896,13 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
-    ob_.cluster_authorized_operations = f_cluster_authorized_operations
-    ob_.error_code = 0
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -2063,8 +1919,7 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_brokers, p = _r_MetadataResponseBroker_9(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2072,16 +1927,16 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -2098,7 +1953,9 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_10(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
+    ob_.cluster_authorized_operations = -2147483648
+    ob_.error_code = 0
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -2113,20 +1970,13 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
-    ob_.cluster_authorized_operations = -2147483648
-    ob_.error_code = 0
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -2143,8 +1993,7 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_brokers, p = _r_MetadataResponseBroker_9(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2152,16 +2001,16 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -2178,7 +2027,9 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_12(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
+    ob_.cluster_authorized_operations = -2147483648
+    ob_.error_code = 0
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -2193,20 +2044,13 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
-    ob_.cluster_authorized_operations = -2147483648
-    ob_.error_code = 0
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
-    (f_throttle_time_ms,) = _U_i(d, p)
+    ob_ = _new(MetadataResponse)
+    (ob_.throttle_time_ms,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -2223,8 +2067,7 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_brokers, p = _r_MetadataResponseBroker_9(d, p)
             l_brokers.append(el_brokers)
-        f_brokers = l_brokers
-    f_cluster_id: str | None
+        ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
         p += 1
@@ -2232,16 +2075,16 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_controller_id,) = _U_i(d, p)
+    (ob_.controller_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -2258,12 +2101,11 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_MetadataResponseTopic_12(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    (f_error_code,) = _U_h(d, p)
-    p += 2
+        ob_.topics = l_topics
+    ob_.error_code, nt = _U_hB(d, p)
+    p += 3
+    ob_.cluster_authorized_operations = -2147483648
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -2275,14 +2117,6 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(MetadataResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.brokers = f_brokers
-    ob_.cluster_id = f_cluster_id
-    ob_.controller_id = f_controller_id
-    ob_.topics = f_topics
-    ob_.cluster_authorized_operations = -2147483648
-    ob_.error_code = f_error_code
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

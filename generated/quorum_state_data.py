@@ -21,21 +21,12 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_iii16s = struct.Struct(">iii16s")
-_P_iii16s = _S_iii16s.pack
-_U_iii16s = _S_iii16s.unpack_from
-_S_iii16sx = struct.Struct(">iii16sx")
-_P_iii16sx = _S_iii16sx.pack
-_U_iii16sx = _S_iii16sx.unpack_from
-_S_iiiq = struct.Struct(">iiiq")
-_P_iiiq = _S_iiiq.pack
-_U_iiiq = _S_iiiq.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_U_iii16sB = struct.Struct(">iii16sB").unpack_from
+_P_iii16sx = struct.Struct(">iii16sx").pack
+_P_iiiq = struct.Struct(">iiiq").pack
+_U_iiiq = struct.Struct(">iiiq").unpack_from
+_P_ix = struct.Struct(">ix").pack
 
 
 @dataclass(slots=True)
@@ -178,6 +169,7 @@ def _w_QuorumStateData_1(out: bytearray, o: QuorumStateData) -> None:
 
 
 def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
+    ob_ = _new(QuorumStateData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -192,11 +184,10 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    f_leader_id, f_leader_epoch, f_voted_id, f_applied_offset = _U_iiiq(d, p)
+    ob_.leader_id, ob_.leader_epoch, ob_.voted_id, ob_.applied_offset = _U_iiiq(d, p)
     p += 20
-    f_current_voters: list[Voter] | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -204,17 +195,16 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_current_voters = None
+        ob_.current_voters = None
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[Voter] = []
         for _ in range(ln):
-            (f_current_voters__voter_id,) = _U_i(d, p)
-            p += 4
+            ob_current_voters__ = _new(Voter)
+            ob_current_voters__.voter_id, nt = _U_iB(d, p)
+            p += 5
             unk_current_voters__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -226,11 +216,10 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_current_voters__.append((tg, d[p:te]))
                     p = te
-            ob_current_voters__ = _new(Voter)
-            ob_current_voters__.voter_id = f_current_voters__voter_id
             ob_current_voters__.unknown_tagged_fields = unk_current_voters__
             l_current_voters.append(ob_current_voters__)
-        f_current_voters = l_current_voters
+        ob_.current_voters = l_current_voters
+    ob_.voted_directory_id = ZERO_UUID
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -245,25 +234,19 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(QuorumStateData)
-    ob_.cluster_id = f_cluster_id
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.voted_id = f_voted_id
-    ob_.voted_directory_id = ZERO_UUID
-    ob_.applied_offset = f_applied_offset
-    ob_.current_voters = f_current_voters
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_QuorumStateData_1(d: bytes, p: int) -> tuple[QuorumStateData, int]:
-    f_leader_id, f_leader_epoch, f_voted_id, f_voted_directory_id = _U_iii16s(d, p)
-    p += 28
-    f_voted_directory_id = _uuid(f_voted_directory_id)
+    ob_ = _new(QuorumStateData)
+    ob_.leader_id, ob_.leader_epoch, ob_.voted_id, u_voted_directory_id, nt = _U_iii16sB(d, p)
+    p += 29
+    ob_.voted_directory_id = _uuid(u_voted_directory_id)
+    ob_.cluster_id = ""
+    ob_.applied_offset = 0
+    ob_.current_voters = []
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -275,14 +258,6 @@ def _r_QuorumStateData_1(d: bytes, p: int) -> tuple[QuorumStateData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(QuorumStateData)
-    ob_.cluster_id = ""
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.voted_id = f_voted_id
-    ob_.voted_directory_id = f_voted_directory_id
-    ob_.applied_offset = 0
-    ob_.current_voters = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,12 +21,8 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_P_ix = struct.Struct(">ix").pack
 
 
 @dataclass(slots=True)
@@ -134,6 +130,7 @@ class ReadOffsetRequest:
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -148,7 +145,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -163,11 +160,10 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            (f_partitions__partition_index,) = _U_i(d, p)
-            p += 4
+            ob_partitions__ = _new(PartitionData)
+            ob_partitions__.partition_index, nt = _U_iB(d, p)
+            p += 5
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -179,11 +175,9 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -198,9 +192,6 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -246,7 +237,7 @@ def _w_ReadOffsetRequest_0(out: bytearray, o: ReadOffsetRequest) -> None:
 
 
 def _r_ReadOffsetRequest_0(d: bytes, p: int) -> tuple[ReadOffsetRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(ReadOffsetRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -254,14 +245,14 @@ def _r_ReadOffsetRequest_0(d: bytes, p: int) -> tuple[ReadOffsetRequest, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -278,7 +269,7 @@ def _r_ReadOffsetRequest_0(d: bytes, p: int) -> tuple[ReadOffsetRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_TopicData_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -293,9 +284,6 @@ def _r_ReadOffsetRequest_0(d: bytes, p: int) -> tuple[ReadOffsetRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(ReadOffsetRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.topics = f_topics
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

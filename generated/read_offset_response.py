@@ -21,27 +21,16 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ihqq = struct.Struct(">ihqq")
-_P_ihqq = _S_ihqq.pack
-_U_ihqq = _S_ihqq.unpack_from
-_S_ii = struct.Struct(">ii")
-_P_ii = _S_ii.pack
-_U_ii = _S_ii.unpack_from
-_S_iix = struct.Struct(">iix")
-_P_iix = _S_iix.pack
-_U_iix = _S_iix.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_P_ihqq = struct.Struct(">ihqq").pack
+_U_ihqq = struct.Struct(">ihqq").unpack_from
+_U_iiB = struct.Struct(">iiB").unpack_from
+_P_iix = struct.Struct(">iix").pack
 
 
 @dataclass(slots=True)
@@ -184,11 +173,10 @@ def _w_LeaderIdAndEpoch_0(out: bytearray, o: LeaderIdAndEpoch) -> None:
 
 
 def _r_LeaderIdAndEpoch_0(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
-    f_leader_id, f_leader_epoch = _U_ii(d, p)
-    p += 8
+    ob_ = _new(LeaderIdAndEpoch)
+    ob_.leader_id, ob_.leader_epoch, nt = _U_iiB(d, p)
+    p += 9
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -200,14 +188,12 @@ def _r_LeaderIdAndEpoch_0(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(LeaderIdAndEpoch)
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -222,7 +208,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -237,14 +223,15 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
             (
-                f_partitions__partition_index,
-                f_partitions__error_code,
-                f_partitions__high_watermark,
-                f_partitions__applied_offset,
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.high_watermark,
+                ob_partitions__.applied_offset,
             ) = _U_ihqq(d, p)
             p += 22
-            f_partitions__current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
+            ob_partitions__.current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
             unk_partitions__: list[tuple[int, bytes]] = []
             nt = d[p]
             p += 1
@@ -259,15 +246,9 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.error_code = f_partitions__error_code
-            ob_partitions__.high_watermark = f_partitions__high_watermark
-            ob_partitions__.applied_offset = f_partitions__applied_offset
-            ob_partitions__.current_leader = f_partitions__current_leader
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -282,9 +263,6 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -302,7 +280,8 @@ def _w_NodeEndpoint_0(out: bytearray, o: NodeEndpoint) -> None:
 
 
 def _r_NodeEndpoint_0(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    (f_node_id,) = _U_i(d, p)
+    ob_ = _new(NodeEndpoint)
+    (ob_.node_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -318,13 +297,11 @@ def _r_NodeEndpoint_0(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -336,10 +313,6 @@ def _r_NodeEndpoint_0(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = f_node_id
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -398,7 +371,8 @@ def _w_ReadOffsetResponse_0(out: bytearray, o: ReadOffsetResponse) -> None:
 
 
 def _r_ReadOffsetResponse_0(d: bytes, p: int) -> tuple[ReadOffsetResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(ReadOffsetResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -415,8 +389,8 @@ def _r_ReadOffsetResponse_0(d: bytes, p: int) -> tuple[ReadOffsetResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_TopicData_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    f_node_endpoints: list[NodeEndpoint] = []
+        ob_.topics = l_topics
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -445,16 +419,12 @@ def _r_ReadOffsetResponse_0(d: bytes, p: int) -> tuple[ReadOffsetResponse, int]:
                     for _ in range(ln):
                         el_node_endpoints, p = _r_NodeEndpoint_0(d, p)
                         l_node_endpoints.append(el_node_endpoints)
-                    f_node_endpoints = l_node_endpoints
+                    ob_.node_endpoints = l_node_endpoints
                 if p != te:
                     raise MessageDecodeError("tagged field NodeEndpoints does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(ReadOffsetResponse)
-    ob_.error_code = f_error_code
-    ob_.topics = f_topics
-    ob_.node_endpoints = f_node_endpoints
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

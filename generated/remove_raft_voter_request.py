@@ -21,12 +21,8 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_i16s = struct.Struct(">i16s")
-_P_i16s = _S_i16s.pack
-_U_i16s = _S_i16s.unpack_from
-_S_i16sx = struct.Struct(">i16sx")
-_P_i16sx = _S_i16sx.pack
-_U_i16sx = _S_i16sx.unpack_from
+_U_i16sB = struct.Struct(">i16sB").unpack_from
+_P_i16sx = struct.Struct(">i16sx").pack
 
 
 @dataclass(slots=True)
@@ -130,7 +126,7 @@ def _w_RemoveRaftVoterRequest_0(out: bytearray, o: RemoveRaftVoterRequest) -> No
 
 
 def _r_RemoveRaftVoterRequest_0(d: bytes, p: int) -> tuple[RemoveRaftVoterRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(RemoveRaftVoterRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -138,21 +134,19 @@ def _r_RemoveRaftVoterRequest_0(d: bytes, p: int) -> tuple[RemoveRaftVoterReques
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    f_voter_id, f_voter_directory_id = _U_i16s(d, p)
-    p += 20
-    f_voter_directory_id = _uuid(f_voter_directory_id)
+    ob_.voter_id, u_voter_directory_id, nt = _U_i16sB(d, p)
+    p += 21
+    ob_.voter_directory_id = _uuid(u_voter_directory_id)
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -164,10 +158,6 @@ def _r_RemoveRaftVoterRequest_0(d: bytes, p: int) -> tuple[RemoveRaftVoterReques
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(RemoveRaftVoterRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.voter_id = f_voter_id
-    ob_.voter_directory_id = f_voter_directory_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,9 +21,8 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_ih = struct.Struct(">ih")
-_P_ih = _S_ih.pack
-_U_ih = _S_ih.unpack_from
+_P_ih = struct.Struct(">ih").pack
+_U_ih = struct.Struct(">ih").unpack_from
 
 
 @dataclass(slots=True)
@@ -128,9 +127,9 @@ def _w_RemoveRaftVoterResponse_0(out: bytearray, o: RemoveRaftVoterResponse) -> 
 
 
 def _r_RemoveRaftVoterResponse_0(d: bytes, p: int) -> tuple[RemoveRaftVoterResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(RemoveRaftVoterResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -138,14 +137,14 @@ def _r_RemoveRaftVoterResponse_0(d: bytes, p: int) -> tuple[RemoveRaftVoterRespo
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -161,10 +160,6 @@ def _r_RemoveRaftVoterResponse_0(d: bytes, p: int) -> tuple[RemoveRaftVoterRespo
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(RemoveRaftVoterResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

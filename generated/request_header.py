@@ -21,12 +21,10 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_hhi = struct.Struct(">hhi")
-_P_hhi = _S_hhi.pack
-_U_hhi = _S_hhi.unpack_from
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_hhi = struct.Struct(">hhi").pack
+_U_hhi = struct.Struct(">hhi").unpack_from
 
 
 @dataclass(slots=True)
@@ -143,45 +141,40 @@ def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
 
 
 def _r_RequestHeader_1(d: bytes, p: int) -> tuple[RequestHeader, int]:
-    f_request_api_key, f_request_api_version, f_correlation_id = _U_hhi(d, p)
+    ob_ = _new(RequestHeader)
+    ob_.request_api_key, ob_.request_api_version, ob_.correlation_id = _U_hhi(d, p)
     p += 8
-    f_client_id: str | None
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_client_id = None
+        ob_.client_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClientId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClientId is longer than the remaining bytes")
-        f_client_id = d[p:e].decode()
+        ob_.client_id = d[p:e].decode()
         p = e
-    ob_ = _new(RequestHeader)
-    ob_.request_api_key = f_request_api_key
-    ob_.request_api_version = f_request_api_version
-    ob_.correlation_id = f_correlation_id
-    ob_.client_id = f_client_id
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_RequestHeader_2(d: bytes, p: int) -> tuple[RequestHeader, int]:
-    f_request_api_key, f_request_api_version, f_correlation_id = _U_hhi(d, p)
+    ob_ = _new(RequestHeader)
+    ob_.request_api_key, ob_.request_api_version, ob_.correlation_id = _U_hhi(d, p)
     p += 8
-    f_client_id: str | None
     (ln,) = _U_h(d, p)
     p += 2
     if ln < 0:
-        f_client_id = None
+        ob_.client_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClientId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClientId is longer than the remaining bytes")
-        f_client_id = d[p:e].decode()
+        ob_.client_id = d[p:e].decode()
         p = e
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -197,11 +190,6 @@ def _r_RequestHeader_2(d: bytes, p: int) -> tuple[RequestHeader, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(RequestHeader)
-    ob_.request_api_key = f_request_api_key
-    ob_.request_api_version = f_request_api_version
-    ob_.correlation_id = f_correlation_id
-    ob_.client_id = f_client_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

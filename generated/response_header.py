@@ -21,12 +21,10 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_P_ix = struct.Struct(">ix").pack
 
 
 @dataclass(slots=True)
@@ -125,20 +123,18 @@ def _w_ResponseHeader_1(out: bytearray, o: ResponseHeader) -> None:
 
 
 def _r_ResponseHeader_0(d: bytes, p: int) -> tuple[ResponseHeader, int]:
-    (f_correlation_id,) = _U_i(d, p)
-    p += 4
     ob_ = _new(ResponseHeader)
-    ob_.correlation_id = f_correlation_id
+    (ob_.correlation_id,) = _U_i(d, p)
+    p += 4
     ob_.unknown_tagged_fields = []
     return ob_, p
 
 
 def _r_ResponseHeader_1(d: bytes, p: int) -> tuple[ResponseHeader, int]:
-    (f_correlation_id,) = _U_i(d, p)
-    p += 4
+    ob_ = _new(ResponseHeader)
+    ob_.correlation_id, nt = _U_iB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -150,8 +146,6 @@ def _r_ResponseHeader_1(d: bytes, p: int) -> tuple[ResponseHeader, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(ResponseHeader)
-    ob_.correlation_id = f_correlation_id
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,12 +21,8 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_hx = struct.Struct(">hx")
-_P_hx = _S_hx.pack
-_U_hx = _S_hx.unpack_from
+_U_hB = struct.Struct(">hB").unpack_from
+_P_hx = struct.Struct(">hx").pack
 
 
 @dataclass(slots=True)
@@ -121,11 +117,10 @@ def _w_SnapshotFooterRecord_0(out: bytearray, o: SnapshotFooterRecord) -> None:
 
 
 def _r_SnapshotFooterRecord_0(d: bytes, p: int) -> tuple[SnapshotFooterRecord, int]:
-    (f_version,) = _U_h(d, p)
-    p += 2
+    ob_ = _new(SnapshotFooterRecord)
+    ob_.version, nt = _U_hB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -137,8 +132,6 @@ def _r_SnapshotFooterRecord_0(d: bytes, p: int) -> tuple[SnapshotFooterRecord, i
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(SnapshotFooterRecord)
-    ob_.version = f_version
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

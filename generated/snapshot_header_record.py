@@ -21,12 +21,8 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_hq = struct.Struct(">hq")
-_P_hq = _S_hq.pack
-_U_hq = _S_hq.unpack_from
-_S_hqx = struct.Struct(">hqx")
-_P_hqx = _S_hqx.pack
-_U_hqx = _S_hqx.unpack_from
+_U_hqB = struct.Struct(">hqB").unpack_from
+_P_hqx = struct.Struct(">hqx").pack
 
 
 @dataclass(slots=True)
@@ -122,11 +118,10 @@ def _w_SnapshotHeaderRecord_0(out: bytearray, o: SnapshotHeaderRecord) -> None:
 
 
 def _r_SnapshotHeaderRecord_0(d: bytes, p: int) -> tuple[SnapshotHeaderRecord, int]:
-    f_version, f_last_contained_log_timestamp = _U_hq(d, p)
-    p += 10
+    ob_ = _new(SnapshotHeaderRecord)
+    ob_.version, ob_.last_contained_log_timestamp, nt = _U_hqB(d, p)
+    p += 11
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -138,9 +133,6 @@ def _r_SnapshotHeaderRecord_0(d: bytes, p: int) -> tuple[SnapshotHeaderRecord, i
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(SnapshotHeaderRecord)
-    ob_.version = f_version
-    ob_.last_contained_log_timestamp = f_last_contained_log_timestamp
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

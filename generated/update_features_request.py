@@ -21,27 +21,14 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_o = struct.Struct(">?")
-_P_o = _S_o.pack
-_U_o = _S_o.unpack_from
-_S_ox = struct.Struct(">?x")
-_P_ox = _S_ox.pack
-_U_ox = _S_ox.unpack_from
-_S_ho = struct.Struct(">h?")
-_P_ho = _S_ho.pack
-_U_ho = _S_ho.unpack_from
-_S_hox = struct.Struct(">h?x")
-_P_hox = _S_hox.pack
-_U_hox = _S_hox.unpack_from
-_S_hb = struct.Struct(">hb")
-_P_hb = _S_hb.pack
-_U_hb = _S_hb.unpack_from
-_S_hbx = struct.Struct(">hbx")
-_P_hbx = _S_hbx.pack
-_U_hbx = _S_hbx.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
+_U_oB = struct.Struct(">?B").unpack_from
+_P_ox = struct.Struct(">?x").pack
+_U_hoB = struct.Struct(">h?B").unpack_from
+_P_hox = struct.Struct(">h?x").pack
+_U_hbB = struct.Struct(">hbB").unpack_from
+_P_hbx = struct.Struct(">hbx").pack
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
 
 
 @dataclass(slots=True)
@@ -196,7 +183,8 @@ def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None
 
 
 def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest, int]:
-    (f_timeout_ms,) = _U_i(d, p)
+    ob_ = _new(UpdateFeaturesRequest)
+    (ob_.timeout_ms,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -211,6 +199,7 @@ def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
             raise MessageDecodeError("array FeatureUpdates claims more elements than bytes remain")
         l_feature_updates: list[FeatureUpdateKey] = []
         for _ in range(ln):
+            ob_feature_updates__ = _new(FeatureUpdateKey)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -225,13 +214,12 @@ def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Feature is longer than the remaining bytes")
-                f_feature_updates__feature = d[p:e].decode()
+                ob_feature_updates__.feature = d[p:e].decode()
                 p = e
-            f_feature_updates__max_version_level, f_feature_updates__allow_downgrade = _U_ho(d, p)
-            p += 3
+            ob_feature_updates__.max_version_level, ob_feature_updates__.allow_downgrade, nt = _U_hoB(d, p)
+            p += 4
+            ob_feature_updates__.upgrade_type = 1
             unk_feature_updates__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -243,14 +231,10 @@ def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_feature_updates__.append((tg, d[p:te]))
                     p = te
-            ob_feature_updates__ = _new(FeatureUpdateKey)
-            ob_feature_updates__.feature = f_feature_updates__feature
-            ob_feature_updates__.max_version_level = f_feature_updates__max_version_level
-            ob_feature_updates__.allow_downgrade = f_feature_updates__allow_downgrade
-            ob_feature_updates__.upgrade_type = 1
             ob_feature_updates__.unknown_tagged_fields = unk_feature_updates__
             l_feature_updates.append(ob_feature_updates__)
-        f_feature_updates = l_feature_updates
+        ob_.feature_updates = l_feature_updates
+    ob_.validate_only = False
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -265,16 +249,13 @@ def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(UpdateFeaturesRequest)
-    ob_.timeout_ms = f_timeout_ms
-    ob_.feature_updates = f_feature_updates
-    ob_.validate_only = False
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest, int]:
-    (f_timeout_ms,) = _U_i(d, p)
+    ob_ = _new(UpdateFeaturesRequest)
+    (ob_.timeout_ms,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -289,6 +270,7 @@ def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
             raise MessageDecodeError("array FeatureUpdates claims more elements than bytes remain")
         l_feature_updates: list[FeatureUpdateKey] = []
         for _ in range(ln):
+            ob_feature_updates__ = _new(FeatureUpdateKey)
             ln = d[p]
             if ln < 128:
                 p += 1
@@ -303,13 +285,12 @@ def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                 e = p + ln
                 if e > len(d):
                     raise MessageDecodeError("field Feature is longer than the remaining bytes")
-                f_feature_updates__feature = d[p:e].decode()
+                ob_feature_updates__.feature = d[p:e].decode()
                 p = e
-            f_feature_updates__max_version_level, f_feature_updates__upgrade_type = _U_hb(d, p)
-            p += 3
+            ob_feature_updates__.max_version_level, ob_feature_updates__.upgrade_type, nt = _U_hbB(d, p)
+            p += 4
+            ob_feature_updates__.allow_downgrade = False
             unk_feature_updates__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -321,19 +302,12 @@ def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_feature_updates__.append((tg, d[p:te]))
                     p = te
-            ob_feature_updates__ = _new(FeatureUpdateKey)
-            ob_feature_updates__.feature = f_feature_updates__feature
-            ob_feature_updates__.max_version_level = f_feature_updates__max_version_level
-            ob_feature_updates__.allow_downgrade = False
-            ob_feature_updates__.upgrade_type = f_feature_updates__upgrade_type
             ob_feature_updates__.unknown_tagged_fields = unk_feature_updates__
             l_feature_updates.append(ob_feature_updates__)
-        f_feature_updates = l_feature_updates
-    (f_validate_only,) = _U_o(d, p)
-    p += 1
+        ob_.feature_updates = l_feature_updates
+    ob_.validate_only, nt = _U_oB(d, p)
+    p += 2
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -345,10 +319,6 @@ def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(UpdateFeaturesRequest)
-    ob_.timeout_ms = f_timeout_ms
-    ob_.feature_updates = f_feature_updates
-    ob_.validate_only = f_validate_only
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,12 +21,10 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_ih = struct.Struct(">ih")
-_P_ih = _S_ih.pack
-_U_ih = _S_ih.unpack_from
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_ih = struct.Struct(">ih").pack
+_U_ih = struct.Struct(">ih").unpack_from
 
 
 @dataclass(slots=True)
@@ -129,6 +127,7 @@ class UpdateFeaturesResponse:
 
 
 def _r_UpdatableFeatureResult_0(d: bytes, p: int) -> tuple[UpdatableFeatureResult, int]:
+    ob_ = _new(UpdatableFeatureResult)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -143,11 +142,10 @@ def _r_UpdatableFeatureResult_0(d: bytes, p: int) -> tuple[UpdatableFeatureResul
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Feature is longer than the remaining bytes")
-        f_feature = d[p:e].decode()
+        ob_.feature = d[p:e].decode()
         p = e
-    (f_error_code,) = _U_h(d, p)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -155,14 +153,14 @@ def _r_UpdatableFeatureResult_0(d: bytes, p: int) -> tuple[UpdatableFeatureResul
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -178,10 +176,6 @@ def _r_UpdatableFeatureResult_0(d: bytes, p: int) -> tuple[UpdatableFeatureResul
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(UpdatableFeatureResult)
-    ob_.feature = f_feature
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -240,9 +234,9 @@ def _w_UpdateFeaturesResponse_2(out: bytearray, o: UpdateFeaturesResponse) -> No
 
 
 def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(UpdateFeaturesResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -250,14 +244,14 @@ def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -274,7 +268,7 @@ def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
         for _ in range(ln):
             el_results, p = _r_UpdatableFeatureResult_0(d, p)
             l_results.append(el_results)
-        f_results = l_results
+        ob_.results = l_results
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -289,19 +283,14 @@ def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(UpdateFeaturesResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
-    ob_.results = f_results
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_UpdateFeaturesResponse_2(d: bytes, p: int) -> tuple[UpdateFeaturesResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
+    ob_ = _new(UpdateFeaturesResponse)
+    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
     p += 6
-    f_error_message: str | None
     ln = d[p]
     if ln < 128:
         p += 1
@@ -309,15 +298,16 @@ def _r_UpdateFeaturesResponse_2(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_error_message = None
+        ob_.error_message = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ErrorMessage had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        f_error_message = d[p:e].decode()
+        ob_.error_message = d[p:e].decode()
         p = e
+    ob_.results = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -332,11 +322,6 @@ def _r_UpdateFeaturesResponse_2(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(UpdateFeaturesResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.error_message = f_error_message
-    ob_.results = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,21 +21,12 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_hh = struct.Struct(">hh")
-_P_hh = _S_hh.pack
-_U_hh = _S_hh.unpack_from
-_S_hhx = struct.Struct(">hhx")
-_P_hhx = _S_hhx.pack
-_U_hhx = _S_hhx.unpack_from
-_S_ii16s = struct.Struct(">ii16s")
-_P_ii16s = _S_ii16s.pack
-_U_ii16s = _S_ii16s.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_U_hhB = struct.Struct(">hhB").unpack_from
+_P_hhx = struct.Struct(">hhx").pack
+_P_ii16s = struct.Struct(">ii16s").pack
+_U_ii16s = struct.Struct(">ii16s").unpack_from
 
 
 @dataclass(slots=True)
@@ -151,6 +142,7 @@ class UpdateRaftVoterRequest:
 
 
 def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
+    ob_ = _new(Listener)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -165,7 +157,7 @@ def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -181,13 +173,11 @@ def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -199,10 +189,6 @@ def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(Listener)
-    ob_.name = f_name
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -215,11 +201,10 @@ def _w_KRaftVersionFeature_0(out: bytearray, o: KRaftVersionFeature) -> None:
 
 
 def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int]:
-    f_min_supported_version, f_max_supported_version = _U_hh(d, p)
-    p += 4
+    ob_ = _new(KRaftVersionFeature)
+    ob_.min_supported_version, ob_.max_supported_version, nt = _U_hhB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -231,9 +216,6 @@ def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(KRaftVersionFeature)
-    ob_.min_supported_version = f_min_supported_version
-    ob_.max_supported_version = f_max_supported_version
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -274,7 +256,7 @@ def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> No
 
 
 def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(UpdateRaftVoterRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -282,18 +264,18 @@ def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterReques
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    f_current_leader_epoch, f_voter_id, f_voter_directory_id = _U_ii16s(d, p)
+    ob_.current_leader_epoch, ob_.voter_id, u_voter_directory_id = _U_ii16s(d, p)
     p += 24
-    f_voter_directory_id = _uuid(f_voter_directory_id)
+    ob_.voter_directory_id = _uuid(u_voter_directory_id)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -309,8 +291,8 @@ def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterReques
         for _ in range(ln):
             el_listeners, p = _r_Listener_0(d, p)
             l_listeners.append(el_listeners)
-        f_listeners = l_listeners
-    f_kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
+        ob_.listeners = l_listeners
+    ob_.kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -325,13 +307,6 @@ def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterReques
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(UpdateRaftVoterRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.current_leader_epoch = f_current_leader_epoch
-    ob_.voter_id = f_voter_id
-    ob_.voter_directory_id = f_voter_directory_id
-    ob_.listeners = f_listeners
-    ob_.kraft_version_feature = f_kraft_version_feature
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,18 +21,12 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ih = struct.Struct(">ih")
-_P_ih = _S_ih.pack
-_U_ih = _S_ih.unpack_from
-_S_ii = struct.Struct(">ii")
-_P_ii = _S_ii.pack
-_U_ii = _S_ii.unpack_from
-_S_ix = struct.Struct(">ix")
-_P_ix = _S_ix.pack
-_U_ix = _S_ix.unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
+_P_ih = struct.Struct(">ih").pack
+_U_ihB = struct.Struct(">ihB").unpack_from
+_P_ii = struct.Struct(">ii").pack
+_U_ii = struct.Struct(">ii").unpack_from
+_P_ix = struct.Struct(">ix").pack
 
 
 @dataclass(slots=True)
@@ -147,7 +141,8 @@ def _w_CurrentLeader_0(out: bytearray, o: CurrentLeader) -> None:
 
 
 def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
-    f_leader_id, f_leader_epoch = _U_ii(d, p)
+    ob_ = _new(CurrentLeader)
+    ob_.leader_id, ob_.leader_epoch = _U_ii(d, p)
     p += 8
     ln = d[p]
     if ln < 128:
@@ -163,13 +158,11 @@ def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_i(d, p)
-    p += 4
+    ob_.port, nt = _U_iB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -181,11 +174,6 @@ def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(CurrentLeader)
-    ob_.leader_id = f_leader_id
-    ob_.leader_epoch = f_leader_epoch
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -210,17 +198,17 @@ def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> 
 
 
 def _r_UpdateRaftVoterResponse_0(d: bytes, p: int) -> tuple[UpdateRaftVoterResponse, int]:
-    f_throttle_time_ms, f_error_code = _U_ih(d, p)
-    p += 6
-    f_current_leader: CurrentLeader = _new(CurrentLeader)
-    f_current_leader.leader_id = -1
-    f_current_leader.leader_epoch = -1
-    f_current_leader.host = ""
-    f_current_leader.port = 0
-    f_current_leader.unknown_tagged_fields = []
+    ob_ = _new(UpdateRaftVoterResponse)
+    ob_.throttle_time_ms, ob_.error_code, nt = _U_ihB(d, p)
+    p += 7
+    t_current_leader = _new(CurrentLeader)
+    t_current_leader.leader_id = -1
+    t_current_leader.leader_epoch = -1
+    t_current_leader.host = ""
+    t_current_leader.port = 0
+    t_current_leader.unknown_tagged_fields = []
+    ob_.current_leader = t_current_leader
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -231,16 +219,12 @@ def _r_UpdateRaftVoterResponse_0(d: bytes, p: int) -> tuple[UpdateRaftVoterRespo
             if te > len(d):
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             if tg == 0:
-                f_current_leader, p = _r_CurrentLeader_0(d, p)
+                ob_.current_leader, p = _r_CurrentLeader_0(d, p)
                 if p != te:
                     raise MessageDecodeError("tagged field CurrentLeader does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(UpdateRaftVoterResponse)
-    ob_.throttle_time_ms = f_throttle_time_ms
-    ob_.error_code = f_error_code
-    ob_.current_leader = f_current_leader
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

@@ -21,27 +21,14 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_iii16s16siq = struct.Struct(">iii16s16siq")
-_P_iii16s16siq = _S_iii16s16siq.pack
-_U_iii16s16siq = _S_iii16s16siq.unpack_from
-_S_iii16s16siqo = struct.Struct(">iii16s16siq?")
-_P_iii16s16siqo = _S_iii16s16siqo.pack
-_U_iii16s16siqo = _S_iii16s16siqo.unpack_from
-_S_iii16s16siqox = struct.Struct(">iii16s16siq?x")
-_P_iii16s16siqox = _S_iii16s16siqox.pack
-_U_iii16s16siqox = _S_iii16s16siqox.unpack_from
-_S_iii16s16siqx = struct.Struct(">iii16s16siqx")
-_P_iii16s16siqx = _S_iii16s16siqx.pack
-_U_iii16s16siqx = _S_iii16s16siqx.unpack_from
-_S_iiiiq = struct.Struct(">iiiiq")
-_P_iiiiq = _S_iiiiq.pack
-_U_iiiiq = _S_iiiiq.unpack_from
-_S_iiiiqx = struct.Struct(">iiiiqx")
-_P_iiiiqx = _S_iiiiqx.pack
-_U_iiiiqx = _S_iiiiqx.unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_iii16s16siqoB = struct.Struct(">iii16s16siq?B").unpack_from
+_P_iii16s16siqox = struct.Struct(">iii16s16siq?x").pack
+_U_iii16s16siqB = struct.Struct(">iii16s16siqB").unpack_from
+_P_iii16s16siqx = struct.Struct(">iii16s16siqx").pack
+_U_iiiiqB = struct.Struct(">iiiiqB").unpack_from
+_P_iiiiqx = struct.Struct(">iiiiqx").pack
 
 
 @dataclass(slots=True)
@@ -155,6 +142,7 @@ class VoteRequest:
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -169,7 +157,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -184,17 +172,20 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
             (
-                f_partitions__partition_index,
-                f_partitions__replica_epoch,
-                f_partitions__replica_id,
-                f_partitions__last_offset_epoch,
-                f_partitions__last_offset,
-            ) = _U_iiiiq(d, p)
-            p += 24
+                ob_partitions__.partition_index,
+                ob_partitions__.replica_epoch,
+                ob_partitions__.replica_id,
+                ob_partitions__.last_offset_epoch,
+                ob_partitions__.last_offset,
+                nt,
+            ) = _U_iiiiqB(d, p)
+            p += 25
+            ob_partitions__.replica_directory_id = ZERO_UUID
+            ob_partitions__.voter_directory_id = ZERO_UUID
+            ob_partitions__.pre_vote = False
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -206,18 +197,9 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.replica_epoch = f_partitions__replica_epoch
-            ob_partitions__.replica_id = f_partitions__replica_id
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.voter_directory_id = ZERO_UUID
-            ob_partitions__.last_offset_epoch = f_partitions__last_offset_epoch
-            ob_partitions__.last_offset = f_partitions__last_offset
-            ob_partitions__.pre_vote = False
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -232,14 +214,12 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -254,7 +234,7 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -269,21 +249,22 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
             (
-                f_partitions__partition_index,
-                f_partitions__replica_epoch,
-                f_partitions__replica_id,
-                f_partitions__replica_directory_id,
-                f_partitions__voter_directory_id,
-                f_partitions__last_offset_epoch,
-                f_partitions__last_offset,
-            ) = _U_iii16s16siq(d, p)
-            p += 56
-            f_partitions__replica_directory_id = _uuid(f_partitions__replica_directory_id)
-            f_partitions__voter_directory_id = _uuid(f_partitions__voter_directory_id)
+                ob_partitions__.partition_index,
+                ob_partitions__.replica_epoch,
+                ob_partitions__.replica_id,
+                u_partitions__replica_directory_id,
+                u_partitions__voter_directory_id,
+                ob_partitions__.last_offset_epoch,
+                ob_partitions__.last_offset,
+                nt,
+            ) = _U_iii16s16siqB(d, p)
+            p += 57
+            ob_partitions__.replica_directory_id = _uuid(u_partitions__replica_directory_id)
+            ob_partitions__.voter_directory_id = _uuid(u_partitions__voter_directory_id)
+            ob_partitions__.pre_vote = False
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -295,18 +276,9 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.replica_epoch = f_partitions__replica_epoch
-            ob_partitions__.replica_id = f_partitions__replica_id
-            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
-            ob_partitions__.voter_directory_id = f_partitions__voter_directory_id
-            ob_partitions__.last_offset_epoch = f_partitions__last_offset_epoch
-            ob_partitions__.last_offset = f_partitions__last_offset
-            ob_partitions__.pre_vote = False
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -321,14 +293,12 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -343,7 +313,7 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -358,22 +328,22 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
             (
-                f_partitions__partition_index,
-                f_partitions__replica_epoch,
-                f_partitions__replica_id,
-                f_partitions__replica_directory_id,
-                f_partitions__voter_directory_id,
-                f_partitions__last_offset_epoch,
-                f_partitions__last_offset,
-                f_partitions__pre_vote,
-            ) = _U_iii16s16siqo(d, p)
-            p += 57
-            f_partitions__replica_directory_id = _uuid(f_partitions__replica_directory_id)
-            f_partitions__voter_directory_id = _uuid(f_partitions__voter_directory_id)
+                ob_partitions__.partition_index,
+                ob_partitions__.replica_epoch,
+                ob_partitions__.replica_id,
+                u_partitions__replica_directory_id,
+                u_partitions__voter_directory_id,
+                ob_partitions__.last_offset_epoch,
+                ob_partitions__.last_offset,
+                ob_partitions__.pre_vote,
+                nt,
+            ) = _U_iii16s16siqoB(d, p)
+            p += 58
+            ob_partitions__.replica_directory_id = _uuid(u_partitions__replica_directory_id)
+            ob_partitions__.voter_directory_id = _uuid(u_partitions__voter_directory_id)
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -385,18 +355,9 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.replica_epoch = f_partitions__replica_epoch
-            ob_partitions__.replica_id = f_partitions__replica_id
-            ob_partitions__.replica_directory_id = f_partitions__replica_directory_id
-            ob_partitions__.voter_directory_id = f_partitions__voter_directory_id
-            ob_partitions__.last_offset_epoch = f_partitions__last_offset_epoch
-            ob_partitions__.last_offset = f_partitions__last_offset
-            ob_partitions__.pre_vote = f_partitions__pre_vote
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -411,9 +372,6 @@ def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -568,7 +526,7 @@ def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
 
 
 def _r_VoteRequest_0(d: bytes, p: int) -> tuple[VoteRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(VoteRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -576,14 +534,14 @@ def _r_VoteRequest_0(d: bytes, p: int) -> tuple[VoteRequest, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -600,7 +558,8 @@ def _r_VoteRequest_0(d: bytes, p: int) -> tuple[VoteRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_TopicData_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
+    ob_.voter_id = -1
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -615,16 +574,12 @@ def _r_VoteRequest_0(d: bytes, p: int) -> tuple[VoteRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(VoteRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.voter_id = -1
-    ob_.topics = f_topics
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_VoteRequest_1(d: bytes, p: int) -> tuple[VoteRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(VoteRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -632,16 +587,16 @@ def _r_VoteRequest_1(d: bytes, p: int) -> tuple[VoteRequest, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_voter_id,) = _U_i(d, p)
+    (ob_.voter_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -658,7 +613,7 @@ def _r_VoteRequest_1(d: bytes, p: int) -> tuple[VoteRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_TopicData_1(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -673,16 +628,12 @@ def _r_VoteRequest_1(d: bytes, p: int) -> tuple[VoteRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(VoteRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.voter_id = f_voter_id
-    ob_.topics = f_topics
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
-    f_cluster_id: str | None
+    ob_ = _new(VoteRequest)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -690,16 +641,16 @@ def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
         ln, p = _ruv(d, p)
     ln -= 1
     if ln < 0:
-        f_cluster_id = None
+        ob_.cluster_id = None
     else:
         if ln > 32767:
             raise MessageDecodeError("string field ClusterId had invalid length")
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
-        f_cluster_id = d[p:e].decode()
+        ob_.cluster_id = d[p:e].decode()
         p = e
-    (f_voter_id,) = _U_i(d, p)
+    (ob_.voter_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -716,7 +667,7 @@ def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
         for _ in range(ln):
             el_topics, p = _r_TopicData_2(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -731,10 +682,6 @@ def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(VoteRequest)
-    ob_.cluster_id = f_cluster_id
-    ob_.voter_id = f_voter_id
-    ob_.topics = f_topics
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

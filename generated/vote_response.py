@@ -21,24 +21,14 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_i = struct.Struct(">i")
-_P_i = _S_i.pack
-_U_i = _S_i.unpack_from
-_S_ihiio = struct.Struct(">ihii?")
-_P_ihiio = _S_ihiio.pack
-_U_ihiio = _S_ihiio.unpack_from
-_S_ihiiox = struct.Struct(">ihii?x")
-_P_ihiiox = _S_ihiiox.pack
-_U_ihiiox = _S_ihiiox.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_P_i = struct.Struct(">i").pack
+_U_i = struct.Struct(">i").unpack_from
+_U_ihiioB = struct.Struct(">ihii?B").unpack_from
+_P_ihiiox = struct.Struct(">ihii?x").pack
 
 
 @dataclass(slots=True)
@@ -163,6 +153,7 @@ class VoteResponse:
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
+    ob_ = _new(TopicData)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -177,7 +168,7 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        f_topic_name = d[p:e].decode()
+        ob_.topic_name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -192,17 +183,17 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
             (
-                f_partitions__partition_index,
-                f_partitions__error_code,
-                f_partitions__leader_id,
-                f_partitions__leader_epoch,
-                f_partitions__vote_granted,
-            ) = _U_ihiio(d, p)
-            p += 15
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.leader_id,
+                ob_partitions__.leader_epoch,
+                ob_partitions__.vote_granted,
+                nt,
+            ) = _U_ihiioB(d, p)
+            p += 16
             unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
             if nt:
                 if nt >= 128:
                     nt, p = _ruv(d, p - 1)
@@ -214,15 +205,9 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                         raise MessageDecodeError("tagged field is longer than the remaining bytes")
                     unk_partitions__.append((tg, d[p:te]))
                     p = te
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index = f_partitions__partition_index
-            ob_partitions__.error_code = f_partitions__error_code
-            ob_partitions__.leader_id = f_partitions__leader_id
-            ob_partitions__.leader_epoch = f_partitions__leader_epoch
-            ob_partitions__.vote_granted = f_partitions__vote_granted
             ob_partitions__.unknown_tagged_fields = unk_partitions__
             l_partitions.append(ob_partitions__)
-        f_partitions = l_partitions
+        ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -237,9 +222,6 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(TopicData)
-    ob_.topic_name = f_topic_name
-    ob_.partitions = f_partitions
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -257,7 +239,8 @@ def _w_NodeEndpoint_1(out: bytearray, o: NodeEndpoint) -> None:
 
 
 def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
-    (f_node_id,) = _U_i(d, p)
+    ob_ = _new(NodeEndpoint)
+    (ob_.node_id,) = _U_i(d, p)
     p += 4
     ln = d[p]
     if ln < 128:
@@ -273,13 +256,11 @@ def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -291,10 +272,6 @@ def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(NodeEndpoint)
-    ob_.node_id = f_node_id
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -394,7 +371,8 @@ def _w_VoteResponse_1(out: bytearray, o: VoteResponse) -> None:
 
 
 def _r_VoteResponse_0(d: bytes, p: int) -> tuple[VoteResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(VoteResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -411,7 +389,8 @@ def _r_VoteResponse_0(d: bytes, p: int) -> tuple[VoteResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_TopicData_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
+        ob_.topics = l_topics
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -429,16 +408,13 @@ def _r_VoteResponse_0(d: bytes, p: int) -> tuple[VoteResponse, int]:
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(VoteResponse)
-    ob_.error_code = f_error_code
-    ob_.topics = f_topics
-    ob_.node_endpoints = []
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
 
 def _r_VoteResponse_1(d: bytes, p: int) -> tuple[VoteResponse, int]:
-    (f_error_code,) = _U_h(d, p)
+    ob_ = _new(VoteResponse)
+    (ob_.error_code,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -455,8 +431,8 @@ def _r_VoteResponse_1(d: bytes, p: int) -> tuple[VoteResponse, int]:
         for _ in range(ln):
             el_topics, p = _r_TopicData_0(d, p)
             l_topics.append(el_topics)
-        f_topics = l_topics
-    f_node_endpoints: list[NodeEndpoint] = []
+        ob_.topics = l_topics
+    ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -485,16 +461,12 @@ def _r_VoteResponse_1(d: bytes, p: int) -> tuple[VoteResponse, int]:
                     for _ in range(ln):
                         el_node_endpoints, p = _r_NodeEndpoint_1(d, p)
                         l_node_endpoints.append(el_node_endpoints)
-                    f_node_endpoints = l_node_endpoints
+                    ob_.node_endpoints = l_node_endpoints
                 if p != te:
                     raise MessageDecodeError("tagged field NodeEndpoints does not fill its declared size")
             else:
                 unk_.append((tg, d[p:te]))
                 p = te
-    ob_ = _new(VoteResponse)
-    ob_.error_code = f_error_code
-    ob_.topics = f_topics
-    ob_.node_endpoints = f_node_endpoints
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

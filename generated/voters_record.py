@@ -21,24 +21,14 @@ from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
-_S_H = struct.Struct(">H")
-_P_H = _S_H.pack
-_U_H = _S_H.unpack_from
-_S_Hx = struct.Struct(">Hx")
-_P_Hx = _S_Hx.pack
-_U_Hx = _S_Hx.unpack_from
-_S_h = struct.Struct(">h")
-_P_h = _S_h.pack
-_U_h = _S_h.unpack_from
-_S_hh = struct.Struct(">hh")
-_P_hh = _S_hh.pack
-_U_hh = _S_hh.unpack_from
-_S_hhx = struct.Struct(">hhx")
-_P_hhx = _S_hhx.pack
-_U_hhx = _S_hhx.unpack_from
-_S_i16s = struct.Struct(">i16s")
-_P_i16s = _S_i16s.pack
-_U_i16s = _S_i16s.unpack_from
+_U_HB = struct.Struct(">HB").unpack_from
+_P_Hx = struct.Struct(">Hx").pack
+_P_h = struct.Struct(">h").pack
+_U_h = struct.Struct(">h").unpack_from
+_U_hhB = struct.Struct(">hhB").unpack_from
+_P_hhx = struct.Struct(">hhx").pack
+_P_i16s = struct.Struct(">i16s").pack
+_U_i16s = struct.Struct(">i16s").unpack_from
 
 
 @dataclass(slots=True)
@@ -161,6 +151,7 @@ class VotersRecord:
 
 
 def _r_Endpoint_0(d: bytes, p: int) -> tuple[Endpoint, int]:
+    ob_ = _new(Endpoint)
     ln = d[p]
     if ln < 128:
         p += 1
@@ -175,7 +166,7 @@ def _r_Endpoint_0(d: bytes, p: int) -> tuple[Endpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Name is longer than the remaining bytes")
-        f_name = d[p:e].decode()
+        ob_.name = d[p:e].decode()
         p = e
     ln = d[p]
     if ln < 128:
@@ -191,13 +182,11 @@ def _r_Endpoint_0(d: bytes, p: int) -> tuple[Endpoint, int]:
         e = p + ln
         if e > len(d):
             raise MessageDecodeError("field Host is longer than the remaining bytes")
-        f_host = d[p:e].decode()
+        ob_.host = d[p:e].decode()
         p = e
-    (f_port,) = _U_H(d, p)
-    p += 2
+    ob_.port, nt = _U_HB(d, p)
+    p += 3
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -209,10 +198,6 @@ def _r_Endpoint_0(d: bytes, p: int) -> tuple[Endpoint, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(Endpoint)
-    ob_.name = f_name
-    ob_.host = f_host
-    ob_.port = f_port
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -225,53 +210,10 @@ def _w_KRaftVersionFeature_0(out: bytearray, o: KRaftVersionFeature) -> None:
 
 
 def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int]:
-    f_min_supported_version, f_max_supported_version = _U_hh(d, p)
-    p += 4
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
     ob_ = _new(KRaftVersionFeature)
-    ob_.min_supported_version = f_min_supported_version
-    ob_.max_supported_version = f_max_supported_version
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_Voter_0(d: bytes, p: int) -> tuple[Voter, int]:
-    f_voter_id, f_voter_directory_id = _U_i16s(d, p)
-    p += 20
-    f_voter_directory_id = _uuid(f_voter_directory_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Endpoints was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Endpoints claims more elements than bytes remain")
-        l_endpoints: list[Endpoint] = []
-        for _ in range(ln):
-            el_endpoints, p = _r_Endpoint_0(d, p)
-            l_endpoints.append(el_endpoints)
-        f_endpoints = l_endpoints
-    f_kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
+    ob_.min_supported_version, ob_.max_supported_version, nt = _U_hhB(d, p)
+    p += 5
     unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
     if nt:
         if nt >= 128:
             nt, p = _ruv(d, p - 1)
@@ -283,11 +225,6 @@ def _r_Voter_0(d: bytes, p: int) -> tuple[Voter, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(Voter)
-    ob_.voter_id = f_voter_id
-    ob_.voter_directory_id = f_voter_directory_id
-    ob_.endpoints = f_endpoints
-    ob_.kraft_version_feature = f_kraft_version_feature
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 
@@ -333,7 +270,8 @@ def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
 
 
 def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
-    (f_version,) = _U_h(d, p)
+    ob_ = _new(VotersRecord)
+    (ob_.version,) = _U_h(d, p)
     p += 2
     ln = d[p]
     if ln < 128:
@@ -348,9 +286,44 @@ def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
         for _ in range(ln):
-            el_voters, p = _r_Voter_0(d, p)
-            l_voters.append(el_voters)
-        f_voters = l_voters
+            ob_voters__ = _new(Voter)
+            ob_voters__.voter_id, u_voters__voter_directory_id = _U_i16s(d, p)
+            p += 20
+            ob_voters__.voter_directory_id = _uuid(u_voters__voter_directory_id)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Endpoints was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Endpoints claims more elements than bytes remain")
+                l_voters__endpoints: list[Endpoint] = []
+                for _ in range(ln):
+                    el_voters__endpoints, p = _r_Endpoint_0(d, p)
+                    l_voters__endpoints.append(el_voters__endpoints)
+                ob_voters__.endpoints = l_voters__endpoints
+            ob_voters__.kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
+            unk_voters__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_voters__.append((tg, d[p:te]))
+                    p = te
+            ob_voters__.unknown_tagged_fields = unk_voters__
+            l_voters.append(ob_voters__)
+        ob_.voters = l_voters
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
     p += 1
@@ -365,9 +338,6 @@ def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
                 raise MessageDecodeError("tagged field is longer than the remaining bytes")
             unk_.append((tg, d[p:te]))
             p = te
-    ob_ = _new(VotersRecord)
-    ob_.version = f_version
-    ob_.voters = f_voters
     ob_.unknown_tagged_fields = unk_
     return ob_, p
 

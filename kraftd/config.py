@@ -274,47 +274,19 @@ def _protocol_map(raw: str | None, controller_names: list[str]) -> dict[str, str
 
 # Kafka keys that are valid in a server.properties but have no effect on this controller (contract 3).
 _TOLERATED = frozenset(
-    {
-        "num.network.threads",
-        "num.io.threads",
-        "socket.send.buffer.bytes",
-        "socket.receive.buffer.bytes",
-        "socket.request.max.bytes",
-        "num.partitions",
-        "num.recovery.threads.per.data.dir",
-        "offsets.topic.replication.factor",
-        "share.coordinator.state.topic.replication.factor",
-        "share.coordinator.state.topic.min.isr",
-        "transaction.state.log.replication.factor",
-        "transaction.state.log.min.isr",
-        "log.retention.hours",
-        "log.segment.bytes",
-        "log.retention.check.interval.ms",
-        "inter.broker.listener.name",
-    }
+    "num.network.threads num.io.threads socket.send.buffer.bytes socket.receive.buffer.bytes "
+    "socket.request.max.bytes num.partitions num.recovery.threads.per.data.dir offsets.topic.replication.factor "
+    "share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr "
+    "transaction.state.log.replication.factor transaction.state.log.min.isr log.retention.hours "
+    "log.segment.bytes log.retention.check.interval.ms inter.broker.listener.name".split()
 )
 
 _KNOWN = frozenset(
-    {
-        "node.id",
-        "process.roles",
-        "controller.listener.names",
-        "listeners",
-        "advertised.listeners",
-        "listener.security.protocol.map",
-        "metadata.log.dir",
-        "log.dirs",
-        "log.dir",
-        "controller.quorum.voters",
-        "controller.quorum.bootstrap.servers",
-        "controller.quorum.election.timeout.ms",
-        "controller.quorum.fetch.timeout.ms",
-        "controller.quorum.election.backoff.max.ms",
-        "controller.quorum.request.timeout.ms",
-        "controller.quorum.retry.backoff.ms",
-        "controller.quorum.append.linger.ms",
-        "metadata.log.segment.bytes",
-    }
+    "node.id process.roles controller.listener.names listeners advertised.listeners "
+    "listener.security.protocol.map metadata.log.dir log.dirs log.dir controller.quorum.voters "
+    "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
+    "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
+    "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes".split()
 )
 
 

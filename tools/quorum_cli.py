@@ -57,7 +57,7 @@ async def fetch_quorum(
                 last_error = str(exc)
                 continue
             finally:
-                conn.close()
+                await conn.close()
             if cluster.error_code != ErrorCode.NONE:
                 last_error = f"DescribeCluster failed: {ErrorCode(cluster.error_code).name} {cluster.error_message or ''}"
                 continue
@@ -75,7 +75,7 @@ async def fetch_quorum(
                 last_error = str(exc)
                 continue
             finally:
-                conn.close()
+                await conn.close()
             if resp.error_code != ErrorCode.NONE:
                 raise KraftError(f"DescribeQuorum failed: {ErrorCode(resp.error_code).name}")
             part = resp.topics[0].partitions[0]

@@ -100,7 +100,8 @@ class RaftNode:
             self.out.append(PersistElectionState(e))
             return Role.UNATTACHED, Unattached(self.election_deadline()), e
         if e.leader_id == self.local.id and self.is_voter:
-            return Role.RESIGNED, Resigned(self.election_deadline(), [], set()), e
+            others = {v for v in self.voters.ids if v != self.local.id}
+            return Role.RESIGNED, Resigned(self.election_deadline(), [], others), e
         if e.leader_id >= 0 and e.leader_id != self.local.id:
             return Role.FOLLOWER, Follower(e.leader_id, self.now + self.config.fetch_timeout_ms), e
         return Role.UNATTACHED, Unattached(self.election_deadline()), e
@@ -243,6 +244,8 @@ class RaftNode:
         self.data = data
         self.inflight.clear()
         self.backoff.clear()
+        # Requests the old role queued in this step would be answered into the void (invariant 2).
+        self.out = [e for e in self.out if not isinstance(e, SendRequest)]
 
     def record_vote(self, candidate: ReplicaKey) -> None:
         """Unattached/Prospective grant a standard vote: durable before the response (invariant 1)."""

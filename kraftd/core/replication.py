@@ -158,8 +158,8 @@ def update_high_watermark(node: RaftNode, d: Leader) -> None:
 def maybe_apply(node: RaftNode) -> None:
     if node.high_watermark > node.applied:
         done = node.log.batches_between(node.applied, node.high_watermark)
-        node.applied = node.high_watermark
         if done:
+            node.applied = done[-1].next_offset  # whole batches only; a partial one waits
             node.out.append(ApplyCommitted(tuple(done), node.high_watermark))
 
 

@@ -1,9 +1,8 @@
 """Answers the shell gives itself (not the core): ApiVersions, DescribeQuorum, DescribeCluster, Metadata.
 
 Contracts:
-1. ApiVersions lists exactly the APIs of :data:`SERVED`; an unsupported request version gets a v0 answer with
-   UNSUPPORTED_VERSION and only ApiVersions' own range (KIP-511); ``kraft.version`` (0-1) appears among the
-   supported features only for request versions >= 4.
+1. The server (kwire.server) answers ApiVersions from :func:`supported_versions`: exactly the APIs of
+   :data:`SERVED` at their full generated ranges.
 2. DescribeQuorum is answered by the leader; elsewhere the partition carries NOT_LEADER_OR_FOLLOWER (top-level
    NONE), as Kafka's controllers answer. A topic/partition other than ``__cluster_metadata``-0 gets
    UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners.
@@ -19,7 +18,6 @@ import uuid
 from dataclasses import dataclass
 
 from generated import describe_quorum_response as dq
-from generated.api_versions_response import ApiVersion, ApiVersionsResponse, SupportedFeatureKey
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
@@ -57,19 +55,6 @@ class ClusterView:
     cluster_id: str
     nodes: dict[int, tuple[Endpoint, ...]]  # node id -> listeners, controller listener first
     leader_id: int
-
-
-def api_versions_response(version: int) -> tuple[ApiVersionsResponse, int]:
-    """Contract 1; returns the response and the version to encode it at."""
-    lo, hi = API_SPECS[API_VERSIONS].lowest_version, API_SPECS[API_VERSIONS].highest_version
-    if not lo <= version <= hi:
-        resp = ApiVersionsResponse(
-            error_code=ErrorCode.UNSUPPORTED_VERSION, api_keys=[ApiVersion(API_VERSIONS, lo, hi)]
-        )
-        return resp, 0
-    keys = [ApiVersion(k, a, b) for k, (a, b) in sorted(supported_versions().items())]
-    features = [SupportedFeatureKey("kraft.version", 0, 1)] if version >= 4 else []
-    return ApiVersionsResponse(error_code=ErrorCode.NONE, api_keys=keys, supported_features=features), version
 
 
 def _replica(r: ReplicaInfo) -> dq.ReplicaState:

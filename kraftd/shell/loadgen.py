@@ -1,9 +1,10 @@
 """A load generator that appends through a node's RaftClient while that node leads (tests and benchmarks).
 
 Contracts:
-1. Every committed append is recorded as one line ``<offset> <record id> <commit wall ms> <latency us>`` in the
-   ack file, written (line-buffered) only after the append resolved, so a line is never written for an
-   uncommitted record. Record ids are ``<node id>p<pid>-<sequence>``: unique across runs of a node.
+1. Every committed append is recorded as one line ``<first offset> <last offset> <prefix> <first seq>
+   <commit wall ms> <latency us>`` in the ack file, written (line-buffered) only after the append resolved, so
+   a line is never written for an uncommitted record. The record at ``first offset + i`` has the id
+   ``<prefix>-<first seq + i>``; prefixes are ``<node id>p<pid>``, so ids are unique across runs of a node.
 2. While the node is not the leader the workers idle (10 ms polls); appends that fail are not recorded.
 3. ``in_flight`` workers each keep one append of ``batch`` records outstanding; the generator stops when
    ``stop`` is set.
@@ -12,19 +13,34 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
-import itertools
 import os
 import time
 from pathlib import Path
+from typing import NamedTuple
 
 from kraftd.core.replication import NotLeaderError
 from kraftd.shell.node import ControllerNode
 from kwire.errors import KraftError
 
 
-def record_value(record_id: str, size: int) -> bytes:
-    raw = record_id.encode("ascii")
-    return raw + b"." * max(0, size - len(raw))
+class Ack(NamedTuple):
+    first: int
+    last: int
+    prefix: str
+    first_seq: int
+    commit_ms: int
+    latency_us: int
+
+    def records(self) -> list[tuple[int, str]]:
+        """(offset, record id) of every record of this append."""
+        return [
+            (self.first + i, f"{self.prefix}-{self.first_seq + i}") for i in range(self.last - self.first + 1)
+        ]
+
+
+def parse_ack_line(line: str) -> Ack:
+    a, b, prefix, seq, ms, us = line.split()
+    return Ack(int(a), int(b), prefix, int(seq), int(ms), int(us))
 
 
 def record_id_of(value: bytes) -> str:
@@ -40,26 +56,30 @@ async def run_load(
     stop: asyncio.Event,
     batch: int = 1,
 ) -> None:
-    seq = itertools.count(1)
     me = node.config.node_id
     prefix = f"{me}p{os.getpid()}"
+    next_seq = 1
     with ack_file.open("a", buffering=1) as out:
 
         async def worker() -> None:
+            nonlocal next_seq
             while not stop.is_set():
-                if node.core.leader_id() != me:
+                if node.known_leader() != me:
                     await asyncio.sleep(0.01)
                     continue
-                rids = [f"{prefix}-{next(seq)}" for _ in range(batch)]
+                first_seq = next_seq
+                next_seq += batch
+                values = [
+                    f"{prefix}-{s}".encode().ljust(record_size, b".") for s in range(first_seq, next_seq)
+                ]
                 t0 = time.perf_counter()
                 try:
-                    last = await node.append([record_value(rid, record_size) for rid in rids])
+                    last = await node.append(values)
                 except (NotLeaderError, KraftError):
                     await asyncio.sleep(0.01)
                     continue
                 latency_us = int((time.perf_counter() - t0) * 1_000_000)
-                ms = int(time.time() * 1000)
-                first = last - len(rids) + 1
-                out.write("".join(f"{first + i} {rid} {ms} {latency_us}\n" for i, rid in enumerate(rids)))
+                first = last - batch + 1
+                out.write(f"{first} {last} {prefix} {first_seq} {int(time.time() * 1000)} {latency_us}\n")
 
         await asyncio.gather(*(worker() for _ in range(in_flight)))

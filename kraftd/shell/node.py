@@ -52,10 +52,10 @@ from kraftd.core.events import Event, LogFlushed, RequestReceived, ResponseRecei
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
-from kraftd.core.types import LeaderAndEpoch, ReplicaKey
+from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.shell import handlers
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
-from kraftd.shell.transport import PeerConnection, PeerError, Server
+from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
 
@@ -97,7 +97,12 @@ class ControllerNode:
         self.storage = storage
         for cut in storage.log.recovery_cuts:
             log.warning("recovered log: %s", cut.describe())
-        self.setup = quorum_setup(cfg, storage)
+        try:
+            self.setup = quorum_setup(cfg, storage)
+        except BaseException:
+            storage.close()
+            self.storage = None
+            raise
         self.mirror = DiskMirror(storage, self.setup)
         self.cluster_id = storage.meta.cluster_id
         local = ReplicaKey(cfg.node_id, storage.meta.directory_id)
@@ -131,7 +136,9 @@ class ControllerNode:
                     timeout_ms=cfg.request_timeout_ms,
                 )
         bind = cfg.controller_listener
-        self.server = Server(bind.host, bind.port, self._handle, handlers.supported_versions())
+        self.server = KafkaServer(
+            self._handle, handlers.supported_versions(), host=bind.host or "0.0.0.0", port=bind.port
+        )
         await self.server.start()
         log.info(
             "node %d listening on %s:%d (cluster %s)",
@@ -178,7 +185,8 @@ class ControllerNode:
                 fut.set_exception(NotLeaderError("the node stopped"))
         self._waiters.clear()
         for peer in [*self.peers.values(), *self._forwarders.values()]:
-            peer.close()
+            with contextlib.suppress(Exception):
+                await peer.close()
         if getattr(self, "server", None) is not None:
             await self.server.close()
         if self.storage is not None:
@@ -276,38 +284,36 @@ class ControllerNode:
     def cluster_view(self) -> handlers.ClusterView:
         nodes: dict[int, tuple[Endpoint, ...]] = dict(self.setup.endpoints)
         nodes[self.config.node_id] = self.config.advertised_controller_listeners
-        return handlers.ClusterView(self.cluster_id, nodes, self.core.leader_id())
+        return handlers.ClusterView(self.cluster_id, nodes, self.known_leader())
 
-    async def _handle(self, header: RequestHeader, body: Any, version: int) -> tuple[Any, int] | None:
+    async def _handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         key = header.request_api_key
-        if key == handlers.API_VERSIONS:
-            return handlers.api_versions_response(version)
         if key == handlers.DESCRIBE_QUORUM:
             assert isinstance(body, DescribeQuorumRequest)
             try:
-                info = self.client.describe_quorum()
+                quorum = self.client.describe_quorum()
             except NotLeaderError:
-                info = None
+                quorum = None
                 forwarded = await self._forward(header, body)
                 if forwarded is not None:
-                    return forwarded, version
-            return handlers.describe_quorum_response(body, info, self.cluster_view()), version
+                    return forwarded
+            return handlers.describe_quorum_response(body, quorum, self.cluster_view())
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
-            return handlers.describe_cluster_response(body, self.cluster_view()), version
+            return handlers.describe_cluster_response(body, self.cluster_view())
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
-            return handlers.metadata_response(body, self.cluster_view()), version
+            return handlers.metadata_response(body, self.cluster_view())
         token = self._next_token
         self._next_token += 1
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[token] = fut
         self._events.put_nowait(RequestReceived(now_ms(), token, body))
-        return await fut, version
+        return await fut
 
     async def _forward(self, header: RequestHeader, body: Any) -> Any | None:
         """Contract 9: relay a client's DescribeQuorum to the leader, once; None when that is not possible."""
-        leader = self.core.leader_id()
+        leader = self.known_leader()
         if leader < 0 or leader == self.config.node_id or (header.client_id or "").startswith(FORWARD_CLIENT):
             return None
         target = self.peers.get(leader)
@@ -365,9 +371,15 @@ class ControllerNode:
         self._leader_changed.set()
         self._leader_changed = asyncio.Event()
 
+    def known_leader(self) -> int:
+        """The leader this node knows of, -1 if none (a resigned leader no longer counts)."""
+        if self.core.role is Role.RESIGNED:
+            return -1
+        return self.core.leader_id()
+
     async def wait_for_leader(self, timeout: float) -> LeaderAndEpoch:
         """The current leader once one is known (TimeoutError after ``timeout`` seconds)."""
         async with asyncio.timeout(timeout):
-            while self.core.leader_id() < 0:
+            while self.known_leader() < 0:
                 await self._leader_changed.wait()
         return self.core.leader_and_epoch()

@@ -20,6 +20,7 @@ from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.types import NO_LEADER, ElectionState, ReplicaKey, VoterSet
 from kraftd.storage import batches as batch_format
 from kraftd.storage.bootstrap import read_bootstrap_checkpoint
+from kraftd.storage.errors import StorageNotReadyError
 from kraftd.storage.layout import NodeStorage
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.quorum_state import NOT_VOTED, ElectionStateRecord
@@ -36,7 +37,8 @@ class QuorumSetup:
 
 
 def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
-    """Static ``controller.quorum.voters`` win; else the bootstrap checkpoint written by ``format``."""
+    """Static ``controller.quorum.voters`` win; else the bootstrap checkpoint written by ``format``; with
+    neither the node refuses to start (StorageNotReadyError)."""
     if config.quorum_voters:
         name = config.controller_listener_names[0]
         return QuorumSetup(
@@ -45,9 +47,14 @@ def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
             0,
         )
     path = storage.bootstrap_checkpoint
-    if path is None:
-        return QuorumSetup(VoterSet(()), {}, 1)
-    version, voters = read_bootstrap_checkpoint(path)
+    version, voters = read_bootstrap_checkpoint(path) if path is not None else (1, [])
+    if not voters:
+        raise StorageNotReadyError(
+            f"{storage.log_dir} holds no voter set (formatted with --no-initial-controllers?) and "
+            "controller.quorum.voters is not set: joining a quorum as an observer (KIP-853 add-controller) "
+            "is not supported yet. Format with --standalone or --initial-controllers, or set "
+            "controller.quorum.voters."
+        )
     return QuorumSetup(
         VoterSet(tuple(ReplicaKey(v.node_id, v.directory_id) for v in voters)),
         {v.node_id: v.endpoints for v in voters},

@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from kraftd.core.config import BugFlags
+from kraftd.sim.harness import LIVENESS_BOUND_MS
 from kraftd.sim.runner import run_many, run_seed
 from kraftd.sim.scenarios import SCENARIOS
 
@@ -42,7 +43,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose or not r.ok:
             print(r.report())
     n, bad = len(sweep.results), len(sweep.failures)
-    print(f"{n} seeds, {bad} failed, {sweep.seconds:.1f}s, {sweep.seeds_per_second:.2f} seeds/s")
+    print(
+        f"{n} seeds, {bad} failed, {sweep.seconds:.1f}s, {sweep.seeds_per_second:.2f} seeds/s, "
+        f"slowest liveness check {sweep.slowest_commit_ms} ms (bound {LIVENESS_BOUND_MS} ms)"
+    )
     return 1 if bad else 0
 
 

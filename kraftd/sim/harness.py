@@ -46,6 +46,7 @@ class Harness:
         self.bugs = bugs or BugFlags()
         self.cluster: Cluster | None = None
         self.work = Workload()
+        self.max_commit_wait_ms = 0  # the slowest liveness check of the run (reported by sweeps)
 
     # ----- setup -----
     def setup(
@@ -128,6 +129,7 @@ class Harness:
     def wait_commit(self, timeout_ms: int = LIVENESS_BOUND_MS) -> None:
         """Liveness: a fresh append commits within the bound (retried on every new leader)."""
         c = self.c
+        start = c.now
         deadline = c.now + timeout_ms
         while c.now < deadline:
             entry = self.append_now()
@@ -142,6 +144,7 @@ class Harness:
 
             c.run_until(deadline, done)
             if self.is_committed(entry):
+                self.max_commit_wait_ms = max(self.max_commit_wait_ms, c.now - start)
                 return
         raise LivenessFailure(f"no append committed within {timeout_ms} ms (t={c.now})")
 

@@ -24,6 +24,7 @@ class SeedResult:
     trace: tuple[str, ...] = field(default=())
     events: int = 0
     virtual_ms: int = 0
+    commit_wait_ms: int = 0
 
     def report(self) -> str:
         if self.ok:
@@ -54,7 +55,9 @@ def run_seed(scenario: str, seed: int, bugs: BugFlags | None = None) -> SeedResu
             c.now if c else 0,
         )
     c = h.c
-    return SeedResult(scenario, seed, True, events=c.events, virtual_ms=c.now)
+    return SeedResult(
+        scenario, seed, True, events=c.events, virtual_ms=c.now, commit_wait_ms=h.max_commit_wait_ms
+    )
 
 
 def pick(seed: int, names: list[str]) -> str:
@@ -73,6 +76,10 @@ class Sweep:
     @property
     def failures(self) -> list[SeedResult]:
         return [r for r in self.results if not r.ok]
+
+    @property
+    def slowest_commit_ms(self) -> int:
+        return max((r.commit_wait_ms for r in self.results), default=0)
 
     @property
     def seeds_per_second(self) -> float:

@@ -1,7 +1,7 @@
 """The few record-batch (v2) facts the log needs, kept in one place.
 
-This is the single adapter between storage and the batch format: when kwire's record API is the source of truth
-for these checks, only this module changes.
+This is the single adapter between storage and the batch format: the header peek is a plain struct read, the
+structural and CRC-32C checks are kwire.records'.
 
 Batch header offsets (Kafka record batch v2): baseOffset int64 @0, length int32 @8 (bytes after the length
 field), partitionLeaderEpoch int32 @12, magic int8 @16, crc uint32 @17, attributes int16 @21,
@@ -18,13 +18,12 @@ from __future__ import annotations
 import struct
 from typing import NamedTuple
 
-import crc32c
+from kwire import records as kwire_records
+from kwire.errors import CorruptRecordError
 
 LOG_OVERHEAD = 12  # baseOffset + length
 HEADER_SIZE = 61
 MIN_LENGTH = HEADER_SIZE - LOG_OVERHEAD
-MAGIC_V2 = 2
-CRC_START = 21
 CONTROL_FLAG = 0x20
 
 _HEAD = struct.Struct(">qiibIhi")
@@ -67,13 +66,14 @@ def check(buf: bytes | bytearray | memoryview, pos: int, header: BatchHeader) ->
         return f"batch length {header.length} is below the minimum {MIN_LENGTH}"
     if pos + header.size > len(buf):
         return f"batch claims {header.size} bytes but only {len(buf) - pos} remain (torn write)"
-    if header.magic != MAGIC_V2:
-        return f"unsupported magic {header.magic}"
     if header.last_offset_delta < 0:
         return f"negative last offset delta {header.last_offset_delta}"
-    actual = crc32c.crc32c(memoryview(buf)[pos + CRC_START : pos + header.size])
-    if actual != header.crc:
-        return f"CRC mismatch (stored {header.crc:#010x}, computed {actual:#010x})"
+    try:
+        verified = kwire_records.peek_batch(buf, pos, verify_crc=True)
+    except CorruptRecordError as exc:
+        return str(exc)
+    if not verified.crc_ok:
+        return f"CRC mismatch (stored {header.crc:#010x})"
     return None
 
 

@@ -1,24 +1,20 @@
-"""Control records as storage and the tools see them (the one adapter to the control-record format).
+"""Control records as storage and the tools see them: the one adapter to kwire.control.
 
 Contracts:
-1. A control record key is 4 bytes: int16 key version (0) and int16 type; :func:`control_type` reads it and
-   returns None for a malformed key.
-2. Control record values are the generated data classes serialized at schema version 0 (Kafka's on-disk
-   convention, LeaderChangeMessage included).
-3. :func:`describe_control_record` never raises: an undecodable value is described as such.
-4. The bootstrap snapshot layout is kraftd.storage.bootstrap contract 2.
+1. Control record keys and values follow kwire.control (key = int16 version 0 + int16 type; values are the
+   generated data classes at version 0).
+2. :func:`describe_control_record` never raises: an undecodable record is described as such.
+3. The bootstrap snapshot layout is kraftd.storage.bootstrap contract 2.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import struct
 import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from generated.kraft_version_record import KRaftVersionRecord
-from generated.leader_change_message import LeaderChangeMessage
 from generated.snapshot_footer_record import SnapshotFooterRecord
 from generated.snapshot_header_record import SnapshotHeaderRecord
 from generated.voters_record import Endpoint as VoterEndpoint
@@ -27,48 +23,25 @@ from kraftd.config import Endpoint
 from kraftd.storage.errors import StorageError
 from kraftd.storage.uuids import uuid_to_str
 from kwire.batches import iter_batches
+from kwire.control import ControlRecordType, build_control_batch, control_key, decode_control_record
 from kwire.errors import KraftError
-from kwire.records import Record, build_batch
+from kwire.records import Record
 
 if TYPE_CHECKING:
     from kraftd.storage.bootstrap import BootstrapVoter
 
-LEADER_CHANGE = 2
-SNAPSHOT_HEADER = 3
-SNAPSHOT_FOOTER = 4
-KRAFT_VERSION = 5
-KRAFT_VOTERS = 6
+__all__ = ["control_key", "describe_control_record", "bootstrap_snapshot_bytes", "read_bootstrap_snapshot"]
 
-CONTROL_TYPE_NAMES = {
-    0: "Abort",
-    1: "Commit",
-    LEADER_CHANGE: "LeaderChange",
-    SNAPSHOT_HEADER: "SnapshotHeader",
-    SNAPSHOT_FOOTER: "SnapshotFooter",
-    KRAFT_VERSION: "KRaftVersion",
-    KRAFT_VOTERS: "KRaftVoters",
-}
-
-_VALUE_CLASSES: dict[int, Any] = {
-    LEADER_CHANGE: LeaderChangeMessage,
-    SNAPSHOT_HEADER: SnapshotHeaderRecord,
-    SNAPSHOT_FOOTER: SnapshotFooterRecord,
-    KRAFT_VERSION: KRaftVersionRecord,
-    KRAFT_VOTERS: VotersRecord,
+# Kafka's kafka-dump-log names for the control types.
+_NAMES = {
+    ControlRecordType.LEADER_CHANGE: "LeaderChange",
+    ControlRecordType.SNAPSHOT_HEADER: "SnapshotHeader",
+    ControlRecordType.SNAPSHOT_FOOTER: "SnapshotFooter",
+    ControlRecordType.KRAFT_VERSION: "KRaftVersion",
+    ControlRecordType.KRAFT_VOTERS: "KRaftVoters",
 }
 
 KRAFT_VERSION_MAX = 1
-
-
-def control_key(ctype: int) -> bytes:
-    return struct.pack(">hh", 0, ctype)
-
-
-def control_type(key: bytes | None) -> int | None:
-    if key is None or len(key) < 4:
-        return None
-    version, ctype = struct.unpack_from(">hh", key, 0)
-    return None if version < 0 else int(ctype)
 
 
 def _camel(name: str) -> str:
@@ -95,32 +68,15 @@ def _render(value: Any) -> str:
     return str(value)
 
 
-def decode_control_value(ctype: int, value: bytes) -> Any:
-    """The generated object for a known control type (contract 2); KraftError for bad bytes."""
-    cls = _VALUE_CLASSES.get(ctype)
-    if cls is None:
-        raise StorageError(f"control type {ctype} has no known value schema")
-    return cls.decode(value, 0)
-
-
 def describe_control_record(key: bytes | None, value: bytes | None) -> str:
-    ctype = control_type(key)
-    if ctype is None:
-        return "controlType: invalid key"
-    name = CONTROL_TYPE_NAMES.get(ctype, f"Unknown({ctype})")
-    if value is None:
-        return f"{name}: null"
     try:
-        return f"{name}: {_render(decode_control_value(ctype, value))}"
+        decoded = decode_control_record(Record(0, 0, key, value))
     except KraftError as exc:
-        return f"{name}: undecodable value ({exc}) {value.hex()}"
-
-
-def _control_batch(base_offset: int, now_ms: int, values: Sequence[tuple[int, bytes]]) -> bytes:
-    records = [Record(i, 0, control_key(t), v) for i, (t, v) in enumerate(values)]
-    return build_batch(
-        records, base_offset=base_offset, partition_leader_epoch=0, base_timestamp=now_ms, is_control=True
-    )
+        return f"undecodable control record ({exc})"
+    if decoded is None:
+        return f"unknown control type: {(value or b'').hex()}"
+    kind, message = decoded
+    return f"{_NAMES.get(kind, kind.name.title())}: {_render(message)}"
 
 
 def bootstrap_snapshot_bytes(voters: Sequence[BootstrapVoter], *, now_ms: int) -> bytes:
@@ -136,16 +92,25 @@ def bootstrap_snapshot_bytes(voters: Sequence[BootstrapVoter], *, now_ms: int) -
             for v in voters
         ],
     )
-    first = _control_batch(
-        0,
-        now_ms,
+    first = build_control_batch(
         [
-            (SNAPSHOT_HEADER, SnapshotHeaderRecord(version=0, last_contained_log_timestamp=now_ms).encode(0)),
-            (KRAFT_VERSION, KRaftVersionRecord(version=0, kraft_version=1).encode(0)),
-            (KRAFT_VOTERS, voters_record.encode(0)),
+            (
+                ControlRecordType.SNAPSHOT_HEADER,
+                SnapshotHeaderRecord(version=0, last_contained_log_timestamp=now_ms),
+            ),
+            (ControlRecordType.KRAFT_VERSION, KRaftVersionRecord(version=0, kraft_version=1)),
+            (ControlRecordType.KRAFT_VOTERS, voters_record),
         ],
+        base_offset=0,
+        partition_leader_epoch=0,
+        timestamp=now_ms,
     )
-    footer = _control_batch(3, now_ms, [(SNAPSHOT_FOOTER, SnapshotFooterRecord(version=0).encode(0))])
+    footer = build_control_batch(
+        [(ControlRecordType.SNAPSHOT_FOOTER, SnapshotFooterRecord(version=0))],
+        base_offset=3,
+        partition_leader_epoch=0,
+        timestamp=now_ms,
+    )
     return first + footer
 
 
@@ -161,20 +126,22 @@ def read_bootstrap_snapshot(data: bytes, where: str) -> tuple[int, list[Bootstra
             if not batch.is_control:
                 continue
             for rec in batch.records:
-                ctype = control_type(rec.key)
-                if ctype == KRAFT_VERSION and rec.value is not None:
-                    kraft_version = KRaftVersionRecord.decode(rec.value, 0).kraft_version
-                elif ctype == KRAFT_VOTERS and rec.value is not None:
-                    vr = VotersRecord.decode(rec.value, 0)
+                decoded = decode_control_record(rec)
+                if decoded is None:
+                    continue
+                kind, message = decoded
+                if kind == ControlRecordType.KRAFT_VERSION:
+                    kraft_version = message.kraft_version
+                elif kind == ControlRecordType.KRAFT_VOTERS:
                     voters = [
                         BootstrapVoter(
                             v.voter_id,
                             v.voter_directory_id,
                             tuple(Endpoint(e.name, e.host, e.port) for e in v.endpoints),
                         )
-                        for v in vr.voters
+                        for v in message.voters
                     ]
-                elif ctype == SNAPSHOT_FOOTER:
+                elif kind == ControlRecordType.SNAPSHOT_FOOTER:
                     saw_footer = True
     except KraftError as exc:
         raise StorageError(f"{where}: corrupt bootstrap checkpoint: {exc}") from None

@@ -43,6 +43,7 @@ CASES = {
     "field_flexible_versions_on_int": ("Counter", "only allowed on string and bytes"),
     "nullable_int": ("Maybe", "nullableVersions"),
     "unknown_type": ("Odd", "int128"),
+    "header_versions_gap": ("headerVersions", "not contiguous"),
     "invalid_message_name": ("name", "capitalized"),
     "reserved_field_name": ("Encode", "clashes with a generated method"),
     "reserved_struct_name": ("UUID", "reserved"),

@@ -65,7 +65,9 @@ class World:
     next_token: int = 1
     out: list[str] = field(default_factory=list)
 
-    def new_node(self, nid: int, election: ElectionState | None = None, log: ReplicatedLog | None = None) -> None:
+    def new_node(
+        self, nid: int, election: ElectionState | None = None, log: ReplicatedLog | None = None
+    ) -> None:
         self.nodes[nid] = RaftNode(
             local=ReplicaKey(nid),
             voters=self.voters,
@@ -196,7 +198,9 @@ def run_command(w: World, line: str) -> str:
     elif cmd == "drop":
         to, frm = args.get("to"), args.get("from")
         w.queue = [
-            q for q in w.queue if not ((to is None or q.dst == int(to)) and (frm is None or q.src == int(frm)))
+            q
+            for q in w.queue
+            if not ((to is None or q.dst == int(to)) and (frm is None or q.src == int(frm)))
         ]
     elif cmd == "flush":
         for nid in [node] if node is not None else sorted(w.flushes):
@@ -226,8 +230,14 @@ def run_command(w: World, line: str) -> str:
     elif cmd == "fetch":
         frm = int(args["from"])
         req = m.fetch_request(
-            w.cluster_id, ReplicaKey(frm), int(args["epoch"]), int(args["offset"]), int(args["last-epoch"]), 0,
-            8 << 20, 0,
+            w.cluster_id,
+            ReplicaKey(frm),
+            int(args["epoch"]),
+            int(args["offset"]),
+            int(args["last-epoch"]),
+            0,
+            8 << 20,
+            0,
         )
         w.inject(int(args["to"]), frm, req)
     elif cmd in ("begin-quorum", "end-quorum"):

@@ -9,9 +9,9 @@ from click.testing import CliRunner
 from generated.leader_change_message import LeaderChangeMessage, Voter
 from kraftd.config import Endpoint
 from kraftd.storage.bootstrap import BootstrapVoter, write_bootstrap_checkpoint
-from kraftd.storage.controlrec import LEADER_CHANGE, control_key
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.uuids import random_uuid, uuid_to_str
+from kwire.control import ControlRecordType, control_key
 from kwire.records import Record, build_batch, build_data_batch
 from tools.dump_log_cli import main
 
@@ -19,7 +19,7 @@ from tools.dump_log_cli import main
 def make_log(tmp_path: Path) -> Path:
     log = MetadataLog(tmp_path, 1 << 20)
     lc = LeaderChangeMessage(version=0, leader_id=2, voters=[Voter(1), Voter(2)], granting_voters=[Voter(2)])
-    rec = Record(0, 0, control_key(LEADER_CHANGE), lc.encode(0))
+    rec = Record(0, 0, control_key(ControlRecordType.LEADER_CHANGE), lc.encode(0))
     log.append(build_batch([rec], base_offset=0, partition_leader_epoch=3, base_timestamp=5, is_control=True))
     log.append(build_data_batch([b"ab", b"cde"], base_offset=1, partition_leader_epoch=3, timestamp=7))
     log.flush()

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
@@ -20,13 +22,16 @@ from kraftd.shell.node import ControllerNode
 from kraftd.shell.persistence import QuorumSetup, to_core_state, to_record
 from kraftd.shell.transport import PeerConnection
 from kraftd.storage import fsio
-from kraftd.storage.errors import LogIOError
+from kraftd.storage.errors import LogIOError, StorageNotReadyError
 from kraftd.storage.layout import partition_dir
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.quorum_state import QuorumStateFile
+from kraftd.storage.uuids import uuid_to_str
 from kwire.errors import ErrorCode
+from kwire.records import decode_batch
 from tests.daemon.cluster import CLUSTER_ID, free_ports
 from tests.daemon.conftest import write_properties
+from tools.kraftd_cli import main
 from tools.storage_cli import format_directory
 
 DIR = uuid.UUID(int=77)
@@ -52,18 +57,6 @@ VIEW = handlers.ClusterView(
     {1: (Endpoint("CONTROLLER", "127.0.0.1", 9001),), 2: (Endpoint("CONTROLLER", "127.0.0.1", 9002),)},
     2,
 )
-
-
-def test_api_versions_answers() -> None:
-    resp, version = handlers.api_versions_response(4)
-    assert version == 4 and resp.error_code == 0
-    assert {a.api_key for a in resp.api_keys} == set(handlers.SERVED)
-    assert [f.name for f in resp.supported_features] == ["kraft.version"]
-    resp, version = handlers.api_versions_response(3)
-    assert resp.supported_features == []
-    resp, version = handlers.api_versions_response(9)
-    assert version == 0 and resp.error_code == ErrorCode.UNSUPPORTED_VERSION
-    assert [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys] == [(18, 0, 4)]
 
 
 def test_describe_quorum_answers() -> None:
@@ -94,16 +87,18 @@ def test_describe_cluster_and_metadata_answers() -> None:
 
 
 def single_node(tmp_path: Path) -> ControllerNode:
-    (port,) = free_ports(1)
-    cfg = write_properties(
-        tmp_path / "s.properties",
-        1,
-        port,
-        tmp_path / "d",
-        voters=f"1@127.0.0.1:{port}",
-        extra={"controller.quorum.append.linger.ms": "0"},
-    )
-    format_directory(load_config(cfg), CLUSTER_ID)
+    cfg = tmp_path / "s.properties"
+    if not cfg.exists():  # the first call formats; later calls restart the same node
+        (port,) = free_ports(1)
+        write_properties(
+            cfg,
+            1,
+            port,
+            tmp_path / "d",
+            voters=f"1@127.0.0.1:{port}",
+            extra={"controller.quorum.append.linger.ms": "0"},
+        )
+        format_directory(load_config(cfg), CLUSTER_ID)
     return ControllerNode(load_config(cfg), seed=1)
 
 
@@ -121,7 +116,7 @@ def test_single_node_commits_and_persists(tmp_path: Path) -> None:
                     DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
                 )
             finally:
-                conn.close()
+                await conn.close()
             assert resp.topics[0].partitions[0].high_watermark > max(offsets)
             return offsets
         finally:
@@ -156,3 +151,94 @@ def test_failed_fsync_stops_the_node_without_acknowledging(
         return node.fatal
 
     assert isinstance(asyncio.run(run()), LogIOError)
+
+
+def test_restart_recovers_log_and_quorum_state(tmp_path: Path) -> None:
+    async def run_once(values: list[bytes]) -> tuple[int, int]:
+        node = single_node(tmp_path)
+        await node.start()
+        try:
+            leader = await node.wait_for_leader(10)
+            last = -1
+            for v in values:
+                last = await node.append([v])
+            return leader.epoch, last
+        finally:
+            await node.stop(graceful=False)
+
+    epoch1, last1 = asyncio.run(run_once([b"a", b"b"]))
+    epoch2, last2 = asyncio.run(run_once([b"c"]))
+    assert epoch2 > epoch1  # the persisted epoch survived: a restart never reuses an epoch
+    assert last2 > last1
+    log = MetadataLog(partition_dir(tmp_path / "d"), 1 << 30)
+    values = []
+    for raw in log.batches():
+        batch = decode_batch(raw)
+        if not batch.is_control:
+            values += [r.value for r in batch.records]
+    log.close()
+    assert values == [b"a", b"b", b"c"]
+
+
+def test_dynamic_quorum_from_initial_controllers(tmp_path: Path) -> None:
+    ports = free_ports(3)
+    dirs = [uuid.UUID(int=1000 + i) for i in range(3)]
+    spec = ",".join(
+        f"{i + 1}@127.0.0.1:{p}:{uuid_to_str(d)}" for i, (p, d) in enumerate(zip(ports, dirs, strict=True))
+    )
+    configs = []
+    for i, port in enumerate(ports):
+        cfg = write_properties(tmp_path / f"{i}.properties", i + 1, port, tmp_path / f"d{i}")
+        format_directory(load_config(cfg), CLUSTER_ID, initial_controllers=spec)
+        configs.append(load_config(cfg))
+
+    async def run() -> tuple[int, list[tuple[int, uuid.UUID]], list[int]]:
+        nodes = [ControllerNode(c, seed=i) for i, c in enumerate(configs)]
+        for n in nodes:
+            await n.start()
+        try:
+            leader = await nodes[0].wait_for_leader(15)
+            conn = PeerConnection("127.0.0.1", ports[0], client_id="t", timeout_ms=3000)
+            try:
+                for _ in range(50):
+                    resp = await conn.request(
+                        DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
+                    )
+                    part = resp.topics[0].partitions[0]
+                    if part.error_code == 0:
+                        break
+                    await asyncio.sleep(0.1)
+            finally:
+                await conn.close()
+            voters = sorted((v.replica_id, v.replica_directory_id) for v in part.current_voters)
+            return leader.leader_id, voters, sorted(n.node_id for n in resp.nodes)
+        finally:
+            for n in nodes:
+                await n.stop()
+
+    leader, voters, node_ids = asyncio.run(run())
+    assert leader in (1, 2, 3)
+    assert voters == [(1, dirs[0]), (2, dirs[1]), (3, dirs[2])]
+    assert node_ids == [1, 2, 3]
+    state = QuorumStateFile(partition_dir(tmp_path / "d0")).read()
+    assert state is not None and state.data_version == 1
+
+
+def test_kraftd_perf_command(tmp_path: Path) -> None:
+    single_node(tmp_path)  # formats and writes the config
+    result = CliRunner().invoke(
+        main, ["perf", str(tmp_path / "s.properties"), "--records", "300", "--in-flight", "30", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    line = [ln for ln in result.output.splitlines() if ln.startswith("{")][-1]
+    stats = json.loads(line)
+    assert stats["records"] == 300 and stats["records_per_sec"] > 0 and stats["p99_ms"] >= stats["p50_ms"]
+
+
+def test_no_voter_set_refuses_to_start(tmp_path: Path) -> None:
+    (port,) = free_ports(1)
+    cfg = write_properties(tmp_path / "s.properties", 1, port, tmp_path / "d")
+    format_directory(load_config(cfg), CLUSTER_ID, no_initial_controllers=True)
+    node = ControllerNode(load_config(cfg))
+    with pytest.raises(StorageNotReadyError, match="no voter set"):
+        asyncio.run(node.start())

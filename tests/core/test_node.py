@@ -1,0 +1,279 @@
+"""Behaviour of one RaftNode driven directly with events (KIP-595, KIP-996)."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from kraftd.core import BugFlags, QuorumConfig, RaftClient, RaftNode, ReplicaKey, Role, VoterSet
+from kraftd.core import effects as fx
+from kraftd.core import messages as m
+from kraftd.core.batches import data_batch
+from kraftd.core.events import AppendRecords, LogFlushed, RequestReceived, ResponseReceived, Shutdown, Tick
+from kraftd.core.log import OffsetAndEpoch, ReplicatedLog
+from kraftd.core.replication import NotLeaderError
+from kraftd.core.types import ElectionState, LeaderAndEpoch
+from kwire.errors import ErrorCode
+
+
+def node(
+    nid: int = 1, voters: tuple[int, ...] = (1, 2, 3), bugs: BugFlags | None = None, **kw: Any
+) -> RaftNode:
+    return RaftNode(
+        local=ReplicaKey(nid),
+        voters=VoterSet.of(*voters),
+        config=QuorumConfig(bugs=bugs or BugFlags()),
+        rng=random.Random(7),
+        cluster_id="c",
+        **kw,
+    )
+
+
+def sent(effects: list[fx.Effect], cls: type) -> list[fx.SendRequest]:
+    return [e for e in effects if isinstance(e, fx.SendRequest) and isinstance(e.message, cls)]
+
+
+def answer(effects: list[fx.Effect]) -> Any:
+    (resp,) = [e.message for e in effects if isinstance(e, fx.SendResponse)]
+    return resp
+
+
+def to_prospective(n: RaftNode) -> list[fx.Effect]:
+    return n.step(Tick(2000))  # past any randomized election timeout in [1000, 2000)
+
+
+def vote_resp(granted: bool, epoch: int, leader: int = -1, error: ErrorCode = ErrorCode.NONE) -> Any:
+    return m.vote_response(error, ErrorCode.NONE, leader, epoch, granted)
+
+
+def elect(n: RaftNode) -> list[fx.Effect]:
+    """Drive a 3-voter node to leadership: pre-vote grant from 2, then vote grant from 2."""
+    out = to_prospective(n)
+    (pre,) = [e for e in sent(out, m.VoteRequest) if e.destination == 2]
+    out = n.step(ResponseReceived(2001, 2, pre.request_id, vote_resp(True, n.epoch)))
+    (real,) = [e for e in sent(out, m.VoteRequest) if e.destination == 2]
+    return n.step(ResponseReceived(2002, 2, real.request_id, vote_resp(True, n.epoch)))
+
+
+def test_single_voter_elects_itself_at_once() -> None:
+    n = node(voters=(1,))
+    out = n.step(Tick(0))
+    assert n.role is Role.LEADER and n.epoch == 1
+    assert isinstance(out[0], fx.PersistElectionState)
+    assert any(isinstance(e, fx.AppendBatches) and e.batches[0].is_control for e in out)
+    out = n.step(LogFlushed(1, n.log.end_offset))
+    assert n.high_watermark == 1
+    assert any(isinstance(e, fx.ApplyCommitted) for e in out)
+
+
+def test_prospective_keeps_epoch_and_persists_nothing() -> None:
+    n = node()
+    out = to_prospective(n)
+    assert n.role is Role.PROSPECTIVE and n.epoch == 0
+    assert not [e for e in out if isinstance(e, fx.PersistElectionState)]
+    reqs = sent(out, m.VoteRequest)
+    assert {r.destination for r in reqs} == {2, 3}
+    part = m.single_partition(reqs[0].message)
+    assert part.pre_vote and part.replica_epoch == 0
+
+
+def test_majority_of_prevotes_makes_a_durable_candidate() -> None:
+    n = node()
+    out = to_prospective(n)
+    req = sent(out, m.VoteRequest)[0]
+    out = n.step(ResponseReceived(2001, req.destination, req.request_id, vote_resp(True, 0)))
+    assert n.role is Role.CANDIDATE and n.epoch == 1
+    assert isinstance(out[0], fx.PersistElectionState)
+    assert out[0].state == ElectionState(1, -1, ReplicaKey(1))
+    first_send = next(i for i, e in enumerate(out) if isinstance(e, fx.SendRequest))
+    assert first_send > 0  # persisted before any vote request leaves
+    assert not any(m.single_partition(r.message).pre_vote for r in sent(out, m.VoteRequest))
+
+
+def test_prevote_rejections_return_to_unattached_without_epoch_change() -> None:
+    n = node()
+    out = to_prospective(n)
+    for r in sent(out, m.VoteRequest):
+        n.step(ResponseReceived(2001, r.destination, r.request_id, vote_resp(False, 0)))
+    assert n.role is Role.UNATTACHED and n.epoch == 0
+
+
+def test_unsupported_version_for_prevote_goes_straight_to_candidate() -> None:
+    n = node()
+    out = to_prospective(n)
+    req = sent(out, m.VoteRequest)[0]
+    err = m.error_response(req.message, ErrorCode.UNSUPPORTED_VERSION)
+    n.step(ResponseReceived(2001, req.destination, req.request_id, err))
+    assert n.role is Role.CANDIDATE and n.epoch == 1
+
+
+def test_leader_appends_leader_change_and_hwm_needs_own_epoch_and_majority_flush() -> None:
+    n = node()
+    out = elect(n)
+    assert n.role is Role.LEADER
+    assert any(isinstance(e, fx.AppendBatches) and e.batches[0].is_control for e in out)
+    n.step(LogFlushed(2003, 1))
+    fetch = m.fetch_request("c", ReplicaKey(2), n.epoch, 1, 1, 500, 1 << 20, 0)
+    n.step(RequestReceived(2004, 1, fetch))
+    assert n.high_watermark == 1
+
+
+def _leader_with_old_epoch_log(bugs: BugFlags | None = None) -> RaftNode:
+    log = ReplicatedLog()
+    log.append(data_batch(0, 1, [b"old"], 0))  # offset 0 from epoch 1, never committed
+    n = node(bugs=bugs, log=log, election_state=ElectionState(1, -1, None))
+    elect(n)
+    n.step(LogFlushed(2003, n.log.end_offset))
+    assert n.epoch == 2 and n.log.end_offset == 2  # LeaderChange at offset 1 (epoch start)
+    fetch = m.fetch_request("c", ReplicaKey(2), 2, 1, 1, 500, 1, 0)  # follower holds only offset 0
+    n.step(RequestReceived(2005, 9, fetch))
+    return n
+
+
+def test_hwm_waits_for_a_record_of_its_own_epoch() -> None:
+    assert _leader_with_old_epoch_log().high_watermark == 0
+
+
+def test_planted_bug_commits_old_epoch_records() -> None:
+    assert _leader_with_old_epoch_log(BugFlags(commit_old_epoch=True)).high_watermark == 1
+
+
+def test_check_quorum_resigns_and_sends_end_quorum_epoch() -> None:
+    n = node()
+    elect(n)
+    out = n.step(Tick(2002 + 3000))
+    assert n.role is Role.RESIGNED and n.epoch == 1
+    assert {e.destination for e in sent(out, m.EndQuorumEpochRequest)} == {2, 3}
+
+
+def test_planted_bug_no_check_quorum() -> None:
+    n = node(bugs=BugFlags(no_check_quorum=True))
+    elect(n)
+    n.step(Tick(2002 + 10_000))
+    assert n.role is Role.LEADER
+
+
+def _vote(n: RaftNode, cand: int, epoch: int, pre: bool = False, cluster: str | None = "c") -> Any:
+    req = m.vote_request(cluster, ReplicaKey(n.local.id), epoch, ReplicaKey(cand), OffsetAndEpoch(0, 0), pre)
+    return n.step(RequestReceived(0, 5, req))
+
+
+def test_one_vote_per_epoch_and_durable_before_the_answer() -> None:
+    n = node()
+    out = _vote(n, 2, 1)
+    kinds = [type(e) for e in out if not isinstance(e, fx.SetDeadline | fx.LeaderChanged)]
+    assert kinds == [fx.PersistElectionState, fx.PersistElectionState, fx.SendResponse]
+    assert m.single_partition(answer(out)).vote_granted
+    assert not m.single_partition(answer(_vote(n, 3, 1))).vote_granted
+    assert m.single_partition(answer(_vote(n, 2, 1))).vote_granted  # same candidate again
+
+
+def test_planted_bug_double_vote() -> None:
+    n = node(bugs=BugFlags(double_vote=True))
+    _vote(n, 2, 1)
+    assert m.single_partition(answer(_vote(n, 3, 1))).vote_granted
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "top", "part"),
+    [
+        ({"cluster": "other"}, ErrorCode.INCONSISTENT_CLUSTER_ID, None),
+        ({"epoch": 0}, ErrorCode.NONE, ErrorCode.INVALID_REQUEST),  # last epoch 0 >= epoch 0
+    ],
+)
+def test_vote_validation(kwargs: dict[str, Any], top: ErrorCode, part: ErrorCode | None) -> None:
+    n = node()
+    args = {"cand": 2, "epoch": 1, **kwargs}
+    resp = answer(_vote(n, args["cand"], args["epoch"], cluster=args.get("cluster", "c")))
+    assert resp.error_code == top
+    if part is not None:
+        assert m.single_partition(resp).error_code == part
+
+
+def test_fenced_and_unknown_epochs_on_fetch() -> None:
+    n = node()
+    elect(n)
+    stale = m.fetch_request("c", ReplicaKey(2), 0, 0, 0, 0, 1, 0)
+    future = m.fetch_request("c", ReplicaKey(2), 7, 0, 0, 0, 1, 0)
+    assert (
+        m.single_partition(answer(n.step(RequestReceived(1, 1, stale)))).error_code
+        == ErrorCode.FENCED_LEADER_EPOCH
+    )
+    assert (
+        m.single_partition(answer(n.step(RequestReceived(1, 2, future)))).error_code
+        == ErrorCode.UNKNOWN_LEADER_EPOCH
+    )
+
+
+def test_follower_reports_only_flushed_offsets() -> None:
+    n = node(2)
+    req = m.begin_quorum_request("c", ReplicaKey(2), 1, 1)
+    out = n.step(RequestReceived(0, 1, req))
+    (fetch,) = sent(out, m.FetchRequest)
+    batch = data_batch(0, 1, [b"a"], 0)
+    resp = m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, 1, 1, 0, [batch])
+    out = n.step(ResponseReceived(1, 1, fetch.request_id, resp))
+    assert any(isinstance(e, fx.FlushLog) for e in out)
+    assert not sent(out, m.FetchRequest)  # waits for the flush
+    out = n.step(LogFlushed(2, 1))
+    (nxt,) = sent(out, m.FetchRequest)
+    assert m.single_partition(nxt.message).fetch_offset == 1
+
+
+def test_observer_never_campaigns() -> None:
+    n = node(9)
+    n.step(Tick(100_000))
+    assert n.role is Role.UNATTACHED
+
+
+def test_client_facade() -> None:
+    n = node(voters=(1,))
+    client = RaftClient(n)
+    seen: list[Any] = []
+
+    class Listener:
+        def handle_commit(self, batches: Any, high_watermark: int) -> None:
+            seen.append(("commit", high_watermark))
+
+        def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+            seen.append(("leader", leader))
+
+    client.register(Listener())
+    client.step(Tick(0))
+    client.step(LogFlushed(0, 1))
+    r = client.append([b"x", b"y"])
+    assert (r.first, r.last, r.epoch) == (1, 2, 1)
+    client.step(Tick(25))
+    client.step(LogFlushed(26, 3))
+    assert client.high_watermark == 3 > r.last
+    assert ("leader", LeaderAndEpoch(1, 1)) in seen and ("commit", 3) in seen
+    info = client.describe_quorum()
+    assert (info.leader_id, info.leader_epoch, info.high_watermark) == (1, 1, 3)
+    assert [v.replica_id for v in info.voters] == [1] and info.voters[0].log_end_offset == 3
+    out = client.step(Shutdown(30))
+    assert n.role is Role.RESIGNED
+    with pytest.raises(NotLeaderError):
+        client.append([b"z"])
+    assert not [e for e in out if isinstance(e, fx.PersistElectionState)]  # resigning is memory-only
+
+
+def test_append_records_event_fails_cleanly_on_follower() -> None:
+    n = node(2)
+    out = n.step(AppendRecords(0, (b"x",)))
+    assert any(isinstance(e, fx.AppendFailed) for e in out)
+
+
+def test_describe_quorum_tracks_replicas() -> None:
+    n = node()
+    elect(n)
+    client = RaftClient(n)
+    fetch = m.fetch_request("c", ReplicaKey(2), 1, 0, 0, 0, 1 << 20, 0)
+    n.step(RequestReceived(2100, 3, fetch))
+    obs = m.fetch_request("c", ReplicaKey(7), 1, 0, 0, 0, 1 << 20, 0)
+    n.step(RequestReceived(2101, 4, obs))
+    info = client.describe_quorum()
+    v2 = next(v for v in info.voters if v.replica_id == 2)
+    assert v2.last_fetch_timestamp == 2100 and v2.log_end_offset == 0
+    assert [o.replica_id for o in info.observers] == [7]
