@@ -63,6 +63,8 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = N
         stopped.cancel()
         return 0
     waiter.cancel()
+    if stopped.done() and not stopped.cancelled():
+        stopped.exception()  # retrieved: node.fatal already holds it
     return 2 if node.fatal is not None else 0
 
 

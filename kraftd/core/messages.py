@@ -181,7 +181,7 @@ def fetch_request(
         current_leader_epoch=epoch,
         fetch_offset=fetch_offset,
         last_fetched_epoch=last_fetched_epoch,
-        partition_max_bytes=0,
+        partition_max_bytes=max_bytes,
         replica_directory_id=_dir(local),
         high_watermark=high_watermark,
     )

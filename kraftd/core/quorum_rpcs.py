@@ -7,8 +7,8 @@ Invariants:
    Resigned in the same epoch and sends EndQuorumEpoch, naming the other voters by descending fetched
    offset, until each acknowledges or the epoch moves on.
 3. A follower of the resigning leader moves its fetch deadline to min(current, now + backoff) where the
-   backoff is 0 for the first preferred candidate and min(max, retry backoff * 2^(N-1)) for position N
-   (election.backoff.max for a replica not named).
+   backoff is 0 for the first preferred candidate (and, as in Kafka, for a replica not named) and
+   min(election backoff max, retry backoff * 2^(N-1)) for position N.
 4. A Resigned replica that is not shutting down moves to Unattached at epoch + 1 after its election timeout.
 """
 
@@ -82,11 +82,9 @@ def handle_begin_quorum(node: RaftNode, msg: Any) -> Any:
 
 
 def end_epoch_backoff_ms(node: RaftNode, preferred: list[ReplicaKey]) -> int:
-    position = next((i for i, k in enumerate(preferred) if k.matches(node.local)), len(preferred))
-    if position == 0:
+    position = next((i for i, k in enumerate(preferred) if k.matches(node.local)), -1)
+    if position <= 0:  # first, or not named at all: campaign at once (Kafka's indexOf rule)
         return 0
-    if position >= len(preferred):
-        return node.config.election_backoff_max_ms
     return min(node.config.election_backoff_max_ms, node.config.retry_backoff_ms << (position - 1))
 
 

@@ -164,7 +164,8 @@ def maybe_apply(node: RaftNode) -> None:
 
 
 def _not_leader(node: RaftNode, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> Any:
-    return m.fetch_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, node.high_watermark)
+    """A partition-level Fetch error; like Kafka it carries no high watermark (-1)."""
+    return m.fetch_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, -1)
 
 
 def _fetch_data(node: RaftNode, offset: int, max_bytes: int) -> Any:
@@ -190,17 +191,18 @@ def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
     part = m.single_partition(msg)
     if part is None:
         return m.fetch_response(ErrorCode.INVALID_REQUEST, ErrorCode.NONE, -1, -1, -1)
-    epoch = part.current_leader_epoch
+    epoch, offset, last_epoch = part.current_leader_epoch, part.fetch_offset, part.last_fetched_epoch
+    if msg.max_wait_ms < 0 or offset < 0 or last_epoch < 0 or last_epoch > epoch:
+        return _not_leader(node, ErrorCode.INVALID_REQUEST)
     if epoch < node.epoch:
         return _not_leader(node, ErrorCode.FENCED_LEADER_EPOCH)
     if epoch > node.epoch:
         return _not_leader(node, ErrorCode.UNKNOWN_LEADER_EPOCH)
     d = node.data
-    if not isinstance(d, Leader) or node.shutting_down:
+    if not isinstance(d, Leader):
         return _not_leader(node)
-    offset, last_epoch = part.fetch_offset, part.last_fetched_epoch
-    if offset < 0 or last_epoch < 0 or last_epoch > epoch:
-        return _not_leader(node, ErrorCode.INVALID_REQUEST)
+    if node.shutting_down:
+        return _not_leader(node, ErrorCode.BROKER_NOT_AVAILABLE)
     diverging = node.log.validate(offset, last_epoch)
     if diverging is not None:
         return m.fetch_response(

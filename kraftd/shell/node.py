@@ -4,8 +4,9 @@ Contracts (numbers continue kraftd.shell's):
 4. One driver task owns the core: every event goes through ``_events``; effects of a step are executed in
    order before the next event is taken. PersistElectionState, TruncateLog and AppendBatches complete (fsync
    for the first) before any later effect of the same step, so a vote or epoch is durable before a peer sees it.
-5. FlushLog runs the fsync in a worker thread; at most one flush is in flight and a request arriving meanwhile
-   is coalesced into one more flush. Only its completion feeds ``LogFlushed`` to the core.
+5. FlushLog runs the fsync in a worker thread (so the loop keeps sending to followers meanwhile); at most one
+   flush is in flight and a request arriving meanwhile is coalesced into one more flush. Only its completion
+   feeds ``LogFlushed`` to the core.
 6. Requests for Vote/BeginQuorumEpoch/EndQuorumEpoch/Fetch go to the core and are answered with its
    SendResponse; the rest are answered by kraftd.shell.handlers.
 7. :meth:`ControllerNode.append` resolves with the last offset once the high watermark passes it and fails
@@ -82,7 +83,9 @@ class ControllerNode:
         self._flushing = False
         self._flush_again = False
         self._tick_queued = False
+        self._closing = False
         self._stopped = asyncio.Event()
+        self._done = asyncio.Event()
         self._leader_changed = asyncio.Event()
         self._driver: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
@@ -92,17 +95,23 @@ class ControllerNode:
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
-        cfg = self.config
-        storage = open_node_storage(cfg, fsync=self.fsync)
+        """Open storage (refusing to start when it is not usable), build the core, listen, start driving."""
+        storage = open_node_storage(self.config, fsync=self.fsync)
         self.storage = storage
-        for cut in storage.log.recovery_cuts:
-            log.warning("recovered log: %s", cut.describe())
         try:
-            self.setup = quorum_setup(cfg, storage)
+            await self._start(storage)
         except BaseException:
+            if getattr(self, "server", None) is not None:
+                await self.server.close()
             storage.close()
             self.storage = None
             raise
+
+    async def _start(self, storage: NodeStorage) -> None:
+        cfg = self.config
+        for cut in storage.log.recovery_cuts:
+            log.warning("recovered log: %s", cut.describe())
+        self.setup = quorum_setup(cfg, storage)
         self.mirror = DiskMirror(storage, self.setup)
         self.cluster_id = storage.meta.cluster_id
         local = ReplicaKey(cfg.node_id, storage.meta.directory_id)
@@ -170,13 +179,18 @@ class ControllerNode:
         await self._shutdown()
 
     async def _shutdown(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
         self._stopped.set()
         if self._driver is not None and self._driver is not asyncio.current_task():
             self._driver.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._driver
+        me = asyncio.current_task()
         for t in list(self._tasks):
-            t.cancel()
+            if t is not me:
+                t.cancel()
         for fut in self._pending.values():
             if not fut.done():
                 fut.cancel()
@@ -191,9 +205,11 @@ class ControllerNode:
             await self.server.close()
         if self.storage is not None:
             self.storage.close()
+        self._done.set()
 
     async def wait_stopped(self) -> None:
-        await self._stopped.wait()
+        """Until the node has stopped and released everything; re-raises a fatal error (contract 8)."""
+        await self._done.wait()
         if self.fatal is not None:
             raise self.fatal
 

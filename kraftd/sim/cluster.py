@@ -38,7 +38,7 @@ from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import ElectionState, ReplicaKey, Role, VoterSet
-from kraftd.sim.invariants import Checker
+from kraftd.sim.invariants import Checker, InvariantViolation
 from kraftd.sim.network import Network
 from kwire.errors import ErrorCode
 
@@ -71,7 +71,7 @@ class Cluster:
         config: QuorumConfig,
         checker: Checker,
         max_storage_delay_ms: int = 5,
-        trace_len: int = 400,
+        trace_len: int = 120,
     ) -> None:
         self.rng = rng
         self.now = 0
@@ -91,7 +91,8 @@ class Cluster:
         self.trace: deque[str] = deque(maxlen=trace_len)
         self.events = 0
         self.roundtrip: Callable[[Any], Any] | None = None
-        self.commits: dict[int, int] = {}  # append id -> virtual time committed
+        self.storage_version = 0  # bumped on every change of any node's durable log
+        self._durable_signature: tuple[object, ...] = ()
 
     # ----- scheduling -----
     def at(self, when: int, action: Callable[[], None]) -> None:
@@ -139,6 +140,7 @@ class Cluster:
         n.incarnation += 1
         if lose_state:
             n.storage = Storage()
+            self.storage_version += 1
         self.trace.append(f"{self.now:>7} n{node_id} CRASH{' and lose all data' if lose_state else ''}")
 
     def is_up(self, node_id: int) -> bool:
@@ -176,17 +178,27 @@ class Cluster:
         self.check_durable()
 
     def check_durable(self) -> None:
-        ends = {i: n.storage.end_offset for i, n in self.nodes.items()}
+        """Invariants (4) and (7); re-evaluated only when an input to them changed."""
         leaders = [
-            (i, n.core.high_watermark)
+            (i, n.core.high_watermark, n.core.log.batches)
             for i, n in self.nodes.items()
             if n.core is not None and n.core.role is Role.LEADER
         ]
-        self.checker.check_durable(ends, leaders)
+        signature = (tuple((i, h) for i, h, _ in leaders), len(self.checker.committed), self.storage_version)
+        if signature == self._durable_signature:
+            return
+        self._durable_signature = signature
+        durable = {i: n.storage.batches for i, n in self.nodes.items()}
+        self.checker.check_durable(durable, leaders)
 
     def _execute(self, n: SimNode, core: RaftNode, out: list[fx.Effect], event: Event) -> None:
         nid = n.node_id
+        sent = False
         for e in out:
+            if isinstance(e, fx.SendRequest | fx.SendResponse):
+                sent = True
+            elif isinstance(e, fx.PersistElectionState) and sent:
+                raise InvariantViolation(0, f"node {nid} persisted election state after sending (contract 2)")
             if isinstance(e, fx.PersistElectionState):
                 self.checker.on_persist(nid, n.storage.election, e.state)
                 if (
@@ -196,8 +208,6 @@ class Cluster:
                     and e.state.epoch == n.storage.election.epoch
                     and e.state.voted_key != n.storage.election.voted_key
                 ):
-                    from kraftd.sim.invariants import InvariantViolation
-
                     raise InvariantViolation(8, f"node {nid} persisted a vote answering a pre-vote")
                 n.storage.election = e.state
             elif isinstance(e, fx.AppendBatches):
@@ -206,6 +216,7 @@ class Cluster:
                 removed = [b for b in n.storage.batches if b.next_offset > e.offset]
                 self.checker.on_truncate(nid, removed)
                 n.storage.batches = [b for b in n.storage.batches if b.next_offset <= e.offset]
+                self.storage_version += 1
             elif isinstance(e, fx.FlushLog):
                 delay = self.rng.randint(0, self.max_storage_delay_ms)
                 inc = n.incarnation
@@ -237,6 +248,7 @@ class Cluster:
         keep = [b for b in n.core.log.batches if b.next_offset <= offset]
         if len(keep) > len(n.storage.batches):
             n.storage.batches = keep
+            self.storage_version += 1
         self.deliver(n.node_id, LogFlushed(self.now, offset))
 
     # ----- network -----

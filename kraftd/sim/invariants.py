@@ -10,6 +10,7 @@ RaftEventSimulationTest checks the same family).
 5. Each leader's HWM never decreases within its epoch.
 6. Each node's persisted epoch never decreases.
 7. A majority of voters has flushed (durably holds) every offset below each live leader's HWM.
+(0) The execution contract itself: no election state is persisted after a message of the same step left.
 8. Pre-vote never changes an epoch: pre-vote requests carry the sender's persisted epoch, and answering a
    same-epoch pre-vote persists nothing (entering Prospective with a new epoch is rejected by the core's
    transition table, which the simulator reports as a failure).
@@ -17,6 +18,7 @@ RaftEventSimulationTest checks the same family).
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from kraftd.core.log import LogBatch
@@ -27,6 +29,12 @@ class InvariantViolation(AssertionError):
     def __init__(self, number: int, text: str) -> None:
         super().__init__(f"invariant ({number}) violated: {text}")
         self.number = number
+
+
+def _batch_ending_at(batches: list[LogBatch], end: int) -> LogBatch | None:
+    """The batch of ``batches`` whose next offset is ``end`` (None if no batch ends exactly there)."""
+    i = bisect_left(batches, end, key=lambda b: b.next_offset)
+    return batches[i] if i < len(batches) and batches[i].next_offset == end else None
 
 
 def _key(b: LogBatch) -> tuple[int, int, int]:
@@ -128,20 +136,34 @@ class Checker:
         self.leader_hwm[(node, epoch)] = hwm
 
     # (7), (4: durable on a majority)
-    def check_durable(self, durable_ends: dict[int, int], leader_hwms: list[tuple[int, int]]) -> None:
+    def check_durable(
+        self, durable: dict[int, list[LogBatch]], leaders: list[tuple[int, int, list[LogBatch]]]
+    ) -> None:
+        """(7) and (4): count the voters whose durable log holds the very batch that ends at the offset in
+        question (by (2), the same batch at the same place means the same prefix)."""
         if not self.check_majority_hwm:
             return
-        ends = sorted((durable_ends.get(v, 0) for v in self.voters), reverse=True)
-        kth = ends[self.majority() - 1]
-        for node, hwm in leader_hwms:
-            if hwm > kth:
+        for node, hwm, log in leaders:
+            if hwm > 0:
+                held = self._holders(durable, _batch_ending_at(log, hwm))
+                if held < self.majority():
+                    raise InvariantViolation(7, f"leader {node} HWM {hwm} is durable on only {held} voters")
+        if self.committed:
+            held = self._holders(durable, self.committed[-1])
+            if held < self.majority():
                 raise InvariantViolation(
-                    7, f"leader {node} HWM {hwm} but only {kth} is flushed on a majority"
+                    4, f"committed offset {self.committed_end} is durable on only {held} voters"
                 )
-        if self.committed_end > kth:
-            raise InvariantViolation(
-                4, f"committed offset {self.committed_end} is durable only up to {kth} on a majority"
-            )
+
+    def _holders(self, durable: dict[int, list[LogBatch]], batch: LogBatch | None) -> int:
+        if batch is None:
+            return 0
+        count = 0
+        for v in self.voters:
+            found = _batch_ending_at(durable.get(v, []), batch.next_offset)
+            if found is not None and _key(found) == _key(batch) and found.data == batch.data:
+                count += 1
+        return count
 
     # (8)
     def on_prevote_sent(self, node: int, request_epoch: int, persisted_epoch: int) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from kraftd.core.config import BugFlags
 from kraftd.sim.harness import Harness
@@ -25,13 +25,15 @@ class SeedResult:
     events: int = 0
     virtual_ms: int = 0
     commit_wait_ms: int = 0
+    bugs: tuple[str, ...] = ()
 
     def report(self) -> str:
         if self.ok:
             return f"ok   {self.scenario} seed={self.seed} events={self.events} virtual={self.virtual_ms}ms"
         lines = [
             f"FAIL {self.scenario} seed={self.seed}: {self.error}",
-            f"  replay: python -m kraftd.sim --scenario {self.scenario} --seed {self.seed}",
+            f"  replay: python -m kraftd.sim --scenario {self.scenario} --seed {self.seed}"
+            + "".join(f" --bug {b}" for b in self.bugs),
             "  last events:",
         ]
         lines += [f"    {t}" for t in self.trace]
@@ -40,6 +42,7 @@ class SeedResult:
 
 def run_seed(scenario: str, seed: int, bugs: BugFlags | None = None) -> SeedResult:
     h = Harness(seed, bugs)
+    planted = tuple(f.name for f in fields(BugFlags) if getattr(h.bugs, f.name))
     try:
         SCENARIOS[scenario](h)
     except Exception as exc:  # any escape is a failed seed, reported with its trace
@@ -53,10 +56,17 @@ def run_seed(scenario: str, seed: int, bugs: BugFlags | None = None) -> SeedResu
             trace,
             c.events if c else 0,
             c.now if c else 0,
+            bugs=planted,
         )
     c = h.c
     return SeedResult(
-        scenario, seed, True, events=c.events, virtual_ms=c.now, commit_wait_ms=h.max_commit_wait_ms
+        scenario,
+        seed,
+        True,
+        events=c.events,
+        virtual_ms=c.now,
+        commit_wait_ms=h.max_commit_wait_ms,
+        bugs=planted,
     )
 
 

@@ -218,6 +218,7 @@ def chaos(h: Harness) -> None:
             c.net.cut(a, b)
         else:
             c.net.heal()
+    h.run(500)  # let scheduled crashes (after graceful shutdowns) happen before the final restart
     c.net.heal()
     c.net.faults.drop_rate = 0.0
     for i in c.nodes:

@@ -59,12 +59,12 @@ def _render(value: Any) -> str:
     if isinstance(value, list):
         return "[" + ",".join(_render(v) for v in value) + "]"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        parts = [
-            f'"{_camel(f.name)}":{_render(getattr(value, f.name))}'
-            for f in dataclasses.fields(value)
-            if f.name != "unknown_tagged_fields"
+        # Only the fields that exist at schema version 0, the version control records are stored at.
+        infos = getattr(type(value), "FIELDS", ())
+        attrs = [f.attr for f in infos if f.versions[0] <= 0 <= f.versions[1]] or [
+            f.name for f in dataclasses.fields(value) if f.name != "unknown_tagged_fields"
         ]
-        return "{" + ",".join(parts) + "}"
+        return "{" + ",".join(f'"{_camel(a)}":{_render(getattr(value, a))}' for a in attrs) + "}"
     return str(value)
 
 

@@ -41,7 +41,10 @@ def test_dump_segment_with_control_and_data(tmp_path: Path) -> None:
         and out[2].endswith("isvalid: true")
     )
     assert "| offset: 0 " in out[3]
-    assert 'LeaderChange: {"version":0,"leaderId":2,"voters":[{"voterId":1' in out[3]
+    assert (
+        'LeaderChange: {"version":0,"leaderId":2,"voters":[{"voterId":1},{"voterId":2}],"grantingVoters":[{"voterId":2}]}'
+        in out[3]
+    )
     assert out[4].startswith("baseOffset: 1 lastOffset: 2 count: 2 ") and "isControl: false" in out[4]
     assert out[5].endswith("payload: 6162") and "valueSize: 2" in out[5]
 

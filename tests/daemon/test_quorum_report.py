@@ -5,8 +5,11 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from click.testing import CliRunner
 
 from kraftd.storage.uuids import ZERO_UUID, uuid_to_str
+from tests.daemon.cluster import free_ports
+from tools.quorum_cli import main
 from tools.quorum_report import QuorumInfo, Replica, ReportError, replication_report, status_report
 
 D1, D2 = uuid.UUID(int=5), uuid.UUID(int=6)
@@ -80,3 +83,22 @@ def test_replication_report_columns_and_order() -> None:
 def test_replication_report_human_readable() -> None:
     text = replication_report(info(), human_readable=True, now_ms=2000)
     assert "995 ms ago" in text and "1000 ms ago" in text
+
+
+def test_quorum_cli_usage_and_unreachable_errors() -> None:
+    (port,) = free_ports(1)  # nothing listens there
+    runner = CliRunner()
+    result = runner.invoke(main, ["describe", "--status"])
+    assert (
+        result.exit_code == 2
+        and "Exactly one of --bootstrap-server or --bootstrap-controller" in result.output
+    )
+    base = ["--bootstrap-controller", f"127.0.0.1:{port}", "--timeout-ms", "300"]
+    result = runner.invoke(main, [*base, "describe"])
+    assert result.exit_code == 1 and "One of --status or --replication" in result.output
+    result = runner.invoke(main, [*base, "describe", "--status", "--replication"])
+    assert result.exit_code == 1 and "Only one of --status or --replication" in result.output
+    result = runner.invoke(main, [*base, "describe", "--status", "--human-readable"])
+    assert result.exit_code == 1 and "--human-readable is only supported" in result.output
+    result = runner.invoke(main, [*base, "describe", "--status"])
+    assert result.exit_code == 1 and f"127.0.0.1:{port}" in result.output

@@ -6,6 +6,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -14,7 +15,9 @@ from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from generated.metadata_request import MetadataRequest, MetadataRequestTopic
 from kraftd.config import Endpoint, load_config
+from kraftd.core import messages as core_messages
 from kraftd.core.client import QuorumInfo, ReplicaInfo
+from kraftd.core.effects import PersistElectionState, SendRequest
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import ElectionState, ReplicaKey, VoterSet
 from kraftd.shell import handlers
@@ -23,7 +26,7 @@ from kraftd.shell.persistence import QuorumSetup, to_core_state, to_record
 from kraftd.shell.transport import PeerConnection
 from kraftd.storage import fsio
 from kraftd.storage.errors import LogIOError, StorageNotReadyError
-from kraftd.storage.layout import partition_dir
+from kraftd.storage.layout import open_node_storage, partition_dir
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.quorum_state import QuorumStateFile
 from kraftd.storage.uuids import uuid_to_str
@@ -148,6 +151,8 @@ def test_failed_fsync_stops_the_node_without_acknowledging(
             await asyncio.wait_for(node.append([b"after"]), 10)
         with pytest.raises(LogIOError):
             await asyncio.wait_for(node.wait_stopped(), 10)
+        monkeypatch.undo()
+        open_node_storage(node.config).close()  # the stopped node released its directory lock
         return node.fatal
 
     assert isinstance(asyncio.run(run()), LogIOError)
@@ -242,3 +247,34 @@ def test_no_voter_set_refuses_to_start(tmp_path: Path) -> None:
     node = ControllerNode(load_config(cfg))
     with pytest.raises(StorageNotReadyError, match="no voter set"):
         asyncio.run(node.start())
+
+
+class _Recorder:
+    def __init__(self, order: list[str], fail: bool = False) -> None:
+        self.order = order
+        self.fail = fail
+
+    def apply(self, effect: object) -> None:
+        if self.fail:
+            raise LogIOError("fsync of quorum-state failed")
+        self.order.append(type(effect).__name__)
+
+
+def test_persist_happens_before_send_and_a_failed_persist_sends_nothing(tmp_path: Path) -> None:
+    node = single_node(tmp_path)
+    order: list[str] = []
+
+    def spawn(coro: Any) -> None:
+        order.append("send")
+        coro.close()
+
+    node._spawn = spawn  # type: ignore[method-assign]
+    node.mirror = _Recorder(order)  # type: ignore[assignment]
+    vote = core_messages.VoteRequest()
+    node._execute([PersistElectionState(ElectionState(3, -1, ReplicaKey(1))), SendRequest(2, 1, vote)])
+    assert order == ["PersistElectionState", "send"]
+    order.clear()
+    node.mirror = _Recorder(order, fail=True)  # type: ignore[assignment]
+    with pytest.raises(LogIOError):
+        node._execute([PersistElectionState(ElectionState(4, -1, ReplicaKey(1))), SendRequest(2, 2, vote)])
+    assert order == []

@@ -54,9 +54,17 @@ def test_hwm_monotonic_and_durable_on_majority() -> None:
     c.on_leader_hwm(0, 1, 5)
     with pytest.raises(InvariantViolation, match=r"\(5\)"):
         c.on_leader_hwm(0, 1, 4)
-    c.check_durable({0: 5, 1: 5, 2: 0}, [(0, 5)])
+    a, b = data_batch(0, 1, [b"a"] * 3, 0), data_batch(3, 1, [b"b"] * 2, 0)
+    log = [a, b]
+    c.check_durable({0: log, 1: log, 2: []}, [(0, 5, log)])
     with pytest.raises(InvariantViolation, match=r"\(7\)"):
-        c.check_durable({0: 5, 1: 4, 2: 0}, [(0, 5)])
+        c.check_durable({0: log, 1: [a], 2: []}, [(0, 5, log)])
+    other = [a, data_batch(3, 2, [b"x"] * 2, 0)]  # same length, different data: does not count
+    with pytest.raises(InvariantViolation, match=r"\(7\)"):
+        c.check_durable({0: log, 1: other, 2: other}, [(0, 5, log)])
+    c.on_apply(0, (a, b), log)
+    with pytest.raises(InvariantViolation, match=r"\(4\)"):
+        c.check_durable({0: log, 1: other, 2: []}, [])
 
 
 def test_epoch_monotonic_and_prevote_epoch() -> None:
@@ -66,3 +74,17 @@ def test_epoch_monotonic_and_prevote_epoch() -> None:
     c.on_prevote_sent(0, 3, 3)
     with pytest.raises(InvariantViolation, match=r"\(8\)"):
         c.on_prevote_sent(0, 4, 3)
+
+
+def test_execution_contract_persist_before_send() -> None:
+    from kraftd.core import effects as fx
+    from kraftd.core.events import Tick
+    from kraftd.sim.harness import Harness
+
+    h = Harness(1)
+    c = h.setup(3)
+    n = c.nodes[0]
+    assert n.core is not None
+    bad = [fx.SendResponse(999, None), fx.PersistElectionState(ElectionState(9))]
+    with pytest.raises(InvariantViolation, match=r"\(0\)"):
+        c._execute(n, n.core, bad, Tick(0))

@@ -24,7 +24,7 @@ def test_failure_report_names_seed_scenario_and_trace() -> None:
     assert not r.ok
     text = r.report()
     assert "zombie_leader seed=1" in text
-    assert "python -m kraftd.sim --scenario zombie_leader --seed 1" in text
+    assert "python -m kraftd.sim --scenario zombie_leader --seed 1 --bug no_check_quorum" in text
     assert len(r.trace) > 20 and "leader" in text
 
 
