@@ -1,4 +1,4 @@
-"""The CI seed budget: KRAFTD_SIM_SEEDS seeds (default 2000) round-robin over every scenario, on
+"""The CI seed budget: KRAFTD_SIM_SEEDS seeds (default 6000) round-robin over every scenario, on
 KRAFTD_SIM_WORKERS processes (default 2). Every invariant is checked after every event; every scenario
 ends with a liveness check. Prints seeds/second."""
 
@@ -9,7 +9,7 @@ import os
 from kraftd.sim.runner import run_many
 from kraftd.sim.scenarios import SCENARIOS
 
-SEEDS = int(os.environ.get("KRAFTD_SIM_SEEDS", "2000"))
+SEEDS = int(os.environ.get("KRAFTD_SIM_SEEDS", "6000"))
 WORKERS = int(os.environ.get("KRAFTD_SIM_WORKERS", "2"))
 
 
