@@ -2,8 +2,11 @@
 
 Semantics are Kafka's MessageDataGenerator (PROTOCOL-FACTS §6.2):
 1. Each (struct, version) gets a writer ``_w_<S>_<v>(out, o)`` and reader ``_r_<S>_<v>(d, p)`` with every
-   version branch resolved here; versions whose bodies are identical share one function.
-2. Consecutive fixed-width regular fields are packed/unpacked with one precompiled ``struct.Struct``.
+   version branch resolved here; versions whose bodies are identical share one function. Writers append
+   ``bytes`` parts to the list ``out``; the top-level method joins them once (records are copied once).
+2. Consecutive fixed-width regular fields are packed/unpacked with one precompiled ``struct.Struct``; the
+   length prefix that follows such a run (compact: its first byte) is unpacked with it, and a compact array
+   count that follows one is packed with it while the count fits in one byte.
 3. Flexible versions use compact lengths (unsigned varint of length+1, 0 = null) unless a field-level
    flexibleVersions override says otherwise; non-flexible: int16 string lengths, int32 bytes/array lengths.
 4. Nullable structs carry an int8 marker (-1 null / 1 present) in regular positions and an unsigned varint
@@ -45,7 +48,7 @@ class Lowerer(Writer, Reader):
                         bodies[key] = f"_{kind}_{s.name}_{v}"
                         if kind == "w":
                             self.funcs.append(
-                                Func(bodies[key], f"out: bytearray, o: {s.name}", "None", lines)
+                                Func(bodies[key], f"out: list[bytes], o: {s.name}", "None", lines)
                             )
                         else:
                             self.funcs.append(

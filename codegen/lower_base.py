@@ -8,7 +8,7 @@ from codegen.model import FIXED_CODES, FieldSpec, MessageSpec, StructSpec
 from codegen.names import Defaults
 
 # Struct-array element bodies up to this many lines are inlined into the parent's loop.
-INLINE_MAX_LINES = 40
+INLINE_MAX_LINES = 120
 
 
 @dataclass
@@ -47,8 +47,8 @@ class LowerBase:
 
     # ---- helpers -------------------------------------------------------------------------------------
     def _fmt(self, codes: str, kind: str) -> str:
-        """Register a precompiled big-endian Struct for ``codes``; return its pack ("P") or unpack_from
-        ("U") alias name (only the aliases actually used are emitted)."""
+        """Register a precompiled big-endian Struct for ``codes``; return its pack ("P"), unpack_from ("U")
+        or iter_unpack ("I") alias name (only the aliases actually used are emitted)."""
         self.formats.setdefault(codes, set()).add(kind)
         return f"_{kind}_" + codes.replace("?", "o")
 
@@ -58,8 +58,12 @@ class LowerBase:
     def upk(self, codes: str) -> str:
         return self._fmt(codes, "U")
 
+    def iupk(self, codes: str) -> str:
+        return self._fmt(codes, "I")
+
     def arr(self, elem: str, kind: str) -> str:
-        """Per-count array table for fixed-width ``elem``: packer "P", count-prefixed packer "C", unpacker "U"."""
+        """Per-count array table for fixed-width ``elem``: packer "P" (any count), packer tuple "T" (counts
+        below 127), unpacker "U"."""
         code = FIXED_CODES[elem]
         self.arrays.add(code)
         return f"_A{kind}_{code.replace('?', 'o')}"

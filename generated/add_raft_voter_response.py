@@ -10,19 +10,29 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_ih = struct.Struct(">ih").pack
-_U_ih = struct.Struct(">ih").unpack_from
+_U_ihB = struct.Struct(">ihB").unpack_from
 
 
 @dataclass(slots=True)
@@ -47,29 +57,29 @@ class AddRaftVoterResponse:
         w = _W_AddRaftVoterResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of AddRaftVoterResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write AddRaftVoterResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of AddRaftVoterResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_AddRaftVoterResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of AddRaftVoterResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write AddRaftVoterResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of AddRaftVoterResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> AddRaftVoterResponse:
@@ -111,30 +121,24 @@ class AddRaftVoterResponse:
             raise MessageDecodeError(f"{e} (reading AddRaftVoterResponse v{version})") from None
 
 
-def _w_AddRaftVoterResponse_0(out: bytearray, o: AddRaftVoterResponse) -> None:
-    out += _P_ih(o.throttle_time_ms, o.error_code)
+def _w_AddRaftVoterResponse_0(out: list[bytes], o: AddRaftVoterResponse) -> None:
+    out.append(_P_ih(o.throttle_time_ms, o.error_code))
     if o.error_message is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_error_message = _SC.get(o.error_message)
-        if s_error_message is None:
-            s_error_message = _cstr(o.error_message)
-        out += s_error_message
+        out.append(_SC.get(o.error_message) or _cstr(o.error_message))
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_AddRaftVoterResponse_0(d: bytes, p: int) -> tuple[AddRaftVoterResponse, int]:
     ob_ = _new(AddRaftVoterResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -164,7 +168,7 @@ def _r_AddRaftVoterResponse_0(d: bytes, p: int) -> tuple[AddRaftVoterResponse, i
     return ob_, p
 
 
-_W_AddRaftVoterResponse: dict[int, Callable[[bytearray, AddRaftVoterResponse], None]] = {
+_W_AddRaftVoterResponse: dict[int, Callable[[list[bytes], AddRaftVoterResponse], None]] = {
     0: _w_AddRaftVoterResponse_0,
     1: _w_AddRaftVoterResponse_0,
 }

@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -44,29 +54,29 @@ class ApiVersionsRequest:
         w = _W_ApiVersionsRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of ApiVersionsRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write ApiVersionsRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of ApiVersionsRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_ApiVersionsRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of ApiVersionsRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write ApiVersionsRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of ApiVersionsRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> ApiVersionsRequest:
@@ -106,24 +116,18 @@ class ApiVersionsRequest:
             raise MessageDecodeError(f"{e} (reading ApiVersionsRequest v{version})") from None
 
 
-def _w_ApiVersionsRequest_0(out: bytearray, o: ApiVersionsRequest) -> None:
+def _w_ApiVersionsRequest_0(out: list[bytes], o: ApiVersionsRequest) -> None:
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_ApiVersionsRequest_3(out: bytearray, o: ApiVersionsRequest) -> None:
-    s_client_software_name = _SC.get(o.client_software_name)
-    if s_client_software_name is None:
-        s_client_software_name = _cstr(o.client_software_name)
-    out += s_client_software_name
-    s_client_software_version = _SC.get(o.client_software_version)
-    if s_client_software_version is None:
-        s_client_software_version = _cstr(o.client_software_version)
-    out += s_client_software_version
+def _w_ApiVersionsRequest_3(out: list[bytes], o: ApiVersionsRequest) -> None:
+    out.append(_SC.get(o.client_software_name) or _cstr(o.client_software_name))
+    out.append(_SC.get(o.client_software_version) or _cstr(o.client_software_version))
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_ApiVersionsRequest_0(d: bytes, p: int) -> tuple[ApiVersionsRequest, int]:
@@ -186,7 +190,7 @@ def _r_ApiVersionsRequest_3(d: bytes, p: int) -> tuple[ApiVersionsRequest, int]:
     return ob_, p
 
 
-_W_ApiVersionsRequest: dict[int, Callable[[bytearray, ApiVersionsRequest], None]] = {
+_W_ApiVersionsRequest: dict[int, Callable[[list[bytes], ApiVersionsRequest], None]] = {
     0: _w_ApiVersionsRequest_0,
     1: _w_ApiVersionsRequest_0,
     2: _w_ApiVersionsRequest_0,

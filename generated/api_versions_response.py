@@ -10,27 +10,41 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_o = struct.Struct(">?").pack
 _U_o = struct.Struct(">?").unpack_from
 _P_h = struct.Struct(">h").pack
-_U_h = struct.Struct(">h").unpack_from
+_P_hB = struct.Struct(">hB").pack
+_U_hB = struct.Struct(">hB").unpack_from
 _U_hhB = struct.Struct(">hhB").unpack_from
 _P_hhh = struct.Struct(">hhh").pack
 _U_hhh = struct.Struct(">hhh").unpack_from
+_I_hhh = struct.Struct(">hhh").iter_unpack
 _U_hhhB = struct.Struct(">hhhB").unpack_from
+_I_hhhB = struct.Struct(">hhhB").iter_unpack
 _P_hhhx = struct.Struct(">hhhx").pack
 _P_hhx = struct.Struct(">hhx").pack
+_U_hi = struct.Struct(">hi").unpack_from
 _P_i = struct.Struct(">i").pack
 _U_i = struct.Struct(">i").unpack_from
 _U_iB = struct.Struct(">iB").unpack_from
@@ -100,29 +114,29 @@ class ApiVersionsResponse:
         w = _W_ApiVersionsResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of ApiVersionsResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write ApiVersionsResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of ApiVersionsResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_ApiVersionsResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of ApiVersionsResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write ApiVersionsResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of ApiVersionsResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> ApiVersionsResponse:
@@ -162,14 +176,11 @@ class ApiVersionsResponse:
             raise MessageDecodeError(f"{e} (reading ApiVersionsResponse v{version})") from None
 
 
-def _w_SupportedFeatureKey_3(out: bytearray, o: SupportedFeatureKey) -> None:
-    s_name = _SC.get(o.name)
-    if s_name is None:
-        s_name = _cstr(o.name)
-    out += s_name
-    out += _P_hhx(o.min_version, o.max_version)
+def _w_SupportedFeatureKey_3(out: list[bytes], o: SupportedFeatureKey) -> None:
+    out.append(_SC.get(o.name) or _cstr(o.name))
+    out.append(_P_hhx(o.min_version, o.max_version))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -209,14 +220,11 @@ def _r_SupportedFeatureKey_3(d: bytes, p: int) -> tuple[SupportedFeatureKey, int
     return ob_, p
 
 
-def _w_FinalizedFeatureKey_3(out: bytearray, o: FinalizedFeatureKey) -> None:
-    s_name = _SC.get(o.name)
-    if s_name is None:
-        s_name = _cstr(o.name)
-    out += s_name
-    out += _P_hhx(o.max_version_level, o.min_version_level)
+def _w_FinalizedFeatureKey_3(out: list[bytes], o: FinalizedFeatureKey) -> None:
+    out.append(_SC.get(o.name) or _cstr(o.name))
+    out.append(_P_hhx(o.max_version_level, o.min_version_level))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -256,97 +264,110 @@ def _r_FinalizedFeatureKey_3(d: bytes, p: int) -> tuple[FinalizedFeatureKey, int
     return ob_, p
 
 
-def _w_ApiVersionsResponse_0(out: bytearray, o: ApiVersionsResponse) -> None:
-    out += _P_h(o.error_code)
+def _w_ApiVersionsResponse_0(out: list[bytes], o: ApiVersionsResponse) -> None:
+    out.append(_P_h(o.error_code))
     a_api_keys = o.api_keys
     n_api_keys = len(a_api_keys)
-    out += _P_i(n_api_keys)
+    out.append(_P_i(n_api_keys))
     for e_api_keys in a_api_keys:
-        out += _P_hhh(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
+        out.append(_P_hhh(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version))
         if e_api_keys.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_ApiVersionsResponse_1(out: bytearray, o: ApiVersionsResponse) -> None:
-    out += _P_h(o.error_code)
+def _w_ApiVersionsResponse_1(out: list[bytes], o: ApiVersionsResponse) -> None:
+    out.append(_P_h(o.error_code))
     a_api_keys = o.api_keys
     n_api_keys = len(a_api_keys)
-    out += _P_i(n_api_keys)
+    out.append(_P_i(n_api_keys))
     for e_api_keys in a_api_keys:
-        out += _P_hhh(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
+        out.append(_P_hhh(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version))
         if e_api_keys.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    out += _P_i(o.throttle_time_ms)
+    out.append(_P_i(o.throttle_time_ms))
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_ApiVersionsResponse_3(out: bytearray, o: ApiVersionsResponse) -> None:
-    out += _P_h(o.error_code)
+def _w_ApiVersionsResponse_3(out: list[bytes], o: ApiVersionsResponse) -> None:
     a_api_keys = o.api_keys
     n_api_keys = len(a_api_keys)
     if n_api_keys < 127:
-        out.append(n_api_keys + 1)
+        out.append(_P_hB(o.error_code, n_api_keys + 1))
     else:
-        _wuv(out, n_api_keys + 1)
+        out.append(_P_h(o.error_code))
+        out.append(_uvb(n_api_keys + 1))
     for e_api_keys in a_api_keys:
-        out += _P_hhhx(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version)
+        out.append(_P_hhhx(e_api_keys.api_key, e_api_keys.min_version, e_api_keys.max_version))
         if e_api_keys.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_api_keys.unknown_tagged_fields)
-    out += _P_i(o.throttle_time_ms)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+    out.append(_P_i(o.throttle_time_ms))
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.supported_features is None or len(o.supported_features) != 0:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         a_supported_features = o.supported_features
         n_supported_features = len(a_supported_features)
         if n_supported_features < 127:
-            tb.append(n_supported_features + 1)
+            tb_0.append(_B1[n_supported_features + 1])
         else:
-            _wuv(tb, n_supported_features + 1)
+            tb_0.append(_uvb(n_supported_features + 1))
         for e_supported_features in a_supported_features:
-            _w_SupportedFeatureKey_3(tb, e_supported_features)
-        tags_.append((0, tb))
+            _w_SupportedFeatureKey_3(tb_0, e_supported_features)
+        tags_.append((0, b"".join(tb_0)))
     if o.finalized_features_epoch != -1:
-        tb = bytearray()
-        tb += _P_q(o.finalized_features_epoch)
-        tags_.append((1, tb))
+        tb_1: list[bytes] = []
+        tb_1.append(_P_q(o.finalized_features_epoch))
+        tags_.append((1, b"".join(tb_1)))
     if o.finalized_features is None or len(o.finalized_features) != 0:
-        tb = bytearray()
+        tb_2: list[bytes] = []
         a_finalized_features = o.finalized_features
         n_finalized_features = len(a_finalized_features)
         if n_finalized_features < 127:
-            tb.append(n_finalized_features + 1)
+            tb_2.append(_B1[n_finalized_features + 1])
         else:
-            _wuv(tb, n_finalized_features + 1)
+            tb_2.append(_uvb(n_finalized_features + 1))
         for e_finalized_features in a_finalized_features:
-            _w_FinalizedFeatureKey_3(tb, e_finalized_features)
-        tags_.append((2, tb))
+            _w_FinalizedFeatureKey_3(tb_2, e_finalized_features)
+        tags_.append((2, b"".join(tb_2)))
     if o.zk_migration_ready:
-        tb = bytearray()
-        tb += _P_o(o.zk_migration_ready)
-        tags_.append((3, tb))
+        tb_3: list[bytes] = []
+        tb_3.append(_P_o(o.zk_migration_ready))
+        tags_.append((3, b"".join(tb_3)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_ApiVersionsResponse_0(d: bytes, p: int) -> tuple[ApiVersionsResponse, int]:
     ob_ = _new(ApiVersionsResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.error_code, ln = _U_hi(d, p)
+    p += 6
     if ln < 0:
         raise MessageDecodeError("non-nullable field ApiKeys was serialized as null")
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 6 * ln > len(d) - p:
+                raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
+            for v_api_keys__api_key, v_api_keys__min_version, v_api_keys__max_version in _I_hhh(
+                memoryview(d)[p : p + 6 * ln]
+            ):
+                ob_api_keys__ = _new(ApiVersion)
+                ob_api_keys__.api_key = v_api_keys__api_key
+                ob_api_keys__.min_version = v_api_keys__min_version
+                ob_api_keys__.max_version = v_api_keys__max_version
+                ob_api_keys__.unknown_tagged_fields = []
+                l_api_keys.append(ob_api_keys__)
+            p += 6 * len(l_api_keys)
+        for _ in range(ln - len(l_api_keys)):
             ob_api_keys__ = _new(ApiVersion)
             ob_api_keys__.api_key, ob_api_keys__.min_version, ob_api_keys__.max_version = _U_hhh(d, p)
             p += 6
@@ -364,17 +385,28 @@ def _r_ApiVersionsResponse_0(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
 
 def _r_ApiVersionsResponse_1(d: bytes, p: int) -> tuple[ApiVersionsResponse, int]:
     ob_ = _new(ApiVersionsResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.error_code, ln = _U_hi(d, p)
+    p += 6
     if ln < 0:
         raise MessageDecodeError("non-nullable field ApiKeys was serialized as null")
     else:
         if ln > len(d) - p:
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 6 * ln > len(d) - p:
+                raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
+            for v_api_keys__api_key, v_api_keys__min_version, v_api_keys__max_version in _I_hhh(
+                memoryview(d)[p : p + 6 * ln]
+            ):
+                ob_api_keys__ = _new(ApiVersion)
+                ob_api_keys__.api_key = v_api_keys__api_key
+                ob_api_keys__.min_version = v_api_keys__min_version
+                ob_api_keys__.max_version = v_api_keys__max_version
+                ob_api_keys__.unknown_tagged_fields = []
+                l_api_keys.append(ob_api_keys__)
+            p += 6 * len(l_api_keys)
+        for _ in range(ln - len(l_api_keys)):
             ob_api_keys__ = _new(ApiVersion)
             ob_api_keys__.api_key, ob_api_keys__.min_version, ob_api_keys__.max_version = _U_hhh(d, p)
             p += 6
@@ -393,13 +425,10 @@ def _r_ApiVersionsResponse_1(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
 
 def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int]:
     ob_ = _new(ApiVersionsResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.error_code, ln = _U_hB(d, p)
+    p += 3
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field ApiKeys was serialized as null")
@@ -407,7 +436,22 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
         if ln > len(d) - p:
             raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
         l_api_keys: list[ApiVersion] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 7 * ln > len(d) - p:
+                raise MessageDecodeError("array ApiKeys claims more elements than bytes remain")
+            for v_api_keys__api_key, v_api_keys__min_version, v_api_keys__max_version, nt in _I_hhhB(
+                memoryview(d)[p : p + 7 * ln]
+            ):
+                if nt:
+                    break
+                ob_api_keys__ = _new(ApiVersion)
+                ob_api_keys__.api_key = v_api_keys__api_key
+                ob_api_keys__.min_version = v_api_keys__min_version
+                ob_api_keys__.max_version = v_api_keys__max_version
+                ob_api_keys__.unknown_tagged_fields = []
+                l_api_keys.append(ob_api_keys__)
+            p += 7 * len(l_api_keys)
+        for _ in range(ln - len(l_api_keys)):
             ob_api_keys__ = _new(ApiVersion)
             ob_api_keys__.api_key, ob_api_keys__.min_version, ob_api_keys__.max_version, nt = _U_hhhB(d, p)
             p += 7
@@ -503,7 +547,7 @@ def _r_ApiVersionsResponse_3(d: bytes, p: int) -> tuple[ApiVersionsResponse, int
     return ob_, p
 
 
-_W_ApiVersionsResponse: dict[int, Callable[[bytearray, ApiVersionsResponse], None]] = {
+_W_ApiVersionsResponse: dict[int, Callable[[list[bytes], ApiVersionsResponse], None]] = {
     0: _w_ApiVersionsResponse_0,
     1: _w_ApiVersionsResponse_1,
     2: _w_ApiVersionsResponse_1,

@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -25,11 +35,17 @@ _U_HB = struct.Struct(">HB").unpack_from
 _P_Hx = struct.Struct(">Hx").pack
 _P_h = struct.Struct(">h").pack
 _U_h = struct.Struct(">h").unpack_from
+_P_hB = struct.Struct(">hB").pack
+_U_hB = struct.Struct(">hB").unpack_from
+_U_hi = struct.Struct(">hi").unpack_from
 _P_i = struct.Struct(">i").pack
 _U_i = struct.Struct(">i").unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
 _P_ihii = struct.Struct(">ihii").pack
 _U_ihii = struct.Struct(">ihii").unpack_from
+_I_ihii = struct.Struct(">ihii").iter_unpack
 _U_ihiiB = struct.Struct(">ihiiB").unpack_from
+_I_ihiiB = struct.Struct(">ihiiB").iter_unpack
 _P_ihiix = struct.Struct(">ihiix").pack
 
 
@@ -91,29 +107,29 @@ class BeginQuorumEpochResponse:
         w = _W_BeginQuorumEpochResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of BeginQuorumEpochResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write BeginQuorumEpochResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of BeginQuorumEpochResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_BeginQuorumEpochResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of BeginQuorumEpochResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write BeginQuorumEpochResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of BeginQuorumEpochResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> BeginQuorumEpochResponse:
@@ -155,100 +171,21 @@ class BeginQuorumEpochResponse:
             raise MessageDecodeError(f"{e} (reading BeginQuorumEpochResponse v{version})") from None
 
 
-def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.leader_id,
-                ob_partitions__.leader_epoch,
-                nt,
-            ) = _U_ihiiB(d, p)
-            p += 15
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions__.append((tg, d[p:te]))
-                    p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_NodeEndpoint_1(out: bytearray, o: NodeEndpoint) -> None:
-    out += _P_i(o.node_id)
-    s_host = _SC.get(o.host)
-    if s_host is None:
-        s_host = _cstr(o.host)
-    out += s_host
-    out += _P_Hx(o.port)
+def _w_NodeEndpoint_1(out: list[bytes], o: NodeEndpoint) -> None:
+    out.append(_P_i(o.node_id))
+    out.append(_SC.get(o.host) or _cstr(o.host))
+    out.append(_P_Hx(o.port))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
 def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
     ob_ = _new(NodeEndpoint)
-    (ob_.node_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.node_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Host was serialized as null")
@@ -278,27 +215,26 @@ def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
     return ob_, p
 
 
-def _w_BeginQuorumEpochResponse_0(out: bytearray, o: BeginQuorumEpochResponse) -> None:
+def _w_BeginQuorumEpochResponse_0(out: list[bytes], o: BeginQuorumEpochResponse) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_h(o.error_code)
+    out.append(_P_h(o.error_code))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
-        s_topics__topic_name = _SL.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _lstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SL.get(e_topics.topic_name) or _lstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_ihii(
-                e_topics__partitions.partition_index,
-                e_topics__partitions.error_code,
-                e_topics__partitions.leader_id,
-                e_topics__partitions.leader_epoch,
+            out.append(
+                _P_ihii(
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.error_code,
+                    e_topics__partitions.leader_id,
+                    e_topics__partitions.leader_epoch,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -308,63 +244,62 @@ def _w_BeginQuorumEpochResponse_0(out: bytearray, o: BeginQuorumEpochResponse) -
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_BeginQuorumEpochResponse_1(out: bytearray, o: BeginQuorumEpochResponse) -> None:
-    out += _P_h(o.error_code)
+def _w_BeginQuorumEpochResponse_1(out: list[bytes], o: BeginQuorumEpochResponse) -> None:
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_hB(o.error_code, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_h(o.error_code))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__topic_name = _SC.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _cstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_ihiix(
-                e_topics__partitions.partition_index,
-                e_topics__partitions.error_code,
-                e_topics__partitions.leader_id,
-                e_topics__partitions.leader_epoch,
+            out.append(
+                _P_ihiix(
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.error_code,
+                    e_topics__partitions.leader_id,
+                    e_topics__partitions.leader_epoch,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         a_node_endpoints = o.node_endpoints
         n_node_endpoints = len(a_node_endpoints)
         if n_node_endpoints < 127:
-            tb.append(n_node_endpoints + 1)
+            tb_0.append(_B1[n_node_endpoints + 1])
         else:
-            _wuv(tb, n_node_endpoints + 1)
+            tb_0.append(_uvb(n_node_endpoints + 1))
         for e_node_endpoints in a_node_endpoints:
-            _w_NodeEndpoint_1(tb, e_node_endpoints)
-        tags_.append((0, tb))
+            _w_NodeEndpoint_1(tb_0, e_node_endpoints)
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_BeginQuorumEpochResponse_0(d: bytes, p: int) -> tuple[BeginQuorumEpochResponse, int]:
     ob_ = _new(BeginQuorumEpochResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.error_code, ln = _U_hi(d, p)
+    p += 6
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -393,7 +328,24 @@ def _r_BeginQuorumEpochResponse_0(d: bytes, p: int) -> tuple[BeginQuorumEpochRes
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[PartitionData] = []
-                for _ in range(ln):
+                if ln >= 8:
+                    if 14 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition_index,
+                        v_topics__partitions__error_code,
+                        v_topics__partitions__leader_id,
+                        v_topics__partitions__leader_epoch,
+                    ) in _I_ihii(memoryview(d)[p : p + 14 * ln]):
+                        ob_topics__partitions__ = _new(PartitionData)
+                        ob_topics__partitions__.partition_index = v_topics__partitions__partition_index
+                        ob_topics__partitions__.error_code = v_topics__partitions__error_code
+                        ob_topics__partitions__.leader_id = v_topics__partitions__leader_id
+                        ob_topics__partitions__.leader_epoch = v_topics__partitions__leader_epoch
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 14 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
                     ob_topics__partitions__ = _new(PartitionData)
                     (
                         ob_topics__partitions__.partition_index,
@@ -415,13 +367,10 @@ def _r_BeginQuorumEpochResponse_0(d: bytes, p: int) -> tuple[BeginQuorumEpochRes
 
 def _r_BeginQuorumEpochResponse_1(d: bytes, p: int) -> tuple[BeginQuorumEpochResponse, int]:
     ob_ = _new(BeginQuorumEpochResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.error_code, ln = _U_hB(d, p)
+    p += 3
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -430,8 +379,96 @@ def _r_BeginQuorumEpochResponse_1(d: bytes, p: int) -> tuple[BeginQuorumEpochRes
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_1(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                if ln >= 8:
+                    if 15 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition_index,
+                        v_topics__partitions__error_code,
+                        v_topics__partitions__leader_id,
+                        v_topics__partitions__leader_epoch,
+                        nt,
+                    ) in _I_ihiiB(memoryview(d)[p : p + 15 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(PartitionData)
+                        ob_topics__partitions__.partition_index = v_topics__partitions__partition_index
+                        ob_topics__partitions__.error_code = v_topics__partitions__error_code
+                        ob_topics__partitions__.leader_id = v_topics__partitions__leader_id
+                        ob_topics__partitions__.leader_epoch = v_topics__partitions__leader_epoch
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 15 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        nt,
+                    ) = _U_ihiiB(d, p)
+                    p += 15
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
@@ -472,7 +509,7 @@ def _r_BeginQuorumEpochResponse_1(d: bytes, p: int) -> tuple[BeginQuorumEpochRes
     return ob_, p
 
 
-_W_BeginQuorumEpochResponse: dict[int, Callable[[bytearray, BeginQuorumEpochResponse], None]] = {
+_W_BeginQuorumEpochResponse: dict[int, Callable[[list[bytes], BeginQuorumEpochResponse], None]] = {
     0: _w_BeginQuorumEpochResponse_0,
     1: _w_BeginQuorumEpochResponse_1,
 }

@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -51,29 +61,29 @@ class DescribeClusterRequest:
         w = _W_DescribeClusterRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeClusterRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write DescribeClusterRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of DescribeClusterRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_DescribeClusterRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeClusterRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write DescribeClusterRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of DescribeClusterRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeClusterRequest:
@@ -115,30 +125,30 @@ class DescribeClusterRequest:
             raise MessageDecodeError(f"{e} (reading DescribeClusterRequest v{version})") from None
 
 
-def _w_DescribeClusterRequest_0(out: bytearray, o: DescribeClusterRequest) -> None:
+def _w_DescribeClusterRequest_0(out: list[bytes], o: DescribeClusterRequest) -> None:
     if o.endpoint_type != 1:
         raise MessageEncodeError("Attempted to write a non-default EndpointType")
     if o.include_fenced_brokers:
         raise MessageEncodeError("Attempted to write a non-default IncludeFencedBrokers")
-    out += _P_ox(o.include_cluster_authorized_operations)
+    out.append(_P_ox(o.include_cluster_authorized_operations))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_DescribeClusterRequest_1(out: bytearray, o: DescribeClusterRequest) -> None:
+def _w_DescribeClusterRequest_1(out: list[bytes], o: DescribeClusterRequest) -> None:
     if o.include_fenced_brokers:
         raise MessageEncodeError("Attempted to write a non-default IncludeFencedBrokers")
-    out += _P_obx(o.include_cluster_authorized_operations, o.endpoint_type)
+    out.append(_P_obx(o.include_cluster_authorized_operations, o.endpoint_type))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_DescribeClusterRequest_2(out: bytearray, o: DescribeClusterRequest) -> None:
-    out += _P_obox(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers)
+def _w_DescribeClusterRequest_2(out: list[bytes], o: DescribeClusterRequest) -> None:
+    out.append(_P_obox(o.include_cluster_authorized_operations, o.endpoint_type, o.include_fenced_brokers))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -207,7 +217,7 @@ def _r_DescribeClusterRequest_2(d: bytes, p: int) -> tuple[DescribeClusterReques
     return ob_, p
 
 
-_W_DescribeClusterRequest: dict[int, Callable[[bytearray, DescribeClusterRequest], None]] = {
+_W_DescribeClusterRequest: dict[int, Callable[[list[bytes], DescribeClusterRequest], None]] = {
     0: _w_DescribeClusterRequest_0,
     1: _w_DescribeClusterRequest_1,
     2: _w_DescribeClusterRequest_2,

@@ -10,26 +10,36 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _U_oB = struct.Struct(">?B").unpack_from
 _P_ox = struct.Struct(">?x").pack
 _P_b = struct.Struct(">b").pack
-_U_b = struct.Struct(">b").unpack_from
+_U_bB = struct.Struct(">bB").unpack_from
 _P_i = struct.Struct(">i").pack
-_U_i = struct.Struct(">i").unpack_from
+_P_iB = struct.Struct(">iB").pack
 _U_iB = struct.Struct(">iB").unpack_from
 _P_ih = struct.Struct(">ih").pack
-_U_ih = struct.Struct(">ih").unpack_from
+_U_ihB = struct.Struct(">ihB").unpack_from
 _P_ix = struct.Struct(">ix").pack
 
 
@@ -74,29 +84,29 @@ class DescribeClusterResponse:
         w = _W_DescribeClusterResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeClusterResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write DescribeClusterResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of DescribeClusterResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_DescribeClusterResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeClusterResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write DescribeClusterResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of DescribeClusterResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeClusterResponse:
@@ -138,268 +148,116 @@ class DescribeClusterResponse:
             raise MessageDecodeError(f"{e} (reading DescribeClusterResponse v{version})") from None
 
 
-def _r_DescribeClusterBroker_0(d: bytes, p: int) -> tuple[DescribeClusterBroker, int]:
-    ob_ = _new(DescribeClusterBroker)
-    (ob_.broker_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        ob_.host = d[p:e].decode()
-        p = e
-    (ob_.port,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.rack = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Rack had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        ob_.rack = d[p:e].decode()
-        p = e
-    ob_.is_fenced = False
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_DescribeClusterBroker_2(d: bytes, p: int) -> tuple[DescribeClusterBroker, int]:
-    ob_ = _new(DescribeClusterBroker)
-    (ob_.broker_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        ob_.host = d[p:e].decode()
-        p = e
-    (ob_.port,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.rack = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Rack had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        ob_.rack = d[p:e].decode()
-        p = e
-    ob_.is_fenced, nt = _U_oB(d, p)
-    p += 2
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_DescribeClusterResponse_0(out: bytearray, o: DescribeClusterResponse) -> None:
+def _w_DescribeClusterResponse_0(out: list[bytes], o: DescribeClusterResponse) -> None:
     if o.endpoint_type != 1:
         raise MessageEncodeError("Attempted to write a non-default EndpointType")
-    out += _P_ih(o.throttle_time_ms, o.error_code)
+    out.append(_P_ih(o.throttle_time_ms, o.error_code))
     if o.error_message is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_error_message = _SC.get(o.error_message)
-        if s_error_message is None:
-            s_error_message = _cstr(o.error_message)
-        out += s_error_message
-    s_cluster_id = _SC.get(o.cluster_id)
-    if s_cluster_id is None:
-        s_cluster_id = _cstr(o.cluster_id)
-    out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.error_message) or _cstr(o.error_message))
+    out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.controller_id, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
         if e_brokers.is_fenced:
             raise MessageEncodeError("Attempted to write a non-default IsFenced")
-        out += _P_i(e_brokers.broker_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.broker_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
-            out.append(0)
-    out += _P_ix(o.cluster_authorized_operations)
+            out.append(_B1[0])
+    out.append(_P_ix(o.cluster_authorized_operations))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_DescribeClusterResponse_1(out: bytearray, o: DescribeClusterResponse) -> None:
-    out += _P_ih(o.throttle_time_ms, o.error_code)
+def _w_DescribeClusterResponse_1(out: list[bytes], o: DescribeClusterResponse) -> None:
+    out.append(_P_ih(o.throttle_time_ms, o.error_code))
     if o.error_message is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_error_message = _SC.get(o.error_message)
-        if s_error_message is None:
-            s_error_message = _cstr(o.error_message)
-        out += s_error_message
-    out += _P_b(o.endpoint_type)
-    s_cluster_id = _SC.get(o.cluster_id)
-    if s_cluster_id is None:
-        s_cluster_id = _cstr(o.cluster_id)
-    out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.error_message) or _cstr(o.error_message))
+    out.append(_P_b(o.endpoint_type))
+    out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.controller_id, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
         if e_brokers.is_fenced:
             raise MessageEncodeError("Attempted to write a non-default IsFenced")
-        out += _P_i(e_brokers.broker_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.broker_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
-            out.append(0)
-    out += _P_ix(o.cluster_authorized_operations)
+            out.append(_B1[0])
+    out.append(_P_ix(o.cluster_authorized_operations))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_DescribeClusterResponse_2(out: bytearray, o: DescribeClusterResponse) -> None:
-    out += _P_ih(o.throttle_time_ms, o.error_code)
+def _w_DescribeClusterResponse_2(out: list[bytes], o: DescribeClusterResponse) -> None:
+    out.append(_P_ih(o.throttle_time_ms, o.error_code))
     if o.error_message is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_error_message = _SC.get(o.error_message)
-        if s_error_message is None:
-            s_error_message = _cstr(o.error_message)
-        out += s_error_message
-    out += _P_b(o.endpoint_type)
-    s_cluster_id = _SC.get(o.cluster_id)
-    if s_cluster_id is None:
-        s_cluster_id = _cstr(o.cluster_id)
-    out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.error_message) or _cstr(o.error_message))
+    out.append(_P_b(o.endpoint_type))
+    out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.controller_id, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.broker_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.broker_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
-        out += _P_ox(e_brokers.is_fenced)
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
+        out.append(_P_ox(e_brokers.is_fenced))
         if e_brokers.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_brokers.unknown_tagged_fields)
-    out += _P_ix(o.cluster_authorized_operations)
+    out.append(_P_ix(o.cluster_authorized_operations))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
 def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterResponse, int]:
     ob_ = _new(DescribeClusterResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -427,13 +285,10 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -442,8 +297,54 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[DescribeClusterBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_DescribeClusterBroker_0(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(DescribeClusterBroker)
+            ob_brokers__.broker_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            ob_brokers__.is_fenced = False
+            unk_brokers__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ob_.cluster_authorized_operations, nt = _U_iB(d, p)
     p += 5
@@ -466,13 +367,10 @@ def _r_DescribeClusterResponse_0(d: bytes, p: int) -> tuple[DescribeClusterRespo
 
 def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterResponse, int]:
     ob_ = _new(DescribeClusterResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -484,13 +382,10 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
         ob_.error_message = d[p:e].decode()
         p = e
-    (ob_.endpoint_type,) = _U_b(d, p)
-    p += 1
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.endpoint_type, ln = _U_bB(d, p)
+    p += 2
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field ClusterId was serialized as null")
@@ -502,13 +397,10 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -517,8 +409,54 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[DescribeClusterBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_DescribeClusterBroker_0(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(DescribeClusterBroker)
+            ob_brokers__.broker_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            ob_brokers__.is_fenced = False
+            unk_brokers__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ob_.cluster_authorized_operations, nt = _U_iB(d, p)
     p += 5
@@ -540,13 +478,10 @@ def _r_DescribeClusterResponse_1(d: bytes, p: int) -> tuple[DescribeClusterRespo
 
 def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterResponse, int]:
     ob_ = _new(DescribeClusterResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -558,13 +493,10 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
         ob_.error_message = d[p:e].decode()
         p = e
-    (ob_.endpoint_type,) = _U_b(d, p)
-    p += 1
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.endpoint_type, ln = _U_bB(d, p)
+    p += 2
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field ClusterId was serialized as null")
@@ -576,13 +508,10 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -591,8 +520,53 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[DescribeClusterBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_DescribeClusterBroker_2(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(DescribeClusterBroker)
+            ob_brokers__.broker_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            ob_brokers__.is_fenced, nt = _U_oB(d, p)
+            p += 2
+            unk_brokers__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ob_.cluster_authorized_operations, nt = _U_iB(d, p)
     p += 5
@@ -612,7 +586,7 @@ def _r_DescribeClusterResponse_2(d: bytes, p: int) -> tuple[DescribeClusterRespo
     return ob_, p
 
 
-_W_DescribeClusterResponse: dict[int, Callable[[bytearray, DescribeClusterResponse], None]] = {
+_W_DescribeClusterResponse: dict[int, Callable[[list[bytes], DescribeClusterResponse], None]] = {
     0: _w_DescribeClusterResponse_0,
     1: _w_DescribeClusterResponse_1,
     2: _w_DescribeClusterResponse_2,

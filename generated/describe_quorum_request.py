@@ -10,18 +10,29 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _U_iB = struct.Struct(">iB").unpack_from
+_I_iB = struct.Struct(">iB").iter_unpack
 _P_ix = struct.Struct(">ix").pack
 
 
@@ -66,29 +77,29 @@ class DescribeQuorumRequest:
         w = _W_DescribeQuorumRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeQuorumRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write DescribeQuorumRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of DescribeQuorumRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_DescribeQuorumRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeQuorumRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write DescribeQuorumRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of DescribeQuorumRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeQuorumRequest:
@@ -130,104 +141,34 @@ class DescribeQuorumRequest:
             raise MessageDecodeError(f"{e} (reading DescribeQuorumRequest v{version})") from None
 
 
-def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            ob_partitions__.partition_index, nt = _U_iB(d, p)
-            p += 5
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions__.append((tg, d[p:te]))
-                    p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_DescribeQuorumRequest_0(out: bytearray, o: DescribeQuorumRequest) -> None:
+def _w_DescribeQuorumRequest_0(out: list[bytes], o: DescribeQuorumRequest) -> None:
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_B1[n_topics + 1])
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__topic_name = _SC.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _cstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_ix(e_topics__partitions.partition_index)
+            out.append(_P_ix(e_topics__partitions.partition_index))
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_DescribeQuorumRequest_0(d: bytes, p: int) -> tuple[DescribeQuorumRequest, int]:
@@ -245,8 +186,81 @@ def _r_DescribeQuorumRequest_0(d: bytes, p: int) -> tuple[DescribeQuorumRequest,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_0(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                if ln >= 8:
+                    if 5 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for v_topics__partitions__partition_index, nt in _I_iB(memoryview(d)[p : p + 5 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(PartitionData)
+                        ob_topics__partitions__.partition_index = v_topics__partitions__partition_index
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 5 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    ob_topics__partitions__.partition_index, nt = _U_iB(d, p)
+                    p += 5
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -266,7 +280,7 @@ def _r_DescribeQuorumRequest_0(d: bytes, p: int) -> tuple[DescribeQuorumRequest,
     return ob_, p
 
 
-_W_DescribeQuorumRequest: dict[int, Callable[[bytearray, DescribeQuorumRequest], None]] = {
+_W_DescribeQuorumRequest: dict[int, Callable[[list[bytes], DescribeQuorumRequest], None]] = {
     0: _w_DescribeQuorumRequest_0,
     1: _w_DescribeQuorumRequest_0,
     2: _w_DescribeQuorumRequest_0,

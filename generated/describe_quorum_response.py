@@ -10,33 +10,50 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _U_HB = struct.Struct(">HB").unpack_from
 _P_Hx = struct.Struct(">Hx").pack
 _P_h = struct.Struct(">h").pack
-_U_h = struct.Struct(">h").unpack_from
+_P_hB = struct.Struct(">hB").pack
+_U_hB = struct.Struct(">hB").unpack_from
 _P_i = struct.Struct(">i").pack
-_U_i = struct.Struct(">i").unpack_from
 _U_i16sqqqB = struct.Struct(">i16sqqqB").unpack_from
+_I_i16sqqqB = struct.Struct(">i16sqqqB").iter_unpack
 _P_i16sqqqx = struct.Struct(">i16sqqqx").pack
+_P_iB = struct.Struct(">iB").pack
+_U_iB = struct.Struct(">iB").unpack_from
 _P_ih = struct.Struct(">ih").pack
-_U_ih = struct.Struct(">ih").unpack_from
+_U_ihB = struct.Struct(">ihB").unpack_from
 _P_ihiiq = struct.Struct(">ihiiq").pack
-_U_ihiiq = struct.Struct(">ihiiq").unpack_from
+_P_ihiiqB = struct.Struct(">ihiiqB").pack
+_U_ihiiqB = struct.Struct(">ihiiqB").unpack_from
 _P_iiq = struct.Struct(">iiq").pack
-_U_iiq = struct.Struct(">iiq").unpack_from
+_P_iiqB = struct.Struct(">iiqB").pack
+_U_iiqB = struct.Struct(">iiqB").unpack_from
 _U_iqB = struct.Struct(">iqB").unpack_from
+_I_iqB = struct.Struct(">iqB").iter_unpack
 _U_iqqqB = struct.Struct(">iqqqB").unpack_from
+_I_iqqqB = struct.Struct(">iqqqB").iter_unpack
 _P_iqqqx = struct.Struct(">iqqqx").pack
 _P_iqx = struct.Struct(">iqx").pack
 
@@ -129,29 +146,29 @@ class DescribeQuorumResponse:
         w = _W_DescribeQuorumResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeQuorumResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write DescribeQuorumResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of DescribeQuorumResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_DescribeQuorumResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of DescribeQuorumResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write DescribeQuorumResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of DescribeQuorumResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> DescribeQuorumResponse:
@@ -193,205 +210,12 @@ class DescribeQuorumResponse:
             raise MessageDecodeError(f"{e} (reading DescribeQuorumResponse v{version})") from None
 
 
-def _r_PartitionData_0(d: bytes, p: int) -> tuple[PartitionData, int]:
-    ob_ = _new(PartitionData)
-    ob_.partition_index, ob_.error_code, ob_.leader_id, ob_.leader_epoch, ob_.high_watermark = _U_ihiiq(d, p)
-    p += 22
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-        l_current_voters: list[ReplicaState] = []
-        for _ in range(ln):
-            ob_current_voters__ = _new(ReplicaState)
-            ob_current_voters__.replica_id, ob_current_voters__.log_end_offset, nt = _U_iqB(d, p)
-            p += 13
-            ob_current_voters__.replica_directory_id = ZERO_UUID
-            ob_current_voters__.last_fetch_timestamp = -1
-            ob_current_voters__.last_caught_up_timestamp = -1
-            unk_current_voters__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_current_voters__.append((tg, d[p:te]))
-                    p = te
-            ob_current_voters__.unknown_tagged_fields = unk_current_voters__
-            l_current_voters.append(ob_current_voters__)
-        ob_.current_voters = l_current_voters
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Observers was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Observers claims more elements than bytes remain")
-        l_observers: list[ReplicaState] = []
-        for _ in range(ln):
-            ob_observers__ = _new(ReplicaState)
-            ob_observers__.replica_id, ob_observers__.log_end_offset, nt = _U_iqB(d, p)
-            p += 13
-            ob_observers__.replica_directory_id = ZERO_UUID
-            ob_observers__.last_fetch_timestamp = -1
-            ob_observers__.last_caught_up_timestamp = -1
-            unk_observers__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_observers__.append((tg, d[p:te]))
-                    p = te
-            ob_observers__.unknown_tagged_fields = unk_observers__
-            l_observers.append(ob_observers__)
-        ob_.observers = l_observers
-    ob_.error_message = ""
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
-    ob_ = _new(PartitionData)
-    ob_.partition_index, ob_.error_code, ob_.leader_id, ob_.leader_epoch, ob_.high_watermark = _U_ihiiq(d, p)
-    p += 22
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-        l_current_voters: list[ReplicaState] = []
-        for _ in range(ln):
-            ob_current_voters__ = _new(ReplicaState)
-            (
-                ob_current_voters__.replica_id,
-                ob_current_voters__.log_end_offset,
-                ob_current_voters__.last_fetch_timestamp,
-                ob_current_voters__.last_caught_up_timestamp,
-                nt,
-            ) = _U_iqqqB(d, p)
-            p += 29
-            ob_current_voters__.replica_directory_id = ZERO_UUID
-            unk_current_voters__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_current_voters__.append((tg, d[p:te]))
-                    p = te
-            ob_current_voters__.unknown_tagged_fields = unk_current_voters__
-            l_current_voters.append(ob_current_voters__)
-        ob_.current_voters = l_current_voters
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Observers was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Observers claims more elements than bytes remain")
-        l_observers: list[ReplicaState] = []
-        for _ in range(ln):
-            ob_observers__ = _new(ReplicaState)
-            (
-                ob_observers__.replica_id,
-                ob_observers__.log_end_offset,
-                ob_observers__.last_fetch_timestamp,
-                ob_observers__.last_caught_up_timestamp,
-                nt,
-            ) = _U_iqqqB(d, p)
-            p += 29
-            ob_observers__.replica_directory_id = ZERO_UUID
-            unk_observers__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_observers__.append((tg, d[p:te]))
-                    p = te
-            ob_observers__.unknown_tagged_fields = unk_observers__
-            l_observers.append(ob_observers__)
-        ob_.observers = l_observers
-    ob_.error_message = ""
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
     ob_ = _new(PartitionData)
-    ob_.partition_index, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.partition_index, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -403,13 +227,10 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
             raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
         ob_.error_message = d[p:e].decode()
         p = e
-    ob_.leader_id, ob_.leader_epoch, ob_.high_watermark = _U_iiq(d, p)
-    p += 16
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.leader_id, ob_.leader_epoch, ob_.high_watermark, ln = _U_iiqB(d, p)
+    p += 17
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
@@ -417,7 +238,31 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
         if ln > len(d) - p:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[ReplicaState] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 45 * ln > len(d) - p:
+                raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
+            for (
+                v_current_voters__replica_id,
+                v_current_voters__replica_directory_id,
+                v_current_voters__log_end_offset,
+                v_current_voters__last_fetch_timestamp,
+                v_current_voters__last_caught_up_timestamp,
+                nt,
+            ) in _I_i16sqqqB(memoryview(d)[p : p + 45 * ln]):
+                if nt:
+                    break
+                ob_current_voters__ = _new(ReplicaState)
+                ob_current_voters__.replica_id = v_current_voters__replica_id
+                ob_current_voters__.replica_directory_id = _UC.get(
+                    v_current_voters__replica_directory_id
+                ) or _uuid(v_current_voters__replica_directory_id)
+                ob_current_voters__.log_end_offset = v_current_voters__log_end_offset
+                ob_current_voters__.last_fetch_timestamp = v_current_voters__last_fetch_timestamp
+                ob_current_voters__.last_caught_up_timestamp = v_current_voters__last_caught_up_timestamp
+                ob_current_voters__.unknown_tagged_fields = []
+                l_current_voters.append(ob_current_voters__)
+            p += 45 * len(l_current_voters)
+        for _ in range(ln - len(l_current_voters)):
             ob_current_voters__ = _new(ReplicaState)
             (
                 ob_current_voters__.replica_id,
@@ -428,7 +273,9 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
                 nt,
             ) = _U_i16sqqqB(d, p)
             p += 45
-            ob_current_voters__.replica_directory_id = _uuid(u_current_voters__replica_directory_id)
+            ob_current_voters__.replica_directory_id = _UC.get(
+                u_current_voters__replica_directory_id
+            ) or _uuid(u_current_voters__replica_directory_id)
             unk_current_voters__: list[tuple[int, bytes]] = []
             if nt:
                 if nt >= 128:
@@ -456,7 +303,31 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
         if ln > len(d) - p:
             raise MessageDecodeError("array Observers claims more elements than bytes remain")
         l_observers: list[ReplicaState] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 45 * ln > len(d) - p:
+                raise MessageDecodeError("array Observers claims more elements than bytes remain")
+            for (
+                v_observers__replica_id,
+                v_observers__replica_directory_id,
+                v_observers__log_end_offset,
+                v_observers__last_fetch_timestamp,
+                v_observers__last_caught_up_timestamp,
+                nt,
+            ) in _I_i16sqqqB(memoryview(d)[p : p + 45 * ln]):
+                if nt:
+                    break
+                ob_observers__ = _new(ReplicaState)
+                ob_observers__.replica_id = v_observers__replica_id
+                ob_observers__.replica_directory_id = _UC.get(v_observers__replica_directory_id) or _uuid(
+                    v_observers__replica_directory_id
+                )
+                ob_observers__.log_end_offset = v_observers__log_end_offset
+                ob_observers__.last_fetch_timestamp = v_observers__last_fetch_timestamp
+                ob_observers__.last_caught_up_timestamp = v_observers__last_caught_up_timestamp
+                ob_observers__.unknown_tagged_fields = []
+                l_observers.append(ob_observers__)
+            p += 45 * len(l_observers)
+        for _ in range(ln - len(l_observers)):
             ob_observers__ = _new(ReplicaState)
             (
                 ob_observers__.replica_id,
@@ -467,7 +338,9 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
                 nt,
             ) = _U_i16sqqqB(d, p)
             p += 45
-            ob_observers__.replica_directory_id = _uuid(u_observers__replica_directory_id)
+            ob_observers__.replica_directory_id = _UC.get(u_observers__replica_directory_id) or _uuid(
+                u_observers__replica_directory_id
+            )
             unk_observers__: list[tuple[int, bytes]] = []
             if nt:
                 if nt >= 128:
@@ -499,193 +372,6 @@ def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
             p = te
     ob_.unknown_tagged_fields = unk_
     return ob_, p
-
-
-def _w_TopicData_0(out: bytearray, o: TopicData) -> None:
-    s_topic_name = _SC.get(o.topic_name)
-    if s_topic_name is None:
-        s_topic_name = _cstr(o.topic_name)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ihiiq(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-            e_partitions.high_watermark,
-        )
-        a_partitions__current_voters = e_partitions.current_voters
-        n_partitions__current_voters = len(a_partitions__current_voters)
-        if n_partitions__current_voters < 127:
-            out.append(n_partitions__current_voters + 1)
-        else:
-            _wuv(out, n_partitions__current_voters + 1)
-        for e_partitions__current_voters in a_partitions__current_voters:
-            if e_partitions__current_voters.replica_directory_id != ZERO_UUID:
-                raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqx(
-                e_partitions__current_voters.replica_id, e_partitions__current_voters.log_end_offset
-            )
-            if e_partitions__current_voters.unknown_tagged_fields:
-                del out[-1]
-                _wtags(out, e_partitions__current_voters.unknown_tagged_fields)
-        a_partitions__observers = e_partitions.observers
-        n_partitions__observers = len(a_partitions__observers)
-        if n_partitions__observers < 127:
-            out.append(n_partitions__observers + 1)
-        else:
-            _wuv(out, n_partitions__observers + 1)
-        for e_partitions__observers in a_partitions__observers:
-            if e_partitions__observers.replica_directory_id != ZERO_UUID:
-                raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqx(e_partitions__observers.replica_id, e_partitions__observers.log_end_offset)
-            if e_partitions__observers.unknown_tagged_fields:
-                del out[-1]
-                _wtags(out, e_partitions__observers.unknown_tagged_fields)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_TopicData_1(out: bytearray, o: TopicData) -> None:
-    s_topic_name = _SC.get(o.topic_name)
-    if s_topic_name is None:
-        s_topic_name = _cstr(o.topic_name)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ihiiq(
-            e_partitions.partition_index,
-            e_partitions.error_code,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-            e_partitions.high_watermark,
-        )
-        a_partitions__current_voters = e_partitions.current_voters
-        n_partitions__current_voters = len(a_partitions__current_voters)
-        if n_partitions__current_voters < 127:
-            out.append(n_partitions__current_voters + 1)
-        else:
-            _wuv(out, n_partitions__current_voters + 1)
-        for e_partitions__current_voters in a_partitions__current_voters:
-            if e_partitions__current_voters.replica_directory_id != ZERO_UUID:
-                raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqqqx(
-                e_partitions__current_voters.replica_id,
-                e_partitions__current_voters.log_end_offset,
-                e_partitions__current_voters.last_fetch_timestamp,
-                e_partitions__current_voters.last_caught_up_timestamp,
-            )
-            if e_partitions__current_voters.unknown_tagged_fields:
-                del out[-1]
-                _wtags(out, e_partitions__current_voters.unknown_tagged_fields)
-        a_partitions__observers = e_partitions.observers
-        n_partitions__observers = len(a_partitions__observers)
-        if n_partitions__observers < 127:
-            out.append(n_partitions__observers + 1)
-        else:
-            _wuv(out, n_partitions__observers + 1)
-        for e_partitions__observers in a_partitions__observers:
-            if e_partitions__observers.replica_directory_id != ZERO_UUID:
-                raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
-            out += _P_iqqqx(
-                e_partitions__observers.replica_id,
-                e_partitions__observers.log_end_offset,
-                e_partitions__observers.last_fetch_timestamp,
-                e_partitions__observers.last_caught_up_timestamp,
-            )
-            if e_partitions__observers.unknown_tagged_fields:
-                del out[-1]
-                _wtags(out, e_partitions__observers.unknown_tagged_fields)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
-
-
-def _w_TopicData_2(out: bytearray, o: TopicData) -> None:
-    s_topic_name = _SC.get(o.topic_name)
-    if s_topic_name is None:
-        s_topic_name = _cstr(o.topic_name)
-    out += s_topic_name
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_ih(e_partitions.partition_index, e_partitions.error_code)
-        if e_partitions.error_message is None:
-            out.append(0)
-        else:
-            s_partitions__error_message = _SC.get(e_partitions.error_message)
-            if s_partitions__error_message is None:
-                s_partitions__error_message = _cstr(e_partitions.error_message)
-            out += s_partitions__error_message
-        out += _P_iiq(e_partitions.leader_id, e_partitions.leader_epoch, e_partitions.high_watermark)
-        a_partitions__current_voters = e_partitions.current_voters
-        n_partitions__current_voters = len(a_partitions__current_voters)
-        if n_partitions__current_voters < 127:
-            out.append(n_partitions__current_voters + 1)
-        else:
-            _wuv(out, n_partitions__current_voters + 1)
-        for e_partitions__current_voters in a_partitions__current_voters:
-            out += _P_i16sqqqx(
-                e_partitions__current_voters.replica_id,
-                e_partitions__current_voters.replica_directory_id.int.to_bytes(16),
-                e_partitions__current_voters.log_end_offset,
-                e_partitions__current_voters.last_fetch_timestamp,
-                e_partitions__current_voters.last_caught_up_timestamp,
-            )
-            if e_partitions__current_voters.unknown_tagged_fields:
-                del out[-1]
-                _wtags(out, e_partitions__current_voters.unknown_tagged_fields)
-        a_partitions__observers = e_partitions.observers
-        n_partitions__observers = len(a_partitions__observers)
-        if n_partitions__observers < 127:
-            out.append(n_partitions__observers + 1)
-        else:
-            _wuv(out, n_partitions__observers + 1)
-        for e_partitions__observers in a_partitions__observers:
-            out += _P_i16sqqqx(
-                e_partitions__observers.replica_id,
-                e_partitions__observers.replica_directory_id.int.to_bytes(16),
-                e_partitions__observers.log_end_offset,
-                e_partitions__observers.last_fetch_timestamp,
-                e_partitions__observers.last_caught_up_timestamp,
-            )
-            if e_partitions__observers.unknown_tagged_fields:
-                del out[-1]
-                _wtags(out, e_partitions__observers.unknown_tagged_fields)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    if o.unknown_tagged_fields:
-        _wtags(out, o.unknown_tagged_fields)
-    else:
-        out.append(0)
 
 
 def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
@@ -719,8 +405,144 @@ def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            el_partitions, p = _r_PartitionData_0(d, p)
-            l_partitions.append(el_partitions)
+            ob_partitions__ = _new(PartitionData)
+            (
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.leader_id,
+                ob_partitions__.leader_epoch,
+                ob_partitions__.high_watermark,
+                ln,
+            ) = _U_ihiiqB(d, p)
+            p += 23
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
+                l_partitions__current_voters: list[ReplicaState] = []
+                if ln >= 8:
+                    if 13 * ln > len(d) - p:
+                        raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
+                    for (
+                        v_partitions__current_voters__replica_id,
+                        v_partitions__current_voters__log_end_offset,
+                        nt,
+                    ) in _I_iqB(memoryview(d)[p : p + 13 * ln]):
+                        if nt:
+                            break
+                        ob_partitions__current_voters__ = _new(ReplicaState)
+                        ob_partitions__current_voters__.replica_id = v_partitions__current_voters__replica_id
+                        ob_partitions__current_voters__.log_end_offset = (
+                            v_partitions__current_voters__log_end_offset
+                        )
+                        ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
+                        ob_partitions__current_voters__.last_fetch_timestamp = -1
+                        ob_partitions__current_voters__.last_caught_up_timestamp = -1
+                        ob_partitions__current_voters__.unknown_tagged_fields = []
+                        l_partitions__current_voters.append(ob_partitions__current_voters__)
+                    p += 13 * len(l_partitions__current_voters)
+                for _ in range(ln - len(l_partitions__current_voters)):
+                    ob_partitions__current_voters__ = _new(ReplicaState)
+                    (
+                        ob_partitions__current_voters__.replica_id,
+                        ob_partitions__current_voters__.log_end_offset,
+                        nt,
+                    ) = _U_iqB(d, p)
+                    p += 13
+                    ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
+                    ob_partitions__current_voters__.last_fetch_timestamp = -1
+                    ob_partitions__current_voters__.last_caught_up_timestamp = -1
+                    unk_partitions__current_voters__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_partitions__current_voters__.append((tg, d[p:te]))
+                            p = te
+                    ob_partitions__current_voters__.unknown_tagged_fields = unk_partitions__current_voters__
+                    l_partitions__current_voters.append(ob_partitions__current_voters__)
+                ob_partitions__.current_voters = l_partitions__current_voters
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Observers was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Observers claims more elements than bytes remain")
+                l_partitions__observers: list[ReplicaState] = []
+                if ln >= 8:
+                    if 13 * ln > len(d) - p:
+                        raise MessageDecodeError("array Observers claims more elements than bytes remain")
+                    for (
+                        v_partitions__observers__replica_id,
+                        v_partitions__observers__log_end_offset,
+                        nt,
+                    ) in _I_iqB(memoryview(d)[p : p + 13 * ln]):
+                        if nt:
+                            break
+                        ob_partitions__observers__ = _new(ReplicaState)
+                        ob_partitions__observers__.replica_id = v_partitions__observers__replica_id
+                        ob_partitions__observers__.log_end_offset = v_partitions__observers__log_end_offset
+                        ob_partitions__observers__.replica_directory_id = ZERO_UUID
+                        ob_partitions__observers__.last_fetch_timestamp = -1
+                        ob_partitions__observers__.last_caught_up_timestamp = -1
+                        ob_partitions__observers__.unknown_tagged_fields = []
+                        l_partitions__observers.append(ob_partitions__observers__)
+                    p += 13 * len(l_partitions__observers)
+                for _ in range(ln - len(l_partitions__observers)):
+                    ob_partitions__observers__ = _new(ReplicaState)
+                    ob_partitions__observers__.replica_id, ob_partitions__observers__.log_end_offset, nt = (
+                        _U_iqB(d, p)
+                    )
+                    p += 13
+                    ob_partitions__observers__.replica_directory_id = ZERO_UUID
+                    ob_partitions__observers__.last_fetch_timestamp = -1
+                    ob_partitions__observers__.last_caught_up_timestamp = -1
+                    unk_partitions__observers__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_partitions__observers__.append((tg, d[p:te]))
+                            p = te
+                    ob_partitions__observers__.unknown_tagged_fields = unk_partitions__observers__
+                    l_partitions__observers.append(ob_partitions__observers__)
+                ob_partitions__.observers = l_partitions__observers
+            ob_partitions__.error_message = ""
+            unk_partitions__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_partitions__.append((tg, d[p:te]))
+                    p = te
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -771,8 +593,158 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            el_partitions, p = _r_PartitionData_1(d, p)
-            l_partitions.append(el_partitions)
+            ob_partitions__ = _new(PartitionData)
+            (
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.leader_id,
+                ob_partitions__.leader_epoch,
+                ob_partitions__.high_watermark,
+                ln,
+            ) = _U_ihiiqB(d, p)
+            p += 23
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
+                l_partitions__current_voters: list[ReplicaState] = []
+                if ln >= 8:
+                    if 29 * ln > len(d) - p:
+                        raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
+                    for (
+                        v_partitions__current_voters__replica_id,
+                        v_partitions__current_voters__log_end_offset,
+                        v_partitions__current_voters__last_fetch_timestamp,
+                        v_partitions__current_voters__last_caught_up_timestamp,
+                        nt,
+                    ) in _I_iqqqB(memoryview(d)[p : p + 29 * ln]):
+                        if nt:
+                            break
+                        ob_partitions__current_voters__ = _new(ReplicaState)
+                        ob_partitions__current_voters__.replica_id = v_partitions__current_voters__replica_id
+                        ob_partitions__current_voters__.log_end_offset = (
+                            v_partitions__current_voters__log_end_offset
+                        )
+                        ob_partitions__current_voters__.last_fetch_timestamp = (
+                            v_partitions__current_voters__last_fetch_timestamp
+                        )
+                        ob_partitions__current_voters__.last_caught_up_timestamp = (
+                            v_partitions__current_voters__last_caught_up_timestamp
+                        )
+                        ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
+                        ob_partitions__current_voters__.unknown_tagged_fields = []
+                        l_partitions__current_voters.append(ob_partitions__current_voters__)
+                    p += 29 * len(l_partitions__current_voters)
+                for _ in range(ln - len(l_partitions__current_voters)):
+                    ob_partitions__current_voters__ = _new(ReplicaState)
+                    (
+                        ob_partitions__current_voters__.replica_id,
+                        ob_partitions__current_voters__.log_end_offset,
+                        ob_partitions__current_voters__.last_fetch_timestamp,
+                        ob_partitions__current_voters__.last_caught_up_timestamp,
+                        nt,
+                    ) = _U_iqqqB(d, p)
+                    p += 29
+                    ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
+                    unk_partitions__current_voters__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_partitions__current_voters__.append((tg, d[p:te]))
+                            p = te
+                    ob_partitions__current_voters__.unknown_tagged_fields = unk_partitions__current_voters__
+                    l_partitions__current_voters.append(ob_partitions__current_voters__)
+                ob_partitions__.current_voters = l_partitions__current_voters
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Observers was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Observers claims more elements than bytes remain")
+                l_partitions__observers: list[ReplicaState] = []
+                if ln >= 8:
+                    if 29 * ln > len(d) - p:
+                        raise MessageDecodeError("array Observers claims more elements than bytes remain")
+                    for (
+                        v_partitions__observers__replica_id,
+                        v_partitions__observers__log_end_offset,
+                        v_partitions__observers__last_fetch_timestamp,
+                        v_partitions__observers__last_caught_up_timestamp,
+                        nt,
+                    ) in _I_iqqqB(memoryview(d)[p : p + 29 * ln]):
+                        if nt:
+                            break
+                        ob_partitions__observers__ = _new(ReplicaState)
+                        ob_partitions__observers__.replica_id = v_partitions__observers__replica_id
+                        ob_partitions__observers__.log_end_offset = v_partitions__observers__log_end_offset
+                        ob_partitions__observers__.last_fetch_timestamp = (
+                            v_partitions__observers__last_fetch_timestamp
+                        )
+                        ob_partitions__observers__.last_caught_up_timestamp = (
+                            v_partitions__observers__last_caught_up_timestamp
+                        )
+                        ob_partitions__observers__.replica_directory_id = ZERO_UUID
+                        ob_partitions__observers__.unknown_tagged_fields = []
+                        l_partitions__observers.append(ob_partitions__observers__)
+                    p += 29 * len(l_partitions__observers)
+                for _ in range(ln - len(l_partitions__observers)):
+                    ob_partitions__observers__ = _new(ReplicaState)
+                    (
+                        ob_partitions__observers__.replica_id,
+                        ob_partitions__observers__.log_end_offset,
+                        ob_partitions__observers__.last_fetch_timestamp,
+                        ob_partitions__observers__.last_caught_up_timestamp,
+                        nt,
+                    ) = _U_iqqqB(d, p)
+                    p += 29
+                    ob_partitions__observers__.replica_directory_id = ZERO_UUID
+                    unk_partitions__observers__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_partitions__observers__.append((tg, d[p:te]))
+                            p = te
+                    ob_partitions__observers__.unknown_tagged_fields = unk_partitions__observers__
+                    l_partitions__observers.append(ob_partitions__observers__)
+                ob_partitions__.observers = l_partitions__observers
+            ob_partitions__.error_message = ""
+            unk_partitions__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_partitions__.append((tg, d[p:te]))
+                    p = te
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         ob_.partitions = l_partitions
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -792,209 +764,309 @@ def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
     return ob_, p
 
 
-def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            el_partitions, p = _r_PartitionData_2(d, p)
-            l_partitions.append(el_partitions)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_Listener_2(d: bytes, p: int) -> tuple[Listener, int]:
-    ob_ = _new(Listener)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        ob_.host = d[p:e].decode()
-        p = e
-    ob_.port, nt = _U_HB(d, p)
-    p += 3
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_DescribeQuorumResponse_0(out: bytearray, o: DescribeQuorumResponse) -> None:
+def _w_DescribeQuorumResponse_0(out: list[bytes], o: DescribeQuorumResponse) -> None:
     if o.nodes is None or len(o.nodes) != 0:
         raise MessageEncodeError("Attempted to write a non-default Nodes")
-    out += _P_h(o.error_code)
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_hB(o.error_code, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_h(o.error_code))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_TopicData_0(out, e_topics)
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(_B1[n_topics__partitions + 1])
+        else:
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            a_topics__partitions__current_voters = e_topics__partitions.current_voters
+            n_topics__partitions__current_voters = len(a_topics__partitions__current_voters)
+            if n_topics__partitions__current_voters < 127:
+                out.append(
+                    _P_ihiiqB(
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        e_topics__partitions.high_watermark,
+                        n_topics__partitions__current_voters + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_ihiiq(
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        e_topics__partitions.high_watermark,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__current_voters + 1))
+            for e_topics__partitions__current_voters in a_topics__partitions__current_voters:
+                if e_topics__partitions__current_voters.replica_directory_id != ZERO_UUID:
+                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
+                out.append(
+                    _P_iqx(
+                        e_topics__partitions__current_voters.replica_id,
+                        e_topics__partitions__current_voters.log_end_offset,
+                    )
+                )
+                if e_topics__partitions__current_voters.unknown_tagged_fields:
+                    out[-1] = out[-1][:-1]
+                    _wtags(out, e_topics__partitions__current_voters.unknown_tagged_fields)
+            a_topics__partitions__observers = e_topics__partitions.observers
+            n_topics__partitions__observers = len(a_topics__partitions__observers)
+            if n_topics__partitions__observers < 127:
+                out.append(_B1[n_topics__partitions__observers + 1])
+            else:
+                out.append(_uvb(n_topics__partitions__observers + 1))
+            for e_topics__partitions__observers in a_topics__partitions__observers:
+                if e_topics__partitions__observers.replica_directory_id != ZERO_UUID:
+                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
+                out.append(
+                    _P_iqx(
+                        e_topics__partitions__observers.replica_id,
+                        e_topics__partitions__observers.log_end_offset,
+                    )
+                )
+                if e_topics__partitions__observers.unknown_tagged_fields:
+                    out[-1] = out[-1][:-1]
+                    _wtags(out, e_topics__partitions__observers.unknown_tagged_fields)
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        if e_topics.unknown_tagged_fields:
+            _wtags(out, e_topics.unknown_tagged_fields)
+        else:
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_DescribeQuorumResponse_1(out: bytearray, o: DescribeQuorumResponse) -> None:
+def _w_DescribeQuorumResponse_1(out: list[bytes], o: DescribeQuorumResponse) -> None:
     if o.nodes is None or len(o.nodes) != 0:
         raise MessageEncodeError("Attempted to write a non-default Nodes")
-    out += _P_h(o.error_code)
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_hB(o.error_code, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_h(o.error_code))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_TopicData_1(out, e_topics)
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(_B1[n_topics__partitions + 1])
+        else:
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            a_topics__partitions__current_voters = e_topics__partitions.current_voters
+            n_topics__partitions__current_voters = len(a_topics__partitions__current_voters)
+            if n_topics__partitions__current_voters < 127:
+                out.append(
+                    _P_ihiiqB(
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        e_topics__partitions.high_watermark,
+                        n_topics__partitions__current_voters + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_ihiiq(
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        e_topics__partitions.high_watermark,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__current_voters + 1))
+            for e_topics__partitions__current_voters in a_topics__partitions__current_voters:
+                if e_topics__partitions__current_voters.replica_directory_id != ZERO_UUID:
+                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
+                out.append(
+                    _P_iqqqx(
+                        e_topics__partitions__current_voters.replica_id,
+                        e_topics__partitions__current_voters.log_end_offset,
+                        e_topics__partitions__current_voters.last_fetch_timestamp,
+                        e_topics__partitions__current_voters.last_caught_up_timestamp,
+                    )
+                )
+                if e_topics__partitions__current_voters.unknown_tagged_fields:
+                    out[-1] = out[-1][:-1]
+                    _wtags(out, e_topics__partitions__current_voters.unknown_tagged_fields)
+            a_topics__partitions__observers = e_topics__partitions.observers
+            n_topics__partitions__observers = len(a_topics__partitions__observers)
+            if n_topics__partitions__observers < 127:
+                out.append(_B1[n_topics__partitions__observers + 1])
+            else:
+                out.append(_uvb(n_topics__partitions__observers + 1))
+            for e_topics__partitions__observers in a_topics__partitions__observers:
+                if e_topics__partitions__observers.replica_directory_id != ZERO_UUID:
+                    raise MessageEncodeError("Attempted to write a non-default ReplicaDirectoryId")
+                out.append(
+                    _P_iqqqx(
+                        e_topics__partitions__observers.replica_id,
+                        e_topics__partitions__observers.log_end_offset,
+                        e_topics__partitions__observers.last_fetch_timestamp,
+                        e_topics__partitions__observers.last_caught_up_timestamp,
+                    )
+                )
+                if e_topics__partitions__observers.unknown_tagged_fields:
+                    out[-1] = out[-1][:-1]
+                    _wtags(out, e_topics__partitions__observers.unknown_tagged_fields)
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        if e_topics.unknown_tagged_fields:
+            _wtags(out, e_topics.unknown_tagged_fields)
+        else:
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_DescribeQuorumResponse_2(out: bytearray, o: DescribeQuorumResponse) -> None:
-    out += _P_h(o.error_code)
+def _w_DescribeQuorumResponse_2(out: list[bytes], o: DescribeQuorumResponse) -> None:
+    out.append(_P_h(o.error_code))
     if o.error_message is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_error_message = _SC.get(o.error_message)
-        if s_error_message is None:
-            s_error_message = _cstr(o.error_message)
-        out += s_error_message
+        out.append(_SC.get(o.error_message) or _cstr(o.error_message))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_B1[n_topics + 1])
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_TopicData_2(out, e_topics)
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(_B1[n_topics__partitions + 1])
+        else:
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            out.append(_P_ih(e_topics__partitions.partition_index, e_topics__partitions.error_code))
+            if e_topics__partitions.error_message is None:
+                out.append(_B1[0])
+            else:
+                out.append(
+                    _SC.get(e_topics__partitions.error_message) or _cstr(e_topics__partitions.error_message)
+                )
+            a_topics__partitions__current_voters = e_topics__partitions.current_voters
+            n_topics__partitions__current_voters = len(a_topics__partitions__current_voters)
+            if n_topics__partitions__current_voters < 127:
+                out.append(
+                    _P_iiqB(
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        e_topics__partitions.high_watermark,
+                        n_topics__partitions__current_voters + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_iiq(
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        e_topics__partitions.high_watermark,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__current_voters + 1))
+            for e_topics__partitions__current_voters in a_topics__partitions__current_voters:
+                out.append(
+                    _P_i16sqqqx(
+                        e_topics__partitions__current_voters.replica_id,
+                        e_topics__partitions__current_voters.replica_directory_id.int.to_bytes(16),
+                        e_topics__partitions__current_voters.log_end_offset,
+                        e_topics__partitions__current_voters.last_fetch_timestamp,
+                        e_topics__partitions__current_voters.last_caught_up_timestamp,
+                    )
+                )
+                if e_topics__partitions__current_voters.unknown_tagged_fields:
+                    out[-1] = out[-1][:-1]
+                    _wtags(out, e_topics__partitions__current_voters.unknown_tagged_fields)
+            a_topics__partitions__observers = e_topics__partitions.observers
+            n_topics__partitions__observers = len(a_topics__partitions__observers)
+            if n_topics__partitions__observers < 127:
+                out.append(_B1[n_topics__partitions__observers + 1])
+            else:
+                out.append(_uvb(n_topics__partitions__observers + 1))
+            for e_topics__partitions__observers in a_topics__partitions__observers:
+                out.append(
+                    _P_i16sqqqx(
+                        e_topics__partitions__observers.replica_id,
+                        e_topics__partitions__observers.replica_directory_id.int.to_bytes(16),
+                        e_topics__partitions__observers.log_end_offset,
+                        e_topics__partitions__observers.last_fetch_timestamp,
+                        e_topics__partitions__observers.last_caught_up_timestamp,
+                    )
+                )
+                if e_topics__partitions__observers.unknown_tagged_fields:
+                    out[-1] = out[-1][:-1]
+                    _wtags(out, e_topics__partitions__observers.unknown_tagged_fields)
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        if e_topics.unknown_tagged_fields:
+            _wtags(out, e_topics.unknown_tagged_fields)
+        else:
+            out.append(_B1[0])
     a_nodes = o.nodes
     n_nodes = len(a_nodes)
     if n_nodes < 127:
-        out.append(n_nodes + 1)
+        out.append(_B1[n_nodes + 1])
     else:
-        _wuv(out, n_nodes + 1)
+        out.append(_uvb(n_nodes + 1))
     for e_nodes in a_nodes:
-        out += _P_i(e_nodes.node_id)
         a_nodes__listeners = e_nodes.listeners
         n_nodes__listeners = len(a_nodes__listeners)
         if n_nodes__listeners < 127:
-            out.append(n_nodes__listeners + 1)
+            out.append(_P_iB(e_nodes.node_id, n_nodes__listeners + 1))
         else:
-            _wuv(out, n_nodes__listeners + 1)
+            out.append(_P_i(e_nodes.node_id))
+            out.append(_uvb(n_nodes__listeners + 1))
         for e_nodes__listeners in a_nodes__listeners:
-            s_nodes__listeners__name = _SC.get(e_nodes__listeners.name)
-            if s_nodes__listeners__name is None:
-                s_nodes__listeners__name = _cstr(e_nodes__listeners.name)
-            out += s_nodes__listeners__name
-            s_nodes__listeners__host = _SC.get(e_nodes__listeners.host)
-            if s_nodes__listeners__host is None:
-                s_nodes__listeners__host = _cstr(e_nodes__listeners.host)
-            out += s_nodes__listeners__host
-            out += _P_Hx(e_nodes__listeners.port)
+            out.append(_SC.get(e_nodes__listeners.name) or _cstr(e_nodes__listeners.name))
+            out.append(_SC.get(e_nodes__listeners.host) or _cstr(e_nodes__listeners.host))
+            out.append(_P_Hx(e_nodes__listeners.port))
             if e_nodes__listeners.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_nodes__listeners.unknown_tagged_fields)
         if e_nodes.unknown_tagged_fields:
             _wtags(out, e_nodes.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_DescribeQuorumResponse_0(d: bytes, p: int) -> tuple[DescribeQuorumResponse, int]:
     ob_ = _new(DescribeQuorumResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.error_code, ln = _U_hB(d, p)
+    p += 3
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1028,13 +1100,10 @@ def _r_DescribeQuorumResponse_0(d: bytes, p: int) -> tuple[DescribeQuorumRespons
 
 def _r_DescribeQuorumResponse_1(d: bytes, p: int) -> tuple[DescribeQuorumResponse, int]:
     ob_ = _new(DescribeQuorumResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.error_code, ln = _U_hB(d, p)
+    p += 3
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1068,13 +1137,10 @@ def _r_DescribeQuorumResponse_1(d: bytes, p: int) -> tuple[DescribeQuorumRespons
 
 def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumResponse, int]:
     ob_ = _new(DescribeQuorumResponse)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.error_code, ln = _U_hB(d, p)
+    p += 3
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -1099,8 +1165,55 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_2(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    el_topics__partitions, p = _r_PartitionData_2(d, p)
+                    l_topics__partitions.append(el_topics__partitions)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -1116,13 +1229,10 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
         l_nodes: list[Node] = []
         for _ in range(ln):
             ob_nodes__ = _new(Node)
-            (ob_nodes__.node_id,) = _U_i(d, p)
-            p += 4
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            ob_nodes__.node_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Listeners was serialized as null")
@@ -1131,8 +1241,55 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                     raise MessageDecodeError("array Listeners claims more elements than bytes remain")
                 l_nodes__listeners: list[Listener] = []
                 for _ in range(ln):
-                    el_nodes__listeners, p = _r_Listener_2(d, p)
-                    l_nodes__listeners.append(el_nodes__listeners)
+                    ob_nodes__listeners__ = _new(Listener)
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Name was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Name had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Name is longer than the remaining bytes")
+                        ob_nodes__listeners__.name = d[p:e].decode()
+                        p = e
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Host was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Host had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Host is longer than the remaining bytes")
+                        ob_nodes__listeners__.host = d[p:e].decode()
+                        p = e
+                    ob_nodes__listeners__.port, nt = _U_HB(d, p)
+                    p += 3
+                    unk_nodes__listeners__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_nodes__listeners__.append((tg, d[p:te]))
+                            p = te
+                    ob_nodes__listeners__.unknown_tagged_fields = unk_nodes__listeners__
+                    l_nodes__listeners.append(ob_nodes__listeners__)
                 ob_nodes__.listeners = l_nodes__listeners
             unk_nodes__: list[tuple[int, bytes]] = []
             nt = d[p]
@@ -1169,7 +1326,7 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
     return ob_, p
 
 
-_W_DescribeQuorumResponse: dict[int, Callable[[bytearray, DescribeQuorumResponse], None]] = {
+_W_DescribeQuorumResponse: dict[int, Callable[[list[bytes], DescribeQuorumResponse], None]] = {
     0: _w_DescribeQuorumResponse_0,
     1: _w_DescribeQuorumResponse_1,
     2: _w_DescribeQuorumResponse_2,

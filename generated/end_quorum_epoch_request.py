@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -28,11 +38,14 @@ _U_h = struct.Struct(">h").unpack_from
 _P_i = struct.Struct(">i").pack
 _U_i = struct.Struct(">i").unpack_from
 _U_i16sB = struct.Struct(">i16sB").unpack_from
+_I_i16sB = struct.Struct(">i16sB").iter_unpack
 _P_i16sx = struct.Struct(">i16sx").pack
 _P_iii = struct.Struct(">iii").pack
-_U_iii = struct.Struct(">iii").unpack_from
+_P_iiiB = struct.Struct(">iiiB").pack
+_U_iiiB = struct.Struct(">iiiB").unpack_from
+_U_iiii = struct.Struct(">iiii").unpack_from
 _AP_i = ArrayPackers("i")
-_AC_i = ArrayPackers("i", "B")
+_AT_i = small_packers("i")
 _AU_i = ArrayUnpackers("i")
 
 
@@ -106,29 +119,29 @@ class EndQuorumEpochRequest:
         w = _W_EndQuorumEpochRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of EndQuorumEpochRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write EndQuorumEpochRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of EndQuorumEpochRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_EndQuorumEpochRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of EndQuorumEpochRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write EndQuorumEpochRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of EndQuorumEpochRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> EndQuorumEpochRequest:
@@ -170,199 +183,32 @@ class EndQuorumEpochRequest:
             raise MessageDecodeError(f"{e} (reading EndQuorumEpochRequest v{version})") from None
 
 
-def _r_PartitionData_1(d: bytes, p: int) -> tuple[PartitionData, int]:
-    ob_ = _new(PartitionData)
-    ob_.partition_index, ob_.leader_id, ob_.leader_epoch = _U_iii(d, p)
-    p += 12
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field PreferredCandidates was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array PreferredCandidates claims more elements than bytes remain")
-        l_preferred_candidates: list[ReplicaInfo] = []
-        for _ in range(ln):
-            ob_preferred_candidates__ = _new(ReplicaInfo)
-            ob_preferred_candidates__.candidate_id, u_preferred_candidates__candidate_directory_id, nt = (
-                _U_i16sB(d, p)
-            )
-            p += 21
-            ob_preferred_candidates__.candidate_directory_id = _uuid(
-                u_preferred_candidates__candidate_directory_id
-            )
-            unk_preferred_candidates__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_preferred_candidates__.append((tg, d[p:te]))
-                    p = te
-            ob_preferred_candidates__.unknown_tagged_fields = unk_preferred_candidates__
-            l_preferred_candidates.append(ob_preferred_candidates__)
-        ob_.preferred_candidates = l_preferred_candidates
-    ob_.preferred_successors = []
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            el_partitions, p = _r_PartitionData_1(d, p)
-            l_partitions.append(el_partitions)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_LeaderEndpoint_1(d: bytes, p: int) -> tuple[LeaderEndpoint, int]:
-    ob_ = _new(LeaderEndpoint)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        ob_.host = d[p:e].decode()
-        p = e
-    ob_.port, nt = _U_HB(d, p)
-    p += 3
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_EndQuorumEpochRequest_0(out: bytearray, o: EndQuorumEpochRequest) -> None:
+def _w_EndQuorumEpochRequest_0(out: list[bytes], o: EndQuorumEpochRequest) -> None:
     if o.cluster_id is None:
-        out += _P_h(-1)
+        out.append(_P_h(-1))
     else:
-        s_cluster_id = _SL.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _lstr(o.cluster_id)
-        out += s_cluster_id
+        out.append(_SL.get(o.cluster_id) or _lstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
-        s_topics__topic_name = _SL.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _lstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SL.get(e_topics.topic_name) or _lstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iii(
-                e_topics__partitions.partition_index,
-                e_topics__partitions.leader_id,
-                e_topics__partitions.leader_epoch,
+            out.append(
+                _P_iii(
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.leader_id,
+                    e_topics__partitions.leader_epoch,
+                )
             )
             a_topics__partitions__preferred_successors = e_topics__partitions.preferred_successors
             n_topics__partitions__preferred_successors = len(a_topics__partitions__preferred_successors)
-            out += _P_i(n_topics__partitions__preferred_successors)
-            out += _AP_i[n_topics__partitions__preferred_successors](
-                *a_topics__partitions__preferred_successors
+            out.append(_P_i(n_topics__partitions__preferred_successors))
+            out.append(
+                _AP_i[n_topics__partitions__preferred_successors](*a_topics__partitions__preferred_successors)
             )
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -372,82 +218,81 @@ def _w_EndQuorumEpochRequest_0(out: bytearray, o: EndQuorumEpochRequest) -> None
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_EndQuorumEpochRequest_1(out: bytearray, o: EndQuorumEpochRequest) -> None:
+def _w_EndQuorumEpochRequest_1(out: list[bytes], o: EndQuorumEpochRequest) -> None:
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_B1[n_topics + 1])
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__topic_name = _SC.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _cstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iii(
-                e_topics__partitions.partition_index,
-                e_topics__partitions.leader_id,
-                e_topics__partitions.leader_epoch,
-            )
             a_topics__partitions__preferred_candidates = e_topics__partitions.preferred_candidates
             n_topics__partitions__preferred_candidates = len(a_topics__partitions__preferred_candidates)
             if n_topics__partitions__preferred_candidates < 127:
-                out.append(n_topics__partitions__preferred_candidates + 1)
+                out.append(
+                    _P_iiiB(
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        n_topics__partitions__preferred_candidates + 1,
+                    )
+                )
             else:
-                _wuv(out, n_topics__partitions__preferred_candidates + 1)
+                out.append(
+                    _P_iii(
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__preferred_candidates + 1))
             for e_topics__partitions__preferred_candidates in a_topics__partitions__preferred_candidates:
-                out += _P_i16sx(
-                    e_topics__partitions__preferred_candidates.candidate_id,
-                    e_topics__partitions__preferred_candidates.candidate_directory_id.int.to_bytes(16),
+                out.append(
+                    _P_i16sx(
+                        e_topics__partitions__preferred_candidates.candidate_id,
+                        e_topics__partitions__preferred_candidates.candidate_directory_id.int.to_bytes(16),
+                    )
                 )
                 if e_topics__partitions__preferred_candidates.unknown_tagged_fields:
-                    del out[-1]
+                    out[-1] = out[-1][:-1]
                     _wtags(out, e_topics__partitions__preferred_candidates.unknown_tagged_fields)
             if e_topics__partitions.unknown_tagged_fields:
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
             else:
-                out.append(0)
+                out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     a_leader_endpoints = o.leader_endpoints
     n_leader_endpoints = len(a_leader_endpoints)
     if n_leader_endpoints < 127:
-        out.append(n_leader_endpoints + 1)
+        out.append(_B1[n_leader_endpoints + 1])
     else:
-        _wuv(out, n_leader_endpoints + 1)
+        out.append(_uvb(n_leader_endpoints + 1))
     for e_leader_endpoints in a_leader_endpoints:
-        s_leader_endpoints__name = _SC.get(e_leader_endpoints.name)
-        if s_leader_endpoints__name is None:
-            s_leader_endpoints__name = _cstr(e_leader_endpoints.name)
-        out += s_leader_endpoints__name
-        s_leader_endpoints__host = _SC.get(e_leader_endpoints.host)
-        if s_leader_endpoints__host is None:
-            s_leader_endpoints__host = _cstr(e_leader_endpoints.host)
-        out += s_leader_endpoints__host
-        out += _P_Hx(e_leader_endpoints.port)
+        out.append(_SC.get(e_leader_endpoints.name) or _cstr(e_leader_endpoints.name))
+        out.append(_SC.get(e_leader_endpoints.host) or _cstr(e_leader_endpoints.host))
+        out.append(_P_Hx(e_leader_endpoints.port))
         if e_leader_endpoints.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_leader_endpoints.unknown_tagged_fields)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_EndQuorumEpochRequest_0(d: bytes, p: int) -> tuple[EndQuorumEpochRequest, int]:
@@ -500,10 +345,9 @@ def _r_EndQuorumEpochRequest_0(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
                         ob_topics__partitions__.partition_index,
                         ob_topics__partitions__.leader_id,
                         ob_topics__partitions__.leader_epoch,
-                    ) = _U_iii(d, p)
-                    p += 12
-                    (ln,) = _U_i(d, p)
-                    p += 4
+                        ln,
+                    ) = _U_iiii(d, p)
+                    p += 16
                     if ln < 0:
                         raise MessageDecodeError(
                             "non-nullable field PreferredSuccessors was serialized as null"
@@ -558,8 +402,154 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_1(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_iiiB(d, p)
+                    p += 13
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError(
+                            "non-nullable field PreferredCandidates was serialized as null"
+                        )
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array PreferredCandidates claims more elements than bytes remain"
+                            )
+                        l_topics__partitions__preferred_candidates: list[ReplicaInfo] = []
+                        if ln >= 8:
+                            if 21 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array PreferredCandidates claims more elements than bytes remain"
+                                )
+                            for (
+                                v_topics__partitions__preferred_candidates__candidate_id,
+                                v_topics__partitions__preferred_candidates__candidate_directory_id,
+                                nt,
+                            ) in _I_i16sB(memoryview(d)[p : p + 21 * ln]):
+                                if nt:
+                                    break
+                                ob_topics__partitions__preferred_candidates__ = _new(ReplicaInfo)
+                                ob_topics__partitions__preferred_candidates__.candidate_id = (
+                                    v_topics__partitions__preferred_candidates__candidate_id
+                                )
+                                ob_topics__partitions__preferred_candidates__.candidate_directory_id = (
+                                    _UC.get(
+                                        v_topics__partitions__preferred_candidates__candidate_directory_id
+                                    )
+                                    or _uuid(
+                                        v_topics__partitions__preferred_candidates__candidate_directory_id
+                                    )
+                                )
+                                ob_topics__partitions__preferred_candidates__.unknown_tagged_fields = []
+                                l_topics__partitions__preferred_candidates.append(
+                                    ob_topics__partitions__preferred_candidates__
+                                )
+                            p += 21 * len(l_topics__partitions__preferred_candidates)
+                        for _ in range(ln - len(l_topics__partitions__preferred_candidates)):
+                            ob_topics__partitions__preferred_candidates__ = _new(ReplicaInfo)
+                            (
+                                ob_topics__partitions__preferred_candidates__.candidate_id,
+                                u_topics__partitions__preferred_candidates__candidate_directory_id,
+                                nt,
+                            ) = _U_i16sB(d, p)
+                            p += 21
+                            ob_topics__partitions__preferred_candidates__.candidate_directory_id = _UC.get(
+                                u_topics__partitions__preferred_candidates__candidate_directory_id
+                            ) or _uuid(u_topics__partitions__preferred_candidates__candidate_directory_id)
+                            unk_topics__partitions__preferred_candidates__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_topics__partitions__preferred_candidates__.append((tg, d[p:te]))
+                                    p = te
+                            ob_topics__partitions__preferred_candidates__.unknown_tagged_fields = (
+                                unk_topics__partitions__preferred_candidates__
+                            )
+                            l_topics__partitions__preferred_candidates.append(
+                                ob_topics__partitions__preferred_candidates__
+                            )
+                        ob_topics__partitions__.preferred_candidates = (
+                            l_topics__partitions__preferred_candidates
+                        )
+                    ob_topics__partitions__.preferred_successors = []
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -574,8 +564,55 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
             raise MessageDecodeError("array LeaderEndpoints claims more elements than bytes remain")
         l_leader_endpoints: list[LeaderEndpoint] = []
         for _ in range(ln):
-            el_leader_endpoints, p = _r_LeaderEndpoint_1(d, p)
-            l_leader_endpoints.append(el_leader_endpoints)
+            ob_leader_endpoints__ = _new(LeaderEndpoint)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_leader_endpoints__.name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_leader_endpoints__.host = d[p:e].decode()
+                p = e
+            ob_leader_endpoints__.port, nt = _U_HB(d, p)
+            p += 3
+            unk_leader_endpoints__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_leader_endpoints__.append((tg, d[p:te]))
+                    p = te
+            ob_leader_endpoints__.unknown_tagged_fields = unk_leader_endpoints__
+            l_leader_endpoints.append(ob_leader_endpoints__)
         ob_.leader_endpoints = l_leader_endpoints
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -595,7 +632,7 @@ def _r_EndQuorumEpochRequest_1(d: bytes, p: int) -> tuple[EndQuorumEpochRequest,
     return ob_, p
 
 
-_W_EndQuorumEpochRequest: dict[int, Callable[[bytearray, EndQuorumEpochRequest], None]] = {
+_W_EndQuorumEpochRequest: dict[int, Callable[[list[bytes], EndQuorumEpochRequest], None]] = {
     0: _w_EndQuorumEpochRequest_0,
     1: _w_EndQuorumEpochRequest_1,
 }

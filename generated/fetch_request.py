@@ -10,43 +10,62 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_16s = struct.Struct(">16s").pack
 _U_16s = struct.Struct(">16s").unpack_from
+_P_16sB = struct.Struct(">16sB").pack
+_U_16sB = struct.Struct(">16sB").unpack_from
 _U_h = struct.Struct(">h").unpack_from
 _P_i = struct.Struct(">i").pack
 _U_i = struct.Struct(">i").unpack_from
 _P_iiibii = struct.Struct(">iiibii").pack
-_U_iiibii = struct.Struct(">iiibii").unpack_from
+_P_iiibiiB = struct.Struct(">iiibiiB").pack
+_U_iiibiiB = struct.Struct(">iiibiiB").unpack_from
 _P_iiiib = struct.Struct(">iiiib").pack
-_U_iiiib = struct.Struct(">iiiib").unpack_from
+_U_iiiibi = struct.Struct(">iiiibi").unpack_from
 _P_iiiibii = struct.Struct(">iiiibii").pack
-_U_iiiibii = struct.Struct(">iiiibii").unpack_from
+_P_iiiibiiB = struct.Struct(">iiiibiiB").pack
+_U_iiiibiiB = struct.Struct(">iiiibiiB").unpack_from
+_U_iiiibiii = struct.Struct(">iiiibiii").unpack_from
 _P_iiqiqi = struct.Struct(">iiqiqi").pack
 _U_iiqiqiB = struct.Struct(">iiqiqiB").unpack_from
+_I_iiqiqiB = struct.Struct(">iiqiqiB").iter_unpack
 _P_iiqiqix = struct.Struct(">iiqiqix").pack
 _P_iiqqi = struct.Struct(">iiqqi").pack
 _U_iiqqi = struct.Struct(">iiqqi").unpack_from
+_I_iiqqi = struct.Struct(">iiqqi").iter_unpack
 _U_iqB = struct.Struct(">iqB").unpack_from
 _P_iqi = struct.Struct(">iqi").pack
 _U_iqi = struct.Struct(">iqi").unpack_from
+_I_iqi = struct.Struct(">iqi").iter_unpack
 _P_iqqi = struct.Struct(">iqqi").pack
 _U_iqqi = struct.Struct(">iqqi").unpack_from
+_I_iqqi = struct.Struct(">iqqi").iter_unpack
 _P_iqx = struct.Struct(">iqx").pack
 _P_q = struct.Struct(">q").pack
 _U_q = struct.Struct(">q").unpack_from
 _AP_i = ArrayPackers("i")
-_AC_i = ArrayPackers("i", "B")
+_AT_i = small_packers("i")
 _AU_i = ArrayUnpackers("i")
 
 
@@ -133,29 +152,29 @@ class FetchRequest:
         w = _W_FetchRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write FetchRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of FetchRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_FetchRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write FetchRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of FetchRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchRequest:
@@ -195,10 +214,10 @@ class FetchRequest:
             raise MessageDecodeError(f"{e} (reading FetchRequest v{version})") from None
 
 
-def _w_ReplicaState_15(out: bytearray, o: ReplicaState) -> None:
-    out += _P_iqx(o.replica_id, o.replica_epoch)
+def _w_ReplicaState_15(out: list[bytes], o: ReplicaState) -> None:
+    out.append(_P_iqx(o.replica_id, o.replica_epoch))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -222,363 +241,7 @@ def _r_ReplicaState_15(d: bytes, p: int) -> tuple[ReplicaState, int]:
     return ob_, p
 
 
-def _r_FetchTopic_12(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    ob_ = _new(FetchTopic)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        ob_.topic = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(FetchPartition)
-            (
-                ob_partitions__.partition,
-                ob_partitions__.current_leader_epoch,
-                ob_partitions__.fetch_offset,
-                ob_partitions__.last_fetched_epoch,
-                ob_partitions__.log_start_offset,
-                ob_partitions__.partition_max_bytes,
-                nt,
-            ) = _U_iiqiqiB(d, p)
-            p += 33
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg in (0, 1):
-                        raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchTopic_13(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    ob_ = _new(FetchTopic)
-    (u_topic_id,) = _U_16s(d, p)
-    p += 16
-    ob_.topic_id = _uuid(u_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(FetchPartition)
-            (
-                ob_partitions__.partition,
-                ob_partitions__.current_leader_epoch,
-                ob_partitions__.fetch_offset,
-                ob_partitions__.last_fetched_epoch,
-                ob_partitions__.log_start_offset,
-                ob_partitions__.partition_max_bytes,
-                nt,
-            ) = _U_iiqiqiB(d, p)
-            p += 33
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg in (0, 1):
-                        raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic = ""
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchTopic_17(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    ob_ = _new(FetchTopic)
-    (u_topic_id,) = _U_16s(d, p)
-    p += 16
-    ob_.topic_id = _uuid(u_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(FetchPartition)
-            (
-                ob_partitions__.partition,
-                ob_partitions__.current_leader_epoch,
-                ob_partitions__.fetch_offset,
-                ob_partitions__.last_fetched_epoch,
-                ob_partitions__.log_start_offset,
-                ob_partitions__.partition_max_bytes,
-                nt,
-            ) = _U_iiqiqiB(d, p)
-            p += 33
-            ob_partitions__.high_watermark = 9223372036854775807
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        (raw,) = _U_16s(d, p)
-                        ob_partitions__.replica_directory_id = _uuid(raw)
-                        p += 16
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field ReplicaDirectoryId does not fill its declared size"
-                            )
-                    elif tg in (1,):
-                        raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic = ""
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchTopic_18(d: bytes, p: int) -> tuple[FetchTopic, int]:
-    ob_ = _new(FetchTopic)
-    (u_topic_id,) = _U_16s(d, p)
-    p += 16
-    ob_.topic_id = _uuid(u_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[FetchPartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(FetchPartition)
-            (
-                ob_partitions__.partition,
-                ob_partitions__.current_leader_epoch,
-                ob_partitions__.fetch_offset,
-                ob_partitions__.last_fetched_epoch,
-                ob_partitions__.log_start_offset,
-                ob_partitions__.partition_max_bytes,
-                nt,
-            ) = _U_iiqiqiB(d, p)
-            p += 33
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.high_watermark = 9223372036854775807
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        (raw,) = _U_16s(d, p)
-                        ob_partitions__.replica_directory_id = _uuid(raw)
-                        p += 16
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field ReplicaDirectoryId does not fill its declared size"
-                            )
-                    elif tg == 1:
-                        (ob_partitions__.high_watermark,) = _U_q(d, p)
-                        p += 8
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field HighWatermark does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic = ""
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_ForgottenTopic_12(d: bytes, p: int) -> tuple[ForgottenTopic, int]:
-    ob_ = _new(ForgottenTopic)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        ob_.topic = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        ob_.partitions = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ob_.topic_id = ZERO_UUID
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_4(out: list[bytes], o: FetchRequest) -> None:
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
@@ -587,25 +250,24 @@ def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise MessageEncodeError("Attempted to write a non-default ForgottenTopicsData")
-    out += _P_iiiib(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out.append(_P_iiiib(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
-        s_topics__topic = _SL.get(e_topics.topic)
-        if s_topics__topic is None:
-            s_topics__topic = _lstr(e_topics.topic)
-        out += s_topics__topic
+        out.append(_SL.get(e_topics.topic) or _lstr(e_topics.topic))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
             if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-            out += _P_iqi(
-                e_topics__partitions.partition,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iqi(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -615,7 +277,7 @@ def _w_FetchRequest_4(out: bytearray, o: FetchRequest) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_5(out: list[bytes], o: FetchRequest) -> None:
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
@@ -624,26 +286,25 @@ def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     if o.forgotten_topics_data is None or len(o.forgotten_topics_data) != 0:
         raise MessageEncodeError("Attempted to write a non-default ForgottenTopicsData")
-    out += _P_iiiib(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level)
+    out.append(_P_iiiib(o.replica_id, o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
-        s_topics__topic = _SL.get(e_topics.topic)
-        if s_topics__topic is None:
-            s_topics__topic = _lstr(e_topics.topic)
-        out += s_topics__topic
+        out.append(_SL.get(e_topics.topic) or _lstr(e_topics.topic))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
             if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-            out += _P_iqqi(
-                e_topics__partitions.partition,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iqqi(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -653,100 +314,42 @@ def _w_FetchRequest_5(out: bytearray, o: FetchRequest) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchRequest_7(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_7(out: list[bytes], o: FetchRequest) -> None:
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
         or (o.replica_state.unknown_tagged_fields)
     ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
-    out += _P_iiiibii(
-        o.replica_id,
-        o.max_wait_ms,
-        o.min_bytes,
-        o.max_bytes,
-        o.isolation_level,
-        o.session_id,
-        o.session_epoch,
+    out.append(
+        _P_iiiibii(
+            o.replica_id,
+            o.max_wait_ms,
+            o.min_bytes,
+            o.max_bytes,
+            o.isolation_level,
+            o.session_id,
+            o.session_epoch,
+        )
     )
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
-        s_topics__topic = _SL.get(e_topics.topic)
-        if s_topics__topic is None:
-            s_topics__topic = _lstr(e_topics.topic)
-        out += s_topics__topic
+        out.append(_SL.get(e_topics.topic) or _lstr(e_topics.topic))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
             if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-            out += _P_iqqi(
-                e_topics__partitions.partition,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
-            )
-            if e_topics__partitions.unknown_tagged_fields:
-                raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-        if e_topics.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    a_forgotten_topics_data = o.forgotten_topics_data
-    n_forgotten_topics_data = len(a_forgotten_topics_data)
-    out += _P_i(n_forgotten_topics_data)
-    for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data__topic = _SL.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data__topic is None:
-            s_forgotten_topics_data__topic = _lstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data__topic
-        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
-        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
-        out += _P_i(n_forgotten_topics_data__partitions)
-        out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
-        if e_forgotten_topics_data.unknown_tagged_fields:
-            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    if o.unknown_tagged_fields:
-        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-
-
-def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
-    if (
-        (o.replica_state.replica_id != -1)
-        or (o.replica_state.replica_epoch != -1)
-        or (o.replica_state.unknown_tagged_fields)
-    ):
-        raise MessageEncodeError("Attempted to write a non-default ReplicaState")
-    out += _P_iiiibii(
-        o.replica_id,
-        o.max_wait_ms,
-        o.min_bytes,
-        o.max_bytes,
-        o.isolation_level,
-        o.session_id,
-        o.session_epoch,
-    )
-    a_topics = o.topics
-    n_topics = len(a_topics)
-    out += _P_i(n_topics)
-    for e_topics in a_topics:
-        s_topics__topic = _SL.get(e_topics.topic)
-        if s_topics__topic is None:
-            s_topics__topic = _lstr(e_topics.topic)
-        out += s_topics__topic
-        a_topics__partitions = e_topics.partitions
-        n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
-        for e_topics__partitions in a_topics__partitions:
-            if e_topics__partitions.last_fetched_epoch != -1:
-                raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-            out += _P_iiqqi(
-                e_topics__partitions.partition,
-                e_topics__partitions.current_leader_epoch,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iqqi(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -754,58 +357,56 @@ def _w_FetchRequest_9(out: bytearray, o: FetchRequest) -> None:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     a_forgotten_topics_data = o.forgotten_topics_data
     n_forgotten_topics_data = len(a_forgotten_topics_data)
-    out += _P_i(n_forgotten_topics_data)
+    out.append(_P_i(n_forgotten_topics_data))
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data__topic = _SL.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data__topic is None:
-            s_forgotten_topics_data__topic = _lstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data__topic
+        out.append(_SL.get(e_forgotten_topics_data.topic) or _lstr(e_forgotten_topics_data.topic))
         a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
-        out += _P_i(n_forgotten_topics_data__partitions)
-        out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
+        out.append(_P_i(n_forgotten_topics_data__partitions))
+        out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         if e_forgotten_topics_data.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_9(out: list[bytes], o: FetchRequest) -> None:
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
         or (o.replica_state.unknown_tagged_fields)
     ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
-    out += _P_iiiibii(
-        o.replica_id,
-        o.max_wait_ms,
-        o.min_bytes,
-        o.max_bytes,
-        o.isolation_level,
-        o.session_id,
-        o.session_epoch,
+    out.append(
+        _P_iiiibii(
+            o.replica_id,
+            o.max_wait_ms,
+            o.min_bytes,
+            o.max_bytes,
+            o.isolation_level,
+            o.session_id,
+            o.session_epoch,
+        )
     )
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
-        s_topics__topic = _SL.get(e_topics.topic)
-        if s_topics__topic is None:
-            s_topics__topic = _lstr(e_topics.topic)
-        out += s_topics__topic
+        out.append(_SL.get(e_topics.topic) or _lstr(e_topics.topic))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
             if e_topics__partitions.last_fetched_epoch != -1:
                 raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
-            out += _P_iiqqi(
-                e_topics__partitions.partition,
-                e_topics__partitions.current_leader_epoch,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iiqqi(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.current_leader_epoch,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
@@ -813,492 +414,607 @@ def _w_FetchRequest_11(out: bytearray, o: FetchRequest) -> None:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     a_forgotten_topics_data = o.forgotten_topics_data
     n_forgotten_topics_data = len(a_forgotten_topics_data)
-    out += _P_i(n_forgotten_topics_data)
+    out.append(_P_i(n_forgotten_topics_data))
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data__topic = _SL.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data__topic is None:
-            s_forgotten_topics_data__topic = _lstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data__topic
+        out.append(_SL.get(e_forgotten_topics_data.topic) or _lstr(e_forgotten_topics_data.topic))
         a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
-        out += _P_i(n_forgotten_topics_data__partitions)
-        out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
+        out.append(_P_i(n_forgotten_topics_data__partitions))
+        out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         if e_forgotten_topics_data.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    s_rack_id = _SL.get(o.rack_id)
-    if s_rack_id is None:
-        s_rack_id = _lstr(o.rack_id)
-    out += s_rack_id
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchRequest_12(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_11(out: list[bytes], o: FetchRequest) -> None:
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
         or (o.replica_state.unknown_tagged_fields)
     ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
-    out += _P_iiiibii(
-        o.replica_id,
-        o.max_wait_ms,
-        o.min_bytes,
-        o.max_bytes,
-        o.isolation_level,
-        o.session_id,
-        o.session_epoch,
+    out.append(
+        _P_iiiibii(
+            o.replica_id,
+            o.max_wait_ms,
+            o.min_bytes,
+            o.max_bytes,
+            o.isolation_level,
+            o.session_id,
+            o.session_epoch,
+        )
     )
+    a_topics = o.topics
+    n_topics = len(a_topics)
+    out.append(_P_i(n_topics))
+    for e_topics in a_topics:
+        out.append(_SL.get(e_topics.topic) or _lstr(e_topics.topic))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
+        for e_topics__partitions in a_topics__partitions:
+            if e_topics__partitions.last_fetched_epoch != -1:
+                raise MessageEncodeError("Attempted to write a non-default LastFetchedEpoch")
+            out.append(
+                _P_iiqqi(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.current_leader_epoch,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
+            )
+            if e_topics__partitions.unknown_tagged_fields:
+                raise MessageEncodeError("Tagged fields were set, but this version does not support them")
+        if e_topics.unknown_tagged_fields:
+            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
+    a_forgotten_topics_data = o.forgotten_topics_data
+    n_forgotten_topics_data = len(a_forgotten_topics_data)
+    out.append(_P_i(n_forgotten_topics_data))
+    for e_forgotten_topics_data in a_forgotten_topics_data:
+        out.append(_SL.get(e_forgotten_topics_data.topic) or _lstr(e_forgotten_topics_data.topic))
+        a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
+        n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
+        out.append(_P_i(n_forgotten_topics_data__partitions))
+        out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
+        if e_forgotten_topics_data.unknown_tagged_fields:
+            raise MessageEncodeError("Tagged fields were set, but this version does not support them")
+    out.append(_SL.get(o.rack_id) or _lstr(o.rack_id))
+    if o.unknown_tagged_fields:
+        raise MessageEncodeError("Tagged fields were set, but this version does not support them")
+
+
+def _w_FetchRequest_12(out: list[bytes], o: FetchRequest) -> None:
+    if (
+        (o.replica_state.replica_id != -1)
+        or (o.replica_state.replica_epoch != -1)
+        or (o.replica_state.unknown_tagged_fields)
+    ):
+        raise MessageEncodeError("Attempted to write a non-default ReplicaState")
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(
+            _P_iiiibiiB(
+                o.replica_id,
+                o.max_wait_ms,
+                o.min_bytes,
+                o.max_bytes,
+                o.isolation_level,
+                o.session_id,
+                o.session_epoch,
+                n_topics + 1,
+            )
+        )
     else:
-        _wuv(out, n_topics + 1)
+        out.append(
+            _P_iiiibii(
+                o.replica_id,
+                o.max_wait_ms,
+                o.min_bytes,
+                o.max_bytes,
+                o.isolation_level,
+                o.session_id,
+                o.session_epoch,
+            )
+        )
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__topic = _SC.get(e_topics.topic)
-        if s_topics__topic is None:
-            s_topics__topic = _cstr(e_topics.topic)
-        out += s_topics__topic
+        out.append(_SC.get(e_topics.topic) or _cstr(e_topics.topic))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iiqiqix(
-                e_topics__partitions.partition,
-                e_topics__partitions.current_leader_epoch,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.last_fetched_epoch,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iiqiqix(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.current_leader_epoch,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.last_fetched_epoch,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     a_forgotten_topics_data = o.forgotten_topics_data
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     if n_forgotten_topics_data < 127:
-        out.append(n_forgotten_topics_data + 1)
+        out.append(_B1[n_forgotten_topics_data + 1])
     else:
-        _wuv(out, n_forgotten_topics_data + 1)
+        out.append(_uvb(n_forgotten_topics_data + 1))
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        s_forgotten_topics_data__topic = _SC.get(e_forgotten_topics_data.topic)
-        if s_forgotten_topics_data__topic is None:
-            s_forgotten_topics_data__topic = _cstr(e_forgotten_topics_data.topic)
-        out += s_forgotten_topics_data__topic
+        out.append(_SC.get(e_forgotten_topics_data.topic) or _cstr(e_forgotten_topics_data.topic))
         a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
         if n_forgotten_topics_data__partitions < 127:
-            out += _AC_i[n_forgotten_topics_data__partitions](
-                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
-            )
+            out.append(_B1[n_forgotten_topics_data__partitions + 1])
+            if n_forgotten_topics_data__partitions:
+                out.append(_AT_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         else:
-            _wuv(out, n_forgotten_topics_data__partitions + 1)
-            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
+            out.append(_uvb(n_forgotten_topics_data__partitions + 1))
+            out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
-            out.append(0)
-    s_rack_id = _SC.get(o.rack_id)
-    if s_rack_id is None:
-        s_rack_id = _cstr(o.rack_id)
-    out += s_rack_id
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         if o.cluster_id is None:
-            tb.append(0)
+            tb_0.append(_B1[0])
         else:
-            s_cluster_id = _SC.get(o.cluster_id)
-            if s_cluster_id is None:
-                s_cluster_id = _cstr(o.cluster_id)
-            tb += s_cluster_id
-        tags_.append((0, tb))
+            tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchRequest_13(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_13(out: list[bytes], o: FetchRequest) -> None:
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
         or (o.replica_state.unknown_tagged_fields)
     ):
         raise MessageEncodeError("Attempted to write a non-default ReplicaState")
-    out += _P_iiiibii(
-        o.replica_id,
-        o.max_wait_ms,
-        o.min_bytes,
-        o.max_bytes,
-        o.isolation_level,
-        o.session_id,
-        o.session_epoch,
-    )
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(
+            _P_iiiibiiB(
+                o.replica_id,
+                o.max_wait_ms,
+                o.min_bytes,
+                o.max_bytes,
+                o.isolation_level,
+                o.session_id,
+                o.session_epoch,
+                n_topics + 1,
+            )
+        )
     else:
-        _wuv(out, n_topics + 1)
+        out.append(
+            _P_iiiibii(
+                o.replica_id,
+                o.max_wait_ms,
+                o.min_bytes,
+                o.max_bytes,
+                o.isolation_level,
+                o.session_id,
+                o.session_epoch,
+            )
+        )
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_P_16sB(e_topics.topic_id.int.to_bytes(16), n_topics__partitions + 1))
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_P_16s(e_topics.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iiqiqix(
-                e_topics__partitions.partition,
-                e_topics__partitions.current_leader_epoch,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.last_fetched_epoch,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iiqiqix(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.current_leader_epoch,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.last_fetched_epoch,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     a_forgotten_topics_data = o.forgotten_topics_data
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     if n_forgotten_topics_data < 127:
-        out.append(n_forgotten_topics_data + 1)
+        out.append(_B1[n_forgotten_topics_data + 1])
     else:
-        _wuv(out, n_forgotten_topics_data + 1)
+        out.append(_uvb(n_forgotten_topics_data + 1))
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
         if n_forgotten_topics_data__partitions < 127:
-            out += _AC_i[n_forgotten_topics_data__partitions](
-                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
+            out.append(
+                _P_16sB(
+                    e_forgotten_topics_data.topic_id.int.to_bytes(16), n_forgotten_topics_data__partitions + 1
+                )
             )
         else:
-            _wuv(out, n_forgotten_topics_data__partitions + 1)
-            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
+            out.append(_P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_forgotten_topics_data__partitions + 1))
+        if 0 < n_forgotten_topics_data__partitions < 127:
+            out.append(_AT_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
+        elif n_forgotten_topics_data__partitions:
+            out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
-            out.append(0)
-    s_rack_id = _SC.get(o.rack_id)
-    if s_rack_id is None:
-        s_rack_id = _cstr(o.rack_id)
-    out += s_rack_id
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         if o.cluster_id is None:
-            tb.append(0)
+            tb_0.append(_B1[0])
         else:
-            s_cluster_id = _SC.get(o.cluster_id)
-            if s_cluster_id is None:
-                s_cluster_id = _cstr(o.cluster_id)
-            tb += s_cluster_id
-        tags_.append((0, tb))
+            tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchRequest_15(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_15(out: list[bytes], o: FetchRequest) -> None:
     if o.replica_id != -1:
         raise MessageEncodeError("Attempted to write a non-default ReplicaId")
-    out += _P_iiibii(
-        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch
-    )
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(
+            _P_iiibiiB(
+                o.max_wait_ms,
+                o.min_bytes,
+                o.max_bytes,
+                o.isolation_level,
+                o.session_id,
+                o.session_epoch,
+                n_topics + 1,
+            )
+        )
     else:
-        _wuv(out, n_topics + 1)
+        out.append(
+            _P_iiibii(
+                o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch
+            )
+        )
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_P_16sB(e_topics.topic_id.int.to_bytes(16), n_topics__partitions + 1))
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_P_16s(e_topics.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iiqiqix(
-                e_topics__partitions.partition,
-                e_topics__partitions.current_leader_epoch,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.last_fetched_epoch,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iiqiqix(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.current_leader_epoch,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.last_fetched_epoch,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     a_forgotten_topics_data = o.forgotten_topics_data
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     if n_forgotten_topics_data < 127:
-        out.append(n_forgotten_topics_data + 1)
+        out.append(_B1[n_forgotten_topics_data + 1])
     else:
-        _wuv(out, n_forgotten_topics_data + 1)
+        out.append(_uvb(n_forgotten_topics_data + 1))
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
         if n_forgotten_topics_data__partitions < 127:
-            out += _AC_i[n_forgotten_topics_data__partitions](
-                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
+            out.append(
+                _P_16sB(
+                    e_forgotten_topics_data.topic_id.int.to_bytes(16), n_forgotten_topics_data__partitions + 1
+                )
             )
         else:
-            _wuv(out, n_forgotten_topics_data__partitions + 1)
-            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
+            out.append(_P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_forgotten_topics_data__partitions + 1))
+        if 0 < n_forgotten_topics_data__partitions < 127:
+            out.append(_AT_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
+        elif n_forgotten_topics_data__partitions:
+            out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
-            out.append(0)
-    s_rack_id = _SC.get(o.rack_id)
-    if s_rack_id is None:
-        s_rack_id = _cstr(o.rack_id)
-    out += s_rack_id
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         if o.cluster_id is None:
-            tb.append(0)
+            tb_0.append(_B1[0])
         else:
-            s_cluster_id = _SC.get(o.cluster_id)
-            if s_cluster_id is None:
-                s_cluster_id = _cstr(o.cluster_id)
-            tb += s_cluster_id
-        tags_.append((0, tb))
+            tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+        tags_.append((0, b"".join(tb_0)))
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
         or (o.replica_state.unknown_tagged_fields)
     ):
-        tb = bytearray()
-        _w_ReplicaState_15(tb, o.replica_state)
-        tags_.append((1, tb))
+        tb_1: list[bytes] = []
+        _w_ReplicaState_15(tb_1, o.replica_state)
+        tags_.append((1, b"".join(tb_1)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchRequest_17(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_17(out: list[bytes], o: FetchRequest) -> None:
     if o.replica_id != -1:
         raise MessageEncodeError("Attempted to write a non-default ReplicaId")
-    out += _P_iiibii(
-        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch
-    )
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(
+            _P_iiibiiB(
+                o.max_wait_ms,
+                o.min_bytes,
+                o.max_bytes,
+                o.isolation_level,
+                o.session_id,
+                o.session_epoch,
+                n_topics + 1,
+            )
+        )
     else:
-        _wuv(out, n_topics + 1)
+        out.append(
+            _P_iiibii(
+                o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch
+            )
+        )
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_P_16sB(e_topics.topic_id.int.to_bytes(16), n_topics__partitions + 1))
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_P_16s(e_topics.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iiqiqi(
-                e_topics__partitions.partition,
-                e_topics__partitions.current_leader_epoch,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.last_fetched_epoch,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iiqiqi(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.current_leader_epoch,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.last_fetched_epoch,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
-            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
-                e_topics__partitions.unknown_tagged_fields
-            )
+            tags_topics__partitions__: list[tuple[int, bytes]] = []
+            if e_topics__partitions.unknown_tagged_fields:
+                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if e_topics__partitions.replica_directory_id != ZERO_UUID:
-                tb = bytearray()
-                tb += e_topics__partitions.replica_directory_id.int.to_bytes(16)
-                tags_topics__partitions__.append((0, tb))
+                tb_topics__partitions__0: list[bytes] = []
+                tb_topics__partitions__0.append(e_topics__partitions.replica_directory_id.int.to_bytes(16))
+                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
             if tags_topics__partitions__:
                 _wtags(out, tags_topics__partitions__)
             else:
-                out.append(0)
+                out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     a_forgotten_topics_data = o.forgotten_topics_data
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     if n_forgotten_topics_data < 127:
-        out.append(n_forgotten_topics_data + 1)
+        out.append(_B1[n_forgotten_topics_data + 1])
     else:
-        _wuv(out, n_forgotten_topics_data + 1)
+        out.append(_uvb(n_forgotten_topics_data + 1))
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
         if n_forgotten_topics_data__partitions < 127:
-            out += _AC_i[n_forgotten_topics_data__partitions](
-                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
+            out.append(
+                _P_16sB(
+                    e_forgotten_topics_data.topic_id.int.to_bytes(16), n_forgotten_topics_data__partitions + 1
+                )
             )
         else:
-            _wuv(out, n_forgotten_topics_data__partitions + 1)
-            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
+            out.append(_P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_forgotten_topics_data__partitions + 1))
+        if 0 < n_forgotten_topics_data__partitions < 127:
+            out.append(_AT_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
+        elif n_forgotten_topics_data__partitions:
+            out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
-            out.append(0)
-    s_rack_id = _SC.get(o.rack_id)
-    if s_rack_id is None:
-        s_rack_id = _cstr(o.rack_id)
-    out += s_rack_id
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         if o.cluster_id is None:
-            tb.append(0)
+            tb_0.append(_B1[0])
         else:
-            s_cluster_id = _SC.get(o.cluster_id)
-            if s_cluster_id is None:
-                s_cluster_id = _cstr(o.cluster_id)
-            tb += s_cluster_id
-        tags_.append((0, tb))
+            tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+        tags_.append((0, b"".join(tb_0)))
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
         or (o.replica_state.unknown_tagged_fields)
     ):
-        tb = bytearray()
-        _w_ReplicaState_15(tb, o.replica_state)
-        tags_.append((1, tb))
+        tb_1: list[bytes] = []
+        _w_ReplicaState_15(tb_1, o.replica_state)
+        tags_.append((1, b"".join(tb_1)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchRequest_18(out: bytearray, o: FetchRequest) -> None:
+def _w_FetchRequest_18(out: list[bytes], o: FetchRequest) -> None:
     if o.replica_id != -1:
         raise MessageEncodeError("Attempted to write a non-default ReplicaId")
-    out += _P_iiibii(
-        o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch
-    )
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(
+            _P_iiibiiB(
+                o.max_wait_ms,
+                o.min_bytes,
+                o.max_bytes,
+                o.isolation_level,
+                o.session_id,
+                o.session_epoch,
+                n_topics + 1,
+            )
+        )
     else:
-        _wuv(out, n_topics + 1)
+        out.append(
+            _P_iiibii(
+                o.max_wait_ms, o.min_bytes, o.max_bytes, o.isolation_level, o.session_id, o.session_epoch
+            )
+        )
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        out += _P_16s(e_topics.topic_id.int.to_bytes(16))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_P_16sB(e_topics.topic_id.int.to_bytes(16), n_topics__partitions + 1))
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_P_16s(e_topics.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iiqiqi(
-                e_topics__partitions.partition,
-                e_topics__partitions.current_leader_epoch,
-                e_topics__partitions.fetch_offset,
-                e_topics__partitions.last_fetched_epoch,
-                e_topics__partitions.log_start_offset,
-                e_topics__partitions.partition_max_bytes,
+            out.append(
+                _P_iiqiqi(
+                    e_topics__partitions.partition,
+                    e_topics__partitions.current_leader_epoch,
+                    e_topics__partitions.fetch_offset,
+                    e_topics__partitions.last_fetched_epoch,
+                    e_topics__partitions.log_start_offset,
+                    e_topics__partitions.partition_max_bytes,
+                )
             )
-            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
-                e_topics__partitions.unknown_tagged_fields
-            )
+            tags_topics__partitions__: list[tuple[int, bytes]] = []
+            if e_topics__partitions.unknown_tagged_fields:
+                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if e_topics__partitions.replica_directory_id != ZERO_UUID:
-                tb = bytearray()
-                tb += e_topics__partitions.replica_directory_id.int.to_bytes(16)
-                tags_topics__partitions__.append((0, tb))
+                tb_topics__partitions__0: list[bytes] = []
+                tb_topics__partitions__0.append(e_topics__partitions.replica_directory_id.int.to_bytes(16))
+                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
             if e_topics__partitions.high_watermark != 9223372036854775807:
-                tb = bytearray()
-                tb += _P_q(e_topics__partitions.high_watermark)
-                tags_topics__partitions__.append((1, tb))
+                tb_topics__partitions__1: list[bytes] = []
+                tb_topics__partitions__1.append(_P_q(e_topics__partitions.high_watermark))
+                tags_topics__partitions__.append((1, b"".join(tb_topics__partitions__1)))
             if tags_topics__partitions__:
                 _wtags(out, tags_topics__partitions__)
             else:
-                out.append(0)
+                out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     a_forgotten_topics_data = o.forgotten_topics_data
     n_forgotten_topics_data = len(a_forgotten_topics_data)
     if n_forgotten_topics_data < 127:
-        out.append(n_forgotten_topics_data + 1)
+        out.append(_B1[n_forgotten_topics_data + 1])
     else:
-        _wuv(out, n_forgotten_topics_data + 1)
+        out.append(_uvb(n_forgotten_topics_data + 1))
     for e_forgotten_topics_data in a_forgotten_topics_data:
-        out += _P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16))
         a_forgotten_topics_data__partitions = e_forgotten_topics_data.partitions
         n_forgotten_topics_data__partitions = len(a_forgotten_topics_data__partitions)
         if n_forgotten_topics_data__partitions < 127:
-            out += _AC_i[n_forgotten_topics_data__partitions](
-                n_forgotten_topics_data__partitions + 1, *a_forgotten_topics_data__partitions
+            out.append(
+                _P_16sB(
+                    e_forgotten_topics_data.topic_id.int.to_bytes(16), n_forgotten_topics_data__partitions + 1
+                )
             )
         else:
-            _wuv(out, n_forgotten_topics_data__partitions + 1)
-            out += _AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions)
+            out.append(_P_16s(e_forgotten_topics_data.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_forgotten_topics_data__partitions + 1))
+        if 0 < n_forgotten_topics_data__partitions < 127:
+            out.append(_AT_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
+        elif n_forgotten_topics_data__partitions:
+            out.append(_AP_i[n_forgotten_topics_data__partitions](*a_forgotten_topics_data__partitions))
         if e_forgotten_topics_data.unknown_tagged_fields:
             _wtags(out, e_forgotten_topics_data.unknown_tagged_fields)
         else:
-            out.append(0)
-    s_rack_id = _SC.get(o.rack_id)
-    if s_rack_id is None:
-        s_rack_id = _cstr(o.rack_id)
-    out += s_rack_id
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         if o.cluster_id is None:
-            tb.append(0)
+            tb_0.append(_B1[0])
         else:
-            s_cluster_id = _SC.get(o.cluster_id)
-            if s_cluster_id is None:
-                s_cluster_id = _cstr(o.cluster_id)
-            tb += s_cluster_id
-        tags_.append((0, tb))
+            tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+        tags_.append((0, b"".join(tb_0)))
     if (
         (o.replica_state.replica_id != -1)
         or (o.replica_state.replica_epoch != -1)
         or (o.replica_state.unknown_tagged_fields)
     ):
-        tb = bytearray()
-        _w_ReplicaState_15(tb, o.replica_state)
-        tags_.append((1, tb))
+        tb_1: list[bytes] = []
+        _w_ReplicaState_15(tb_1, o.replica_state)
+        tags_.append((1, b"".join(tb_1)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_FetchRequest_4(d: bytes, p: int) -> tuple[FetchRequest, int]:
     ob_ = _new(FetchRequest)
-    ob_.replica_id, ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level = _U_iiiib(d, p)
-    p += 17
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.replica_id, ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ln = _U_iiiibi(d, p)
+    p += 21
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1327,7 +1043,29 @@ def _r_FetchRequest_4(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[FetchPartition] = []
-                for _ in range(ln):
+                if ln >= 8:
+                    if 16 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__partition_max_bytes,
+                    ) in _I_iqi(memoryview(d)[p : p + 16 * ln]):
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.current_leader_epoch = -1
+                        ob_topics__partitions__.last_fetched_epoch = -1
+                        ob_topics__partitions__.log_start_offset = -1
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 16 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
                     ob_topics__partitions__ = _new(FetchPartition)
                     (
                         ob_topics__partitions__.partition,
@@ -1359,10 +1097,8 @@ def _r_FetchRequest_4(d: bytes, p: int) -> tuple[FetchRequest, int]:
 
 def _r_FetchRequest_5(d: bytes, p: int) -> tuple[FetchRequest, int]:
     ob_ = _new(FetchRequest)
-    ob_.replica_id, ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level = _U_iiiib(d, p)
-    p += 17
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.replica_id, ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ln = _U_iiiibi(d, p)
+    p += 21
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1391,7 +1127,30 @@ def _r_FetchRequest_5(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[FetchPartition] = []
-                for _ in range(ln):
+                if ln >= 8:
+                    if 24 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__log_start_offset,
+                        v_topics__partitions__partition_max_bytes,
+                    ) in _I_iqqi(memoryview(d)[p : p + 24 * ln]):
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.log_start_offset = v_topics__partitions__log_start_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.current_leader_epoch = -1
+                        ob_topics__partitions__.last_fetched_epoch = -1
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 24 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
                     ob_topics__partitions__ = _new(FetchPartition)
                     (
                         ob_topics__partitions__.partition,
@@ -1431,10 +1190,9 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
         ob_.isolation_level,
         ob_.session_id,
         ob_.session_epoch,
-    ) = _U_iiiibii(d, p)
-    p += 25
-    (ln,) = _U_i(d, p)
-    p += 4
+        ln,
+    ) = _U_iiiibiii(d, p)
+    p += 29
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1463,7 +1221,30 @@ def _r_FetchRequest_7(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[FetchPartition] = []
-                for _ in range(ln):
+                if ln >= 8:
+                    if 24 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__log_start_offset,
+                        v_topics__partitions__partition_max_bytes,
+                    ) in _I_iqqi(memoryview(d)[p : p + 24 * ln]):
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.log_start_offset = v_topics__partitions__log_start_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.current_leader_epoch = -1
+                        ob_topics__partitions__.last_fetched_epoch = -1
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 24 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
                     ob_topics__partitions__ = _new(FetchPartition)
                     (
                         ob_topics__partitions__.partition,
@@ -1535,10 +1316,9 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
         ob_.isolation_level,
         ob_.session_id,
         ob_.session_epoch,
-    ) = _U_iiiibii(d, p)
-    p += 25
-    (ln,) = _U_i(d, p)
-    p += 4
+        ln,
+    ) = _U_iiiibiii(d, p)
+    p += 29
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1567,7 +1347,33 @@ def _r_FetchRequest_9(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[FetchPartition] = []
-                for _ in range(ln):
+                if ln >= 8:
+                    if 28 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__current_leader_epoch,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__log_start_offset,
+                        v_topics__partitions__partition_max_bytes,
+                    ) in _I_iiqqi(memoryview(d)[p : p + 28 * ln]):
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.current_leader_epoch = (
+                            v_topics__partitions__current_leader_epoch
+                        )
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.log_start_offset = v_topics__partitions__log_start_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.last_fetched_epoch = -1
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 28 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
                     ob_topics__partitions__ = _new(FetchPartition)
                     (
                         ob_topics__partitions__.partition,
@@ -1639,10 +1445,9 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
         ob_.isolation_level,
         ob_.session_id,
         ob_.session_epoch,
-    ) = _U_iiiibii(d, p)
-    p += 25
-    (ln,) = _U_i(d, p)
-    p += 4
+        ln,
+    ) = _U_iiiibiii(d, p)
+    p += 29
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1671,7 +1476,33 @@ def _r_FetchRequest_11(d: bytes, p: int) -> tuple[FetchRequest, int]:
                 if ln > len(d) - p:
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[FetchPartition] = []
-                for _ in range(ln):
+                if ln >= 8:
+                    if 28 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__current_leader_epoch,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__log_start_offset,
+                        v_topics__partitions__partition_max_bytes,
+                    ) in _I_iiqqi(memoryview(d)[p : p + 28 * ln]):
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.current_leader_epoch = (
+                            v_topics__partitions__current_leader_epoch
+                        )
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.log_start_offset = v_topics__partitions__log_start_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.last_fetched_epoch = -1
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 28 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
                     ob_topics__partitions__ = _new(FetchPartition)
                     (
                         ob_topics__partitions__.partition,
@@ -1754,13 +1585,11 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
         ob_.isolation_level,
         ob_.session_id,
         ob_.session_epoch,
-    ) = _U_iiiibii(d, p)
-    p += 25
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+        ln,
+    ) = _U_iiiibiiB(d, p)
+    p += 26
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1769,8 +1598,114 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_12(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(FetchTopic)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_topics__.topic = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[FetchPartition] = []
+                if ln >= 8:
+                    if 33 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__current_leader_epoch,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__last_fetched_epoch,
+                        v_topics__partitions__log_start_offset,
+                        v_topics__partitions__partition_max_bytes,
+                        nt,
+                    ) in _I_iiqiqiB(memoryview(d)[p : p + 33 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.current_leader_epoch = (
+                            v_topics__partitions__current_leader_epoch
+                        )
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.last_fetched_epoch = v_topics__partitions__last_fetched_epoch
+                        ob_topics__partitions__.log_start_offset = v_topics__partitions__log_start_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 33 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.current_leader_epoch,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.last_fetched_epoch,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                        nt,
+                    ) = _U_iiqiqiB(d, p)
+                    p += 33
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg in (0, 1):
+                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -1785,8 +1720,53 @@ def _r_FetchRequest_12(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array ForgottenTopicsData claims more elements than bytes remain")
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
-            el_forgotten_topics_data, p = _r_ForgottenTopic_12(d, p)
-            l_forgotten_topics_data.append(el_forgotten_topics_data)
+            ob_forgotten_topics_data__ = _new(ForgottenTopic)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_forgotten_topics_data__.topic = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                ob_forgotten_topics_data__.partitions = list(_AU_i[ln](d, p))
+                p += 4 * ln
+            ob_forgotten_topics_data__.topic_id = ZERO_UUID
+            unk_forgotten_topics_data__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_forgotten_topics_data__.append((tg, d[p:te]))
+                    p = te
+            ob_forgotten_topics_data__.unknown_tagged_fields = unk_forgotten_topics_data__
+            l_forgotten_topics_data.append(ob_forgotten_topics_data__)
         ob_.forgotten_topics_data = l_forgotten_topics_data
     ln = d[p]
     if ln < 128:
@@ -1856,13 +1836,11 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
         ob_.isolation_level,
         ob_.session_id,
         ob_.session_epoch,
-    ) = _U_iiiibii(d, p)
-    p += 25
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+        ln,
+    ) = _U_iiiibiiB(d, p)
+    p += 26
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1871,8 +1849,98 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_13(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(FetchTopic)
+            u_topics__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[FetchPartition] = []
+                if ln >= 8:
+                    if 33 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__current_leader_epoch,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__last_fetched_epoch,
+                        v_topics__partitions__log_start_offset,
+                        v_topics__partitions__partition_max_bytes,
+                        nt,
+                    ) in _I_iiqiqiB(memoryview(d)[p : p + 33 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.current_leader_epoch = (
+                            v_topics__partitions__current_leader_epoch
+                        )
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.last_fetched_epoch = v_topics__partitions__last_fetched_epoch
+                        ob_topics__partitions__.log_start_offset = v_topics__partitions__log_start_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 33 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.current_leader_epoch,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.last_fetched_epoch,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                        nt,
+                    ) = _U_iiqiqiB(d, p)
+                    p += 33
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg in (0, 1):
+                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic = ""
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -1888,14 +1956,13 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
             ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            u_forgotten_topics_data__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_forgotten_topics_data__.topic_id = _UC.get(u_forgotten_topics_data__topic_id) or _uuid(
+                u_forgotten_topics_data__topic_id
+            )
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Partitions was serialized as null")
@@ -1982,15 +2049,18 @@ def _r_FetchRequest_13(d: bytes, p: int) -> tuple[FetchRequest, int]:
 
 def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
     ob_ = _new(FetchRequest)
-    ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ob_.session_id, ob_.session_epoch = (
-        _U_iiibii(d, p)
-    )
-    p += 21
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    (
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
+        ln,
+    ) = _U_iiibiiB(d, p)
+    p += 22
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1999,8 +2069,98 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_13(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(FetchTopic)
+            u_topics__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[FetchPartition] = []
+                if ln >= 8:
+                    if 33 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition,
+                        v_topics__partitions__current_leader_epoch,
+                        v_topics__partitions__fetch_offset,
+                        v_topics__partitions__last_fetched_epoch,
+                        v_topics__partitions__log_start_offset,
+                        v_topics__partitions__partition_max_bytes,
+                        nt,
+                    ) in _I_iiqiqiB(memoryview(d)[p : p + 33 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(FetchPartition)
+                        ob_topics__partitions__.partition = v_topics__partitions__partition
+                        ob_topics__partitions__.current_leader_epoch = (
+                            v_topics__partitions__current_leader_epoch
+                        )
+                        ob_topics__partitions__.fetch_offset = v_topics__partitions__fetch_offset
+                        ob_topics__partitions__.last_fetched_epoch = v_topics__partitions__last_fetched_epoch
+                        ob_topics__partitions__.log_start_offset = v_topics__partitions__log_start_offset
+                        ob_topics__partitions__.partition_max_bytes = (
+                            v_topics__partitions__partition_max_bytes
+                        )
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.high_watermark = 9223372036854775807
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 33 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.current_leader_epoch,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.last_fetched_epoch,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                        nt,
+                    ) = _U_iiqiqiB(d, p)
+                    p += 33
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg in (0, 1):
+                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic = ""
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -2016,14 +2176,13 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
             ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            u_forgotten_topics_data__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_forgotten_topics_data__.topic_id = _UC.get(u_forgotten_topics_data__topic_id) or _uuid(
+                u_forgotten_topics_data__topic_id
+            )
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Partitions was serialized as null")
@@ -2117,15 +2276,18 @@ def _r_FetchRequest_15(d: bytes, p: int) -> tuple[FetchRequest, int]:
 
 def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
     ob_ = _new(FetchRequest)
-    ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ob_.session_id, ob_.session_epoch = (
-        _U_iiibii(d, p)
-    )
-    p += 21
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    (
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
+        ln,
+    ) = _U_iiibiiB(d, p)
+    p += 22
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -2134,8 +2296,76 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_17(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(FetchTopic)
+            u_topics__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[FetchPartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.current_leader_epoch,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.last_fetched_epoch,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                        nt,
+                    ) = _U_iiqiqiB(d, p)
+                    p += 33
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                (raw,) = _U_16s(d, p)
+                                ob_topics__partitions__.replica_directory_id = _UC.get(raw) or _uuid(raw)
+                                p += 16
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field ReplicaDirectoryId does not fill its declared size"
+                                    )
+                            elif tg in (1,):
+                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic = ""
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -2151,14 +2381,13 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
             ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            u_forgotten_topics_data__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_forgotten_topics_data__.topic_id = _UC.get(u_forgotten_topics_data__topic_id) or _uuid(
+                u_forgotten_topics_data__topic_id
+            )
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Partitions was serialized as null")
@@ -2252,15 +2481,18 @@ def _r_FetchRequest_17(d: bytes, p: int) -> tuple[FetchRequest, int]:
 
 def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
     ob_ = _new(FetchRequest)
-    ob_.max_wait_ms, ob_.min_bytes, ob_.max_bytes, ob_.isolation_level, ob_.session_id, ob_.session_epoch = (
-        _U_iiibii(d, p)
-    )
-    p += 21
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    (
+        ob_.max_wait_ms,
+        ob_.min_bytes,
+        ob_.max_bytes,
+        ob_.isolation_level,
+        ob_.session_id,
+        ob_.session_epoch,
+        ln,
+    ) = _U_iiibiiB(d, p)
+    p += 22
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -2269,8 +2501,81 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[FetchTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_FetchTopic_18(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(FetchTopic)
+            u_topics__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[FetchPartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(FetchPartition)
+                    (
+                        ob_topics__partitions__.partition,
+                        ob_topics__partitions__.current_leader_epoch,
+                        ob_topics__partitions__.fetch_offset,
+                        ob_topics__partitions__.last_fetched_epoch,
+                        ob_topics__partitions__.log_start_offset,
+                        ob_topics__partitions__.partition_max_bytes,
+                        nt,
+                    ) = _U_iiqiqiB(d, p)
+                    p += 33
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.high_watermark = 9223372036854775807
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                (raw,) = _U_16s(d, p)
+                                ob_topics__partitions__.replica_directory_id = _UC.get(raw) or _uuid(raw)
+                                p += 16
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field ReplicaDirectoryId does not fill its declared size"
+                                    )
+                            elif tg == 1:
+                                (ob_topics__partitions__.high_watermark,) = _U_q(d, p)
+                                p += 8
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field HighWatermark does not fill its declared size"
+                                    )
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic = ""
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ln = d[p]
     if ln < 128:
@@ -2286,14 +2591,13 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
         l_forgotten_topics_data: list[ForgottenTopic] = []
         for _ in range(ln):
             ob_forgotten_topics_data__ = _new(ForgottenTopic)
-            (u_forgotten_topics_data__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_forgotten_topics_data__.topic_id = _uuid(u_forgotten_topics_data__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            u_forgotten_topics_data__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_forgotten_topics_data__.topic_id = _UC.get(u_forgotten_topics_data__topic_id) or _uuid(
+                u_forgotten_topics_data__topic_id
+            )
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Partitions was serialized as null")
@@ -2385,7 +2689,7 @@ def _r_FetchRequest_18(d: bytes, p: int) -> tuple[FetchRequest, int]:
     return ob_, p
 
 
-_W_FetchRequest: dict[int, Callable[[bytearray, FetchRequest], None]] = {
+_W_FetchRequest: dict[int, Callable[[list[bytes], FetchRequest], None]] = {
     4: _w_FetchRequest_4,
     5: _w_FetchRequest_5,
     6: _w_FetchRequest_5,

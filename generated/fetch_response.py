@@ -10,28 +10,44 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_16s = struct.Struct(">16s").pack
-_U_16s = struct.Struct(">16s").unpack_from
+_P_16sB = struct.Struct(">16sB").pack
+_U_16sB = struct.Struct(">16sB").unpack_from
 _U_h = struct.Struct(">h").unpack_from
 _P_i = struct.Struct(">i").pack
 _U_i = struct.Struct(">i").unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
 _P_ihi = struct.Struct(">ihi").pack
-_U_ihi = struct.Struct(">ihi").unpack_from
+_P_ihiB = struct.Struct(">ihiB").pack
+_U_ihiB = struct.Struct(">ihiB").unpack_from
+_U_ihii = struct.Struct(">ihii").unpack_from
 _P_ihqq = struct.Struct(">ihqq").pack
-_U_ihqq = struct.Struct(">ihqq").unpack_from
+_U_ihqqi = struct.Struct(">ihqqi").unpack_from
 _P_ihqqq = struct.Struct(">ihqqq").pack
-_U_ihqqq = struct.Struct(">ihqqq").unpack_from
+_U_ihqqqB = struct.Struct(">ihqqqB").unpack_from
+_U_ihqqqi = struct.Struct(">ihqqqi").unpack_from
+_U_ii = struct.Struct(">ii").unpack_from
 _U_iiB = struct.Struct(">iiB").unpack_from
 _P_iix = struct.Struct(">iix").pack
 _U_iqB = struct.Struct(">iqB").unpack_from
@@ -40,7 +56,9 @@ _U_qiB = struct.Struct(">qiB").unpack_from
 _P_qix = struct.Struct(">qix").pack
 _P_qq = struct.Struct(">qq").pack
 _U_qq = struct.Struct(">qq").unpack_from
+_I_qq = struct.Struct(">qq").iter_unpack
 _U_qqB = struct.Struct(">qqB").unpack_from
+_I_qqB = struct.Struct(">qqB").iter_unpack
 _P_qqx = struct.Struct(">qqx").pack
 
 
@@ -157,29 +175,29 @@ class FetchResponse:
         w = _W_FetchResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write FetchResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of FetchResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_FetchResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write FetchResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of FetchResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchResponse:
@@ -219,10 +237,10 @@ class FetchResponse:
             raise MessageDecodeError(f"{e} (reading FetchResponse v{version})") from None
 
 
-def _w_EpochEndOffset_12(out: bytearray, o: EpochEndOffset) -> None:
-    out += _P_iqx(o.epoch, o.end_offset)
+def _w_EpochEndOffset_12(out: list[bytes], o: EpochEndOffset) -> None:
+    out.append(_P_iqx(o.epoch, o.end_offset))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -246,10 +264,10 @@ def _r_EpochEndOffset_12(d: bytes, p: int) -> tuple[EpochEndOffset, int]:
     return ob_, p
 
 
-def _w_LeaderIdAndEpoch_12(out: bytearray, o: LeaderIdAndEpoch) -> None:
-    out += _P_iix(o.leader_id, o.leader_epoch)
+def _w_LeaderIdAndEpoch_12(out: list[bytes], o: LeaderIdAndEpoch) -> None:
+    out.append(_P_iix(o.leader_id, o.leader_epoch))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -273,10 +291,10 @@ def _r_LeaderIdAndEpoch_12(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
     return ob_, p
 
 
-def _w_SnapshotId_12(out: bytearray, o: SnapshotId) -> None:
-    out += _P_qix(o.end_offset, o.epoch)
+def _w_SnapshotId_12(out: list[bytes], o: SnapshotId) -> None:
+    out.append(_P_qix(o.end_offset, o.epoch))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -297,388 +315,6 @@ def _r_SnapshotId_12(d: bytes, p: int) -> tuple[SnapshotId, int]:
             unk_.append((tg, d[p:te]))
             p = te
     ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_PartitionData_12(out: bytearray, o: PartitionData) -> None:
-    out += _P_ihqqq(
-        o.partition_index, o.error_code, o.high_watermark, o.last_stable_offset, o.log_start_offset
-    )
-    if o.aborted_transactions is None:
-        out.append(0)
-    else:
-        a_aborted_transactions = o.aborted_transactions
-        n_aborted_transactions = len(a_aborted_transactions)
-        if n_aborted_transactions < 127:
-            out.append(n_aborted_transactions + 1)
-        else:
-            _wuv(out, n_aborted_transactions + 1)
-        for e_aborted_transactions in a_aborted_transactions:
-            out += _P_qqx(e_aborted_transactions.producer_id, e_aborted_transactions.first_offset)
-            if e_aborted_transactions.unknown_tagged_fields:
-                del out[-1]
-                _wtags(out, e_aborted_transactions.unknown_tagged_fields)
-    out += _P_i(o.preferred_read_replica)
-    if o.records is None:
-        out.append(0)
-    else:
-        s_records = o.records
-        n_records = len(s_records)
-        if n_records < 127:
-            out.append(n_records + 1)
-        else:
-            _wuv(out, n_records + 1)
-        out += s_records
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
-    if (
-        (o.diverging_epoch.epoch != -1)
-        or (o.diverging_epoch.end_offset != -1)
-        or (o.diverging_epoch.unknown_tagged_fields)
-    ):
-        tb = bytearray()
-        _w_EpochEndOffset_12(tb, o.diverging_epoch)
-        tags_.append((0, tb))
-    if (
-        (o.current_leader.leader_id != -1)
-        or (o.current_leader.leader_epoch != -1)
-        or (o.current_leader.unknown_tagged_fields)
-    ):
-        tb = bytearray()
-        _w_LeaderIdAndEpoch_12(tb, o.current_leader)
-        tags_.append((1, tb))
-    if (
-        (o.snapshot_id.end_offset != -1)
-        or (o.snapshot_id.epoch != -1)
-        or (o.snapshot_id.unknown_tagged_fields)
-    ):
-        tb = bytearray()
-        _w_SnapshotId_12(tb, o.snapshot_id)
-        tags_.append((2, tb))
-    if tags_:
-        _wtags(out, tags_)
-    else:
-        out.append(0)
-
-
-def _r_PartitionData_12(d: bytes, p: int) -> tuple[PartitionData, int]:
-    ob_ = _new(PartitionData)
-    ob_.partition_index, ob_.error_code, ob_.high_watermark, ob_.last_stable_offset, ob_.log_start_offset = (
-        _U_ihqqq(d, p)
-    )
-    p += 30
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.aborted_transactions = None
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array AbortedTransactions claims more elements than bytes remain")
-        l_aborted_transactions: list[AbortedTransaction] = []
-        for _ in range(ln):
-            ob_aborted_transactions__ = _new(AbortedTransaction)
-            ob_aborted_transactions__.producer_id, ob_aborted_transactions__.first_offset, nt = _U_qqB(d, p)
-            p += 17
-            unk_aborted_transactions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_aborted_transactions__.append((tg, d[p:te]))
-                    p = te
-            ob_aborted_transactions__.unknown_tagged_fields = unk_aborted_transactions__
-            l_aborted_transactions.append(ob_aborted_transactions__)
-        ob_.aborted_transactions = l_aborted_transactions
-    (ob_.preferred_read_replica,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.records = None
-    else:
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Records is longer than the remaining bytes")
-        ob_.records = d[p:e]
-        p = e
-    t_diverging_epoch = _new(EpochEndOffset)
-    t_diverging_epoch.epoch = -1
-    t_diverging_epoch.end_offset = -1
-    t_diverging_epoch.unknown_tagged_fields = []
-    ob_.diverging_epoch = t_diverging_epoch
-    t_current_leader = _new(LeaderIdAndEpoch)
-    t_current_leader.leader_id = -1
-    t_current_leader.leader_epoch = -1
-    t_current_leader.unknown_tagged_fields = []
-    ob_.current_leader = t_current_leader
-    t_snapshot_id = _new(SnapshotId)
-    t_snapshot_id.end_offset = -1
-    t_snapshot_id.epoch = -1
-    t_snapshot_id.unknown_tagged_fields = []
-    ob_.snapshot_id = t_snapshot_id
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            if tg == 0:
-                ob_.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                if p != te:
-                    raise MessageDecodeError("tagged field DivergingEpoch does not fill its declared size")
-            elif tg == 1:
-                ob_.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                if p != te:
-                    raise MessageDecodeError("tagged field CurrentLeader does not fill its declared size")
-            elif tg == 2:
-                ob_.snapshot_id, p = _r_SnapshotId_12(d, p)
-                if p != te:
-                    raise MessageDecodeError("tagged field SnapshotId does not fill its declared size")
-            else:
-                unk_.append((tg, d[p:te]))
-                p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchableTopicResponse_4(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    ob_ = _new(FetchableTopicResponse)
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        ob_.topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.high_watermark,
-                ob_partitions__.last_stable_offset,
-            ) = _U_ihqq(d, p)
-            p += 22
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                ob_partitions__.aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions__aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
-                    (
-                        ob_partitions__aborted_transactions__.producer_id,
-                        ob_partitions__aborted_transactions__.first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    ob_partitions__aborted_transactions__.unknown_tagged_fields = []
-                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
-                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                ob_partitions__.records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                ob_partitions__.records = d[p:e]
-                p = e
-            ob_partitions__.log_start_offset = -1
-            ob_partitions__.diverging_epoch = EpochEndOffset()
-            ob_partitions__.current_leader = LeaderIdAndEpoch()
-            ob_partitions__.snapshot_id = SnapshotId()
-            ob_partitions__.preferred_read_replica = -1
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchableTopicResponse_5(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    ob_ = _new(FetchableTopicResponse)
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        ob_.topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.high_watermark,
-                ob_partitions__.last_stable_offset,
-                ob_partitions__.log_start_offset,
-            ) = _U_ihqqq(d, p)
-            p += 30
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                ob_partitions__.aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions__aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
-                    (
-                        ob_partitions__aborted_transactions__.producer_id,
-                        ob_partitions__aborted_transactions__.first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    ob_partitions__aborted_transactions__.unknown_tagged_fields = []
-                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
-                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                ob_partitions__.records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                ob_partitions__.records = d[p:e]
-                p = e
-            ob_partitions__.diverging_epoch = EpochEndOffset()
-            ob_partitions__.current_leader = LeaderIdAndEpoch()
-            ob_partitions__.snapshot_id = SnapshotId()
-            ob_partitions__.preferred_read_replica = -1
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_FetchableTopicResponse_11(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    ob_ = _new(FetchableTopicResponse)
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        ob_.topic = d[p:e].decode()
-        p = e
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.high_watermark,
-                ob_partitions__.last_stable_offset,
-                ob_partitions__.log_start_offset,
-            ) = _U_ihqqq(d, p)
-            p += 30
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                ob_partitions__.aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions__aborted_transactions: list[AbortedTransaction] = []
-                for _ in range(ln):
-                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
-                    (
-                        ob_partitions__aborted_transactions__.producer_id,
-                        ob_partitions__aborted_transactions__.first_offset,
-                    ) = _U_qq(d, p)
-                    p += 16
-                    ob_partitions__aborted_transactions__.unknown_tagged_fields = []
-                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
-                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
-            (ob_partitions__.preferred_read_replica,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                ob_partitions__.records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                ob_partitions__.records = d[p:e]
-                p = e
-            ob_partitions__.diverging_epoch = EpochEndOffset()
-            ob_partitions__.current_leader = LeaderIdAndEpoch()
-            ob_partitions__.snapshot_id = SnapshotId()
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    ob_.unknown_tagged_fields = []
     return ob_, p
 
 
@@ -713,8 +349,137 @@ def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicRespon
             raise MessageDecodeError("array Partitions claims more elements than bytes remain")
         l_partitions: list[PartitionData] = []
         for _ in range(ln):
-            el_partitions, p = _r_PartitionData_12(d, p)
-            l_partitions.append(el_partitions)
+            ob_partitions__ = _new(PartitionData)
+            (
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.high_watermark,
+                ob_partitions__.last_stable_offset,
+                ob_partitions__.log_start_offset,
+                ln,
+            ) = _U_ihqqqB(d, p)
+            p += 31
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_partitions__.aborted_transactions = None
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError(
+                        "array AbortedTransactions claims more elements than bytes remain"
+                    )
+                l_partitions__aborted_transactions: list[AbortedTransaction] = []
+                if ln >= 8:
+                    if 17 * ln > len(d) - p:
+                        raise MessageDecodeError(
+                            "array AbortedTransactions claims more elements than bytes remain"
+                        )
+                    for (
+                        v_partitions__aborted_transactions__producer_id,
+                        v_partitions__aborted_transactions__first_offset,
+                        nt,
+                    ) in _I_qqB(memoryview(d)[p : p + 17 * ln]):
+                        if nt:
+                            break
+                        ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
+                        ob_partitions__aborted_transactions__.producer_id = (
+                            v_partitions__aborted_transactions__producer_id
+                        )
+                        ob_partitions__aborted_transactions__.first_offset = (
+                            v_partitions__aborted_transactions__first_offset
+                        )
+                        ob_partitions__aborted_transactions__.unknown_tagged_fields = []
+                        l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
+                    p += 17 * len(l_partitions__aborted_transactions)
+                for _ in range(ln - len(l_partitions__aborted_transactions)):
+                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
+                    (
+                        ob_partitions__aborted_transactions__.producer_id,
+                        ob_partitions__aborted_transactions__.first_offset,
+                        nt,
+                    ) = _U_qqB(d, p)
+                    p += 17
+                    unk_partitions__aborted_transactions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_partitions__aborted_transactions__.append((tg, d[p:te]))
+                            p = te
+                    ob_partitions__aborted_transactions__.unknown_tagged_fields = (
+                        unk_partitions__aborted_transactions__
+                    )
+                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
+                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
+            ob_partitions__.preferred_read_replica, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_partitions__.records = None
+            else:
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Records is longer than the remaining bytes")
+                ob_partitions__.records = d[p:e]
+                p = e
+            t_partitions__diverging_epoch = _new(EpochEndOffset)
+            t_partitions__diverging_epoch.epoch = -1
+            t_partitions__diverging_epoch.end_offset = -1
+            t_partitions__diverging_epoch.unknown_tagged_fields = []
+            ob_partitions__.diverging_epoch = t_partitions__diverging_epoch
+            t_partitions__current_leader = _new(LeaderIdAndEpoch)
+            t_partitions__current_leader.leader_id = -1
+            t_partitions__current_leader.leader_epoch = -1
+            t_partitions__current_leader.unknown_tagged_fields = []
+            ob_partitions__.current_leader = t_partitions__current_leader
+            t_partitions__snapshot_id = _new(SnapshotId)
+            t_partitions__snapshot_id.end_offset = -1
+            t_partitions__snapshot_id.epoch = -1
+            t_partitions__snapshot_id.unknown_tagged_fields = []
+            ob_partitions__.snapshot_id = t_partitions__snapshot_id
+            unk_partitions__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    if tg == 0:
+                        ob_partitions__.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field DivergingEpoch does not fill its declared size"
+                            )
+                    elif tg == 1:
+                        ob_partitions__.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field CurrentLeader does not fill its declared size"
+                            )
+                    elif tg == 2:
+                        ob_partitions__.snapshot_id, p = _r_SnapshotId_12(d, p)
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field SnapshotId does not fill its declared size"
+                            )
+                    else:
+                        unk_partitions__.append((tg, d[p:te]))
+                        p = te
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
         ob_.partitions = l_partitions
     ob_.topic_id = ZERO_UUID
     unk_: list[tuple[int, bytes]] = []
@@ -735,35 +500,192 @@ def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicRespon
     return ob_, p
 
 
-def _w_NodeEndpoint_16(out: bytearray, o: NodeEndpoint) -> None:
-    out += _P_i(o.node_id)
-    s_host = _SC.get(o.host)
-    if s_host is None:
-        s_host = _cstr(o.host)
-    out += s_host
-    out += _P_i(o.port)
-    if o.rack is None:
-        out.append(0)
+def _r_FetchableTopicResponse_13(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
+    ob_ = _new(FetchableTopicResponse)
+    u_topic_id, ln = _U_16sB(d, p)
+    p += 17
+    ob_.topic_id = _UC.get(u_topic_id) or _uuid(u_topic_id)
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
+    ln -= 1
+    if ln < 0:
+        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
     else:
-        s_rack = _SC.get(o.rack)
-        if s_rack is None:
-            s_rack = _cstr(o.rack)
-        out += s_rack
+        if ln > len(d) - p:
+            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+        l_partitions: list[PartitionData] = []
+        for _ in range(ln):
+            ob_partitions__ = _new(PartitionData)
+            (
+                ob_partitions__.partition_index,
+                ob_partitions__.error_code,
+                ob_partitions__.high_watermark,
+                ob_partitions__.last_stable_offset,
+                ob_partitions__.log_start_offset,
+                ln,
+            ) = _U_ihqqqB(d, p)
+            p += 31
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_partitions__.aborted_transactions = None
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError(
+                        "array AbortedTransactions claims more elements than bytes remain"
+                    )
+                l_partitions__aborted_transactions: list[AbortedTransaction] = []
+                if ln >= 8:
+                    if 17 * ln > len(d) - p:
+                        raise MessageDecodeError(
+                            "array AbortedTransactions claims more elements than bytes remain"
+                        )
+                    for (
+                        v_partitions__aborted_transactions__producer_id,
+                        v_partitions__aborted_transactions__first_offset,
+                        nt,
+                    ) in _I_qqB(memoryview(d)[p : p + 17 * ln]):
+                        if nt:
+                            break
+                        ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
+                        ob_partitions__aborted_transactions__.producer_id = (
+                            v_partitions__aborted_transactions__producer_id
+                        )
+                        ob_partitions__aborted_transactions__.first_offset = (
+                            v_partitions__aborted_transactions__first_offset
+                        )
+                        ob_partitions__aborted_transactions__.unknown_tagged_fields = []
+                        l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
+                    p += 17 * len(l_partitions__aborted_transactions)
+                for _ in range(ln - len(l_partitions__aborted_transactions)):
+                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
+                    (
+                        ob_partitions__aborted_transactions__.producer_id,
+                        ob_partitions__aborted_transactions__.first_offset,
+                        nt,
+                    ) = _U_qqB(d, p)
+                    p += 17
+                    unk_partitions__aborted_transactions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_partitions__aborted_transactions__.append((tg, d[p:te]))
+                            p = te
+                    ob_partitions__aborted_transactions__.unknown_tagged_fields = (
+                        unk_partitions__aborted_transactions__
+                    )
+                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
+                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
+            ob_partitions__.preferred_read_replica, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_partitions__.records = None
+            else:
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Records is longer than the remaining bytes")
+                ob_partitions__.records = d[p:e]
+                p = e
+            t_partitions__diverging_epoch = _new(EpochEndOffset)
+            t_partitions__diverging_epoch.epoch = -1
+            t_partitions__diverging_epoch.end_offset = -1
+            t_partitions__diverging_epoch.unknown_tagged_fields = []
+            ob_partitions__.diverging_epoch = t_partitions__diverging_epoch
+            t_partitions__current_leader = _new(LeaderIdAndEpoch)
+            t_partitions__current_leader.leader_id = -1
+            t_partitions__current_leader.leader_epoch = -1
+            t_partitions__current_leader.unknown_tagged_fields = []
+            ob_partitions__.current_leader = t_partitions__current_leader
+            t_partitions__snapshot_id = _new(SnapshotId)
+            t_partitions__snapshot_id.end_offset = -1
+            t_partitions__snapshot_id.epoch = -1
+            t_partitions__snapshot_id.unknown_tagged_fields = []
+            ob_partitions__.snapshot_id = t_partitions__snapshot_id
+            unk_partitions__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    if tg == 0:
+                        ob_partitions__.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field DivergingEpoch does not fill its declared size"
+                            )
+                    elif tg == 1:
+                        ob_partitions__.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field CurrentLeader does not fill its declared size"
+                            )
+                    elif tg == 2:
+                        ob_partitions__.snapshot_id, p = _r_SnapshotId_12(d, p)
+                        if p != te:
+                            raise MessageDecodeError(
+                                "tagged field SnapshotId does not fill its declared size"
+                            )
+                    else:
+                        unk_partitions__.append((tg, d[p:te]))
+                        p = te
+            ob_partitions__.unknown_tagged_fields = unk_partitions__
+            l_partitions.append(ob_partitions__)
+        ob_.partitions = l_partitions
+    ob_.topic = ""
+    unk_: list[tuple[int, bytes]] = []
+    nt = d[p]
+    p += 1
+    if nt:
+        if nt >= 128:
+            nt, p = _ruv(d, p - 1)
+        for _ in range(nt):
+            tg, p = _ruv(d, p)
+            sz, p = _ruv(d, p)
+            te = p + sz
+            if te > len(d):
+                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+            unk_.append((tg, d[p:te]))
+            p = te
+    ob_.unknown_tagged_fields = unk_
+    return ob_, p
+
+
+def _w_NodeEndpoint_16(out: list[bytes], o: NodeEndpoint) -> None:
+    out.append(_P_i(o.node_id))
+    out.append(_SC.get(o.host) or _cstr(o.host))
+    out.append(_P_i(o.port))
+    if o.rack is None:
+        out.append(_B1[0])
+    else:
+        out.append(_SC.get(o.rack) or _cstr(o.rack))
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
     ob_ = _new(NodeEndpoint)
-    (ob_.node_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.node_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Host was serialized as null")
@@ -775,13 +697,10 @@ def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
             raise MessageDecodeError("field Host is longer than the remaining bytes")
         ob_.host = d[p:e].decode()
         p = e
-    (ob_.port,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.port, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.rack = None
@@ -811,23 +730,20 @@ def _r_NodeEndpoint_16(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
     return ob_, p
 
 
-def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
+def _w_FetchResponse_4(out: list[bytes], o: FetchResponse) -> None:
     if o.session_id != 0:
         raise MessageEncodeError("Attempted to write a non-default SessionId")
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_i(o.throttle_time_ms)
+    out.append(_P_i(o.throttle_time_ms))
     a_responses = o.responses
     n_responses = len(a_responses)
-    out += _P_i(n_responses)
+    out.append(_P_i(n_responses))
     for e_responses in a_responses:
-        s_responses__topic = _SL.get(e_responses.topic)
-        if s_responses__topic is None:
-            s_responses__topic = _lstr(e_responses.topic)
-        out += s_responses__topic
+        out.append(_SL.get(e_responses.topic) or _lstr(e_responses.topic))
         a_responses__partitions = e_responses.partitions
         n_responses__partitions = len(a_responses__partitions)
-        out += _P_i(n_responses__partitions)
+        out.append(_P_i(n_responses__partitions))
         for e_responses__partitions in a_responses__partitions:
             if (
                 (e_responses__partitions.diverging_epoch.epoch != -1)
@@ -849,38 +765,42 @@ def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             if e_responses__partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
-            out += _P_ihqq(
-                e_responses__partitions.partition_index,
-                e_responses__partitions.error_code,
-                e_responses__partitions.high_watermark,
-                e_responses__partitions.last_stable_offset,
+            out.append(
+                _P_ihqq(
+                    e_responses__partitions.partition_index,
+                    e_responses__partitions.error_code,
+                    e_responses__partitions.high_watermark,
+                    e_responses__partitions.last_stable_offset,
+                )
             )
             if e_responses__partitions.aborted_transactions is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
                 n_responses__partitions__aborted_transactions = len(
                     a_responses__partitions__aborted_transactions
                 )
-                out += _P_i(n_responses__partitions__aborted_transactions)
+                out.append(_P_i(n_responses__partitions__aborted_transactions))
                 for (
                     e_responses__partitions__aborted_transactions
                 ) in a_responses__partitions__aborted_transactions:
-                    out += _P_qq(
-                        e_responses__partitions__aborted_transactions.producer_id,
-                        e_responses__partitions__aborted_transactions.first_offset,
+                    out.append(
+                        _P_qq(
+                            e_responses__partitions__aborted_transactions.producer_id,
+                            e_responses__partitions__aborted_transactions.first_offset,
+                        )
                     )
                     if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
             if e_responses__partitions.records is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 s_responses__partitions__records = e_responses__partitions.records
                 n_responses__partitions__records = len(s_responses__partitions__records)
-                out += _P_i(n_responses__partitions__records)
-                out += s_responses__partitions__records
+                out.append(_P_i(n_responses__partitions__records))
+                out.append(s_responses__partitions__records)
             if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
@@ -889,23 +809,20 @@ def _w_FetchResponse_4(out: bytearray, o: FetchResponse) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
+def _w_FetchResponse_5(out: list[bytes], o: FetchResponse) -> None:
     if o.session_id != 0:
         raise MessageEncodeError("Attempted to write a non-default SessionId")
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_i(o.throttle_time_ms)
+    out.append(_P_i(o.throttle_time_ms))
     a_responses = o.responses
     n_responses = len(a_responses)
-    out += _P_i(n_responses)
+    out.append(_P_i(n_responses))
     for e_responses in a_responses:
-        s_responses__topic = _SL.get(e_responses.topic)
-        if s_responses__topic is None:
-            s_responses__topic = _lstr(e_responses.topic)
-        out += s_responses__topic
+        out.append(_SL.get(e_responses.topic) or _lstr(e_responses.topic))
         a_responses__partitions = e_responses.partitions
         n_responses__partitions = len(a_responses__partitions)
-        out += _P_i(n_responses__partitions)
+        out.append(_P_i(n_responses__partitions))
         for e_responses__partitions in a_responses__partitions:
             if (
                 (e_responses__partitions.diverging_epoch.epoch != -1)
@@ -927,39 +844,43 @@ def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             if e_responses__partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
-            out += _P_ihqqq(
-                e_responses__partitions.partition_index,
-                e_responses__partitions.error_code,
-                e_responses__partitions.high_watermark,
-                e_responses__partitions.last_stable_offset,
-                e_responses__partitions.log_start_offset,
+            out.append(
+                _P_ihqqq(
+                    e_responses__partitions.partition_index,
+                    e_responses__partitions.error_code,
+                    e_responses__partitions.high_watermark,
+                    e_responses__partitions.last_stable_offset,
+                    e_responses__partitions.log_start_offset,
+                )
             )
             if e_responses__partitions.aborted_transactions is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
                 n_responses__partitions__aborted_transactions = len(
                     a_responses__partitions__aborted_transactions
                 )
-                out += _P_i(n_responses__partitions__aborted_transactions)
+                out.append(_P_i(n_responses__partitions__aborted_transactions))
                 for (
                     e_responses__partitions__aborted_transactions
                 ) in a_responses__partitions__aborted_transactions:
-                    out += _P_qq(
-                        e_responses__partitions__aborted_transactions.producer_id,
-                        e_responses__partitions__aborted_transactions.first_offset,
+                    out.append(
+                        _P_qq(
+                            e_responses__partitions__aborted_transactions.producer_id,
+                            e_responses__partitions__aborted_transactions.first_offset,
+                        )
                     )
                     if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
             if e_responses__partitions.records is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 s_responses__partitions__records = e_responses__partitions.records
                 n_responses__partitions__records = len(s_responses__partitions__records)
-                out += _P_i(n_responses__partitions__records)
-                out += s_responses__partitions__records
+                out.append(_P_i(n_responses__partitions__records))
+                out.append(s_responses__partitions__records)
             if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
@@ -968,21 +889,18 @@ def _w_FetchResponse_5(out: bytearray, o: FetchResponse) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
+def _w_FetchResponse_7(out: list[bytes], o: FetchResponse) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_ihi(o.throttle_time_ms, o.error_code, o.session_id)
+    out.append(_P_ihi(o.throttle_time_ms, o.error_code, o.session_id))
     a_responses = o.responses
     n_responses = len(a_responses)
-    out += _P_i(n_responses)
+    out.append(_P_i(n_responses))
     for e_responses in a_responses:
-        s_responses__topic = _SL.get(e_responses.topic)
-        if s_responses__topic is None:
-            s_responses__topic = _lstr(e_responses.topic)
-        out += s_responses__topic
+        out.append(_SL.get(e_responses.topic) or _lstr(e_responses.topic))
         a_responses__partitions = e_responses.partitions
         n_responses__partitions = len(a_responses__partitions)
-        out += _P_i(n_responses__partitions)
+        out.append(_P_i(n_responses__partitions))
         for e_responses__partitions in a_responses__partitions:
             if (
                 (e_responses__partitions.diverging_epoch.epoch != -1)
@@ -1004,39 +922,43 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
             if e_responses__partitions.preferred_read_replica != -1:
                 raise MessageEncodeError("Attempted to write a non-default PreferredReadReplica")
-            out += _P_ihqqq(
-                e_responses__partitions.partition_index,
-                e_responses__partitions.error_code,
-                e_responses__partitions.high_watermark,
-                e_responses__partitions.last_stable_offset,
-                e_responses__partitions.log_start_offset,
+            out.append(
+                _P_ihqqq(
+                    e_responses__partitions.partition_index,
+                    e_responses__partitions.error_code,
+                    e_responses__partitions.high_watermark,
+                    e_responses__partitions.last_stable_offset,
+                    e_responses__partitions.log_start_offset,
+                )
             )
             if e_responses__partitions.aborted_transactions is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
                 n_responses__partitions__aborted_transactions = len(
                     a_responses__partitions__aborted_transactions
                 )
-                out += _P_i(n_responses__partitions__aborted_transactions)
+                out.append(_P_i(n_responses__partitions__aborted_transactions))
                 for (
                     e_responses__partitions__aborted_transactions
                 ) in a_responses__partitions__aborted_transactions:
-                    out += _P_qq(
-                        e_responses__partitions__aborted_transactions.producer_id,
-                        e_responses__partitions__aborted_transactions.first_offset,
+                    out.append(
+                        _P_qq(
+                            e_responses__partitions__aborted_transactions.producer_id,
+                            e_responses__partitions__aborted_transactions.first_offset,
+                        )
                     )
                     if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
             if e_responses__partitions.records is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 s_responses__partitions__records = e_responses__partitions.records
                 n_responses__partitions__records = len(s_responses__partitions__records)
-                out += _P_i(n_responses__partitions__records)
-                out += s_responses__partitions__records
+                out.append(_P_i(n_responses__partitions__records))
+                out.append(s_responses__partitions__records)
             if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
@@ -1045,21 +967,18 @@ def _w_FetchResponse_7(out: bytearray, o: FetchResponse) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchResponse_11(out: bytearray, o: FetchResponse) -> None:
+def _w_FetchResponse_11(out: list[bytes], o: FetchResponse) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_ihi(o.throttle_time_ms, o.error_code, o.session_id)
+    out.append(_P_ihi(o.throttle_time_ms, o.error_code, o.session_id))
     a_responses = o.responses
     n_responses = len(a_responses)
-    out += _P_i(n_responses)
+    out.append(_P_i(n_responses))
     for e_responses in a_responses:
-        s_responses__topic = _SL.get(e_responses.topic)
-        if s_responses__topic is None:
-            s_responses__topic = _lstr(e_responses.topic)
-        out += s_responses__topic
+        out.append(_SL.get(e_responses.topic) or _lstr(e_responses.topic))
         a_responses__partitions = e_responses.partitions
         n_responses__partitions = len(a_responses__partitions)
-        out += _P_i(n_responses__partitions)
+        out.append(_P_i(n_responses__partitions))
         for e_responses__partitions in a_responses__partitions:
             if (
                 (e_responses__partitions.diverging_epoch.epoch != -1)
@@ -1079,40 +998,44 @@ def _w_FetchResponse_11(out: bytearray, o: FetchResponse) -> None:
                 or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
             ):
                 raise MessageEncodeError("Attempted to write a non-default SnapshotId")
-            out += _P_ihqqq(
-                e_responses__partitions.partition_index,
-                e_responses__partitions.error_code,
-                e_responses__partitions.high_watermark,
-                e_responses__partitions.last_stable_offset,
-                e_responses__partitions.log_start_offset,
+            out.append(
+                _P_ihqqq(
+                    e_responses__partitions.partition_index,
+                    e_responses__partitions.error_code,
+                    e_responses__partitions.high_watermark,
+                    e_responses__partitions.last_stable_offset,
+                    e_responses__partitions.log_start_offset,
+                )
             )
             if e_responses__partitions.aborted_transactions is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
                 n_responses__partitions__aborted_transactions = len(
                     a_responses__partitions__aborted_transactions
                 )
-                out += _P_i(n_responses__partitions__aborted_transactions)
+                out.append(_P_i(n_responses__partitions__aborted_transactions))
                 for (
                     e_responses__partitions__aborted_transactions
                 ) in a_responses__partitions__aborted_transactions:
-                    out += _P_qq(
-                        e_responses__partitions__aborted_transactions.producer_id,
-                        e_responses__partitions__aborted_transactions.first_offset,
+                    out.append(
+                        _P_qq(
+                            e_responses__partitions__aborted_transactions.producer_id,
+                            e_responses__partitions__aborted_transactions.first_offset,
+                        )
                     )
                     if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
                         raise MessageEncodeError(
                             "Tagged fields were set, but this version does not support them"
                         )
-            out += _P_i(e_responses__partitions.preferred_read_replica)
+            out.append(_P_i(e_responses__partitions.preferred_read_replica))
             if e_responses__partitions.records is None:
-                out += _P_i(-1)
+                out.append(_P_i(-1))
             else:
                 s_responses__partitions__records = e_responses__partitions.records
                 n_responses__partitions__records = len(s_responses__partitions__records)
-                out += _P_i(n_responses__partitions__records)
-                out += s_responses__partitions__records
+                out.append(_P_i(n_responses__partitions__records))
+                out.append(s_responses__partitions__records)
             if e_responses__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_responses.unknown_tagged_fields:
@@ -1121,115 +1044,331 @@ def _w_FetchResponse_11(out: bytearray, o: FetchResponse) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_FetchResponse_12(out: bytearray, o: FetchResponse) -> None:
+def _w_FetchResponse_12(out: list[bytes], o: FetchResponse) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_ihi(o.throttle_time_ms, o.error_code, o.session_id)
     a_responses = o.responses
     n_responses = len(a_responses)
     if n_responses < 127:
-        out.append(n_responses + 1)
+        out.append(_P_ihiB(o.throttle_time_ms, o.error_code, o.session_id, n_responses + 1))
     else:
-        _wuv(out, n_responses + 1)
+        out.append(_P_ihi(o.throttle_time_ms, o.error_code, o.session_id))
+        out.append(_uvb(n_responses + 1))
     for e_responses in a_responses:
-        s_responses__topic = _SC.get(e_responses.topic)
-        if s_responses__topic is None:
-            s_responses__topic = _cstr(e_responses.topic)
-        out += s_responses__topic
+        out.append(_SC.get(e_responses.topic) or _cstr(e_responses.topic))
         a_responses__partitions = e_responses.partitions
         n_responses__partitions = len(a_responses__partitions)
         if n_responses__partitions < 127:
-            out.append(n_responses__partitions + 1)
+            out.append(_B1[n_responses__partitions + 1])
         else:
-            _wuv(out, n_responses__partitions + 1)
+            out.append(_uvb(n_responses__partitions + 1))
         for e_responses__partitions in a_responses__partitions:
-            _w_PartitionData_12(out, e_responses__partitions)
+            out.append(
+                _P_ihqqq(
+                    e_responses__partitions.partition_index,
+                    e_responses__partitions.error_code,
+                    e_responses__partitions.high_watermark,
+                    e_responses__partitions.last_stable_offset,
+                    e_responses__partitions.log_start_offset,
+                )
+            )
+            if e_responses__partitions.aborted_transactions is None:
+                out.append(_B1[0])
+            else:
+                a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
+                n_responses__partitions__aborted_transactions = len(
+                    a_responses__partitions__aborted_transactions
+                )
+                if n_responses__partitions__aborted_transactions < 127:
+                    out.append(_B1[n_responses__partitions__aborted_transactions + 1])
+                else:
+                    out.append(_uvb(n_responses__partitions__aborted_transactions + 1))
+                for (
+                    e_responses__partitions__aborted_transactions
+                ) in a_responses__partitions__aborted_transactions:
+                    out.append(
+                        _P_qqx(
+                            e_responses__partitions__aborted_transactions.producer_id,
+                            e_responses__partitions__aborted_transactions.first_offset,
+                        )
+                    )
+                    if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
+                        out[-1] = out[-1][:-1]
+                        _wtags(out, e_responses__partitions__aborted_transactions.unknown_tagged_fields)
+            out.append(_P_i(e_responses__partitions.preferred_read_replica))
+            if e_responses__partitions.records is None:
+                out.append(_B1[0])
+            else:
+                s_responses__partitions__records = e_responses__partitions.records
+                n_responses__partitions__records = len(s_responses__partitions__records)
+                if n_responses__partitions__records < 127:
+                    out.append(_B1[n_responses__partitions__records + 1])
+                else:
+                    out.append(_uvb(n_responses__partitions__records + 1))
+                out.append(s_responses__partitions__records)
+            tags_responses__partitions__: list[tuple[int, bytes]] = []
+            if e_responses__partitions.unknown_tagged_fields:
+                tags_responses__partitions__ += e_responses__partitions.unknown_tagged_fields
+            if (
+                (e_responses__partitions.diverging_epoch.epoch != -1)
+                or (e_responses__partitions.diverging_epoch.end_offset != -1)
+                or (e_responses__partitions.diverging_epoch.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__0: list[bytes] = []
+                _w_EpochEndOffset_12(tb_responses__partitions__0, e_responses__partitions.diverging_epoch)
+                tags_responses__partitions__.append((0, b"".join(tb_responses__partitions__0)))
+            if (
+                (e_responses__partitions.current_leader.leader_id != -1)
+                or (e_responses__partitions.current_leader.leader_epoch != -1)
+                or (e_responses__partitions.current_leader.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__1: list[bytes] = []
+                _w_LeaderIdAndEpoch_12(tb_responses__partitions__1, e_responses__partitions.current_leader)
+                tags_responses__partitions__.append((1, b"".join(tb_responses__partitions__1)))
+            if (
+                (e_responses__partitions.snapshot_id.end_offset != -1)
+                or (e_responses__partitions.snapshot_id.epoch != -1)
+                or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__2: list[bytes] = []
+                _w_SnapshotId_12(tb_responses__partitions__2, e_responses__partitions.snapshot_id)
+                tags_responses__partitions__.append((2, b"".join(tb_responses__partitions__2)))
+            if tags_responses__partitions__:
+                _wtags(out, tags_responses__partitions__)
+            else:
+                out.append(_B1[0])
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchResponse_13(out: bytearray, o: FetchResponse) -> None:
+def _w_FetchResponse_13(out: list[bytes], o: FetchResponse) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_ihi(o.throttle_time_ms, o.error_code, o.session_id)
     a_responses = o.responses
     n_responses = len(a_responses)
     if n_responses < 127:
-        out.append(n_responses + 1)
+        out.append(_P_ihiB(o.throttle_time_ms, o.error_code, o.session_id, n_responses + 1))
     else:
-        _wuv(out, n_responses + 1)
+        out.append(_P_ihi(o.throttle_time_ms, o.error_code, o.session_id))
+        out.append(_uvb(n_responses + 1))
     for e_responses in a_responses:
-        out += _P_16s(e_responses.topic_id.int.to_bytes(16))
         a_responses__partitions = e_responses.partitions
         n_responses__partitions = len(a_responses__partitions)
         if n_responses__partitions < 127:
-            out.append(n_responses__partitions + 1)
+            out.append(_P_16sB(e_responses.topic_id.int.to_bytes(16), n_responses__partitions + 1))
         else:
-            _wuv(out, n_responses__partitions + 1)
+            out.append(_P_16s(e_responses.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_responses__partitions + 1))
         for e_responses__partitions in a_responses__partitions:
-            _w_PartitionData_12(out, e_responses__partitions)
+            out.append(
+                _P_ihqqq(
+                    e_responses__partitions.partition_index,
+                    e_responses__partitions.error_code,
+                    e_responses__partitions.high_watermark,
+                    e_responses__partitions.last_stable_offset,
+                    e_responses__partitions.log_start_offset,
+                )
+            )
+            if e_responses__partitions.aborted_transactions is None:
+                out.append(_B1[0])
+            else:
+                a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
+                n_responses__partitions__aborted_transactions = len(
+                    a_responses__partitions__aborted_transactions
+                )
+                if n_responses__partitions__aborted_transactions < 127:
+                    out.append(_B1[n_responses__partitions__aborted_transactions + 1])
+                else:
+                    out.append(_uvb(n_responses__partitions__aborted_transactions + 1))
+                for (
+                    e_responses__partitions__aborted_transactions
+                ) in a_responses__partitions__aborted_transactions:
+                    out.append(
+                        _P_qqx(
+                            e_responses__partitions__aborted_transactions.producer_id,
+                            e_responses__partitions__aborted_transactions.first_offset,
+                        )
+                    )
+                    if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
+                        out[-1] = out[-1][:-1]
+                        _wtags(out, e_responses__partitions__aborted_transactions.unknown_tagged_fields)
+            out.append(_P_i(e_responses__partitions.preferred_read_replica))
+            if e_responses__partitions.records is None:
+                out.append(_B1[0])
+            else:
+                s_responses__partitions__records = e_responses__partitions.records
+                n_responses__partitions__records = len(s_responses__partitions__records)
+                if n_responses__partitions__records < 127:
+                    out.append(_B1[n_responses__partitions__records + 1])
+                else:
+                    out.append(_uvb(n_responses__partitions__records + 1))
+                out.append(s_responses__partitions__records)
+            tags_responses__partitions__: list[tuple[int, bytes]] = []
+            if e_responses__partitions.unknown_tagged_fields:
+                tags_responses__partitions__ += e_responses__partitions.unknown_tagged_fields
+            if (
+                (e_responses__partitions.diverging_epoch.epoch != -1)
+                or (e_responses__partitions.diverging_epoch.end_offset != -1)
+                or (e_responses__partitions.diverging_epoch.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__0: list[bytes] = []
+                _w_EpochEndOffset_12(tb_responses__partitions__0, e_responses__partitions.diverging_epoch)
+                tags_responses__partitions__.append((0, b"".join(tb_responses__partitions__0)))
+            if (
+                (e_responses__partitions.current_leader.leader_id != -1)
+                or (e_responses__partitions.current_leader.leader_epoch != -1)
+                or (e_responses__partitions.current_leader.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__1: list[bytes] = []
+                _w_LeaderIdAndEpoch_12(tb_responses__partitions__1, e_responses__partitions.current_leader)
+                tags_responses__partitions__.append((1, b"".join(tb_responses__partitions__1)))
+            if (
+                (e_responses__partitions.snapshot_id.end_offset != -1)
+                or (e_responses__partitions.snapshot_id.epoch != -1)
+                or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__2: list[bytes] = []
+                _w_SnapshotId_12(tb_responses__partitions__2, e_responses__partitions.snapshot_id)
+                tags_responses__partitions__.append((2, b"".join(tb_responses__partitions__2)))
+            if tags_responses__partitions__:
+                _wtags(out, tags_responses__partitions__)
+            else:
+                out.append(_B1[0])
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchResponse_16(out: bytearray, o: FetchResponse) -> None:
-    out += _P_ihi(o.throttle_time_ms, o.error_code, o.session_id)
+def _w_FetchResponse_16(out: list[bytes], o: FetchResponse) -> None:
     a_responses = o.responses
     n_responses = len(a_responses)
     if n_responses < 127:
-        out.append(n_responses + 1)
+        out.append(_P_ihiB(o.throttle_time_ms, o.error_code, o.session_id, n_responses + 1))
     else:
-        _wuv(out, n_responses + 1)
+        out.append(_P_ihi(o.throttle_time_ms, o.error_code, o.session_id))
+        out.append(_uvb(n_responses + 1))
     for e_responses in a_responses:
-        out += _P_16s(e_responses.topic_id.int.to_bytes(16))
         a_responses__partitions = e_responses.partitions
         n_responses__partitions = len(a_responses__partitions)
         if n_responses__partitions < 127:
-            out.append(n_responses__partitions + 1)
+            out.append(_P_16sB(e_responses.topic_id.int.to_bytes(16), n_responses__partitions + 1))
         else:
-            _wuv(out, n_responses__partitions + 1)
+            out.append(_P_16s(e_responses.topic_id.int.to_bytes(16)))
+            out.append(_uvb(n_responses__partitions + 1))
         for e_responses__partitions in a_responses__partitions:
-            _w_PartitionData_12(out, e_responses__partitions)
+            out.append(
+                _P_ihqqq(
+                    e_responses__partitions.partition_index,
+                    e_responses__partitions.error_code,
+                    e_responses__partitions.high_watermark,
+                    e_responses__partitions.last_stable_offset,
+                    e_responses__partitions.log_start_offset,
+                )
+            )
+            if e_responses__partitions.aborted_transactions is None:
+                out.append(_B1[0])
+            else:
+                a_responses__partitions__aborted_transactions = e_responses__partitions.aborted_transactions
+                n_responses__partitions__aborted_transactions = len(
+                    a_responses__partitions__aborted_transactions
+                )
+                if n_responses__partitions__aborted_transactions < 127:
+                    out.append(_B1[n_responses__partitions__aborted_transactions + 1])
+                else:
+                    out.append(_uvb(n_responses__partitions__aborted_transactions + 1))
+                for (
+                    e_responses__partitions__aborted_transactions
+                ) in a_responses__partitions__aborted_transactions:
+                    out.append(
+                        _P_qqx(
+                            e_responses__partitions__aborted_transactions.producer_id,
+                            e_responses__partitions__aborted_transactions.first_offset,
+                        )
+                    )
+                    if e_responses__partitions__aborted_transactions.unknown_tagged_fields:
+                        out[-1] = out[-1][:-1]
+                        _wtags(out, e_responses__partitions__aborted_transactions.unknown_tagged_fields)
+            out.append(_P_i(e_responses__partitions.preferred_read_replica))
+            if e_responses__partitions.records is None:
+                out.append(_B1[0])
+            else:
+                s_responses__partitions__records = e_responses__partitions.records
+                n_responses__partitions__records = len(s_responses__partitions__records)
+                if n_responses__partitions__records < 127:
+                    out.append(_B1[n_responses__partitions__records + 1])
+                else:
+                    out.append(_uvb(n_responses__partitions__records + 1))
+                out.append(s_responses__partitions__records)
+            tags_responses__partitions__: list[tuple[int, bytes]] = []
+            if e_responses__partitions.unknown_tagged_fields:
+                tags_responses__partitions__ += e_responses__partitions.unknown_tagged_fields
+            if (
+                (e_responses__partitions.diverging_epoch.epoch != -1)
+                or (e_responses__partitions.diverging_epoch.end_offset != -1)
+                or (e_responses__partitions.diverging_epoch.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__0: list[bytes] = []
+                _w_EpochEndOffset_12(tb_responses__partitions__0, e_responses__partitions.diverging_epoch)
+                tags_responses__partitions__.append((0, b"".join(tb_responses__partitions__0)))
+            if (
+                (e_responses__partitions.current_leader.leader_id != -1)
+                or (e_responses__partitions.current_leader.leader_epoch != -1)
+                or (e_responses__partitions.current_leader.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__1: list[bytes] = []
+                _w_LeaderIdAndEpoch_12(tb_responses__partitions__1, e_responses__partitions.current_leader)
+                tags_responses__partitions__.append((1, b"".join(tb_responses__partitions__1)))
+            if (
+                (e_responses__partitions.snapshot_id.end_offset != -1)
+                or (e_responses__partitions.snapshot_id.epoch != -1)
+                or (e_responses__partitions.snapshot_id.unknown_tagged_fields)
+            ):
+                tb_responses__partitions__2: list[bytes] = []
+                _w_SnapshotId_12(tb_responses__partitions__2, e_responses__partitions.snapshot_id)
+                tags_responses__partitions__.append((2, b"".join(tb_responses__partitions__2)))
+            if tags_responses__partitions__:
+                _wtags(out, tags_responses__partitions__)
+            else:
+                out.append(_B1[0])
         if e_responses.unknown_tagged_fields:
             _wtags(out, e_responses.unknown_tagged_fields)
         else:
-            out.append(0)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         a_node_endpoints = o.node_endpoints
         n_node_endpoints = len(a_node_endpoints)
         if n_node_endpoints < 127:
-            tb.append(n_node_endpoints + 1)
+            tb_0.append(_B1[n_node_endpoints + 1])
         else:
-            _wuv(tb, n_node_endpoints + 1)
+            tb_0.append(_uvb(n_node_endpoints + 1))
         for e_node_endpoints in a_node_endpoints:
-            _w_NodeEndpoint_16(tb, e_node_endpoints)
-        tags_.append((0, tb))
+            _w_NodeEndpoint_16(tb_0, e_node_endpoints)
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
     ob_ = _new(FetchResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Responses was serialized as null")
     else:
@@ -1237,8 +1376,101 @@ def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            el_responses, p = _r_FetchableTopicResponse_4(d, p)
-            l_responses.append(el_responses)
+            ob_responses__ = _new(FetchableTopicResponse)
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_responses__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_responses__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_responses__partitions__ = _new(PartitionData)
+                    (
+                        ob_responses__partitions__.partition_index,
+                        ob_responses__partitions__.error_code,
+                        ob_responses__partitions__.high_watermark,
+                        ob_responses__partitions__.last_stable_offset,
+                        ln,
+                    ) = _U_ihqqi(d, p)
+                    p += 26
+                    if ln < 0:
+                        ob_responses__partitions__.aborted_transactions = None
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array AbortedTransactions claims more elements than bytes remain"
+                            )
+                        l_responses__partitions__aborted_transactions: list[AbortedTransaction] = []
+                        if ln >= 8:
+                            if 16 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array AbortedTransactions claims more elements than bytes remain"
+                                )
+                            for (
+                                v_responses__partitions__aborted_transactions__producer_id,
+                                v_responses__partitions__aborted_transactions__first_offset,
+                            ) in _I_qq(memoryview(d)[p : p + 16 * ln]):
+                                ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                                ob_responses__partitions__aborted_transactions__.producer_id = (
+                                    v_responses__partitions__aborted_transactions__producer_id
+                                )
+                                ob_responses__partitions__aborted_transactions__.first_offset = (
+                                    v_responses__partitions__aborted_transactions__first_offset
+                                )
+                                ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                                l_responses__partitions__aborted_transactions.append(
+                                    ob_responses__partitions__aborted_transactions__
+                                )
+                            p += 16 * len(l_responses__partitions__aborted_transactions)
+                        for _ in range(ln - len(l_responses__partitions__aborted_transactions)):
+                            ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                            (
+                                ob_responses__partitions__aborted_transactions__.producer_id,
+                                ob_responses__partitions__aborted_transactions__.first_offset,
+                            ) = _U_qq(d, p)
+                            p += 16
+                            ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                            l_responses__partitions__aborted_transactions.append(
+                                ob_responses__partitions__aborted_transactions__
+                            )
+                        ob_responses__partitions__.aborted_transactions = (
+                            l_responses__partitions__aborted_transactions
+                        )
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        ob_responses__partitions__.records = None
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Records is longer than the remaining bytes")
+                        ob_responses__partitions__.records = d[p:e]
+                        p = e
+                    ob_responses__partitions__.log_start_offset = -1
+                    ob_responses__partitions__.diverging_epoch = EpochEndOffset()
+                    ob_responses__partitions__.current_leader = LeaderIdAndEpoch()
+                    ob_responses__partitions__.snapshot_id = SnapshotId()
+                    ob_responses__partitions__.preferred_read_replica = -1
+                    ob_responses__partitions__.unknown_tagged_fields = []
+                    l_responses__partitions.append(ob_responses__partitions__)
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         ob_.responses = l_responses
     ob_.error_code = 0
     ob_.session_id = 0
@@ -1249,10 +1481,8 @@ def _r_FetchResponse_4(d: bytes, p: int) -> tuple[FetchResponse, int]:
 
 def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
     ob_ = _new(FetchResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Responses was serialized as null")
     else:
@@ -1260,8 +1490,101 @@ def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            el_responses, p = _r_FetchableTopicResponse_5(d, p)
-            l_responses.append(el_responses)
+            ob_responses__ = _new(FetchableTopicResponse)
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_responses__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_responses__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_responses__partitions__ = _new(PartitionData)
+                    (
+                        ob_responses__partitions__.partition_index,
+                        ob_responses__partitions__.error_code,
+                        ob_responses__partitions__.high_watermark,
+                        ob_responses__partitions__.last_stable_offset,
+                        ob_responses__partitions__.log_start_offset,
+                        ln,
+                    ) = _U_ihqqqi(d, p)
+                    p += 34
+                    if ln < 0:
+                        ob_responses__partitions__.aborted_transactions = None
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array AbortedTransactions claims more elements than bytes remain"
+                            )
+                        l_responses__partitions__aborted_transactions: list[AbortedTransaction] = []
+                        if ln >= 8:
+                            if 16 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array AbortedTransactions claims more elements than bytes remain"
+                                )
+                            for (
+                                v_responses__partitions__aborted_transactions__producer_id,
+                                v_responses__partitions__aborted_transactions__first_offset,
+                            ) in _I_qq(memoryview(d)[p : p + 16 * ln]):
+                                ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                                ob_responses__partitions__aborted_transactions__.producer_id = (
+                                    v_responses__partitions__aborted_transactions__producer_id
+                                )
+                                ob_responses__partitions__aborted_transactions__.first_offset = (
+                                    v_responses__partitions__aborted_transactions__first_offset
+                                )
+                                ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                                l_responses__partitions__aborted_transactions.append(
+                                    ob_responses__partitions__aborted_transactions__
+                                )
+                            p += 16 * len(l_responses__partitions__aborted_transactions)
+                        for _ in range(ln - len(l_responses__partitions__aborted_transactions)):
+                            ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                            (
+                                ob_responses__partitions__aborted_transactions__.producer_id,
+                                ob_responses__partitions__aborted_transactions__.first_offset,
+                            ) = _U_qq(d, p)
+                            p += 16
+                            ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                            l_responses__partitions__aborted_transactions.append(
+                                ob_responses__partitions__aborted_transactions__
+                            )
+                        ob_responses__partitions__.aborted_transactions = (
+                            l_responses__partitions__aborted_transactions
+                        )
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        ob_responses__partitions__.records = None
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Records is longer than the remaining bytes")
+                        ob_responses__partitions__.records = d[p:e]
+                        p = e
+                    ob_responses__partitions__.diverging_epoch = EpochEndOffset()
+                    ob_responses__partitions__.current_leader = LeaderIdAndEpoch()
+                    ob_responses__partitions__.snapshot_id = SnapshotId()
+                    ob_responses__partitions__.preferred_read_replica = -1
+                    ob_responses__partitions__.unknown_tagged_fields = []
+                    l_responses__partitions.append(ob_responses__partitions__)
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         ob_.responses = l_responses
     ob_.error_code = 0
     ob_.session_id = 0
@@ -1272,10 +1595,8 @@ def _r_FetchResponse_5(d: bytes, p: int) -> tuple[FetchResponse, int]:
 
 def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
     ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
-    p += 10
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id, ln = _U_ihii(d, p)
+    p += 14
     if ln < 0:
         raise MessageDecodeError("non-nullable field Responses was serialized as null")
     else:
@@ -1283,8 +1604,101 @@ def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            el_responses, p = _r_FetchableTopicResponse_5(d, p)
-            l_responses.append(el_responses)
+            ob_responses__ = _new(FetchableTopicResponse)
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_responses__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_responses__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_responses__partitions__ = _new(PartitionData)
+                    (
+                        ob_responses__partitions__.partition_index,
+                        ob_responses__partitions__.error_code,
+                        ob_responses__partitions__.high_watermark,
+                        ob_responses__partitions__.last_stable_offset,
+                        ob_responses__partitions__.log_start_offset,
+                        ln,
+                    ) = _U_ihqqqi(d, p)
+                    p += 34
+                    if ln < 0:
+                        ob_responses__partitions__.aborted_transactions = None
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array AbortedTransactions claims more elements than bytes remain"
+                            )
+                        l_responses__partitions__aborted_transactions: list[AbortedTransaction] = []
+                        if ln >= 8:
+                            if 16 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array AbortedTransactions claims more elements than bytes remain"
+                                )
+                            for (
+                                v_responses__partitions__aborted_transactions__producer_id,
+                                v_responses__partitions__aborted_transactions__first_offset,
+                            ) in _I_qq(memoryview(d)[p : p + 16 * ln]):
+                                ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                                ob_responses__partitions__aborted_transactions__.producer_id = (
+                                    v_responses__partitions__aborted_transactions__producer_id
+                                )
+                                ob_responses__partitions__aborted_transactions__.first_offset = (
+                                    v_responses__partitions__aborted_transactions__first_offset
+                                )
+                                ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                                l_responses__partitions__aborted_transactions.append(
+                                    ob_responses__partitions__aborted_transactions__
+                                )
+                            p += 16 * len(l_responses__partitions__aborted_transactions)
+                        for _ in range(ln - len(l_responses__partitions__aborted_transactions)):
+                            ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                            (
+                                ob_responses__partitions__aborted_transactions__.producer_id,
+                                ob_responses__partitions__aborted_transactions__.first_offset,
+                            ) = _U_qq(d, p)
+                            p += 16
+                            ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                            l_responses__partitions__aborted_transactions.append(
+                                ob_responses__partitions__aborted_transactions__
+                            )
+                        ob_responses__partitions__.aborted_transactions = (
+                            l_responses__partitions__aborted_transactions
+                        )
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        ob_responses__partitions__.records = None
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Records is longer than the remaining bytes")
+                        ob_responses__partitions__.records = d[p:e]
+                        p = e
+                    ob_responses__partitions__.diverging_epoch = EpochEndOffset()
+                    ob_responses__partitions__.current_leader = LeaderIdAndEpoch()
+                    ob_responses__partitions__.snapshot_id = SnapshotId()
+                    ob_responses__partitions__.preferred_read_replica = -1
+                    ob_responses__partitions__.unknown_tagged_fields = []
+                    l_responses__partitions.append(ob_responses__partitions__)
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         ob_.responses = l_responses
     ob_.node_endpoints = []
     ob_.unknown_tagged_fields = []
@@ -1293,10 +1707,8 @@ def _r_FetchResponse_7(d: bytes, p: int) -> tuple[FetchResponse, int]:
 
 def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
     ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
-    p += 10
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id, ln = _U_ihii(d, p)
+    p += 14
     if ln < 0:
         raise MessageDecodeError("non-nullable field Responses was serialized as null")
     else:
@@ -1304,8 +1716,100 @@ def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            el_responses, p = _r_FetchableTopicResponse_11(d, p)
-            l_responses.append(el_responses)
+            ob_responses__ = _new(FetchableTopicResponse)
+            (ln,) = _U_h(d, p)
+            p += 2
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_responses__.topic = d[p:e].decode()
+                p = e
+            (ln,) = _U_i(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_responses__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_responses__partitions__ = _new(PartitionData)
+                    (
+                        ob_responses__partitions__.partition_index,
+                        ob_responses__partitions__.error_code,
+                        ob_responses__partitions__.high_watermark,
+                        ob_responses__partitions__.last_stable_offset,
+                        ob_responses__partitions__.log_start_offset,
+                        ln,
+                    ) = _U_ihqqqi(d, p)
+                    p += 34
+                    if ln < 0:
+                        ob_responses__partitions__.aborted_transactions = None
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array AbortedTransactions claims more elements than bytes remain"
+                            )
+                        l_responses__partitions__aborted_transactions: list[AbortedTransaction] = []
+                        if ln >= 8:
+                            if 16 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array AbortedTransactions claims more elements than bytes remain"
+                                )
+                            for (
+                                v_responses__partitions__aborted_transactions__producer_id,
+                                v_responses__partitions__aborted_transactions__first_offset,
+                            ) in _I_qq(memoryview(d)[p : p + 16 * ln]):
+                                ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                                ob_responses__partitions__aborted_transactions__.producer_id = (
+                                    v_responses__partitions__aborted_transactions__producer_id
+                                )
+                                ob_responses__partitions__aborted_transactions__.first_offset = (
+                                    v_responses__partitions__aborted_transactions__first_offset
+                                )
+                                ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                                l_responses__partitions__aborted_transactions.append(
+                                    ob_responses__partitions__aborted_transactions__
+                                )
+                            p += 16 * len(l_responses__partitions__aborted_transactions)
+                        for _ in range(ln - len(l_responses__partitions__aborted_transactions)):
+                            ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                            (
+                                ob_responses__partitions__aborted_transactions__.producer_id,
+                                ob_responses__partitions__aborted_transactions__.first_offset,
+                            ) = _U_qq(d, p)
+                            p += 16
+                            ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                            l_responses__partitions__aborted_transactions.append(
+                                ob_responses__partitions__aborted_transactions__
+                            )
+                        ob_responses__partitions__.aborted_transactions = (
+                            l_responses__partitions__aborted_transactions
+                        )
+                    ob_responses__partitions__.preferred_read_replica, ln = _U_ii(d, p)
+                    p += 8
+                    if ln < 0:
+                        ob_responses__partitions__.records = None
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Records is longer than the remaining bytes")
+                        ob_responses__partitions__.records = d[p:e]
+                        p = e
+                    ob_responses__partitions__.diverging_epoch = EpochEndOffset()
+                    ob_responses__partitions__.current_leader = LeaderIdAndEpoch()
+                    ob_responses__partitions__.snapshot_id = SnapshotId()
+                    ob_responses__partitions__.unknown_tagged_fields = []
+                    l_responses__partitions.append(ob_responses__partitions__)
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic_id = ZERO_UUID
+            ob_responses__.unknown_tagged_fields = []
+            l_responses.append(ob_responses__)
         ob_.responses = l_responses
     ob_.node_endpoints = []
     ob_.unknown_tagged_fields = []
@@ -1314,13 +1818,10 @@ def _r_FetchResponse_11(d: bytes, p: int) -> tuple[FetchResponse, int]:
 
 def _r_FetchResponse_12(d: bytes, p: int) -> tuple[FetchResponse, int]:
     ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
-    p += 10
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id, ln = _U_ihiB(d, p)
+    p += 11
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Responses was serialized as null")
@@ -1356,13 +1857,10 @@ def _r_FetchResponse_12(d: bytes, p: int) -> tuple[FetchResponse, int]:
 
 def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
     ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
-    p += 10
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id, ln = _U_ihiB(d, p)
+    p += 11
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Responses was serialized as null")
@@ -1371,43 +1869,8 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            ob_responses__ = _new(FetchableTopicResponse)
-            (u_responses__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_responses__.topic_id = _uuid(u_responses__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses__partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    el_responses__partitions, p = _r_PartitionData_12(d, p)
-                    l_responses__partitions.append(el_responses__partitions)
-                ob_responses__.partitions = l_responses__partitions
-            ob_responses__.topic = ""
-            unk_responses__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_responses__.append((tg, d[p:te]))
-                    p = te
-            ob_responses__.unknown_tagged_fields = unk_responses__
-            l_responses.append(ob_responses__)
+            el_responses, p = _r_FetchableTopicResponse_13(d, p)
+            l_responses.append(el_responses)
         ob_.responses = l_responses
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
@@ -1433,13 +1896,10 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
 
 def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
     ob_ = _new(FetchResponse)
-    ob_.throttle_time_ms, ob_.error_code, ob_.session_id = _U_ihi(d, p)
-    p += 10
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ob_.session_id, ln = _U_ihiB(d, p)
+    p += 11
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Responses was serialized as null")
@@ -1448,43 +1908,8 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            ob_responses__ = _new(FetchableTopicResponse)
-            (u_responses__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_responses__.topic_id = _uuid(u_responses__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-                l_responses__partitions: list[PartitionData] = []
-                for _ in range(ln):
-                    el_responses__partitions, p = _r_PartitionData_12(d, p)
-                    l_responses__partitions.append(el_responses__partitions)
-                ob_responses__.partitions = l_responses__partitions
-            ob_responses__.topic = ""
-            unk_responses__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_responses__.append((tg, d[p:te]))
-                    p = te
-            ob_responses__.unknown_tagged_fields = unk_responses__
-            l_responses.append(ob_responses__)
+            el_responses, p = _r_FetchableTopicResponse_13(d, p)
+            l_responses.append(el_responses)
         ob_.responses = l_responses
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
@@ -1525,7 +1950,7 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
     return ob_, p
 
 
-_W_FetchResponse: dict[int, Callable[[bytearray, FetchResponse], None]] = {
+_W_FetchResponse: dict[int, Callable[[list[bytes], FetchResponse], None]] = {
     4: _w_FetchResponse_4,
     5: _w_FetchResponse_5,
     6: _w_FetchResponse_5,

@@ -10,20 +10,32 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _U_16s = struct.Struct(">16s").unpack_from
 _P_ii = struct.Struct(">ii").pack
 _U_ii = struct.Struct(">ii").unpack_from
+_P_iiB = struct.Struct(">iiB").pack
+_U_iiB = struct.Struct(">iiB").unpack_from
 _P_q = struct.Struct(">q").pack
 _U_qB = struct.Struct(">qB").unpack_from
 _U_qiB = struct.Struct(">qiB").unpack_from
@@ -90,29 +102,29 @@ class FetchSnapshotRequest:
         w = _W_FetchSnapshotRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchSnapshotRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write FetchSnapshotRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of FetchSnapshotRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_FetchSnapshotRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchSnapshotRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write FetchSnapshotRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of FetchSnapshotRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchSnapshotRequest:
@@ -154,10 +166,10 @@ class FetchSnapshotRequest:
             raise MessageDecodeError(f"{e} (reading FetchSnapshotRequest v{version})") from None
 
 
-def _w_SnapshotId_0(out: bytearray, o: SnapshotId) -> None:
-    out += _P_qix(o.end_offset, o.epoch)
+def _w_SnapshotId_0(out: list[bytes], o: SnapshotId) -> None:
+    out.append(_P_qix(o.end_offset, o.epoch))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -181,271 +193,106 @@ def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
     return ob_, p
 
 
-def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
-    ob_ = _new(TopicSnapshot)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionSnapshot] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionSnapshot)
-            ob_partitions__.partition, ob_partitions__.current_leader_epoch = _U_ii(d, p)
-            p += 8
-            ob_partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
-            ob_partitions__.position, nt = _U_qB(d, p)
-            p += 9
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg in (0,):
-                        raise MessageDecodeError(f"Tag {tg} is not valid for this version")
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_TopicSnapshot_1(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
-    ob_ = _new(TopicSnapshot)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionSnapshot] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionSnapshot)
-            ob_partitions__.partition, ob_partitions__.current_leader_epoch = _U_ii(d, p)
-            p += 8
-            ob_partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
-            ob_partitions__.position, nt = _U_qB(d, p)
-            p += 9
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        (raw,) = _U_16s(d, p)
-                        ob_partitions__.replica_directory_id = _uuid(raw)
-                        p += 16
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field ReplicaDirectoryId does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_FetchSnapshotRequest_0(out: bytearray, o: FetchSnapshotRequest) -> None:
-    out += _P_ii(o.replica_id, o.max_bytes)
+def _w_FetchSnapshotRequest_0(out: list[bytes], o: FetchSnapshotRequest) -> None:
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iiB(o.replica_id, o.max_bytes, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_ii(o.replica_id, o.max_bytes))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__name = _SC.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _cstr(e_topics.name)
-        out += s_topics__name
+        out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_ii(e_topics__partitions.partition, e_topics__partitions.current_leader_epoch)
+            out.append(_P_ii(e_topics__partitions.partition, e_topics__partitions.current_leader_epoch))
             _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
-            out += _P_qx(e_topics__partitions.position)
+            out.append(_P_qx(e_topics__partitions.position))
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         if o.cluster_id is None:
-            tb.append(0)
+            tb_0.append(_B1[0])
         else:
-            s_cluster_id = _SC.get(o.cluster_id)
-            if s_cluster_id is None:
-                s_cluster_id = _cstr(o.cluster_id)
-            tb += s_cluster_id
-        tags_.append((0, tb))
+            tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchSnapshotRequest_1(out: bytearray, o: FetchSnapshotRequest) -> None:
-    out += _P_ii(o.replica_id, o.max_bytes)
+def _w_FetchSnapshotRequest_1(out: list[bytes], o: FetchSnapshotRequest) -> None:
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iiB(o.replica_id, o.max_bytes, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_ii(o.replica_id, o.max_bytes))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__name = _SC.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _cstr(e_topics.name)
-        out += s_topics__name
+        out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_ii(e_topics__partitions.partition, e_topics__partitions.current_leader_epoch)
+            out.append(_P_ii(e_topics__partitions.partition, e_topics__partitions.current_leader_epoch))
             _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
-            out += _P_q(e_topics__partitions.position)
-            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
-                e_topics__partitions.unknown_tagged_fields
-            )
+            out.append(_P_q(e_topics__partitions.position))
+            tags_topics__partitions__: list[tuple[int, bytes]] = []
+            if e_topics__partitions.unknown_tagged_fields:
+                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if e_topics__partitions.replica_directory_id != ZERO_UUID:
-                tb = bytearray()
-                tb += e_topics__partitions.replica_directory_id.int.to_bytes(16)
-                tags_topics__partitions__.append((0, tb))
+                tb_topics__partitions__0: list[bytes] = []
+                tb_topics__partitions__0.append(e_topics__partitions.replica_directory_id.int.to_bytes(16))
+                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
             if tags_topics__partitions__:
                 _wtags(out, tags_topics__partitions__)
             else:
-                out.append(0)
+                out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         if o.cluster_id is None:
-            tb.append(0)
+            tb_0.append(_B1[0])
         else:
-            s_cluster_id = _SC.get(o.cluster_id)
-            if s_cluster_id is None:
-                s_cluster_id = _cstr(o.cluster_id)
-            tb += s_cluster_id
-        tags_.append((0, tb))
+            tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_FetchSnapshotRequest_0(d: bytes, p: int) -> tuple[FetchSnapshotRequest, int]:
     ob_ = _new(FetchSnapshotRequest)
-    ob_.replica_id, ob_.max_bytes = _U_ii(d, p)
-    p += 8
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.replica_id, ob_.max_bytes, ln = _U_iiB(d, p)
+    p += 9
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -454,8 +301,79 @@ def _r_FetchSnapshotRequest_0(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicSnapshot_0(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicSnapshot)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionSnapshot] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionSnapshot)
+                    ob_topics__partitions__.partition, ob_topics__partitions__.current_leader_epoch = _U_ii(
+                        d, p
+                    )
+                    p += 8
+                    ob_topics__partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
+                    ob_topics__partitions__.position, nt = _U_qB(d, p)
+                    p += 9
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg in (0,):
+                                raise MessageDecodeError(f"Tag {tg} is not valid for this version")
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_id = None
     unk_: list[tuple[int, bytes]] = []
@@ -498,13 +416,10 @@ def _r_FetchSnapshotRequest_0(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
 
 def _r_FetchSnapshotRequest_1(d: bytes, p: int) -> tuple[FetchSnapshotRequest, int]:
     ob_ = _new(FetchSnapshotRequest)
-    ob_.replica_id, ob_.max_bytes = _U_ii(d, p)
-    p += 8
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.replica_id, ob_.max_bytes, ln = _U_iiB(d, p)
+    p += 9
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -513,8 +428,85 @@ def _r_FetchSnapshotRequest_1(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicSnapshot_1(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicSnapshot)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionSnapshot] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionSnapshot)
+                    ob_topics__partitions__.partition, ob_topics__partitions__.current_leader_epoch = _U_ii(
+                        d, p
+                    )
+                    p += 8
+                    ob_topics__partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
+                    ob_topics__partitions__.position, nt = _U_qB(d, p)
+                    p += 9
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                (raw,) = _U_16s(d, p)
+                                ob_topics__partitions__.replica_directory_id = _UC.get(raw) or _uuid(raw)
+                                p += 16
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field ReplicaDirectoryId does not fill its declared size"
+                                    )
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_id = None
     unk_: list[tuple[int, bytes]] = []
@@ -555,7 +547,7 @@ def _r_FetchSnapshotRequest_1(d: bytes, p: int) -> tuple[FetchSnapshotRequest, i
     return ob_, p
 
 
-_W_FetchSnapshotRequest: dict[int, Callable[[bytearray, FetchSnapshotRequest], None]] = {
+_W_FetchSnapshotRequest: dict[int, Callable[[list[bytes], FetchSnapshotRequest], None]] = {
     0: _w_FetchSnapshotRequest_0,
     1: _w_FetchSnapshotRequest_1,
 }

@@ -10,29 +10,41 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _U_HB = struct.Struct(">HB").unpack_from
 _P_Hx = struct.Struct(">Hx").pack
 _P_i = struct.Struct(">i").pack
-_U_i = struct.Struct(">i").unpack_from
+_U_iB = struct.Struct(">iB").unpack_from
 _P_ih = struct.Struct(">ih").pack
 _U_ih = struct.Struct(">ih").unpack_from
+_P_ihB = struct.Struct(">ihB").pack
+_U_ihB = struct.Struct(">ihB").unpack_from
 _U_iiB = struct.Struct(">iiB").unpack_from
 _P_iix = struct.Struct(">iix").pack
 _U_qiB = struct.Struct(">qiB").unpack_from
 _P_qix = struct.Struct(">qix").pack
 _P_qq = struct.Struct(">qq").pack
-_U_qq = struct.Struct(">qq").unpack_from
+_U_qqB = struct.Struct(">qqB").unpack_from
 
 
 @dataclass(slots=True)
@@ -119,29 +131,29 @@ class FetchSnapshotResponse:
         w = _W_FetchSnapshotResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchSnapshotResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write FetchSnapshotResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of FetchSnapshotResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_FetchSnapshotResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of FetchSnapshotResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write FetchSnapshotResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of FetchSnapshotResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> FetchSnapshotResponse:
@@ -183,10 +195,10 @@ class FetchSnapshotResponse:
             raise MessageDecodeError(f"{e} (reading FetchSnapshotResponse v{version})") from None
 
 
-def _w_SnapshotId_0(out: bytearray, o: SnapshotId) -> None:
-    out += _P_qix(o.end_offset, o.epoch)
+def _w_SnapshotId_0(out: list[bytes], o: SnapshotId) -> None:
+    out.append(_P_qix(o.end_offset, o.epoch))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -210,10 +222,10 @@ def _r_SnapshotId_0(d: bytes, p: int) -> tuple[SnapshotId, int]:
     return ob_, p
 
 
-def _w_LeaderIdAndEpoch_0(out: bytearray, o: LeaderIdAndEpoch) -> None:
-    out += _P_iix(o.leader_id, o.leader_epoch)
+def _w_LeaderIdAndEpoch_0(out: list[bytes], o: LeaderIdAndEpoch) -> None:
+    out.append(_P_iix(o.leader_id, o.leader_epoch))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -237,128 +249,21 @@ def _r_LeaderIdAndEpoch_0(d: bytes, p: int) -> tuple[LeaderIdAndEpoch, int]:
     return ob_, p
 
 
-def _r_PartitionSnapshot_0(d: bytes, p: int) -> tuple[PartitionSnapshot, int]:
-    ob_ = _new(PartitionSnapshot)
-    ob_.index, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ob_.snapshot_id, p = _r_SnapshotId_0(d, p)
-    ob_.size, ob_.position = _U_qq(d, p)
-    p += 16
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field UnalignedRecords was serialized as null")
-    else:
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field UnalignedRecords is longer than the remaining bytes")
-        ob_.unaligned_records = d[p:e]
-        p = e
-    t_current_leader = _new(LeaderIdAndEpoch)
-    t_current_leader.leader_id = 0
-    t_current_leader.leader_epoch = 0
-    t_current_leader.unknown_tagged_fields = []
-    ob_.current_leader = t_current_leader
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            if tg == 0:
-                ob_.current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
-                if p != te:
-                    raise MessageDecodeError("tagged field CurrentLeader does not fill its declared size")
-            else:
-                unk_.append((tg, d[p:te]))
-                p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_TopicSnapshot_0(d: bytes, p: int) -> tuple[TopicSnapshot, int]:
-    ob_ = _new(TopicSnapshot)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionSnapshot] = []
-        for _ in range(ln):
-            el_partitions, p = _r_PartitionSnapshot_0(d, p)
-            l_partitions.append(el_partitions)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_NodeEndpoint_1(out: bytearray, o: NodeEndpoint) -> None:
-    out += _P_i(o.node_id)
-    s_host = _SC.get(o.host)
-    if s_host is None:
-        s_host = _cstr(o.host)
-    out += s_host
-    out += _P_Hx(o.port)
+def _w_NodeEndpoint_1(out: list[bytes], o: NodeEndpoint) -> None:
+    out.append(_P_i(o.node_id))
+    out.append(_SC.get(o.host) or _cstr(o.host))
+    out.append(_P_Hx(o.port))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
 def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
     ob_ = _new(NodeEndpoint)
-    (ob_.node_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.node_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Host was serialized as null")
@@ -388,139 +293,132 @@ def _r_NodeEndpoint_1(d: bytes, p: int) -> tuple[NodeEndpoint, int]:
     return ob_, p
 
 
-def _w_FetchSnapshotResponse_0(out: bytearray, o: FetchSnapshotResponse) -> None:
+def _w_FetchSnapshotResponse_0(out: list[bytes], o: FetchSnapshotResponse) -> None:
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         raise MessageEncodeError("Attempted to write a non-default NodeEndpoints")
-    out += _P_ih(o.throttle_time_ms, o.error_code)
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_ihB(o.throttle_time_ms, o.error_code, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_ih(o.throttle_time_ms, o.error_code))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__name = _SC.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _cstr(e_topics.name)
-        out += s_topics__name
+        out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_ih(e_topics__partitions.index, e_topics__partitions.error_code)
+            out.append(_P_ih(e_topics__partitions.index, e_topics__partitions.error_code))
             _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
-            out += _P_qq(e_topics__partitions.size, e_topics__partitions.position)
+            out.append(_P_qq(e_topics__partitions.size, e_topics__partitions.position))
             s_topics__partitions__unaligned_records = e_topics__partitions.unaligned_records
             n_topics__partitions__unaligned_records = len(s_topics__partitions__unaligned_records)
             if n_topics__partitions__unaligned_records < 127:
-                out.append(n_topics__partitions__unaligned_records + 1)
+                out.append(_B1[n_topics__partitions__unaligned_records + 1])
             else:
-                _wuv(out, n_topics__partitions__unaligned_records + 1)
-            out += s_topics__partitions__unaligned_records
-            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
-                e_topics__partitions.unknown_tagged_fields
-            )
+                out.append(_uvb(n_topics__partitions__unaligned_records + 1))
+            out.append(s_topics__partitions__unaligned_records)
+            tags_topics__partitions__: list[tuple[int, bytes]] = []
+            if e_topics__partitions.unknown_tagged_fields:
+                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if (
                 (e_topics__partitions.current_leader.leader_id != 0)
                 or (e_topics__partitions.current_leader.leader_epoch != 0)
                 or (e_topics__partitions.current_leader.unknown_tagged_fields)
             ):
-                tb = bytearray()
-                _w_LeaderIdAndEpoch_0(tb, e_topics__partitions.current_leader)
-                tags_topics__partitions__.append((0, tb))
+                tb_topics__partitions__0: list[bytes] = []
+                _w_LeaderIdAndEpoch_0(tb_topics__partitions__0, e_topics__partitions.current_leader)
+                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
             if tags_topics__partitions__:
                 _wtags(out, tags_topics__partitions__)
             else:
-                out.append(0)
+                out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_FetchSnapshotResponse_1(out: bytearray, o: FetchSnapshotResponse) -> None:
-    out += _P_ih(o.throttle_time_ms, o.error_code)
+def _w_FetchSnapshotResponse_1(out: list[bytes], o: FetchSnapshotResponse) -> None:
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_ihB(o.throttle_time_ms, o.error_code, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_ih(o.throttle_time_ms, o.error_code))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__name = _SC.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _cstr(e_topics.name)
-        out += s_topics__name
+        out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_ih(e_topics__partitions.index, e_topics__partitions.error_code)
+            out.append(_P_ih(e_topics__partitions.index, e_topics__partitions.error_code))
             _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
-            out += _P_qq(e_topics__partitions.size, e_topics__partitions.position)
+            out.append(_P_qq(e_topics__partitions.size, e_topics__partitions.position))
             s_topics__partitions__unaligned_records = e_topics__partitions.unaligned_records
             n_topics__partitions__unaligned_records = len(s_topics__partitions__unaligned_records)
             if n_topics__partitions__unaligned_records < 127:
-                out.append(n_topics__partitions__unaligned_records + 1)
+                out.append(_B1[n_topics__partitions__unaligned_records + 1])
             else:
-                _wuv(out, n_topics__partitions__unaligned_records + 1)
-            out += s_topics__partitions__unaligned_records
-            tags_topics__partitions__: list[tuple[int, bytes | bytearray]] = list(
-                e_topics__partitions.unknown_tagged_fields
-            )
+                out.append(_uvb(n_topics__partitions__unaligned_records + 1))
+            out.append(s_topics__partitions__unaligned_records)
+            tags_topics__partitions__: list[tuple[int, bytes]] = []
+            if e_topics__partitions.unknown_tagged_fields:
+                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if (
                 (e_topics__partitions.current_leader.leader_id != 0)
                 or (e_topics__partitions.current_leader.leader_epoch != 0)
                 or (e_topics__partitions.current_leader.unknown_tagged_fields)
             ):
-                tb = bytearray()
-                _w_LeaderIdAndEpoch_0(tb, e_topics__partitions.current_leader)
-                tags_topics__partitions__.append((0, tb))
+                tb_topics__partitions__0: list[bytes] = []
+                _w_LeaderIdAndEpoch_0(tb_topics__partitions__0, e_topics__partitions.current_leader)
+                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
             if tags_topics__partitions__:
                 _wtags(out, tags_topics__partitions__)
             else:
-                out.append(0)
+                out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+            out.append(_B1[0])
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
-        tb = bytearray()
+        tb_0: list[bytes] = []
         a_node_endpoints = o.node_endpoints
         n_node_endpoints = len(a_node_endpoints)
         if n_node_endpoints < 127:
-            tb.append(n_node_endpoints + 1)
+            tb_0.append(_B1[n_node_endpoints + 1])
         else:
-            _wuv(tb, n_node_endpoints + 1)
+            tb_0.append(_uvb(n_node_endpoints + 1))
         for e_node_endpoints in a_node_endpoints:
-            _w_NodeEndpoint_1(tb, e_node_endpoints)
-        tags_.append((0, tb))
+            _w_NodeEndpoint_1(tb_0, e_node_endpoints)
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_FetchSnapshotResponse_0(d: bytes, p: int) -> tuple[FetchSnapshotResponse, int]:
     ob_ = _new(FetchSnapshotResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -529,8 +427,100 @@ def _r_FetchSnapshotResponse_0(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicSnapshot_0(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicSnapshot)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionSnapshot] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionSnapshot)
+                    ob_topics__partitions__.index, ob_topics__partitions__.error_code = _U_ih(d, p)
+                    p += 6
+                    ob_topics__partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
+                    ob_topics__partitions__.size, ob_topics__partitions__.position, ln = _U_qqB(d, p)
+                    p += 17
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field UnalignedRecords was serialized as null")
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError(
+                                "field UnalignedRecords is longer than the remaining bytes"
+                            )
+                        ob_topics__partitions__.unaligned_records = d[p:e]
+                        p = e
+                    t_topics__partitions__current_leader = _new(LeaderIdAndEpoch)
+                    t_topics__partitions__current_leader.leader_id = 0
+                    t_topics__partitions__current_leader.leader_epoch = 0
+                    t_topics__partitions__current_leader.unknown_tagged_fields = []
+                    ob_topics__partitions__.current_leader = t_topics__partitions__current_leader
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                ob_topics__partitions__.current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field CurrentLeader does not fill its declared size"
+                                    )
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
@@ -556,13 +546,10 @@ def _r_FetchSnapshotResponse_0(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
 
 def _r_FetchSnapshotResponse_1(d: bytes, p: int) -> tuple[FetchSnapshotResponse, int]:
     ob_ = _new(FetchSnapshotResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -571,8 +558,100 @@ def _r_FetchSnapshotResponse_1(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicSnapshot] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicSnapshot_0(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicSnapshot)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionSnapshot] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionSnapshot)
+                    ob_topics__partitions__.index, ob_topics__partitions__.error_code = _U_ih(d, p)
+                    p += 6
+                    ob_topics__partitions__.snapshot_id, p = _r_SnapshotId_0(d, p)
+                    ob_topics__partitions__.size, ob_topics__partitions__.position, ln = _U_qqB(d, p)
+                    p += 17
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field UnalignedRecords was serialized as null")
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError(
+                                "field UnalignedRecords is longer than the remaining bytes"
+                            )
+                        ob_topics__partitions__.unaligned_records = d[p:e]
+                        p = e
+                    t_topics__partitions__current_leader = _new(LeaderIdAndEpoch)
+                    t_topics__partitions__current_leader.leader_id = 0
+                    t_topics__partitions__current_leader.leader_epoch = 0
+                    t_topics__partitions__current_leader.unknown_tagged_fields = []
+                    ob_topics__partitions__.current_leader = t_topics__partitions__current_leader
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                ob_topics__partitions__.current_leader, p = _r_LeaderIdAndEpoch_0(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field CurrentLeader does not fill its declared size"
+                                    )
+                            else:
+                                unk_topics__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
@@ -613,7 +692,7 @@ def _r_FetchSnapshotResponse_1(d: bytes, p: int) -> tuple[FetchSnapshotResponse,
     return ob_, p
 
 
-_W_FetchSnapshotResponse: dict[int, Callable[[bytearray, FetchSnapshotResponse], None]] = {
+_W_FetchSnapshotResponse: dict[int, Callable[[list[bytes], FetchSnapshotResponse], None]] = {
     0: _w_FetchSnapshotResponse_0,
     1: _w_FetchSnapshotResponse_1,
 }

@@ -10,22 +10,35 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_hi = struct.Struct(">hi").pack
-_U_hi = struct.Struct(">hi").unpack_from
+_P_hiB = struct.Struct(">hiB").pack
+_U_hiB = struct.Struct(">hiB").unpack_from
 _U_i16sB = struct.Struct(">i16sB").unpack_from
+_I_i16sB = struct.Struct(">i16sB").iter_unpack
 _P_i16sx = struct.Struct(">i16sx").pack
 _U_iB = struct.Struct(">iB").unpack_from
+_I_iB = struct.Struct(">iB").iter_unpack
 _P_ix = struct.Struct(">ix").pack
 
 
@@ -63,29 +76,29 @@ class LeaderChangeMessage:
         w = _W_LeaderChangeMessage.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of LeaderChangeMessage")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write LeaderChangeMessage v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of LeaderChangeMessage") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_LeaderChangeMessage.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of LeaderChangeMessage")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write LeaderChangeMessage v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of LeaderChangeMessage") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> LeaderChangeMessage:
@@ -125,79 +138,78 @@ class LeaderChangeMessage:
             raise MessageDecodeError(f"{e} (reading LeaderChangeMessage v{version})") from None
 
 
-def _w_LeaderChangeMessage_0(out: bytearray, o: LeaderChangeMessage) -> None:
-    out += _P_hi(o.version, o.leader_id)
+def _w_LeaderChangeMessage_0(out: list[bytes], o: LeaderChangeMessage) -> None:
     a_voters = o.voters
     n_voters = len(a_voters)
     if n_voters < 127:
-        out.append(n_voters + 1)
+        out.append(_P_hiB(o.version, o.leader_id, n_voters + 1))
     else:
-        _wuv(out, n_voters + 1)
+        out.append(_P_hi(o.version, o.leader_id))
+        out.append(_uvb(n_voters + 1))
     for e_voters in a_voters:
         if e_voters.voter_directory_id != ZERO_UUID:
             raise MessageEncodeError("Attempted to write a non-default VoterDirectoryId")
-        out += _P_ix(e_voters.voter_id)
+        out.append(_P_ix(e_voters.voter_id))
         if e_voters.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_voters.unknown_tagged_fields)
     a_granting_voters = o.granting_voters
     n_granting_voters = len(a_granting_voters)
     if n_granting_voters < 127:
-        out.append(n_granting_voters + 1)
+        out.append(_B1[n_granting_voters + 1])
     else:
-        _wuv(out, n_granting_voters + 1)
+        out.append(_uvb(n_granting_voters + 1))
     for e_granting_voters in a_granting_voters:
         if e_granting_voters.voter_directory_id != ZERO_UUID:
             raise MessageEncodeError("Attempted to write a non-default VoterDirectoryId")
-        out += _P_ix(e_granting_voters.voter_id)
+        out.append(_P_ix(e_granting_voters.voter_id))
         if e_granting_voters.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_granting_voters.unknown_tagged_fields)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_LeaderChangeMessage_1(out: bytearray, o: LeaderChangeMessage) -> None:
-    out += _P_hi(o.version, o.leader_id)
+def _w_LeaderChangeMessage_1(out: list[bytes], o: LeaderChangeMessage) -> None:
     a_voters = o.voters
     n_voters = len(a_voters)
     if n_voters < 127:
-        out.append(n_voters + 1)
+        out.append(_P_hiB(o.version, o.leader_id, n_voters + 1))
     else:
-        _wuv(out, n_voters + 1)
+        out.append(_P_hi(o.version, o.leader_id))
+        out.append(_uvb(n_voters + 1))
     for e_voters in a_voters:
-        out += _P_i16sx(e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16))
+        out.append(_P_i16sx(e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16)))
         if e_voters.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_voters.unknown_tagged_fields)
     a_granting_voters = o.granting_voters
     n_granting_voters = len(a_granting_voters)
     if n_granting_voters < 127:
-        out.append(n_granting_voters + 1)
+        out.append(_B1[n_granting_voters + 1])
     else:
-        _wuv(out, n_granting_voters + 1)
+        out.append(_uvb(n_granting_voters + 1))
     for e_granting_voters in a_granting_voters:
-        out += _P_i16sx(e_granting_voters.voter_id, e_granting_voters.voter_directory_id.int.to_bytes(16))
+        out.append(
+            _P_i16sx(e_granting_voters.voter_id, e_granting_voters.voter_directory_id.int.to_bytes(16))
+        )
         if e_granting_voters.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_granting_voters.unknown_tagged_fields)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int]:
     ob_ = _new(LeaderChangeMessage)
-    ob_.version, ob_.leader_id = _U_hi(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.version, ob_.leader_id, ln = _U_hiB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Voters was serialized as null")
@@ -205,7 +217,19 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
         if ln > len(d) - p:
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 5 * ln > len(d) - p:
+                raise MessageDecodeError("array Voters claims more elements than bytes remain")
+            for v_voters__voter_id, nt in _I_iB(memoryview(d)[p : p + 5 * ln]):
+                if nt:
+                    break
+                ob_voters__ = _new(Voter)
+                ob_voters__.voter_id = v_voters__voter_id
+                ob_voters__.voter_directory_id = ZERO_UUID
+                ob_voters__.unknown_tagged_fields = []
+                l_voters.append(ob_voters__)
+            p += 5 * len(l_voters)
+        for _ in range(ln - len(l_voters)):
             ob_voters__ = _new(Voter)
             ob_voters__.voter_id, nt = _U_iB(d, p)
             p += 5
@@ -237,7 +261,19 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
         if ln > len(d) - p:
             raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
         l_granting_voters: list[Voter] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 5 * ln > len(d) - p:
+                raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
+            for v_granting_voters__voter_id, nt in _I_iB(memoryview(d)[p : p + 5 * ln]):
+                if nt:
+                    break
+                ob_granting_voters__ = _new(Voter)
+                ob_granting_voters__.voter_id = v_granting_voters__voter_id
+                ob_granting_voters__.voter_directory_id = ZERO_UUID
+                ob_granting_voters__.unknown_tagged_fields = []
+                l_granting_voters.append(ob_granting_voters__)
+            p += 5 * len(l_granting_voters)
+        for _ in range(ln - len(l_granting_voters)):
             ob_granting_voters__ = _new(Voter)
             ob_granting_voters__.voter_id, nt = _U_iB(d, p)
             p += 5
@@ -277,13 +313,10 @@ def _r_LeaderChangeMessage_0(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
 
 def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int]:
     ob_ = _new(LeaderChangeMessage)
-    ob_.version, ob_.leader_id = _U_hi(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.version, ob_.leader_id, ln = _U_hiB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Voters was serialized as null")
@@ -291,11 +324,29 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
         if ln > len(d) - p:
             raise MessageDecodeError("array Voters claims more elements than bytes remain")
         l_voters: list[Voter] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 21 * ln > len(d) - p:
+                raise MessageDecodeError("array Voters claims more elements than bytes remain")
+            for v_voters__voter_id, v_voters__voter_directory_id, nt in _I_i16sB(
+                memoryview(d)[p : p + 21 * ln]
+            ):
+                if nt:
+                    break
+                ob_voters__ = _new(Voter)
+                ob_voters__.voter_id = v_voters__voter_id
+                ob_voters__.voter_directory_id = _UC.get(v_voters__voter_directory_id) or _uuid(
+                    v_voters__voter_directory_id
+                )
+                ob_voters__.unknown_tagged_fields = []
+                l_voters.append(ob_voters__)
+            p += 21 * len(l_voters)
+        for _ in range(ln - len(l_voters)):
             ob_voters__ = _new(Voter)
             ob_voters__.voter_id, u_voters__voter_directory_id, nt = _U_i16sB(d, p)
             p += 21
-            ob_voters__.voter_directory_id = _uuid(u_voters__voter_directory_id)
+            ob_voters__.voter_directory_id = _UC.get(u_voters__voter_directory_id) or _uuid(
+                u_voters__voter_directory_id
+            )
             unk_voters__: list[tuple[int, bytes]] = []
             if nt:
                 if nt >= 128:
@@ -323,11 +374,29 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
         if ln > len(d) - p:
             raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
         l_granting_voters: list[Voter] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 21 * ln > len(d) - p:
+                raise MessageDecodeError("array GrantingVoters claims more elements than bytes remain")
+            for v_granting_voters__voter_id, v_granting_voters__voter_directory_id, nt in _I_i16sB(
+                memoryview(d)[p : p + 21 * ln]
+            ):
+                if nt:
+                    break
+                ob_granting_voters__ = _new(Voter)
+                ob_granting_voters__.voter_id = v_granting_voters__voter_id
+                ob_granting_voters__.voter_directory_id = _UC.get(
+                    v_granting_voters__voter_directory_id
+                ) or _uuid(v_granting_voters__voter_directory_id)
+                ob_granting_voters__.unknown_tagged_fields = []
+                l_granting_voters.append(ob_granting_voters__)
+            p += 21 * len(l_granting_voters)
+        for _ in range(ln - len(l_granting_voters)):
             ob_granting_voters__ = _new(Voter)
             ob_granting_voters__.voter_id, u_granting_voters__voter_directory_id, nt = _U_i16sB(d, p)
             p += 21
-            ob_granting_voters__.voter_directory_id = _uuid(u_granting_voters__voter_directory_id)
+            ob_granting_voters__.voter_directory_id = _UC.get(u_granting_voters__voter_directory_id) or _uuid(
+                u_granting_voters__voter_directory_id
+            )
             unk_granting_voters__: list[tuple[int, bytes]] = []
             if nt:
                 if nt >= 128:
@@ -361,7 +430,7 @@ def _r_LeaderChangeMessage_1(d: bytes, p: int) -> tuple[LeaderChangeMessage, int
     return ob_, p
 
 
-_W_LeaderChangeMessage: dict[int, Callable[[bytearray, LeaderChangeMessage], None]] = {
+_W_LeaderChangeMessage: dict[int, Callable[[list[bytes], LeaderChangeMessage], None]] = {
     0: _w_LeaderChangeMessage_0,
     1: _w_LeaderChangeMessage_1,
 }

@@ -10,19 +10,29 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_16s = struct.Struct(">16s").pack
-_U_16s = struct.Struct(">16s").unpack_from
+_U_16sB = struct.Struct(">16sB").unpack_from
 _P_o = struct.Struct(">?").pack
 _U_o = struct.Struct(">?").unpack_from
 _P_ooo = struct.Struct(">???").pack
@@ -70,29 +80,29 @@ class MetadataRequest:
         w = _W_MetadataRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of MetadataRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write MetadataRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of MetadataRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_MetadataRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of MetadataRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write MetadataRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of MetadataRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> MetadataRequest:
@@ -132,148 +142,139 @@ class MetadataRequest:
             raise MessageDecodeError(f"{e} (reading MetadataRequest v{version})") from None
 
 
-def _w_MetadataRequest_4(out: bytearray, o: MetadataRequest) -> None:
+def _w_MetadataRequest_4(out: list[bytes], o: MetadataRequest) -> None:
     if o.include_cluster_authorized_operations:
         raise MessageEncodeError("Attempted to write a non-default IncludeClusterAuthorizedOperations")
     if o.include_topic_authorized_operations:
         raise MessageEncodeError("Attempted to write a non-default IncludeTopicAuthorizedOperations")
     if o.topics is None:
-        out += _P_i(-1)
+        out.append(_P_i(-1))
     else:
         a_topics = o.topics
         n_topics = len(a_topics)
-        out += _P_i(n_topics)
+        out.append(_P_i(n_topics))
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics__name = _SL.get(e_topics.name)
-            if s_topics__name is None:
-                s_topics__name = _lstr(e_topics.name)
-            out += s_topics__name
+            out.append(_SL.get(e_topics.name) or _lstr(e_topics.name))
             if e_topics.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    out += _P_o(o.allow_auto_topic_creation)
+    out.append(_P_o(o.allow_auto_topic_creation))
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_MetadataRequest_8(out: bytearray, o: MetadataRequest) -> None:
+def _w_MetadataRequest_8(out: list[bytes], o: MetadataRequest) -> None:
     if o.topics is None:
-        out += _P_i(-1)
+        out.append(_P_i(-1))
     else:
         a_topics = o.topics
         n_topics = len(a_topics)
-        out += _P_i(n_topics)
+        out.append(_P_i(n_topics))
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics__name = _SL.get(e_topics.name)
-            if s_topics__name is None:
-                s_topics__name = _lstr(e_topics.name)
-            out += s_topics__name
+            out.append(_SL.get(e_topics.name) or _lstr(e_topics.name))
             if e_topics.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    out += _P_ooo(
-        o.allow_auto_topic_creation,
-        o.include_cluster_authorized_operations,
-        o.include_topic_authorized_operations,
+    out.append(
+        _P_ooo(
+            o.allow_auto_topic_creation,
+            o.include_cluster_authorized_operations,
+            o.include_topic_authorized_operations,
+        )
     )
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_MetadataRequest_9(out: bytearray, o: MetadataRequest) -> None:
+def _w_MetadataRequest_9(out: list[bytes], o: MetadataRequest) -> None:
     if o.topics is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
         a_topics = o.topics
         n_topics = len(a_topics)
         if n_topics < 127:
-            out.append(n_topics + 1)
+            out.append(_B1[n_topics + 1])
         else:
-            _wuv(out, n_topics + 1)
+            out.append(_uvb(n_topics + 1))
         for e_topics in a_topics:
             if e_topics.name is None:
                 raise MessageEncodeError("non-nullable field Name is None")
-            s_topics__name = _SC.get(e_topics.name)
-            if s_topics__name is None:
-                s_topics__name = _cstr(e_topics.name)
-            out += s_topics__name
+            out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
-                out.append(0)
-    out += _P_ooox(
-        o.allow_auto_topic_creation,
-        o.include_cluster_authorized_operations,
-        o.include_topic_authorized_operations,
+                out.append(_B1[0])
+    out.append(
+        _P_ooox(
+            o.allow_auto_topic_creation,
+            o.include_cluster_authorized_operations,
+            o.include_topic_authorized_operations,
+        )
     )
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_MetadataRequest_10(out: bytearray, o: MetadataRequest) -> None:
+def _w_MetadataRequest_10(out: list[bytes], o: MetadataRequest) -> None:
     if o.topics is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
         a_topics = o.topics
         n_topics = len(a_topics)
         if n_topics < 127:
-            out.append(n_topics + 1)
+            out.append(_B1[n_topics + 1])
         else:
-            _wuv(out, n_topics + 1)
+            out.append(_uvb(n_topics + 1))
         for e_topics in a_topics:
-            out += _P_16s(e_topics.topic_id.int.to_bytes(16))
+            out.append(_P_16s(e_topics.topic_id.int.to_bytes(16)))
             if e_topics.name is None:
-                out.append(0)
+                out.append(_B1[0])
             else:
-                s_topics__name = _SC.get(e_topics.name)
-                if s_topics__name is None:
-                    s_topics__name = _cstr(e_topics.name)
-                out += s_topics__name
+                out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
-                out.append(0)
-    out += _P_ooox(
-        o.allow_auto_topic_creation,
-        o.include_cluster_authorized_operations,
-        o.include_topic_authorized_operations,
+                out.append(_B1[0])
+    out.append(
+        _P_ooox(
+            o.allow_auto_topic_creation,
+            o.include_cluster_authorized_operations,
+            o.include_topic_authorized_operations,
+        )
     )
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_MetadataRequest_11(out: bytearray, o: MetadataRequest) -> None:
+def _w_MetadataRequest_11(out: list[bytes], o: MetadataRequest) -> None:
     if o.include_cluster_authorized_operations:
         raise MessageEncodeError("Attempted to write a non-default IncludeClusterAuthorizedOperations")
     if o.topics is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
         a_topics = o.topics
         n_topics = len(a_topics)
         if n_topics < 127:
-            out.append(n_topics + 1)
+            out.append(_B1[n_topics + 1])
         else:
-            _wuv(out, n_topics + 1)
+            out.append(_uvb(n_topics + 1))
         for e_topics in a_topics:
-            out += _P_16s(e_topics.topic_id.int.to_bytes(16))
+            out.append(_P_16s(e_topics.topic_id.int.to_bytes(16)))
             if e_topics.name is None:
-                out.append(0)
+                out.append(_B1[0])
             else:
-                s_topics__name = _SC.get(e_topics.name)
-                if s_topics__name is None:
-                    s_topics__name = _cstr(e_topics.name)
-                out += s_topics__name
+                out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
             if e_topics.unknown_tagged_fields:
                 _wtags(out, e_topics.unknown_tagged_fields)
             else:
-                out.append(0)
-    out += _P_oox(o.allow_auto_topic_creation, o.include_topic_authorized_operations)
+                out.append(_B1[0])
+    out.append(_P_oox(o.allow_auto_topic_creation, o.include_topic_authorized_operations))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -440,14 +441,11 @@ def _r_MetadataRequest_10(d: bytes, p: int) -> tuple[MetadataRequest, int]:
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
             ob_topics__ = _new(MetadataRequestTopic)
-            (u_topics__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_topics__.topic_id = _uuid(u_topics__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            u_topics__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 ob_topics__.name = None
@@ -515,14 +513,11 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
         l_topics: list[MetadataRequestTopic] = []
         for _ in range(ln):
             ob_topics__ = _new(MetadataRequestTopic)
-            (u_topics__topic_id,) = _U_16s(d, p)
-            p += 16
-            ob_topics__.topic_id = _uuid(u_topics__topic_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            u_topics__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 ob_topics__.name = None
@@ -570,7 +565,7 @@ def _r_MetadataRequest_11(d: bytes, p: int) -> tuple[MetadataRequest, int]:
     return ob_, p
 
 
-_W_MetadataRequest: dict[int, Callable[[bytearray, MetadataRequest], None]] = {
+_W_MetadataRequest: dict[int, Callable[[list[bytes], MetadataRequest], None]] = {
     4: _w_MetadataRequest_4,
     5: _w_MetadataRequest_4,
     6: _w_MetadataRequest_4,

@@ -10,35 +10,54 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_16so = struct.Struct(">16s?").pack
-_U_16so = struct.Struct(">16s?").unpack_from
+_P_16soB = struct.Struct(">16s?B").pack
+_U_16soB = struct.Struct(">16s?B").unpack_from
 _P_o = struct.Struct(">?").pack
-_U_o = struct.Struct(">?").unpack_from
+_P_oB = struct.Struct(">?B").pack
+_U_oB = struct.Struct(">?B").unpack_from
+_U_oi = struct.Struct(">?i").unpack_from
 _P_h = struct.Struct(">h").pack
 _U_h = struct.Struct(">h").unpack_from
 _U_hB = struct.Struct(">hB").unpack_from
+_U_hh = struct.Struct(">hh").unpack_from
 _P_hii = struct.Struct(">hii").pack
-_U_hii = struct.Struct(">hii").unpack_from
 _P_hiii = struct.Struct(">hiii").pack
 _U_hiii = struct.Struct(">hiii").unpack_from
+_P_hiiiB = struct.Struct(">hiiiB").pack
+_U_hiiiB = struct.Struct(">hiiiB").unpack_from
+_U_hiiii = struct.Struct(">hiiii").unpack_from
 _P_hx = struct.Struct(">hx").pack
 _P_i = struct.Struct(">i").pack
 _U_i = struct.Struct(">i").unpack_from
+_P_iB = struct.Struct(">iB").pack
 _U_iB = struct.Struct(">iB").unpack_from
+_U_ih = struct.Struct(">ih").unpack_from
+_U_ii = struct.Struct(">ii").unpack_from
 _P_ix = struct.Struct(">ix").pack
 _AP_i = ArrayPackers("i")
-_AC_i = ArrayPackers("i", "B")
+_AT_i = small_packers("i")
 _AU_i = ArrayUnpackers("i")
 
 
@@ -112,29 +131,29 @@ class MetadataResponse:
         w = _W_MetadataResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of MetadataResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write MetadataResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of MetadataResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_MetadataResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of MetadataResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write MetadataResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of MetadataResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> MetadataResponse:
@@ -174,801 +193,58 @@ class MetadataResponse:
             raise MessageDecodeError(f"{e} (reading MetadataResponse v{version})") from None
 
 
-def _r_MetadataResponseBroker_9(d: bytes, p: int) -> tuple[MetadataResponseBroker, int]:
-    ob_ = _new(MetadataResponseBroker)
-    (ob_.node_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        ob_.host = d[p:e].decode()
-        p = e
-    (ob_.port,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.rack = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Rack had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Rack is longer than the remaining bytes")
-        ob_.rack = d[p:e].decode()
-        p = e
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_MetadataResponsePartition_9(d: bytes, p: int) -> tuple[MetadataResponsePartition, int]:
-    ob_ = _new(MetadataResponsePartition)
-    ob_.error_code, ob_.partition_index, ob_.leader_id, ob_.leader_epoch = _U_hiii(d, p)
-    p += 14
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-        ob_.replica_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-        ob_.isr_nodes = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-        ob_.offline_replicas = list(_AU_i[ln](d, p))
-        p += 4 * ln
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_MetadataResponseTopic_9(out: bytearray, o: MetadataResponseTopic) -> None:
-    out += _P_h(o.error_code)
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = _SC.get(o.name)
-    if s_name is None:
-        s_name = _cstr(o.name)
-    out += s_name
-    out += _P_o(o.is_internal)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_hiii(
-            e_partitions.error_code,
-            e_partitions.partition_index,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-        )
-        a_partitions__replica_nodes = e_partitions.replica_nodes
-        n_partitions__replica_nodes = len(a_partitions__replica_nodes)
-        if n_partitions__replica_nodes < 127:
-            out += _AC_i[n_partitions__replica_nodes](
-                n_partitions__replica_nodes + 1, *a_partitions__replica_nodes
-            )
-        else:
-            _wuv(out, n_partitions__replica_nodes + 1)
-            out += _AP_i[n_partitions__replica_nodes](*a_partitions__replica_nodes)
-        a_partitions__isr_nodes = e_partitions.isr_nodes
-        n_partitions__isr_nodes = len(a_partitions__isr_nodes)
-        if n_partitions__isr_nodes < 127:
-            out += _AC_i[n_partitions__isr_nodes](n_partitions__isr_nodes + 1, *a_partitions__isr_nodes)
-        else:
-            _wuv(out, n_partitions__isr_nodes + 1)
-            out += _AP_i[n_partitions__isr_nodes](*a_partitions__isr_nodes)
-        a_partitions__offline_replicas = e_partitions.offline_replicas
-        n_partitions__offline_replicas = len(a_partitions__offline_replicas)
-        if n_partitions__offline_replicas < 127:
-            out += _AC_i[n_partitions__offline_replicas](
-                n_partitions__offline_replicas + 1, *a_partitions__offline_replicas
-            )
-        else:
-            _wuv(out, n_partitions__offline_replicas + 1)
-            out += _AP_i[n_partitions__offline_replicas](*a_partitions__offline_replicas)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_ix(o.topic_authorized_operations)
-    if o.unknown_tagged_fields:
-        del out[-1]
-        _wtags(out, o.unknown_tagged_fields)
-
-
-def _w_MetadataResponseTopic_10(out: bytearray, o: MetadataResponseTopic) -> None:
-    out += _P_h(o.error_code)
-    if o.name is None:
-        raise MessageEncodeError("non-nullable field Name is None")
-    s_name = _SC.get(o.name)
-    if s_name is None:
-        s_name = _cstr(o.name)
-    out += s_name
-    out += _P_16so(o.topic_id.int.to_bytes(16), o.is_internal)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_hiii(
-            e_partitions.error_code,
-            e_partitions.partition_index,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-        )
-        a_partitions__replica_nodes = e_partitions.replica_nodes
-        n_partitions__replica_nodes = len(a_partitions__replica_nodes)
-        if n_partitions__replica_nodes < 127:
-            out += _AC_i[n_partitions__replica_nodes](
-                n_partitions__replica_nodes + 1, *a_partitions__replica_nodes
-            )
-        else:
-            _wuv(out, n_partitions__replica_nodes + 1)
-            out += _AP_i[n_partitions__replica_nodes](*a_partitions__replica_nodes)
-        a_partitions__isr_nodes = e_partitions.isr_nodes
-        n_partitions__isr_nodes = len(a_partitions__isr_nodes)
-        if n_partitions__isr_nodes < 127:
-            out += _AC_i[n_partitions__isr_nodes](n_partitions__isr_nodes + 1, *a_partitions__isr_nodes)
-        else:
-            _wuv(out, n_partitions__isr_nodes + 1)
-            out += _AP_i[n_partitions__isr_nodes](*a_partitions__isr_nodes)
-        a_partitions__offline_replicas = e_partitions.offline_replicas
-        n_partitions__offline_replicas = len(a_partitions__offline_replicas)
-        if n_partitions__offline_replicas < 127:
-            out += _AC_i[n_partitions__offline_replicas](
-                n_partitions__offline_replicas + 1, *a_partitions__offline_replicas
-            )
-        else:
-            _wuv(out, n_partitions__offline_replicas + 1)
-            out += _AP_i[n_partitions__offline_replicas](*a_partitions__offline_replicas)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_ix(o.topic_authorized_operations)
-    if o.unknown_tagged_fields:
-        del out[-1]
-        _wtags(out, o.unknown_tagged_fields)
-
-
-def _w_MetadataResponseTopic_12(out: bytearray, o: MetadataResponseTopic) -> None:
-    out += _P_h(o.error_code)
-    if o.name is None:
-        out.append(0)
-    else:
-        s_name = _SC.get(o.name)
-        if s_name is None:
-            s_name = _cstr(o.name)
-        out += s_name
-    out += _P_16so(o.topic_id.int.to_bytes(16), o.is_internal)
-    a_partitions = o.partitions
-    n_partitions = len(a_partitions)
-    if n_partitions < 127:
-        out.append(n_partitions + 1)
-    else:
-        _wuv(out, n_partitions + 1)
-    for e_partitions in a_partitions:
-        out += _P_hiii(
-            e_partitions.error_code,
-            e_partitions.partition_index,
-            e_partitions.leader_id,
-            e_partitions.leader_epoch,
-        )
-        a_partitions__replica_nodes = e_partitions.replica_nodes
-        n_partitions__replica_nodes = len(a_partitions__replica_nodes)
-        if n_partitions__replica_nodes < 127:
-            out += _AC_i[n_partitions__replica_nodes](
-                n_partitions__replica_nodes + 1, *a_partitions__replica_nodes
-            )
-        else:
-            _wuv(out, n_partitions__replica_nodes + 1)
-            out += _AP_i[n_partitions__replica_nodes](*a_partitions__replica_nodes)
-        a_partitions__isr_nodes = e_partitions.isr_nodes
-        n_partitions__isr_nodes = len(a_partitions__isr_nodes)
-        if n_partitions__isr_nodes < 127:
-            out += _AC_i[n_partitions__isr_nodes](n_partitions__isr_nodes + 1, *a_partitions__isr_nodes)
-        else:
-            _wuv(out, n_partitions__isr_nodes + 1)
-            out += _AP_i[n_partitions__isr_nodes](*a_partitions__isr_nodes)
-        a_partitions__offline_replicas = e_partitions.offline_replicas
-        n_partitions__offline_replicas = len(a_partitions__offline_replicas)
-        if n_partitions__offline_replicas < 127:
-            out += _AC_i[n_partitions__offline_replicas](
-                n_partitions__offline_replicas + 1, *a_partitions__offline_replicas
-            )
-        else:
-            _wuv(out, n_partitions__offline_replicas + 1)
-            out += _AP_i[n_partitions__offline_replicas](*a_partitions__offline_replicas)
-        if e_partitions.unknown_tagged_fields:
-            _wtags(out, e_partitions.unknown_tagged_fields)
-        else:
-            out.append(0)
-    out += _P_ix(o.topic_authorized_operations)
-    if o.unknown_tagged_fields:
-        del out[-1]
-        _wtags(out, o.unknown_tagged_fields)
-
-
-def _r_MetadataResponseTopic_4(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    ob_ = _new(MetadataResponseTopic)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    (ob_.is_internal,) = _U_o(d, p)
-    p += 1
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[MetadataResponsePartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(MetadataResponsePartition)
-            ob_partitions__.error_code, ob_partitions__.partition_index, ob_partitions__.leader_id = _U_hii(
-                d, p
-            )
-            p += 10
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ob_partitions__.leader_epoch = -1
-            ob_partitions__.offline_replicas = []
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    ob_.topic_authorized_operations = -2147483648
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_MetadataResponseTopic_5(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    ob_ = _new(MetadataResponseTopic)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    (ob_.is_internal,) = _U_o(d, p)
-    p += 1
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[MetadataResponsePartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(MetadataResponsePartition)
-            ob_partitions__.error_code, ob_partitions__.partition_index, ob_partitions__.leader_id = _U_hii(
-                d, p
-            )
-            p += 10
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                ob_partitions__.offline_replicas = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ob_partitions__.leader_epoch = -1
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    ob_.topic_authorized_operations = -2147483648
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_MetadataResponseTopic_7(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    ob_ = _new(MetadataResponseTopic)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    (ob_.is_internal,) = _U_o(d, p)
-    p += 1
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[MetadataResponsePartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(MetadataResponsePartition)
-            (
-                ob_partitions__.error_code,
-                ob_partitions__.partition_index,
-                ob_partitions__.leader_id,
-                ob_partitions__.leader_epoch,
-            ) = _U_hiii(d, p)
-            p += 14
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                ob_partitions__.offline_replicas = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    ob_.topic_authorized_operations = -2147483648
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_MetadataResponseTopic_8(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    ob_ = _new(MetadataResponseTopic)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    (ln,) = _U_h(d, p)
-    p += 2
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    (ob_.is_internal,) = _U_o(d, p)
-    p += 1
-    (ln,) = _U_i(d, p)
-    p += 4
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[MetadataResponsePartition] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(MetadataResponsePartition)
-            (
-                ob_partitions__.error_code,
-                ob_partitions__.partition_index,
-                ob_partitions__.leader_id,
-                ob_partitions__.leader_epoch,
-            ) = _U_hiii(d, p)
-            p += 14
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array ReplicaNodes claims more elements than bytes remain")
-                ob_partitions__.replica_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
-                ob_partitions__.isr_nodes = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            (ln,) = _U_i(d, p)
-            p += 4
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array OfflineReplicas claims more elements than bytes remain")
-                ob_partitions__.offline_replicas = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            ob_partitions__.unknown_tagged_fields = []
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    (ob_.topic_authorized_operations,) = _U_i(d, p)
-    p += 4
-    ob_.topic_id = ZERO_UUID
-    ob_.unknown_tagged_fields = []
-    return ob_, p
-
-
-def _r_MetadataResponseTopic_9(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    ob_ = _new(MetadataResponseTopic)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    (ob_.is_internal,) = _U_o(d, p)
-    p += 1
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[MetadataResponsePartition] = []
-        for _ in range(ln):
-            el_partitions, p = _r_MetadataResponsePartition_9(d, p)
-            l_partitions.append(el_partitions)
-        ob_.partitions = l_partitions
-    ob_.topic_authorized_operations, nt = _U_iB(d, p)
-    p += 5
-    ob_.topic_id = ZERO_UUID
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_MetadataResponseTopic_10(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    ob_ = _new(MetadataResponseTopic)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    u_topic_id, ob_.is_internal = _U_16so(d, p)
-    p += 17
-    ob_.topic_id = _uuid(u_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[MetadataResponsePartition] = []
-        for _ in range(ln):
-            el_partitions, p = _r_MetadataResponsePartition_9(d, p)
-            l_partitions.append(el_partitions)
-        ob_.partitions = l_partitions
-    ob_.topic_authorized_operations, nt = _U_iB(d, p)
-    p += 5
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_MetadataResponseTopic_12(d: bytes, p: int) -> tuple[MetadataResponseTopic, int]:
-    ob_ = _new(MetadataResponseTopic)
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.name = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    u_topic_id, ob_.is_internal = _U_16so(d, p)
-    p += 17
-    ob_.topic_id = _uuid(u_topic_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[MetadataResponsePartition] = []
-        for _ in range(ln):
-            el_partitions, p = _r_MetadataResponsePartition_9(d, p)
-            l_partitions.append(el_partitions)
-        ob_.partitions = l_partitions
-    ob_.topic_authorized_operations, nt = _U_iB(d, p)
-    p += 5
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
+def _w_MetadataResponse_4(out: list[bytes], o: MetadataResponse) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise MessageEncodeError("Attempted to write a non-default ClusterAuthorizedOperations")
-    out += _P_i(o.throttle_time_ms)
+    out.append(_P_i(o.throttle_time_ms))
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
-    out += _P_i(n_brokers)
+    out.append(_P_i(n_brokers))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SL.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _lstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SL.get(e_brokers.host) or _lstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out += _P_h(-1)
+            out.append(_P_h(-1))
         else:
-            s_brokers__rack = _SL.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _lstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SL.get(e_brokers.rack) or _lstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
-        out += _P_h(-1)
+        out.append(_P_h(-1))
     else:
-        s_cluster_id = _SL.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _lstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SL.get(o.cluster_id) or _lstr(o.cluster_id))
+    out.append(_P_i(o.controller_id))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
         if e_topics.topic_authorized_operations != -2147483648:
             raise MessageEncodeError("Attempted to write a non-default TopicAuthorizedOperations")
-        out += _P_h(e_topics.error_code)
+        out.append(_P_h(e_topics.error_code))
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics__name = _SL.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _lstr(e_topics.name)
-        out += s_topics__name
-        out += _P_o(e_topics.is_internal)
+        out.append(_SL.get(e_topics.name) or _lstr(e_topics.name))
+        out.append(_P_o(e_topics.is_internal))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_hii(
-                e_topics__partitions.error_code,
-                e_topics__partitions.partition_index,
-                e_topics__partitions.leader_id,
+            out.append(
+                _P_hii(
+                    e_topics__partitions.error_code,
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.leader_id,
+                )
             )
             a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
             n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
-            out += _P_i(n_topics__partitions__replica_nodes)
-            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            out.append(_P_i(n_topics__partitions__replica_nodes))
+            out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
             a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
             n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
-            out += _P_i(n_topics__partitions__isr_nodes)
-            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            out.append(_P_i(n_topics__partitions__isr_nodes))
+            out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
@@ -977,72 +253,62 @@ def _w_MetadataResponse_4(out: bytearray, o: MetadataResponse) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
+def _w_MetadataResponse_5(out: list[bytes], o: MetadataResponse) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise MessageEncodeError("Attempted to write a non-default ClusterAuthorizedOperations")
-    out += _P_i(o.throttle_time_ms)
+    out.append(_P_i(o.throttle_time_ms))
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
-    out += _P_i(n_brokers)
+    out.append(_P_i(n_brokers))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SL.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _lstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SL.get(e_brokers.host) or _lstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out += _P_h(-1)
+            out.append(_P_h(-1))
         else:
-            s_brokers__rack = _SL.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _lstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SL.get(e_brokers.rack) or _lstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
-        out += _P_h(-1)
+        out.append(_P_h(-1))
     else:
-        s_cluster_id = _SL.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _lstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SL.get(o.cluster_id) or _lstr(o.cluster_id))
+    out.append(_P_i(o.controller_id))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
         if e_topics.topic_authorized_operations != -2147483648:
             raise MessageEncodeError("Attempted to write a non-default TopicAuthorizedOperations")
-        out += _P_h(e_topics.error_code)
+        out.append(_P_h(e_topics.error_code))
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics__name = _SL.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _lstr(e_topics.name)
-        out += s_topics__name
-        out += _P_o(e_topics.is_internal)
+        out.append(_SL.get(e_topics.name) or _lstr(e_topics.name))
+        out.append(_P_o(e_topics.is_internal))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_hii(
-                e_topics__partitions.error_code,
-                e_topics__partitions.partition_index,
-                e_topics__partitions.leader_id,
+            out.append(
+                _P_hii(
+                    e_topics__partitions.error_code,
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.leader_id,
+                )
             )
             a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
             n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
-            out += _P_i(n_topics__partitions__replica_nodes)
-            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            out.append(_P_i(n_topics__partitions__replica_nodes))
+            out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
             a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
             n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
-            out += _P_i(n_topics__partitions__isr_nodes)
-            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            out.append(_P_i(n_topics__partitions__isr_nodes))
+            out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
             a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
             n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
-            out += _P_i(n_topics__partitions__offline_replicas)
-            out += _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+            out.append(_P_i(n_topics__partitions__offline_replicas))
+            out.append(_AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas))
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
@@ -1051,73 +317,63 @@ def _w_MetadataResponse_5(out: bytearray, o: MetadataResponse) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
+def _w_MetadataResponse_7(out: list[bytes], o: MetadataResponse) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise MessageEncodeError("Attempted to write a non-default ClusterAuthorizedOperations")
-    out += _P_i(o.throttle_time_ms)
+    out.append(_P_i(o.throttle_time_ms))
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
-    out += _P_i(n_brokers)
+    out.append(_P_i(n_brokers))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SL.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _lstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SL.get(e_brokers.host) or _lstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out += _P_h(-1)
+            out.append(_P_h(-1))
         else:
-            s_brokers__rack = _SL.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _lstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SL.get(e_brokers.rack) or _lstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
-        out += _P_h(-1)
+        out.append(_P_h(-1))
     else:
-        s_cluster_id = _SL.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _lstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SL.get(o.cluster_id) or _lstr(o.cluster_id))
+    out.append(_P_i(o.controller_id))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
         if e_topics.topic_authorized_operations != -2147483648:
             raise MessageEncodeError("Attempted to write a non-default TopicAuthorizedOperations")
-        out += _P_h(e_topics.error_code)
+        out.append(_P_h(e_topics.error_code))
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics__name = _SL.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _lstr(e_topics.name)
-        out += s_topics__name
-        out += _P_o(e_topics.is_internal)
+        out.append(_SL.get(e_topics.name) or _lstr(e_topics.name))
+        out.append(_P_o(e_topics.is_internal))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_hiii(
-                e_topics__partitions.error_code,
-                e_topics__partitions.partition_index,
-                e_topics__partitions.leader_id,
-                e_topics__partitions.leader_epoch,
+            out.append(
+                _P_hiii(
+                    e_topics__partitions.error_code,
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.leader_id,
+                    e_topics__partitions.leader_epoch,
+                )
             )
             a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
             n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
-            out += _P_i(n_topics__partitions__replica_nodes)
-            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            out.append(_P_i(n_topics__partitions__replica_nodes))
+            out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
             a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
             n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
-            out += _P_i(n_topics__partitions__isr_nodes)
-            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            out.append(_P_i(n_topics__partitions__isr_nodes))
+            out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
             a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
             n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
-            out += _P_i(n_topics__partitions__offline_replicas)
-            out += _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+            out.append(_P_i(n_topics__partitions__offline_replicas))
+            out.append(_AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas))
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
         if e_topics.unknown_tagged_fields:
@@ -1126,331 +382,619 @@ def _w_MetadataResponse_7(out: bytearray, o: MetadataResponse) -> None:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_MetadataResponse_8(out: bytearray, o: MetadataResponse) -> None:
-    out += _P_i(o.throttle_time_ms)
+def _w_MetadataResponse_8(out: list[bytes], o: MetadataResponse) -> None:
+    out.append(_P_i(o.throttle_time_ms))
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
-    out += _P_i(n_brokers)
+    out.append(_P_i(n_brokers))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SL.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _lstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SL.get(e_brokers.host) or _lstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out += _P_h(-1)
+            out.append(_P_h(-1))
         else:
-            s_brokers__rack = _SL.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _lstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SL.get(e_brokers.rack) or _lstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
     if o.cluster_id is None:
-        out += _P_h(-1)
+        out.append(_P_h(-1))
     else:
-        s_cluster_id = _SL.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _lstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SL.get(o.cluster_id) or _lstr(o.cluster_id))
+    out.append(_P_i(o.controller_id))
     a_topics = o.topics
     n_topics = len(a_topics)
-    out += _P_i(n_topics)
+    out.append(_P_i(n_topics))
     for e_topics in a_topics:
-        out += _P_h(e_topics.error_code)
+        out.append(_P_h(e_topics.error_code))
         if e_topics.name is None:
             raise MessageEncodeError("non-nullable field Name is None")
-        s_topics__name = _SL.get(e_topics.name)
-        if s_topics__name is None:
-            s_topics__name = _lstr(e_topics.name)
-        out += s_topics__name
-        out += _P_o(e_topics.is_internal)
+        out.append(_SL.get(e_topics.name) or _lstr(e_topics.name))
+        out.append(_P_o(e_topics.is_internal))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
-        out += _P_i(n_topics__partitions)
+        out.append(_P_i(n_topics__partitions))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_hiii(
-                e_topics__partitions.error_code,
-                e_topics__partitions.partition_index,
-                e_topics__partitions.leader_id,
-                e_topics__partitions.leader_epoch,
+            out.append(
+                _P_hiii(
+                    e_topics__partitions.error_code,
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.leader_id,
+                    e_topics__partitions.leader_epoch,
+                )
             )
             a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
             n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
-            out += _P_i(n_topics__partitions__replica_nodes)
-            out += _AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes)
+            out.append(_P_i(n_topics__partitions__replica_nodes))
+            out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
             a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
             n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
-            out += _P_i(n_topics__partitions__isr_nodes)
-            out += _AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes)
+            out.append(_P_i(n_topics__partitions__isr_nodes))
+            out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
             a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
             n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
-            out += _P_i(n_topics__partitions__offline_replicas)
-            out += _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+            out.append(_P_i(n_topics__partitions__offline_replicas))
+            out.append(_AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas))
             if e_topics__partitions.unknown_tagged_fields:
                 raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-        out += _P_i(e_topics.topic_authorized_operations)
+        out.append(_P_i(e_topics.topic_authorized_operations))
         if e_topics.unknown_tagged_fields:
             raise MessageEncodeError("Tagged fields were set, but this version does not support them")
-    out += _P_i(o.cluster_authorized_operations)
+    out.append(_P_i(o.cluster_authorized_operations))
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_MetadataResponse_9(out: bytearray, o: MetadataResponse) -> None:
-    out += _P_i(o.throttle_time_ms)
+def _w_MetadataResponse_9(out: list[bytes], o: MetadataResponse) -> None:
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.throttle_time_ms, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.throttle_time_ms))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iB(o.controller_id, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_MetadataResponseTopic_9(out, e_topics)
-    out += _P_ix(o.cluster_authorized_operations)
+        out.append(_P_h(e_topics.error_code))
+        if e_topics.name is None:
+            raise MessageEncodeError("non-nullable field Name is None")
+        out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(_P_oB(e_topics.is_internal, n_topics__partitions + 1))
+        else:
+            out.append(_P_o(e_topics.is_internal))
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            if n_topics__partitions__replica_nodes < 127:
+                out.append(
+                    _P_hiiiB(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        n_topics__partitions__replica_nodes + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_hiii(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__replica_nodes + 1))
+            if 0 < n_topics__partitions__replica_nodes < 127:
+                out.append(_AT_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            elif n_topics__partitions__replica_nodes:
+                out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            if n_topics__partitions__isr_nodes < 127:
+                out.append(_B1[n_topics__partitions__isr_nodes + 1])
+                if n_topics__partitions__isr_nodes:
+                    out.append(_AT_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            else:
+                out.append(_uvb(n_topics__partitions__isr_nodes + 1))
+                out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            if n_topics__partitions__offline_replicas < 127:
+                out.append(_B1[n_topics__partitions__offline_replicas + 1])
+                if n_topics__partitions__offline_replicas:
+                    out.append(
+                        _AT_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                    )
+            else:
+                out.append(_uvb(n_topics__partitions__offline_replicas + 1))
+                out.append(
+                    _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                )
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        out.append(_P_ix(e_topics.topic_authorized_operations))
+        if e_topics.unknown_tagged_fields:
+            out[-1] = out[-1][:-1]
+            _wtags(out, e_topics.unknown_tagged_fields)
+    out.append(_P_ix(o.cluster_authorized_operations))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_MetadataResponse_10(out: bytearray, o: MetadataResponse) -> None:
-    out += _P_i(o.throttle_time_ms)
+def _w_MetadataResponse_10(out: list[bytes], o: MetadataResponse) -> None:
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.throttle_time_ms, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.throttle_time_ms))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iB(o.controller_id, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_MetadataResponseTopic_10(out, e_topics)
-    out += _P_ix(o.cluster_authorized_operations)
+        out.append(_P_h(e_topics.error_code))
+        if e_topics.name is None:
+            raise MessageEncodeError("non-nullable field Name is None")
+        out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(
+                _P_16soB(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal, n_topics__partitions + 1)
+            )
+        else:
+            out.append(_P_16so(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal))
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            if n_topics__partitions__replica_nodes < 127:
+                out.append(
+                    _P_hiiiB(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        n_topics__partitions__replica_nodes + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_hiii(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__replica_nodes + 1))
+            if 0 < n_topics__partitions__replica_nodes < 127:
+                out.append(_AT_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            elif n_topics__partitions__replica_nodes:
+                out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            if n_topics__partitions__isr_nodes < 127:
+                out.append(_B1[n_topics__partitions__isr_nodes + 1])
+                if n_topics__partitions__isr_nodes:
+                    out.append(_AT_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            else:
+                out.append(_uvb(n_topics__partitions__isr_nodes + 1))
+                out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            if n_topics__partitions__offline_replicas < 127:
+                out.append(_B1[n_topics__partitions__offline_replicas + 1])
+                if n_topics__partitions__offline_replicas:
+                    out.append(
+                        _AT_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                    )
+            else:
+                out.append(_uvb(n_topics__partitions__offline_replicas + 1))
+                out.append(
+                    _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                )
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        out.append(_P_ix(e_topics.topic_authorized_operations))
+        if e_topics.unknown_tagged_fields:
+            out[-1] = out[-1][:-1]
+            _wtags(out, e_topics.unknown_tagged_fields)
+    out.append(_P_ix(o.cluster_authorized_operations))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
-def _w_MetadataResponse_11(out: bytearray, o: MetadataResponse) -> None:
+def _w_MetadataResponse_11(out: list[bytes], o: MetadataResponse) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise MessageEncodeError("Attempted to write a non-default ClusterAuthorizedOperations")
-    out += _P_i(o.throttle_time_ms)
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.throttle_time_ms, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.throttle_time_ms))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iB(o.controller_id, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_MetadataResponseTopic_10(out, e_topics)
+        out.append(_P_h(e_topics.error_code))
+        if e_topics.name is None:
+            raise MessageEncodeError("non-nullable field Name is None")
+        out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(
+                _P_16soB(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal, n_topics__partitions + 1)
+            )
+        else:
+            out.append(_P_16so(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal))
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            if n_topics__partitions__replica_nodes < 127:
+                out.append(
+                    _P_hiiiB(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        n_topics__partitions__replica_nodes + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_hiii(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__replica_nodes + 1))
+            if 0 < n_topics__partitions__replica_nodes < 127:
+                out.append(_AT_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            elif n_topics__partitions__replica_nodes:
+                out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            if n_topics__partitions__isr_nodes < 127:
+                out.append(_B1[n_topics__partitions__isr_nodes + 1])
+                if n_topics__partitions__isr_nodes:
+                    out.append(_AT_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            else:
+                out.append(_uvb(n_topics__partitions__isr_nodes + 1))
+                out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            if n_topics__partitions__offline_replicas < 127:
+                out.append(_B1[n_topics__partitions__offline_replicas + 1])
+                if n_topics__partitions__offline_replicas:
+                    out.append(
+                        _AT_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                    )
+            else:
+                out.append(_uvb(n_topics__partitions__offline_replicas + 1))
+                out.append(
+                    _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                )
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        out.append(_P_ix(e_topics.topic_authorized_operations))
+        if e_topics.unknown_tagged_fields:
+            out[-1] = out[-1][:-1]
+            _wtags(out, e_topics.unknown_tagged_fields)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_MetadataResponse_12(out: bytearray, o: MetadataResponse) -> None:
+def _w_MetadataResponse_12(out: list[bytes], o: MetadataResponse) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise MessageEncodeError("Attempted to write a non-default ClusterAuthorizedOperations")
-    out += _P_i(o.throttle_time_ms)
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.throttle_time_ms, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.throttle_time_ms))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iB(o.controller_id, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_MetadataResponseTopic_12(out, e_topics)
+        out.append(_P_h(e_topics.error_code))
+        if e_topics.name is None:
+            out.append(_B1[0])
+        else:
+            out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(
+                _P_16soB(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal, n_topics__partitions + 1)
+            )
+        else:
+            out.append(_P_16so(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal))
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            if n_topics__partitions__replica_nodes < 127:
+                out.append(
+                    _P_hiiiB(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        n_topics__partitions__replica_nodes + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_hiii(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__replica_nodes + 1))
+            if 0 < n_topics__partitions__replica_nodes < 127:
+                out.append(_AT_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            elif n_topics__partitions__replica_nodes:
+                out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            if n_topics__partitions__isr_nodes < 127:
+                out.append(_B1[n_topics__partitions__isr_nodes + 1])
+                if n_topics__partitions__isr_nodes:
+                    out.append(_AT_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            else:
+                out.append(_uvb(n_topics__partitions__isr_nodes + 1))
+                out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            if n_topics__partitions__offline_replicas < 127:
+                out.append(_B1[n_topics__partitions__offline_replicas + 1])
+                if n_topics__partitions__offline_replicas:
+                    out.append(
+                        _AT_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                    )
+            else:
+                out.append(_uvb(n_topics__partitions__offline_replicas + 1))
+                out.append(
+                    _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                )
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        out.append(_P_ix(e_topics.topic_authorized_operations))
+        if e_topics.unknown_tagged_fields:
+            out[-1] = out[-1][:-1]
+            _wtags(out, e_topics.unknown_tagged_fields)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_MetadataResponse_13(out: bytearray, o: MetadataResponse) -> None:
+def _w_MetadataResponse_13(out: list[bytes], o: MetadataResponse) -> None:
     if o.cluster_authorized_operations != -2147483648:
         raise MessageEncodeError("Attempted to write a non-default ClusterAuthorizedOperations")
-    out += _P_i(o.throttle_time_ms)
     a_brokers = o.brokers
     n_brokers = len(a_brokers)
     if n_brokers < 127:
-        out.append(n_brokers + 1)
+        out.append(_P_iB(o.throttle_time_ms, n_brokers + 1))
     else:
-        _wuv(out, n_brokers + 1)
+        out.append(_P_i(o.throttle_time_ms))
+        out.append(_uvb(n_brokers + 1))
     for e_brokers in a_brokers:
-        out += _P_i(e_brokers.node_id)
-        s_brokers__host = _SC.get(e_brokers.host)
-        if s_brokers__host is None:
-            s_brokers__host = _cstr(e_brokers.host)
-        out += s_brokers__host
-        out += _P_i(e_brokers.port)
+        out.append(_P_i(e_brokers.node_id))
+        out.append(_SC.get(e_brokers.host) or _cstr(e_brokers.host))
+        out.append(_P_i(e_brokers.port))
         if e_brokers.rack is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_brokers__rack = _SC.get(e_brokers.rack)
-            if s_brokers__rack is None:
-                s_brokers__rack = _cstr(e_brokers.rack)
-            out += s_brokers__rack
+            out.append(_SC.get(e_brokers.rack) or _cstr(e_brokers.rack))
         if e_brokers.unknown_tagged_fields:
             _wtags(out, e_brokers.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.controller_id)
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iB(o.controller_id, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_i(o.controller_id))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        _w_MetadataResponseTopic_12(out, e_topics)
-    out += _P_hx(o.error_code)
+        out.append(_P_h(e_topics.error_code))
+        if e_topics.name is None:
+            out.append(_B1[0])
+        else:
+            out.append(_SC.get(e_topics.name) or _cstr(e_topics.name))
+        a_topics__partitions = e_topics.partitions
+        n_topics__partitions = len(a_topics__partitions)
+        if n_topics__partitions < 127:
+            out.append(
+                _P_16soB(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal, n_topics__partitions + 1)
+            )
+        else:
+            out.append(_P_16so(e_topics.topic_id.int.to_bytes(16), e_topics.is_internal))
+            out.append(_uvb(n_topics__partitions + 1))
+        for e_topics__partitions in a_topics__partitions:
+            a_topics__partitions__replica_nodes = e_topics__partitions.replica_nodes
+            n_topics__partitions__replica_nodes = len(a_topics__partitions__replica_nodes)
+            if n_topics__partitions__replica_nodes < 127:
+                out.append(
+                    _P_hiiiB(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                        n_topics__partitions__replica_nodes + 1,
+                    )
+                )
+            else:
+                out.append(
+                    _P_hiii(
+                        e_topics__partitions.error_code,
+                        e_topics__partitions.partition_index,
+                        e_topics__partitions.leader_id,
+                        e_topics__partitions.leader_epoch,
+                    )
+                )
+                out.append(_uvb(n_topics__partitions__replica_nodes + 1))
+            if 0 < n_topics__partitions__replica_nodes < 127:
+                out.append(_AT_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            elif n_topics__partitions__replica_nodes:
+                out.append(_AP_i[n_topics__partitions__replica_nodes](*a_topics__partitions__replica_nodes))
+            a_topics__partitions__isr_nodes = e_topics__partitions.isr_nodes
+            n_topics__partitions__isr_nodes = len(a_topics__partitions__isr_nodes)
+            if n_topics__partitions__isr_nodes < 127:
+                out.append(_B1[n_topics__partitions__isr_nodes + 1])
+                if n_topics__partitions__isr_nodes:
+                    out.append(_AT_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            else:
+                out.append(_uvb(n_topics__partitions__isr_nodes + 1))
+                out.append(_AP_i[n_topics__partitions__isr_nodes](*a_topics__partitions__isr_nodes))
+            a_topics__partitions__offline_replicas = e_topics__partitions.offline_replicas
+            n_topics__partitions__offline_replicas = len(a_topics__partitions__offline_replicas)
+            if n_topics__partitions__offline_replicas < 127:
+                out.append(_B1[n_topics__partitions__offline_replicas + 1])
+                if n_topics__partitions__offline_replicas:
+                    out.append(
+                        _AT_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                    )
+            else:
+                out.append(_uvb(n_topics__partitions__offline_replicas + 1))
+                out.append(
+                    _AP_i[n_topics__partitions__offline_replicas](*a_topics__partitions__offline_replicas)
+                )
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, e_topics__partitions.unknown_tagged_fields)
+            else:
+                out.append(_B1[0])
+        out.append(_P_ix(e_topics.topic_authorized_operations))
+        if e_topics.unknown_tagged_fields:
+            out[-1] = out[-1][:-1]
+            _wtags(out, e_topics.unknown_tagged_fields)
+    out.append(_P_hx(o.error_code))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
 def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
     else:
@@ -1459,10 +1003,8 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
             ob_brokers__ = _new(MetadataResponseBroker)
-            (ob_brokers__.node_id,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.node_id, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Host was serialized as null")
             else:
@@ -1473,10 +1015,8 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
                 ob_brokers__.host = d[p:e].decode()
                 p = e
-            (ob_brokers__.port,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.port, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 ob_brokers__.rack = None
             else:
@@ -1502,10 +1042,8 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.controller_id, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1513,8 +1051,63 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_4(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hh(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ob_topics__.is_internal, ln = _U_oi(d, p)
+            p += 5
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ln,
+                    ) = _U_hiii(d, p)
+                    p += 14
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ob_topics__partitions__.leader_epoch = -1
+                    ob_topics__partitions__.offline_replicas = []
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.topic_authorized_operations = -2147483648
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
@@ -1524,10 +1117,8 @@ def _r_MetadataResponse_4(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
     else:
@@ -1536,10 +1127,8 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
             ob_brokers__ = _new(MetadataResponseBroker)
-            (ob_brokers__.node_id,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.node_id, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Host was serialized as null")
             else:
@@ -1550,10 +1139,8 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
                 ob_brokers__.host = d[p:e].decode()
                 p = e
-            (ob_brokers__.port,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.port, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 ob_brokers__.rack = None
             else:
@@ -1579,10 +1166,8 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.controller_id, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1590,8 +1175,73 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_5(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hh(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ob_topics__.is_internal, ln = _U_oi(d, p)
+            p += 5
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ln,
+                    ) = _U_hiii(d, p)
+                    p += 14
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ob_topics__partitions__.leader_epoch = -1
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.topic_authorized_operations = -2147483648
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
@@ -1601,10 +1251,8 @@ def _r_MetadataResponse_5(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
     else:
@@ -1613,10 +1261,8 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
             ob_brokers__ = _new(MetadataResponseBroker)
-            (ob_brokers__.node_id,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.node_id, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Host was serialized as null")
             else:
@@ -1627,10 +1273,8 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
                 ob_brokers__.host = d[p:e].decode()
                 p = e
-            (ob_brokers__.port,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.port, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 ob_brokers__.rack = None
             else:
@@ -1656,10 +1300,8 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.controller_id, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1667,8 +1309,73 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_7(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hh(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ob_topics__.is_internal, ln = _U_oi(d, p)
+            p += 5
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_hiiii(d, p)
+                    p += 18
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.topic_authorized_operations = -2147483648
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
@@ -1678,10 +1385,8 @@ def _r_MetadataResponse_7(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.throttle_time_ms, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
     else:
@@ -1690,10 +1395,8 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
             ob_brokers__ = _new(MetadataResponseBroker)
-            (ob_brokers__.node_id,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.node_id, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Host was serialized as null")
             else:
@@ -1704,10 +1407,8 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
                     raise MessageDecodeError("field Host is longer than the remaining bytes")
                 ob_brokers__.host = d[p:e].decode()
                 p = e
-            (ob_brokers__.port,) = _U_i(d, p)
-            p += 4
-            (ln,) = _U_h(d, p)
-            p += 2
+            ob_brokers__.port, ln = _U_ih(d, p)
+            p += 6
             if ln < 0:
                 ob_brokers__.rack = None
             else:
@@ -1733,10 +1434,8 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    (ln,) = _U_i(d, p)
-    p += 4
+    ob_.controller_id, ln = _U_ii(d, p)
+    p += 8
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
     else:
@@ -1744,8 +1443,74 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_8(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hh(d, p)
+            p += 4
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ob_topics__.is_internal, ln = _U_oi(d, p)
+            p += 5
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_hiiii(d, p)
+                    p += 18
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    (ln,) = _U_i(d, p)
+                    p += 4
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ob_topics__partitions__.unknown_tagged_fields = []
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            (ob_topics__.topic_authorized_operations,) = _U_i(d, p)
+            p += 4
+            ob_topics__.topic_id = ZERO_UUID
+            ob_topics__.unknown_tagged_fields = []
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     (ob_.cluster_authorized_operations,) = _U_i(d, p)
     p += 4
@@ -1756,13 +1521,10 @@ def _r_MetadataResponse_8(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -1771,8 +1533,53 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            unk_brokers__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
@@ -1790,13 +1597,10 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1805,8 +1609,117 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_9(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hB(d, p)
+            p += 3
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ob_topics__.is_internal, ln = _U_oB(d, p)
+            p += 2
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_hiiiB(d, p)
+                    p += 15
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_authorized_operations, nt = _U_iB(d, p)
+            p += 5
+            ob_topics__.topic_id = ZERO_UUID
+            unk_topics__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_authorized_operations, nt = _U_iB(d, p)
     p += 5
@@ -1829,13 +1742,10 @@ def _r_MetadataResponse_9(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -1844,8 +1754,53 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            unk_brokers__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
@@ -1863,13 +1818,10 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1878,8 +1830,117 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_10(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hB(d, p)
+            p += 3
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            u_topics__topic_id, ob_topics__.is_internal, ln = _U_16soB(d, p)
+            p += 18
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_hiiiB(d, p)
+                    p += 15
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_authorized_operations, nt = _U_iB(d, p)
+            p += 5
+            unk_topics__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_authorized_operations, nt = _U_iB(d, p)
     p += 5
@@ -1902,13 +1963,10 @@ def _r_MetadataResponse_10(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -1917,8 +1975,53 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            unk_brokers__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
@@ -1936,13 +2039,10 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -1951,8 +2051,117 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_10(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hB(d, p)
+            p += 3
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            u_topics__topic_id, ob_topics__.is_internal, ln = _U_16soB(d, p)
+            p += 18
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_hiiiB(d, p)
+                    p += 15
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_authorized_operations, nt = _U_iB(d, p)
+            p += 5
+            unk_topics__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
@@ -1976,13 +2185,10 @@ def _r_MetadataResponse_11(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -1991,8 +2197,53 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            unk_brokers__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
@@ -2010,13 +2261,10 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -2025,8 +2273,117 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_12(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hB(d, p)
+            p += 3
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_topics__.name = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            u_topics__topic_id, ob_topics__.is_internal, ln = _U_16soB(d, p)
+            p += 18
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_hiiiB(d, p)
+                    p += 15
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_authorized_operations, nt = _U_iB(d, p)
+            p += 5
+            unk_topics__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.cluster_authorized_operations = -2147483648
     ob_.error_code = 0
@@ -2050,13 +2407,10 @@ def _r_MetadataResponse_12(d: bytes, p: int) -> tuple[MetadataResponse, int]:
 
 def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     ob_ = _new(MetadataResponse)
-    (ob_.throttle_time_ms,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Brokers was serialized as null")
@@ -2065,8 +2419,53 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Brokers claims more elements than bytes remain")
         l_brokers: list[MetadataResponseBroker] = []
         for _ in range(ln):
-            el_brokers, p = _r_MetadataResponseBroker_9(d, p)
-            l_brokers.append(el_brokers)
+            ob_brokers__ = _new(MetadataResponseBroker)
+            ob_brokers__.node_id, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_brokers__.host = d[p:e].decode()
+                p = e
+            ob_brokers__.port, ln = _U_iB(d, p)
+            p += 5
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_brokers__.rack = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Rack had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Rack is longer than the remaining bytes")
+                ob_brokers__.rack = d[p:e].decode()
+                p = e
+            unk_brokers__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_brokers__.append((tg, d[p:te]))
+                    p = te
+            ob_brokers__.unknown_tagged_fields = unk_brokers__
+            l_brokers.append(ob_brokers__)
         ob_.brokers = l_brokers
     ln = d[p]
     if ln < 128:
@@ -2084,13 +2483,10 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.controller_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.controller_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -2099,8 +2495,117 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[MetadataResponseTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_MetadataResponseTopic_12(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(MetadataResponseTopic)
+            ob_topics__.error_code, ln = _U_hB(d, p)
+            p += 3
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_topics__.name = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            u_topics__topic_id, ob_topics__.is_internal, ln = _U_16soB(d, p)
+            p += 18
+            ob_topics__.topic_id = _UC.get(u_topics__topic_id) or _uuid(u_topics__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[MetadataResponsePartition] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(MetadataResponsePartition)
+                    (
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ln,
+                    ) = _U_hiiiB(d, p)
+                    p += 15
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ReplicaNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array ReplicaNodes claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.replica_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field IsrNodes was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array IsrNodes claims more elements than bytes remain")
+                        ob_topics__partitions__.isr_nodes = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field OfflineReplicas was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array OfflineReplicas claims more elements than bytes remain"
+                            )
+                        ob_topics__partitions__.offline_replicas = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            ob_topics__.topic_authorized_operations, nt = _U_iB(d, p)
+            p += 5
+            unk_topics__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.error_code, nt = _U_hB(d, p)
     p += 3
@@ -2121,7 +2626,7 @@ def _r_MetadataResponse_13(d: bytes, p: int) -> tuple[MetadataResponse, int]:
     return ob_, p
 
 
-_W_MetadataResponse: dict[int, Callable[[bytearray, MetadataResponse], None]] = {
+_W_MetadataResponse: dict[int, Callable[[list[bytes], MetadataResponse], None]] = {
     4: _w_MetadataResponse_4,
     5: _w_MetadataResponse_5,
     6: _w_MetadataResponse_5,

@@ -10,22 +10,33 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _U_iB = struct.Struct(">iB").unpack_from
+_I_iB = struct.Struct(">iB").iter_unpack
 _U_iii16sB = struct.Struct(">iii16sB").unpack_from
 _P_iii16sx = struct.Struct(">iii16sx").pack
 _P_iiiq = struct.Struct(">iiiq").pack
-_U_iiiq = struct.Struct(">iiiq").unpack_from
+_U_iiiqB = struct.Struct(">iiiqB").unpack_from
 _P_ix = struct.Struct(">ix").pack
 
 
@@ -65,29 +76,29 @@ class QuorumStateData:
         w = _W_QuorumStateData.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of QuorumStateData")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write QuorumStateData v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of QuorumStateData") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_QuorumStateData.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of QuorumStateData")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write QuorumStateData v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of QuorumStateData") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> QuorumStateData:
@@ -127,44 +138,41 @@ class QuorumStateData:
             raise MessageDecodeError(f"{e} (reading QuorumStateData v{version})") from None
 
 
-def _w_QuorumStateData_0(out: bytearray, o: QuorumStateData) -> None:
+def _w_QuorumStateData_0(out: list[bytes], o: QuorumStateData) -> None:
     if o.voted_directory_id != ZERO_UUID:
         raise MessageEncodeError("Attempted to write a non-default VotedDirectoryId")
-    s_cluster_id = _SC.get(o.cluster_id)
-    if s_cluster_id is None:
-        s_cluster_id = _cstr(o.cluster_id)
-    out += s_cluster_id
-    out += _P_iiiq(o.leader_id, o.leader_epoch, o.voted_id, o.applied_offset)
+    out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+    out.append(_P_iiiq(o.leader_id, o.leader_epoch, o.voted_id, o.applied_offset))
     if o.current_voters is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
         a_current_voters = o.current_voters
         n_current_voters = len(a_current_voters)
         if n_current_voters < 127:
-            out.append(n_current_voters + 1)
+            out.append(_B1[n_current_voters + 1])
         else:
-            _wuv(out, n_current_voters + 1)
+            out.append(_uvb(n_current_voters + 1))
         for e_current_voters in a_current_voters:
-            out += _P_ix(e_current_voters.voter_id)
+            out.append(_P_ix(e_current_voters.voter_id))
             if e_current_voters.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_current_voters.unknown_tagged_fields)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_QuorumStateData_1(out: bytearray, o: QuorumStateData) -> None:
+def _w_QuorumStateData_1(out: list[bytes], o: QuorumStateData) -> None:
     if o.cluster_id != "":
         raise MessageEncodeError("Attempted to write a non-default ClusterId")
     if o.applied_offset != 0:
         raise MessageEncodeError("Attempted to write a non-default AppliedOffset")
     if o.current_voters is None or len(o.current_voters) != 0:
         raise MessageEncodeError("Attempted to write a non-default CurrentVoters")
-    out += _P_iii16sx(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id.int.to_bytes(16))
+    out.append(_P_iii16sx(o.leader_id, o.leader_epoch, o.voted_id, o.voted_directory_id.int.to_bytes(16)))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -186,13 +194,10 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    ob_.leader_id, ob_.leader_epoch, ob_.voted_id, ob_.applied_offset = _U_iiiq(d, p)
-    p += 20
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.leader_id, ob_.leader_epoch, ob_.voted_id, ob_.applied_offset, ln = _U_iiiqB(d, p)
+    p += 21
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.current_voters = None
@@ -200,7 +205,18 @@ def _r_QuorumStateData_0(d: bytes, p: int) -> tuple[QuorumStateData, int]:
         if ln > len(d) - p:
             raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
         l_current_voters: list[Voter] = []
-        for _ in range(ln):
+        if ln >= 8:
+            if 5 * ln > len(d) - p:
+                raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
+            for v_current_voters__voter_id, nt in _I_iB(memoryview(d)[p : p + 5 * ln]):
+                if nt:
+                    break
+                ob_current_voters__ = _new(Voter)
+                ob_current_voters__.voter_id = v_current_voters__voter_id
+                ob_current_voters__.unknown_tagged_fields = []
+                l_current_voters.append(ob_current_voters__)
+            p += 5 * len(l_current_voters)
+        for _ in range(ln - len(l_current_voters)):
             ob_current_voters__ = _new(Voter)
             ob_current_voters__.voter_id, nt = _U_iB(d, p)
             p += 5
@@ -242,7 +258,7 @@ def _r_QuorumStateData_1(d: bytes, p: int) -> tuple[QuorumStateData, int]:
     ob_ = _new(QuorumStateData)
     ob_.leader_id, ob_.leader_epoch, ob_.voted_id, u_voted_directory_id, nt = _U_iii16sB(d, p)
     p += 29
-    ob_.voted_directory_id = _uuid(u_voted_directory_id)
+    ob_.voted_directory_id = _UC.get(u_voted_directory_id) or _uuid(u_voted_directory_id)
     ob_.cluster_id = ""
     ob_.applied_offset = 0
     ob_.current_voters = []
@@ -262,7 +278,7 @@ def _r_QuorumStateData_1(d: bytes, p: int) -> tuple[QuorumStateData, int]:
     return ob_, p
 
 
-_W_QuorumStateData: dict[int, Callable[[bytearray, QuorumStateData], None]] = {
+_W_QuorumStateData: dict[int, Callable[[list[bytes], QuorumStateData], None]] = {
     0: _w_QuorumStateData_0,
     1: _w_QuorumStateData_1,
 }

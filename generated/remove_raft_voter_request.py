@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -47,29 +57,29 @@ class RemoveRaftVoterRequest:
         w = _W_RemoveRaftVoterRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of RemoveRaftVoterRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write RemoveRaftVoterRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of RemoveRaftVoterRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_RemoveRaftVoterRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of RemoveRaftVoterRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write RemoveRaftVoterRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of RemoveRaftVoterRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> RemoveRaftVoterRequest:
@@ -111,17 +121,14 @@ class RemoveRaftVoterRequest:
             raise MessageDecodeError(f"{e} (reading RemoveRaftVoterRequest v{version})") from None
 
 
-def _w_RemoveRaftVoterRequest_0(out: bytearray, o: RemoveRaftVoterRequest) -> None:
+def _w_RemoveRaftVoterRequest_0(out: list[bytes], o: RemoveRaftVoterRequest) -> None:
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i16sx(o.voter_id, o.voter_directory_id.int.to_bytes(16))
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
+    out.append(_P_i16sx(o.voter_id, o.voter_directory_id.int.to_bytes(16)))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -145,7 +152,7 @@ def _r_RemoveRaftVoterRequest_0(d: bytes, p: int) -> tuple[RemoveRaftVoterReques
         p = e
     ob_.voter_id, u_voter_directory_id, nt = _U_i16sB(d, p)
     p += 21
-    ob_.voter_directory_id = _uuid(u_voter_directory_id)
+    ob_.voter_directory_id = _UC.get(u_voter_directory_id) or _uuid(u_voter_directory_id)
     unk_: list[tuple[int, bytes]] = []
     if nt:
         if nt >= 128:
@@ -162,7 +169,7 @@ def _r_RemoveRaftVoterRequest_0(d: bytes, p: int) -> tuple[RemoveRaftVoterReques
     return ob_, p
 
 
-_W_RemoveRaftVoterRequest: dict[int, Callable[[bytearray, RemoveRaftVoterRequest], None]] = {
+_W_RemoveRaftVoterRequest: dict[int, Callable[[list[bytes], RemoveRaftVoterRequest], None]] = {
     0: _w_RemoveRaftVoterRequest_0,
 }
 _R_RemoveRaftVoterRequest: dict[int, Callable[[bytes, int], tuple[RemoveRaftVoterRequest, int]]] = {

@@ -10,21 +10,30 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_h = struct.Struct(">h").pack
-_U_h = struct.Struct(">h").unpack_from
 _P_hhi = struct.Struct(">hhi").pack
-_U_hhi = struct.Struct(">hhi").unpack_from
+_U_hhih = struct.Struct(">hhih").unpack_from
 
 
 @dataclass(slots=True)
@@ -50,29 +59,29 @@ class RequestHeader:
         w = _W_RequestHeader.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of RequestHeader")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write RequestHeader v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of RequestHeader") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_RequestHeader.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of RequestHeader")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write RequestHeader v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of RequestHeader") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> RequestHeader:
@@ -112,40 +121,32 @@ class RequestHeader:
             raise MessageDecodeError(f"{e} (reading RequestHeader v{version})") from None
 
 
-def _w_RequestHeader_1(out: bytearray, o: RequestHeader) -> None:
-    out += _P_hhi(o.request_api_key, o.request_api_version, o.correlation_id)
+def _w_RequestHeader_1(out: list[bytes], o: RequestHeader) -> None:
+    out.append(_P_hhi(o.request_api_key, o.request_api_version, o.correlation_id))
     if o.client_id is None:
-        out += _P_h(-1)
+        out.append(_P_h(-1))
     else:
-        s_client_id = _SL.get(o.client_id)
-        if s_client_id is None:
-            s_client_id = _lstr(o.client_id)
-        out += s_client_id
+        out.append(_SL.get(o.client_id) or _lstr(o.client_id))
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_RequestHeader_2(out: bytearray, o: RequestHeader) -> None:
-    out += _P_hhi(o.request_api_key, o.request_api_version, o.correlation_id)
+def _w_RequestHeader_2(out: list[bytes], o: RequestHeader) -> None:
+    out.append(_P_hhi(o.request_api_key, o.request_api_version, o.correlation_id))
     if o.client_id is None:
-        out += _P_h(-1)
+        out.append(_P_h(-1))
     else:
-        s_client_id = _SL.get(o.client_id)
-        if s_client_id is None:
-            s_client_id = _lstr(o.client_id)
-        out += s_client_id
+        out.append(_SL.get(o.client_id) or _lstr(o.client_id))
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_RequestHeader_1(d: bytes, p: int) -> tuple[RequestHeader, int]:
     ob_ = _new(RequestHeader)
-    ob_.request_api_key, ob_.request_api_version, ob_.correlation_id = _U_hhi(d, p)
-    p += 8
-    (ln,) = _U_h(d, p)
-    p += 2
+    ob_.request_api_key, ob_.request_api_version, ob_.correlation_id, ln = _U_hhih(d, p)
+    p += 10
     if ln < 0:
         ob_.client_id = None
     else:
@@ -162,10 +163,8 @@ def _r_RequestHeader_1(d: bytes, p: int) -> tuple[RequestHeader, int]:
 
 def _r_RequestHeader_2(d: bytes, p: int) -> tuple[RequestHeader, int]:
     ob_ = _new(RequestHeader)
-    ob_.request_api_key, ob_.request_api_version, ob_.correlation_id = _U_hhi(d, p)
-    p += 8
-    (ln,) = _U_h(d, p)
-    p += 2
+    ob_.request_api_key, ob_.request_api_version, ob_.correlation_id, ln = _U_hhih(d, p)
+    p += 10
     if ln < 0:
         ob_.client_id = None
     else:
@@ -194,7 +193,7 @@ def _r_RequestHeader_2(d: bytes, p: int) -> tuple[RequestHeader, int]:
     return ob_, p
 
 
-_W_RequestHeader: dict[int, Callable[[bytearray, RequestHeader], None]] = {
+_W_RequestHeader: dict[int, Callable[[list[bytes], RequestHeader], None]] = {
     1: _w_RequestHeader_1,
     2: _w_RequestHeader_2,
 }

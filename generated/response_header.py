@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -47,29 +57,29 @@ class ResponseHeader:
         w = _W_ResponseHeader.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of ResponseHeader")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write ResponseHeader v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of ResponseHeader") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_ResponseHeader.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of ResponseHeader")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write ResponseHeader v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of ResponseHeader") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> ResponseHeader:
@@ -109,16 +119,16 @@ class ResponseHeader:
             raise MessageDecodeError(f"{e} (reading ResponseHeader v{version})") from None
 
 
-def _w_ResponseHeader_0(out: bytearray, o: ResponseHeader) -> None:
-    out += _P_i(o.correlation_id)
+def _w_ResponseHeader_0(out: list[bytes], o: ResponseHeader) -> None:
+    out.append(_P_i(o.correlation_id))
     if o.unknown_tagged_fields:
         raise MessageEncodeError("Tagged fields were set, but this version does not support them")
 
 
-def _w_ResponseHeader_1(out: bytearray, o: ResponseHeader) -> None:
-    out += _P_ix(o.correlation_id)
+def _w_ResponseHeader_1(out: list[bytes], o: ResponseHeader) -> None:
+    out.append(_P_ix(o.correlation_id))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -150,7 +160,7 @@ def _r_ResponseHeader_1(d: bytes, p: int) -> tuple[ResponseHeader, int]:
     return ob_, p
 
 
-_W_ResponseHeader: dict[int, Callable[[bytearray, ResponseHeader], None]] = {
+_W_ResponseHeader: dict[int, Callable[[list[bytes], ResponseHeader], None]] = {
     0: _w_ResponseHeader_0,
     1: _w_ResponseHeader_1,
 }

@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -45,29 +55,29 @@ class SnapshotFooterRecord:
         w = _W_SnapshotFooterRecord.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of SnapshotFooterRecord")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write SnapshotFooterRecord v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of SnapshotFooterRecord") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_SnapshotFooterRecord.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of SnapshotFooterRecord")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write SnapshotFooterRecord v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of SnapshotFooterRecord") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> SnapshotFooterRecord:
@@ -109,10 +119,10 @@ class SnapshotFooterRecord:
             raise MessageDecodeError(f"{e} (reading SnapshotFooterRecord v{version})") from None
 
 
-def _w_SnapshotFooterRecord_0(out: bytearray, o: SnapshotFooterRecord) -> None:
-    out += _P_hx(o.version)
+def _w_SnapshotFooterRecord_0(out: list[bytes], o: SnapshotFooterRecord) -> None:
+    out.append(_P_hx(o.version))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -136,7 +146,7 @@ def _r_SnapshotFooterRecord_0(d: bytes, p: int) -> tuple[SnapshotFooterRecord, i
     return ob_, p
 
 
-_W_SnapshotFooterRecord: dict[int, Callable[[bytearray, SnapshotFooterRecord], None]] = {
+_W_SnapshotFooterRecord: dict[int, Callable[[list[bytes], SnapshotFooterRecord], None]] = {
     0: _w_SnapshotFooterRecord_0,
 }
 _R_SnapshotFooterRecord: dict[int, Callable[[bytes, int], tuple[SnapshotFooterRecord, int]]] = {

@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -28,7 +38,8 @@ _P_hox = struct.Struct(">h?x").pack
 _U_hbB = struct.Struct(">hbB").unpack_from
 _P_hbx = struct.Struct(">hbx").pack
 _P_i = struct.Struct(">i").pack
-_U_i = struct.Struct(">i").unpack_from
+_P_iB = struct.Struct(">iB").pack
+_U_iB = struct.Struct(">iB").unpack_from
 
 
 @dataclass(slots=True)
@@ -66,29 +77,29 @@ class UpdateFeaturesRequest:
         w = _W_UpdateFeaturesRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateFeaturesRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write UpdateFeaturesRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of UpdateFeaturesRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_UpdateFeaturesRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateFeaturesRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write UpdateFeaturesRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of UpdateFeaturesRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateFeaturesRequest:
@@ -130,67 +141,58 @@ class UpdateFeaturesRequest:
             raise MessageDecodeError(f"{e} (reading UpdateFeaturesRequest v{version})") from None
 
 
-def _w_UpdateFeaturesRequest_0(out: bytearray, o: UpdateFeaturesRequest) -> None:
+def _w_UpdateFeaturesRequest_0(out: list[bytes], o: UpdateFeaturesRequest) -> None:
     if o.validate_only:
         raise MessageEncodeError("Attempted to write a non-default ValidateOnly")
-    out += _P_i(o.timeout_ms)
     a_feature_updates = o.feature_updates
     n_feature_updates = len(a_feature_updates)
     if n_feature_updates < 127:
-        out.append(n_feature_updates + 1)
+        out.append(_P_iB(o.timeout_ms, n_feature_updates + 1))
     else:
-        _wuv(out, n_feature_updates + 1)
+        out.append(_P_i(o.timeout_ms))
+        out.append(_uvb(n_feature_updates + 1))
     for e_feature_updates in a_feature_updates:
         if e_feature_updates.upgrade_type != 1:
             raise MessageEncodeError("Attempted to write a non-default UpgradeType")
-        s_feature_updates__feature = _SC.get(e_feature_updates.feature)
-        if s_feature_updates__feature is None:
-            s_feature_updates__feature = _cstr(e_feature_updates.feature)
-        out += s_feature_updates__feature
-        out += _P_hox(e_feature_updates.max_version_level, e_feature_updates.allow_downgrade)
+        out.append(_SC.get(e_feature_updates.feature) or _cstr(e_feature_updates.feature))
+        out.append(_P_hox(e_feature_updates.max_version_level, e_feature_updates.allow_downgrade))
         if e_feature_updates.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_feature_updates.unknown_tagged_fields)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_UpdateFeaturesRequest_1(out: bytearray, o: UpdateFeaturesRequest) -> None:
-    out += _P_i(o.timeout_ms)
+def _w_UpdateFeaturesRequest_1(out: list[bytes], o: UpdateFeaturesRequest) -> None:
     a_feature_updates = o.feature_updates
     n_feature_updates = len(a_feature_updates)
     if n_feature_updates < 127:
-        out.append(n_feature_updates + 1)
+        out.append(_P_iB(o.timeout_ms, n_feature_updates + 1))
     else:
-        _wuv(out, n_feature_updates + 1)
+        out.append(_P_i(o.timeout_ms))
+        out.append(_uvb(n_feature_updates + 1))
     for e_feature_updates in a_feature_updates:
         if e_feature_updates.allow_downgrade:
             raise MessageEncodeError("Attempted to write a non-default AllowDowngrade")
-        s_feature_updates__feature = _SC.get(e_feature_updates.feature)
-        if s_feature_updates__feature is None:
-            s_feature_updates__feature = _cstr(e_feature_updates.feature)
-        out += s_feature_updates__feature
-        out += _P_hbx(e_feature_updates.max_version_level, e_feature_updates.upgrade_type)
+        out.append(_SC.get(e_feature_updates.feature) or _cstr(e_feature_updates.feature))
+        out.append(_P_hbx(e_feature_updates.max_version_level, e_feature_updates.upgrade_type))
         if e_feature_updates.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_feature_updates.unknown_tagged_fields)
-    out += _P_ox(o.validate_only)
+    out.append(_P_ox(o.validate_only))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
 def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest, int]:
     ob_ = _new(UpdateFeaturesRequest)
-    (ob_.timeout_ms,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.timeout_ms, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field FeatureUpdates was serialized as null")
@@ -255,13 +257,10 @@ def _r_UpdateFeaturesRequest_0(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
 
 def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest, int]:
     ob_ = _new(UpdateFeaturesRequest)
-    (ob_.timeout_ms,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.timeout_ms, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field FeatureUpdates was serialized as null")
@@ -323,7 +322,7 @@ def _r_UpdateFeaturesRequest_1(d: bytes, p: int) -> tuple[UpdateFeaturesRequest,
     return ob_, p
 
 
-_W_UpdateFeaturesRequest: dict[int, Callable[[bytearray, UpdateFeaturesRequest], None]] = {
+_W_UpdateFeaturesRequest: dict[int, Callable[[list[bytes], UpdateFeaturesRequest], None]] = {
     0: _w_UpdateFeaturesRequest_0,
     1: _w_UpdateFeaturesRequest_1,
     2: _w_UpdateFeaturesRequest_1,

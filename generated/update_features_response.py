@@ -10,21 +10,31 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_h = struct.Struct(">h").pack
-_U_h = struct.Struct(">h").unpack_from
+_U_hB = struct.Struct(">hB").unpack_from
 _P_ih = struct.Struct(">ih").pack
-_U_ih = struct.Struct(">ih").unpack_from
+_U_ihB = struct.Struct(">ihB").unpack_from
 
 
 @dataclass(slots=True)
@@ -62,29 +72,29 @@ class UpdateFeaturesResponse:
         w = _W_UpdateFeaturesResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateFeaturesResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write UpdateFeaturesResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of UpdateFeaturesResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_UpdateFeaturesResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateFeaturesResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write UpdateFeaturesResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of UpdateFeaturesResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateFeaturesResponse:
@@ -126,122 +136,53 @@ class UpdateFeaturesResponse:
             raise MessageDecodeError(f"{e} (reading UpdateFeaturesResponse v{version})") from None
 
 
-def _r_UpdatableFeatureResult_0(d: bytes, p: int) -> tuple[UpdatableFeatureResult, int]:
-    ob_ = _new(UpdatableFeatureResult)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Feature was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Feature had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Feature is longer than the remaining bytes")
-        ob_.feature = d[p:e].decode()
-        p = e
-    (ob_.error_code,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.error_message = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field ErrorMessage had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        ob_.error_message = d[p:e].decode()
-        p = e
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_UpdateFeaturesResponse_0(out: bytearray, o: UpdateFeaturesResponse) -> None:
-    out += _P_ih(o.throttle_time_ms, o.error_code)
+def _w_UpdateFeaturesResponse_0(out: list[bytes], o: UpdateFeaturesResponse) -> None:
+    out.append(_P_ih(o.throttle_time_ms, o.error_code))
     if o.error_message is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_error_message = _SC.get(o.error_message)
-        if s_error_message is None:
-            s_error_message = _cstr(o.error_message)
-        out += s_error_message
+        out.append(_SC.get(o.error_message) or _cstr(o.error_message))
     a_results = o.results
     n_results = len(a_results)
     if n_results < 127:
-        out.append(n_results + 1)
+        out.append(_B1[n_results + 1])
     else:
-        _wuv(out, n_results + 1)
+        out.append(_uvb(n_results + 1))
     for e_results in a_results:
-        s_results__feature = _SC.get(e_results.feature)
-        if s_results__feature is None:
-            s_results__feature = _cstr(e_results.feature)
-        out += s_results__feature
-        out += _P_h(e_results.error_code)
+        out.append(_SC.get(e_results.feature) or _cstr(e_results.feature))
+        out.append(_P_h(e_results.error_code))
         if e_results.error_message is None:
-            out.append(0)
+            out.append(_B1[0])
         else:
-            s_results__error_message = _SC.get(e_results.error_message)
-            if s_results__error_message is None:
-                s_results__error_message = _cstr(e_results.error_message)
-            out += s_results__error_message
+            out.append(_SC.get(e_results.error_message) or _cstr(e_results.error_message))
         if e_results.unknown_tagged_fields:
             _wtags(out, e_results.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_UpdateFeaturesResponse_2(out: bytearray, o: UpdateFeaturesResponse) -> None:
-    out += _P_ih(o.throttle_time_ms, o.error_code)
+def _w_UpdateFeaturesResponse_2(out: list[bytes], o: UpdateFeaturesResponse) -> None:
+    out.append(_P_ih(o.throttle_time_ms, o.error_code))
     if o.error_message is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_error_message = _SC.get(o.error_message)
-        if s_error_message is None:
-            s_error_message = _cstr(o.error_message)
-        out += s_error_message
+        out.append(_SC.get(o.error_message) or _cstr(o.error_message))
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesResponse, int]:
     ob_ = _new(UpdateFeaturesResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -266,8 +207,54 @@ def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
             raise MessageDecodeError("array Results claims more elements than bytes remain")
         l_results: list[UpdatableFeatureResult] = []
         for _ in range(ln):
-            el_results, p = _r_UpdatableFeatureResult_0(d, p)
-            l_results.append(el_results)
+            ob_results__ = _new(UpdatableFeatureResult)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Feature was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Feature had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Feature is longer than the remaining bytes")
+                ob_results__.feature = d[p:e].decode()
+                p = e
+            ob_results__.error_code, ln = _U_hB(d, p)
+            p += 3
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_results__.error_message = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field ErrorMessage had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
+                ob_results__.error_message = d[p:e].decode()
+                p = e
+            unk_results__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_results__.append((tg, d[p:te]))
+                    p = te
+            ob_results__.unknown_tagged_fields = unk_results__
+            l_results.append(ob_results__)
         ob_.results = l_results
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -289,13 +276,10 @@ def _r_UpdateFeaturesResponse_0(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
 
 def _r_UpdateFeaturesResponse_2(d: bytes, p: int) -> tuple[UpdateFeaturesResponse, int]:
     ob_ = _new(UpdateFeaturesResponse)
-    ob_.throttle_time_ms, ob_.error_code = _U_ih(d, p)
-    p += 6
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.throttle_time_ms, ob_.error_code, ln = _U_ihB(d, p)
+    p += 7
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         ob_.error_message = None
@@ -326,7 +310,7 @@ def _r_UpdateFeaturesResponse_2(d: bytes, p: int) -> tuple[UpdateFeaturesRespons
     return ob_, p
 
 
-_W_UpdateFeaturesResponse: dict[int, Callable[[bytearray, UpdateFeaturesResponse], None]] = {
+_W_UpdateFeaturesResponse: dict[int, Callable[[list[bytes], UpdateFeaturesResponse], None]] = {
     0: _w_UpdateFeaturesResponse_0,
     1: _w_UpdateFeaturesResponse_0,
     2: _w_UpdateFeaturesResponse_2,

@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -26,7 +36,8 @@ _P_Hx = struct.Struct(">Hx").pack
 _U_hhB = struct.Struct(">hhB").unpack_from
 _P_hhx = struct.Struct(">hhx").pack
 _P_ii16s = struct.Struct(">ii16s").pack
-_U_ii16s = struct.Struct(">ii16s").unpack_from
+_P_ii16sB = struct.Struct(">ii16sB").pack
+_U_ii16sB = struct.Struct(">ii16sB").unpack_from
 
 
 @dataclass(slots=True)
@@ -77,29 +88,29 @@ class UpdateRaftVoterRequest:
         w = _W_UpdateRaftVoterRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateRaftVoterRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write UpdateRaftVoterRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of UpdateRaftVoterRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_UpdateRaftVoterRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateRaftVoterRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write UpdateRaftVoterRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of UpdateRaftVoterRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateRaftVoterRequest:
@@ -141,62 +152,10 @@ class UpdateRaftVoterRequest:
             raise MessageDecodeError(f"{e} (reading UpdateRaftVoterRequest v{version})") from None
 
 
-def _r_Listener_0(d: bytes, p: int) -> tuple[Listener, int]:
-    ob_ = _new(Listener)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        ob_.host = d[p:e].decode()
-        p = e
-    ob_.port, nt = _U_HB(d, p)
-    p += 3
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_KRaftVersionFeature_0(out: bytearray, o: KRaftVersionFeature) -> None:
-    out += _P_hhx(o.min_supported_version, o.max_supported_version)
+def _w_KRaftVersionFeature_0(out: list[bytes], o: KRaftVersionFeature) -> None:
+    out.append(_P_hhx(o.min_supported_version, o.max_supported_version))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -220,39 +179,34 @@ def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int
     return ob_, p
 
 
-def _w_UpdateRaftVoterRequest_0(out: bytearray, o: UpdateRaftVoterRequest) -> None:
+def _w_UpdateRaftVoterRequest_0(out: list[bytes], o: UpdateRaftVoterRequest) -> None:
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_ii16s(o.current_leader_epoch, o.voter_id, o.voter_directory_id.int.to_bytes(16))
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_listeners = o.listeners
     n_listeners = len(a_listeners)
     if n_listeners < 127:
-        out.append(n_listeners + 1)
+        out.append(
+            _P_ii16sB(
+                o.current_leader_epoch, o.voter_id, o.voter_directory_id.int.to_bytes(16), n_listeners + 1
+            )
+        )
     else:
-        _wuv(out, n_listeners + 1)
+        out.append(_P_ii16s(o.current_leader_epoch, o.voter_id, o.voter_directory_id.int.to_bytes(16)))
+        out.append(_uvb(n_listeners + 1))
     for e_listeners in a_listeners:
-        s_listeners__name = _SC.get(e_listeners.name)
-        if s_listeners__name is None:
-            s_listeners__name = _cstr(e_listeners.name)
-        out += s_listeners__name
-        s_listeners__host = _SC.get(e_listeners.host)
-        if s_listeners__host is None:
-            s_listeners__host = _cstr(e_listeners.host)
-        out += s_listeners__host
-        out += _P_Hx(e_listeners.port)
+        out.append(_SC.get(e_listeners.name) or _cstr(e_listeners.name))
+        out.append(_SC.get(e_listeners.host) or _cstr(e_listeners.host))
+        out.append(_P_Hx(e_listeners.port))
         if e_listeners.unknown_tagged_fields:
-            del out[-1]
+            out[-1] = out[-1][:-1]
             _wtags(out, e_listeners.unknown_tagged_fields)
     _w_KRaftVersionFeature_0(out, o.kraft_version_feature)
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterRequest, int]:
@@ -273,14 +227,11 @@ def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterReques
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    ob_.current_leader_epoch, ob_.voter_id, u_voter_directory_id = _U_ii16s(d, p)
-    p += 24
-    ob_.voter_directory_id = _uuid(u_voter_directory_id)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.current_leader_epoch, ob_.voter_id, u_voter_directory_id, ln = _U_ii16sB(d, p)
+    p += 25
+    ob_.voter_directory_id = _UC.get(u_voter_directory_id) or _uuid(u_voter_directory_id)
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Listeners was serialized as null")
@@ -289,8 +240,55 @@ def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterReques
             raise MessageDecodeError("array Listeners claims more elements than bytes remain")
         l_listeners: list[Listener] = []
         for _ in range(ln):
-            el_listeners, p = _r_Listener_0(d, p)
-            l_listeners.append(el_listeners)
+            ob_listeners__ = _new(Listener)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_listeners__.name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Host was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Host had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Host is longer than the remaining bytes")
+                ob_listeners__.host = d[p:e].decode()
+                p = e
+            ob_listeners__.port, nt = _U_HB(d, p)
+            p += 3
+            unk_listeners__: list[tuple[int, bytes]] = []
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_listeners__.append((tg, d[p:te]))
+                    p = te
+            ob_listeners__.unknown_tagged_fields = unk_listeners__
+            l_listeners.append(ob_listeners__)
         ob_.listeners = l_listeners
     ob_.kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
     unk_: list[tuple[int, bytes]] = []
@@ -311,7 +309,7 @@ def _r_UpdateRaftVoterRequest_0(d: bytes, p: int) -> tuple[UpdateRaftVoterReques
     return ob_, p
 
 
-_W_UpdateRaftVoterRequest: dict[int, Callable[[bytearray, UpdateRaftVoterRequest], None]] = {
+_W_UpdateRaftVoterRequest: dict[int, Callable[[list[bytes], UpdateRaftVoterRequest], None]] = {
     0: _w_UpdateRaftVoterRequest_0,
 }
 _R_UpdateRaftVoterRequest: dict[int, Callable[[bytes, int], tuple[UpdateRaftVoterRequest, int]]] = {

@@ -10,14 +10,24 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
@@ -25,7 +35,7 @@ _U_iB = struct.Struct(">iB").unpack_from
 _P_ih = struct.Struct(">ih").pack
 _U_ihB = struct.Struct(">ihB").unpack_from
 _P_ii = struct.Struct(">ii").pack
-_U_ii = struct.Struct(">ii").unpack_from
+_U_iiB = struct.Struct(">iiB").unpack_from
 _P_ix = struct.Struct(">ix").pack
 
 
@@ -64,29 +74,29 @@ class UpdateRaftVoterResponse:
         w = _W_UpdateRaftVoterResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateRaftVoterResponse")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write UpdateRaftVoterResponse v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of UpdateRaftVoterResponse") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_UpdateRaftVoterResponse.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of UpdateRaftVoterResponse")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write UpdateRaftVoterResponse v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of UpdateRaftVoterResponse") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> UpdateRaftVoterResponse:
@@ -128,27 +138,21 @@ class UpdateRaftVoterResponse:
             raise MessageDecodeError(f"{e} (reading UpdateRaftVoterResponse v{version})") from None
 
 
-def _w_CurrentLeader_0(out: bytearray, o: CurrentLeader) -> None:
-    out += _P_ii(o.leader_id, o.leader_epoch)
-    s_host = _SC.get(o.host)
-    if s_host is None:
-        s_host = _cstr(o.host)
-    out += s_host
-    out += _P_ix(o.port)
+def _w_CurrentLeader_0(out: list[bytes], o: CurrentLeader) -> None:
+    out.append(_P_ii(o.leader_id, o.leader_epoch))
+    out.append(_SC.get(o.host) or _cstr(o.host))
+    out.append(_P_ix(o.port))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
 def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
     ob_ = _new(CurrentLeader)
-    ob_.leader_id, ob_.leader_epoch = _U_ii(d, p)
-    p += 8
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.leader_id, ob_.leader_epoch, ln = _U_iiB(d, p)
+    p += 9
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Host was serialized as null")
@@ -178,9 +182,11 @@ def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
     return ob_, p
 
 
-def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> None:
-    out += _P_ih(o.throttle_time_ms, o.error_code)
-    tags_: list[tuple[int, bytes | bytearray]] = list(o.unknown_tagged_fields)
+def _w_UpdateRaftVoterResponse_0(out: list[bytes], o: UpdateRaftVoterResponse) -> None:
+    out.append(_P_ih(o.throttle_time_ms, o.error_code))
+    tags_: list[tuple[int, bytes]] = []
+    if o.unknown_tagged_fields:
+        tags_ += o.unknown_tagged_fields
     if (
         (o.current_leader.leader_id != -1)
         or (o.current_leader.leader_epoch != -1)
@@ -188,13 +194,13 @@ def _w_UpdateRaftVoterResponse_0(out: bytearray, o: UpdateRaftVoterResponse) -> 
         or (o.current_leader.port != 0)
         or (o.current_leader.unknown_tagged_fields)
     ):
-        tb = bytearray()
-        _w_CurrentLeader_0(tb, o.current_leader)
-        tags_.append((0, tb))
+        tb_0: list[bytes] = []
+        _w_CurrentLeader_0(tb_0, o.current_leader)
+        tags_.append((0, b"".join(tb_0)))
     if tags_:
         _wtags(out, tags_)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_UpdateRaftVoterResponse_0(d: bytes, p: int) -> tuple[UpdateRaftVoterResponse, int]:
@@ -229,7 +235,7 @@ def _r_UpdateRaftVoterResponse_0(d: bytes, p: int) -> tuple[UpdateRaftVoterRespo
     return ob_, p
 
 
-_W_UpdateRaftVoterResponse: dict[int, Callable[[bytearray, UpdateRaftVoterResponse], None]] = {
+_W_UpdateRaftVoterResponse: dict[int, Callable[[list[bytes], UpdateRaftVoterResponse], None]] = {
     0: _w_UpdateRaftVoterResponse_0,
 }
 _R_UpdateRaftVoterResponse: dict[int, Callable[[bytes, int], tuple[UpdateRaftVoterResponse, int]]] = {

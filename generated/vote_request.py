@@ -10,24 +10,38 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _P_i = struct.Struct(">i").pack
-_U_i = struct.Struct(">i").unpack_from
+_P_iB = struct.Struct(">iB").pack
+_U_iB = struct.Struct(">iB").unpack_from
 _U_iii16s16siqoB = struct.Struct(">iii16s16siq?B").unpack_from
+_I_iii16s16siqoB = struct.Struct(">iii16s16siq?B").iter_unpack
 _P_iii16s16siqox = struct.Struct(">iii16s16siq?x").pack
 _U_iii16s16siqB = struct.Struct(">iii16s16siqB").unpack_from
+_I_iii16s16siqB = struct.Struct(">iii16s16siqB").iter_unpack
 _P_iii16s16siqx = struct.Struct(">iii16s16siqx").pack
 _U_iiiiqB = struct.Struct(">iiiiqB").unpack_from
+_I_iiiiqB = struct.Struct(">iiiiqB").iter_unpack
 _P_iiiiqx = struct.Struct(">iiiiqx").pack
 
 
@@ -81,29 +95,29 @@ class VoteRequest:
         w = _W_VoteRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of VoteRequest")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write VoteRequest v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of VoteRequest") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_VoteRequest.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of VoteRequest")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write VoteRequest v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of VoteRequest") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> VoteRequest:
@@ -141,388 +155,141 @@ class VoteRequest:
             raise MessageDecodeError(f"{e} (reading VoteRequest v{version})") from None
 
 
-def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.replica_epoch,
-                ob_partitions__.replica_id,
-                ob_partitions__.last_offset_epoch,
-                ob_partitions__.last_offset,
-                nt,
-            ) = _U_iiiiqB(d, p)
-            p += 25
-            ob_partitions__.replica_directory_id = ZERO_UUID
-            ob_partitions__.voter_directory_id = ZERO_UUID
-            ob_partitions__.pre_vote = False
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions__.append((tg, d[p:te]))
-                    p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.replica_epoch,
-                ob_partitions__.replica_id,
-                u_partitions__replica_directory_id,
-                u_partitions__voter_directory_id,
-                ob_partitions__.last_offset_epoch,
-                ob_partitions__.last_offset,
-                nt,
-            ) = _U_iii16s16siqB(d, p)
-            p += 57
-            ob_partitions__.replica_directory_id = _uuid(u_partitions__replica_directory_id)
-            ob_partitions__.voter_directory_id = _uuid(u_partitions__voter_directory_id)
-            ob_partitions__.pre_vote = False
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions__.append((tg, d[p:te]))
-                    p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_TopicData_2(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.replica_epoch,
-                ob_partitions__.replica_id,
-                u_partitions__replica_directory_id,
-                u_partitions__voter_directory_id,
-                ob_partitions__.last_offset_epoch,
-                ob_partitions__.last_offset,
-                ob_partitions__.pre_vote,
-                nt,
-            ) = _U_iii16s16siqoB(d, p)
-            p += 58
-            ob_partitions__.replica_directory_id = _uuid(u_partitions__replica_directory_id)
-            ob_partitions__.voter_directory_id = _uuid(u_partitions__voter_directory_id)
-            unk_partitions__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions__.append((tg, d[p:te]))
-                    p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_VoteRequest_0(out: bytearray, o: VoteRequest) -> None:
+def _w_VoteRequest_0(out: list[bytes], o: VoteRequest) -> None:
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_B1[n_topics + 1])
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__topic_name = _SC.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _cstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
             if e_topics__partitions.pre_vote:
                 raise MessageEncodeError("Attempted to write a non-default PreVote")
-            out += _P_iiiiqx(
-                e_topics__partitions.partition_index,
-                e_topics__partitions.replica_epoch,
-                e_topics__partitions.replica_id,
-                e_topics__partitions.last_offset_epoch,
-                e_topics__partitions.last_offset,
+            out.append(
+                _P_iiiiqx(
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.replica_epoch,
+                    e_topics__partitions.replica_id,
+                    e_topics__partitions.last_offset_epoch,
+                    e_topics__partitions.last_offset,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_VoteRequest_1(out: bytearray, o: VoteRequest) -> None:
+def _w_VoteRequest_1(out: list[bytes], o: VoteRequest) -> None:
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.voter_id)
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iB(o.voter_id, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_i(o.voter_id))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__topic_name = _SC.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _cstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
             if e_topics__partitions.pre_vote:
                 raise MessageEncodeError("Attempted to write a non-default PreVote")
-            out += _P_iii16s16siqx(
-                e_topics__partitions.partition_index,
-                e_topics__partitions.replica_epoch,
-                e_topics__partitions.replica_id,
-                e_topics__partitions.replica_directory_id.int.to_bytes(16),
-                e_topics__partitions.voter_directory_id.int.to_bytes(16),
-                e_topics__partitions.last_offset_epoch,
-                e_topics__partitions.last_offset,
+            out.append(
+                _P_iii16s16siqx(
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.replica_epoch,
+                    e_topics__partitions.replica_id,
+                    e_topics__partitions.replica_directory_id.int.to_bytes(16),
+                    e_topics__partitions.voter_directory_id.int.to_bytes(16),
+                    e_topics__partitions.last_offset_epoch,
+                    e_topics__partitions.last_offset,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
-def _w_VoteRequest_2(out: bytearray, o: VoteRequest) -> None:
+def _w_VoteRequest_2(out: list[bytes], o: VoteRequest) -> None:
     if o.cluster_id is None:
-        out.append(0)
+        out.append(_B1[0])
     else:
-        s_cluster_id = _SC.get(o.cluster_id)
-        if s_cluster_id is None:
-            s_cluster_id = _cstr(o.cluster_id)
-        out += s_cluster_id
-    out += _P_i(o.voter_id)
+        out.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(n_topics + 1)
+        out.append(_P_iB(o.voter_id, n_topics + 1))
     else:
-        _wuv(out, n_topics + 1)
+        out.append(_P_i(o.voter_id))
+        out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
-        s_topics__topic_name = _SC.get(e_topics.topic_name)
-        if s_topics__topic_name is None:
-            s_topics__topic_name = _cstr(e_topics.topic_name)
-        out += s_topics__topic_name
+        out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
         a_topics__partitions = e_topics.partitions
         n_topics__partitions = len(a_topics__partitions)
         if n_topics__partitions < 127:
-            out.append(n_topics__partitions + 1)
+            out.append(_B1[n_topics__partitions + 1])
         else:
-            _wuv(out, n_topics__partitions + 1)
+            out.append(_uvb(n_topics__partitions + 1))
         for e_topics__partitions in a_topics__partitions:
-            out += _P_iii16s16siqox(
-                e_topics__partitions.partition_index,
-                e_topics__partitions.replica_epoch,
-                e_topics__partitions.replica_id,
-                e_topics__partitions.replica_directory_id.int.to_bytes(16),
-                e_topics__partitions.voter_directory_id.int.to_bytes(16),
-                e_topics__partitions.last_offset_epoch,
-                e_topics__partitions.last_offset,
-                e_topics__partitions.pre_vote,
+            out.append(
+                _P_iii16s16siqox(
+                    e_topics__partitions.partition_index,
+                    e_topics__partitions.replica_epoch,
+                    e_topics__partitions.replica_id,
+                    e_topics__partitions.replica_directory_id.int.to_bytes(16),
+                    e_topics__partitions.voter_directory_id.int.to_bytes(16),
+                    e_topics__partitions.last_offset_epoch,
+                    e_topics__partitions.last_offset,
+                    e_topics__partitions.pre_vote,
+                )
             )
             if e_topics__partitions.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_topics__partitions.unknown_tagged_fields)
         if e_topics.unknown_tagged_fields:
             _wtags(out, e_topics.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_VoteRequest_0(d: bytes, p: int) -> tuple[VoteRequest, int]:
@@ -556,8 +323,105 @@ def _r_VoteRequest_0(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_0(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                if ln >= 8:
+                    if 25 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition_index,
+                        v_topics__partitions__replica_epoch,
+                        v_topics__partitions__replica_id,
+                        v_topics__partitions__last_offset_epoch,
+                        v_topics__partitions__last_offset,
+                        nt,
+                    ) in _I_iiiiqB(memoryview(d)[p : p + 25 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(PartitionData)
+                        ob_topics__partitions__.partition_index = v_topics__partitions__partition_index
+                        ob_topics__partitions__.replica_epoch = v_topics__partitions__replica_epoch
+                        ob_topics__partitions__.replica_id = v_topics__partitions__replica_id
+                        ob_topics__partitions__.last_offset_epoch = v_topics__partitions__last_offset_epoch
+                        ob_topics__partitions__.last_offset = v_topics__partitions__last_offset
+                        ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                        ob_topics__partitions__.voter_directory_id = ZERO_UUID
+                        ob_topics__partitions__.pre_vote = False
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 25 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.replica_epoch,
+                        ob_topics__partitions__.replica_id,
+                        ob_topics__partitions__.last_offset_epoch,
+                        ob_topics__partitions__.last_offset,
+                        nt,
+                    ) = _U_iiiiqB(d, p)
+                    p += 25
+                    ob_topics__partitions__.replica_directory_id = ZERO_UUID
+                    ob_topics__partitions__.voter_directory_id = ZERO_UUID
+                    ob_topics__partitions__.pre_vote = False
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.voter_id = -1
     unk_: list[tuple[int, bytes]] = []
@@ -596,13 +460,10 @@ def _r_VoteRequest_1(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.voter_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.voter_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -611,8 +472,117 @@ def _r_VoteRequest_1(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_1(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                if ln >= 8:
+                    if 57 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition_index,
+                        v_topics__partitions__replica_epoch,
+                        v_topics__partitions__replica_id,
+                        v_topics__partitions__replica_directory_id,
+                        v_topics__partitions__voter_directory_id,
+                        v_topics__partitions__last_offset_epoch,
+                        v_topics__partitions__last_offset,
+                        nt,
+                    ) in _I_iii16s16siqB(memoryview(d)[p : p + 57 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(PartitionData)
+                        ob_topics__partitions__.partition_index = v_topics__partitions__partition_index
+                        ob_topics__partitions__.replica_epoch = v_topics__partitions__replica_epoch
+                        ob_topics__partitions__.replica_id = v_topics__partitions__replica_id
+                        ob_topics__partitions__.replica_directory_id = _UC.get(
+                            v_topics__partitions__replica_directory_id
+                        ) or _uuid(v_topics__partitions__replica_directory_id)
+                        ob_topics__partitions__.voter_directory_id = _UC.get(
+                            v_topics__partitions__voter_directory_id
+                        ) or _uuid(v_topics__partitions__voter_directory_id)
+                        ob_topics__partitions__.last_offset_epoch = v_topics__partitions__last_offset_epoch
+                        ob_topics__partitions__.last_offset = v_topics__partitions__last_offset
+                        ob_topics__partitions__.pre_vote = False
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 57 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.replica_epoch,
+                        ob_topics__partitions__.replica_id,
+                        u_topics__partitions__replica_directory_id,
+                        u_topics__partitions__voter_directory_id,
+                        ob_topics__partitions__.last_offset_epoch,
+                        ob_topics__partitions__.last_offset,
+                        nt,
+                    ) = _U_iii16s16siqB(d, p)
+                    p += 57
+                    ob_topics__partitions__.replica_directory_id = _UC.get(
+                        u_topics__partitions__replica_directory_id
+                    ) or _uuid(u_topics__partitions__replica_directory_id)
+                    ob_topics__partitions__.voter_directory_id = _UC.get(
+                        u_topics__partitions__voter_directory_id
+                    ) or _uuid(u_topics__partitions__voter_directory_id)
+                    ob_topics__partitions__.pre_vote = False
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -650,13 +620,10 @@ def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    (ob_.voter_id,) = _U_i(d, p)
-    p += 4
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.voter_id, ln = _U_iB(d, p)
+    p += 5
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -665,8 +632,118 @@ def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_2(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                if ln >= 8:
+                    if 58 * ln > len(d) - p:
+                        raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                    for (
+                        v_topics__partitions__partition_index,
+                        v_topics__partitions__replica_epoch,
+                        v_topics__partitions__replica_id,
+                        v_topics__partitions__replica_directory_id,
+                        v_topics__partitions__voter_directory_id,
+                        v_topics__partitions__last_offset_epoch,
+                        v_topics__partitions__last_offset,
+                        v_topics__partitions__pre_vote,
+                        nt,
+                    ) in _I_iii16s16siqoB(memoryview(d)[p : p + 58 * ln]):
+                        if nt:
+                            break
+                        ob_topics__partitions__ = _new(PartitionData)
+                        ob_topics__partitions__.partition_index = v_topics__partitions__partition_index
+                        ob_topics__partitions__.replica_epoch = v_topics__partitions__replica_epoch
+                        ob_topics__partitions__.replica_id = v_topics__partitions__replica_id
+                        ob_topics__partitions__.replica_directory_id = _UC.get(
+                            v_topics__partitions__replica_directory_id
+                        ) or _uuid(v_topics__partitions__replica_directory_id)
+                        ob_topics__partitions__.voter_directory_id = _UC.get(
+                            v_topics__partitions__voter_directory_id
+                        ) or _uuid(v_topics__partitions__voter_directory_id)
+                        ob_topics__partitions__.last_offset_epoch = v_topics__partitions__last_offset_epoch
+                        ob_topics__partitions__.last_offset = v_topics__partitions__last_offset
+                        ob_topics__partitions__.pre_vote = v_topics__partitions__pre_vote
+                        ob_topics__partitions__.unknown_tagged_fields = []
+                        l_topics__partitions.append(ob_topics__partitions__)
+                    p += 58 * len(l_topics__partitions)
+                for _ in range(ln - len(l_topics__partitions)):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.replica_epoch,
+                        ob_topics__partitions__.replica_id,
+                        u_topics__partitions__replica_directory_id,
+                        u_topics__partitions__voter_directory_id,
+                        ob_topics__partitions__.last_offset_epoch,
+                        ob_topics__partitions__.last_offset,
+                        ob_topics__partitions__.pre_vote,
+                        nt,
+                    ) = _U_iii16s16siqoB(d, p)
+                    p += 58
+                    ob_topics__partitions__.replica_directory_id = _UC.get(
+                        u_topics__partitions__replica_directory_id
+                    ) or _uuid(u_topics__partitions__replica_directory_id)
+                    ob_topics__partitions__.voter_directory_id = _UC.get(
+                        u_topics__partitions__voter_directory_id
+                    ) or _uuid(u_topics__partitions__voter_directory_id)
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]
@@ -686,7 +763,7 @@ def _r_VoteRequest_2(d: bytes, p: int) -> tuple[VoteRequest, int]:
     return ob_, p
 
 
-_W_VoteRequest: dict[int, Callable[[bytearray, VoteRequest], None]] = {
+_W_VoteRequest: dict[int, Callable[[list[bytes], VoteRequest], None]] = {
     0: _w_VoteRequest_0,
     1: _w_VoteRequest_1,
     2: _w_VoteRequest_2,

@@ -10,25 +10,37 @@ from typing import ClassVar
 from uuid import UUID
 
 from kwire.codec import COMPACT_STRINGS as _SC
-from kwire.codec import DECODE_ERRORS, ENCODE_ERRORS, ZERO_UUID, ArrayPackers, ArrayUnpackers, FieldInfo
+from kwire.codec import (
+    DECODE_ERRORS,
+    ENCODE_ERRORS,
+    ZERO_UUID,
+    ArrayPackers,
+    ArrayUnpackers,
+    FieldInfo,
+    small_packers,
+)
 from kwire.codec import LEGACY_STRINGS as _SL
+from kwire.codec import ONE_BYTE as _B1
+from kwire.codec import UUID_CACHE as _UC
 from kwire.codec import compact_string as _cstr
 from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
+from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_tagged as _wtags
-from kwire.codec import write_uvarint as _wuv
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
 _new = object.__new__
 _U_HB = struct.Struct(">HB").unpack_from
 _P_Hx = struct.Struct(">Hx").pack
 _P_h = struct.Struct(">h").pack
-_U_h = struct.Struct(">h").unpack_from
+_P_hB = struct.Struct(">hB").pack
+_U_hB = struct.Struct(">hB").unpack_from
 _U_hhB = struct.Struct(">hhB").unpack_from
 _P_hhx = struct.Struct(">hhx").pack
 _P_i16s = struct.Struct(">i16s").pack
-_U_i16s = struct.Struct(">i16s").unpack_from
+_P_i16sB = struct.Struct(">i16sB").pack
+_U_i16sB = struct.Struct(">i16sB").unpack_from
 
 
 @dataclass(slots=True)
@@ -88,29 +100,29 @@ class VotersRecord:
         w = _W_VotersRecord.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of VotersRecord")
-        out = bytearray()
+        out: list[bytes] = []
         try:
             w(out, self)
+            return b"".join(out)
         except ENCODE_ERRORS as e:
             raise MessageEncodeError(f"cannot write VotersRecord v{version}: {e}") from e
         except MessageEncodeError as e:
             raise MessageEncodeError(f"{e} at version {version} of VotersRecord") from None
-        return bytes(out)
 
     def write(self, out: bytearray, version: int) -> None:
         """Append the encoding at ``version`` to ``out`` (``out`` is left unchanged on error)."""
         w = _W_VotersRecord.get(version)
         if w is None:
             raise UnsupportedVersionError(f"Can't write version {version} of VotersRecord")
-        start = len(out)
+        parts: list[bytes] = []
         try:
-            w(out, self)
+            w(parts, self)
+            data = b"".join(parts)
         except ENCODE_ERRORS as e:
-            del out[start:]
             raise MessageEncodeError(f"cannot write VotersRecord v{version}: {e}") from e
         except MessageEncodeError as e:
-            del out[start:]
             raise MessageEncodeError(f"{e} at version {version} of VotersRecord") from None
+        out += data
 
     @classmethod
     def decode(cls, data: bytes | bytearray | memoryview, version: int) -> VotersRecord:
@@ -150,62 +162,10 @@ class VotersRecord:
             raise MessageDecodeError(f"{e} (reading VotersRecord v{version})") from None
 
 
-def _r_Endpoint_0(d: bytes, p: int) -> tuple[Endpoint, int]:
-    ob_ = _new(Endpoint)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Host was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Host had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Host is longer than the remaining bytes")
-        ob_.host = d[p:e].decode()
-        p = e
-    ob_.port, nt = _U_HB(d, p)
-    p += 3
-    unk_: list[tuple[int, bytes]] = []
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _w_KRaftVersionFeature_0(out: bytearray, o: KRaftVersionFeature) -> None:
-    out += _P_hhx(o.min_supported_version, o.max_supported_version)
+def _w_KRaftVersionFeature_0(out: list[bytes], o: KRaftVersionFeature) -> None:
+    out.append(_P_hhx(o.min_supported_version, o.max_supported_version))
     if o.unknown_tagged_fields:
-        del out[-1]
+        out[-1] = out[-1][:-1]
         _wtags(out, o.unknown_tagged_fields)
 
 
@@ -229,55 +189,50 @@ def _r_KRaftVersionFeature_0(d: bytes, p: int) -> tuple[KRaftVersionFeature, int
     return ob_, p
 
 
-def _w_VotersRecord_0(out: bytearray, o: VotersRecord) -> None:
-    out += _P_h(o.version)
+def _w_VotersRecord_0(out: list[bytes], o: VotersRecord) -> None:
     a_voters = o.voters
     n_voters = len(a_voters)
     if n_voters < 127:
-        out.append(n_voters + 1)
+        out.append(_P_hB(o.version, n_voters + 1))
     else:
-        _wuv(out, n_voters + 1)
+        out.append(_P_h(o.version))
+        out.append(_uvb(n_voters + 1))
     for e_voters in a_voters:
-        out += _P_i16s(e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16))
         a_voters__endpoints = e_voters.endpoints
         n_voters__endpoints = len(a_voters__endpoints)
         if n_voters__endpoints < 127:
-            out.append(n_voters__endpoints + 1)
+            out.append(
+                _P_i16sB(
+                    e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16), n_voters__endpoints + 1
+                )
+            )
         else:
-            _wuv(out, n_voters__endpoints + 1)
+            out.append(_P_i16s(e_voters.voter_id, e_voters.voter_directory_id.int.to_bytes(16)))
+            out.append(_uvb(n_voters__endpoints + 1))
         for e_voters__endpoints in a_voters__endpoints:
-            s_voters__endpoints__name = _SC.get(e_voters__endpoints.name)
-            if s_voters__endpoints__name is None:
-                s_voters__endpoints__name = _cstr(e_voters__endpoints.name)
-            out += s_voters__endpoints__name
-            s_voters__endpoints__host = _SC.get(e_voters__endpoints.host)
-            if s_voters__endpoints__host is None:
-                s_voters__endpoints__host = _cstr(e_voters__endpoints.host)
-            out += s_voters__endpoints__host
-            out += _P_Hx(e_voters__endpoints.port)
+            out.append(_SC.get(e_voters__endpoints.name) or _cstr(e_voters__endpoints.name))
+            out.append(_SC.get(e_voters__endpoints.host) or _cstr(e_voters__endpoints.host))
+            out.append(_P_Hx(e_voters__endpoints.port))
             if e_voters__endpoints.unknown_tagged_fields:
-                del out[-1]
+                out[-1] = out[-1][:-1]
                 _wtags(out, e_voters__endpoints.unknown_tagged_fields)
         _w_KRaftVersionFeature_0(out, e_voters.kraft_version_feature)
         if e_voters.unknown_tagged_fields:
             _wtags(out, e_voters.unknown_tagged_fields)
         else:
-            out.append(0)
+            out.append(_B1[0])
     if o.unknown_tagged_fields:
         _wtags(out, o.unknown_tagged_fields)
     else:
-        out.append(0)
+        out.append(_B1[0])
 
 
 def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
     ob_ = _new(VotersRecord)
-    (ob_.version,) = _U_h(d, p)
-    p += 2
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.version, ln = _U_hB(d, p)
+    p += 3
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Voters was serialized as null")
@@ -287,14 +242,13 @@ def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
         l_voters: list[Voter] = []
         for _ in range(ln):
             ob_voters__ = _new(Voter)
-            ob_voters__.voter_id, u_voters__voter_directory_id = _U_i16s(d, p)
-            p += 20
-            ob_voters__.voter_directory_id = _uuid(u_voters__voter_directory_id)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
+            ob_voters__.voter_id, u_voters__voter_directory_id, ln = _U_i16sB(d, p)
+            p += 21
+            ob_voters__.voter_directory_id = _UC.get(u_voters__voter_directory_id) or _uuid(
+                u_voters__voter_directory_id
+            )
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
             ln -= 1
             if ln < 0:
                 raise MessageDecodeError("non-nullable field Endpoints was serialized as null")
@@ -303,8 +257,55 @@ def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
                     raise MessageDecodeError("array Endpoints claims more elements than bytes remain")
                 l_voters__endpoints: list[Endpoint] = []
                 for _ in range(ln):
-                    el_voters__endpoints, p = _r_Endpoint_0(d, p)
-                    l_voters__endpoints.append(el_voters__endpoints)
+                    ob_voters__endpoints__ = _new(Endpoint)
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Name was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Name had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Name is longer than the remaining bytes")
+                        ob_voters__endpoints__.name = d[p:e].decode()
+                        p = e
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Host was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Host had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Host is longer than the remaining bytes")
+                        ob_voters__endpoints__.host = d[p:e].decode()
+                        p = e
+                    ob_voters__endpoints__.port, nt = _U_HB(d, p)
+                    p += 3
+                    unk_voters__endpoints__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_voters__endpoints__.append((tg, d[p:te]))
+                            p = te
+                    ob_voters__endpoints__.unknown_tagged_fields = unk_voters__endpoints__
+                    l_voters__endpoints.append(ob_voters__endpoints__)
                 ob_voters__.endpoints = l_voters__endpoints
             ob_voters__.kraft_version_feature, p = _r_KRaftVersionFeature_0(d, p)
             unk_voters__: list[tuple[int, bytes]] = []
@@ -342,7 +343,7 @@ def _r_VotersRecord_0(d: bytes, p: int) -> tuple[VotersRecord, int]:
     return ob_, p
 
 
-_W_VotersRecord: dict[int, Callable[[bytearray, VotersRecord], None]] = {
+_W_VotersRecord: dict[int, Callable[[list[bytes], VotersRecord], None]] = {
     0: _w_VotersRecord_0,
 }
 _R_VotersRecord: dict[int, Callable[[bytes, int], tuple[VotersRecord, int]]] = {

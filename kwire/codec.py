@@ -24,16 +24,20 @@ from kwire import errors
 __all__ = [
     "COMPACT_STRINGS",
     "LEGACY_STRINGS",
+    "ONE_BYTE",
     "ArrayPackers",
     "ArrayUnpackers",
     "DECODE_ERRORS",
     "ENCODE_ERRORS",
     "FieldInfo",
+    "UUID_CACHE",
     "ZERO_UUID",
     "compact_string",
+    "small_packers",
     "legacy_string",
     "read_uvarint",
     "uuid_from_bytes",
+    "uvarint_bytes",
     "write_tagged",
     "write_uvarint",
 ]
@@ -79,21 +83,30 @@ class FieldInfo:
 
 
 def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:
-    """Decode an unsigned varint at ``pos``; return (value, position after it)."""
-    value = 0
-    shift = 0
-    n = len(data)
-    while True:
-        if pos >= n:
-            raise errors.MessageDecodeError("truncated unsigned varint")
+    """Decode an unsigned varint at ``pos``; return (value, position after it). Unrolled: one to five bytes."""
+    try:
         b = data[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if not b & 0x80:
-            return value, pos
-        shift += 7
-        if shift > 28:
-            raise errors.MessageDecodeError("unsigned varint is longer than 5 bytes")
+        if b < 0x80:
+            return b, pos + 1
+        value = b & 0x7F
+        b = data[pos + 1]
+        if b < 0x80:
+            return value | b << 7, pos + 2
+        value |= (b & 0x7F) << 7
+        b = data[pos + 2]
+        if b < 0x80:
+            return value | b << 14, pos + 3
+        value |= (b & 0x7F) << 14
+        b = data[pos + 3]
+        if b < 0x80:
+            return value | b << 21, pos + 4
+        value |= (b & 0x7F) << 21
+        b = data[pos + 4]
+    except IndexError:
+        raise errors.MessageDecodeError("truncated unsigned varint") from None
+    if b < 0x80:
+        return value | b << 28, pos + 5
+    raise errors.MessageDecodeError("unsigned varint is longer than 5 bytes")
 
 
 def write_uvarint(out: bytearray, value: int) -> None:
@@ -106,21 +119,40 @@ def write_uvarint(out: bytearray, value: int) -> None:
     out.append(value)
 
 
-def _tag_of(entry: tuple[int, bytes | bytearray]) -> int:
+# ONE_BYTE[i] == bytes([i]): writers append one-byte lengths, markers and empty tag sections from here.
+ONE_BYTE: tuple[bytes, ...] = tuple(bytes((i,)) for i in range(256))
+
+
+def uvarint_bytes(value: int) -> bytes:
+    """``value`` (0 <= value < 2**32) as an unsigned varint (one to three bytes without a loop)."""
+    if 0 <= value < 0x80:
+        return ONE_BYTE[value]
+    if 0x80 <= value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if 0x4000 <= value < 0x200000:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
+    out = bytearray()
+    write_uvarint(out, value)
+    return bytes(out)
+
+
+def _tag_of(entry: tuple[int, bytes]) -> int:
     return entry[0]
 
 
-def write_tagged(out: bytearray, fields: Sequence[tuple[int, bytes | bytearray]]) -> None:
+def write_tagged(out: list[bytes], fields: Sequence[tuple[int, bytes]]) -> None:
     """Append a tagged-field section holding ``fields`` in ascending tag order (stable for equal tags)."""
     if len(fields) > 1:
         fields = sorted(fields, key=_tag_of)
-    write_uvarint(out, len(fields))
+    buf = bytearray()
+    write_uvarint(buf, len(fields))
     for tag, payload in fields:
         if not isinstance(tag, int) or tag < 0:
             raise errors.MessageEncodeError(f"invalid tag {tag!r} in tagged fields")
-        write_uvarint(out, tag)
-        write_uvarint(out, len(payload))
-        out += payload
+        write_uvarint(buf, tag)
+        write_uvarint(buf, len(payload))
+        buf += payload
+    out.append(bytes(buf))
 
 
 # Encoded-string caches: str -> length prefix + UTF-8 bytes. Names, hosts and listener names repeat in
@@ -168,7 +200,9 @@ _new = object.__new__
 _set = object.__setattr__
 _SAFE = SafeUUID.unknown
 # Decoded UUIDs are immutable, so equal ones may be shared: directory and topic ids repeat constantly.
-_UUIDS: dict[bytes, UUID] = {}
+# Readers look here first (``UUID_CACHE.get(raw) or uuid_from_bytes(raw)``: a UUID is always truthy).
+UUID_CACHE: dict[bytes, UUID] = {}
+_UUIDS = UUID_CACHE
 _UUIDS_MAX = 4096
 
 
@@ -198,6 +232,12 @@ class ArrayPackers(dict[int, Callable[..., bytes]]):
         if count <= 1024:
             self[count] = fn
         return fn
+
+
+def small_packers(code: str, limit: int = 127) -> tuple[Callable[..., bytes], ...]:
+    """``t[n]`` packs ``n`` fixed-width elements (``"><n><code>"``) for n < ``limit``: a tuple, because
+    indexing one is cheaper than a dict lookup."""
+    return tuple(struct.Struct(f">{n}{code}").pack for n in range(limit))
 
 
 class ArrayUnpackers(dict[int, Callable[[bytes, int], tuple[Any, ...]]]):

@@ -89,15 +89,14 @@ def encode_request(
         raise UnsupportedVersionError(
             f"{spec.name} v{version} is outside {spec.lowest_version}-{spec.highest_version}"
         )
-    out = bytearray()
-    RequestHeader(
+    header = RequestHeader(
         request_api_key=api_key,
         request_api_version=version,
         correlation_id=correlation_id,
         client_id=client_id,
-    ).write(out, request_header_version(spec, version))
-    body.write(out, version)
-    return bytes(out)
+    )
+    payload: bytes = body.encode(version)
+    return header.encode(request_header_version(spec, version)) + payload
 
 
 def parse_request(frame: bytes, served: Mapping[int, VersionRange]) -> ParsedRequest:
@@ -123,10 +122,9 @@ def parse_request(frame: bytes, served: Mapping[int, VersionRange]) -> ParsedReq
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
     spec = spec_for(api_key)
-    out = bytearray()
-    ResponseHeader(correlation_id=correlation_id).write(out, response_header_version(spec, version))
-    body.write(out, version)
-    return bytes(out)
+    header = ResponseHeader(correlation_id=correlation_id).encode(response_header_version(spec, version))
+    payload: bytes = body.encode(version)
+    return header + payload
 
 
 def peek_correlation_id(frame: bytes) -> int:
