@@ -31,6 +31,7 @@ from kwire.errors import CorruptRecordError, UnsupportedCompressionError
 Buffer = bytes | bytearray | memoryview
 
 DEFAULT_MAX_DECOMPRESSED = 256 * 1024 * 1024
+_LZ4_MIN_STEP = 64 * 1024
 
 
 class Compression(IntEnum):
@@ -155,11 +156,22 @@ def _gunzip(data: Buffer, max_size: int) -> bytes:
 
 
 def _lz4_decompress(mod: Any, data: Buffer, max_size: int) -> bytes:
+    # Output is produced in steps sized from the input (a huge max_length makes lz4 allocate it up front on
+    # every call); the running total still stops at max_size + 1 (contract 7).
     d = mod.LZ4FrameDecompressor()
-    out: bytes = d.decompress(bytes(data), max_length=max_size + 1)
-    if len(out) <= max_size and not d.eof:
+    limit = max_size + 1
+    step = min(limit, max(_LZ4_MIN_STEP, 8 * len(data)))
+    parts: list[bytes] = [d.decompress(bytes(data), max_length=step)]
+    total = len(parts[0])
+    while not d.eof and not d.needs_input and total < limit:
+        chunk: bytes = d.decompress(b"", max_length=min(step, limit - total))
+        if not chunk:
+            break
+        parts.append(chunk)
+        total += len(chunk)
+    if total <= max_size and not d.eof:
         raise CorruptRecordError("lz4 frame is truncated")
-    return out
+    return parts[0] if len(parts) == 1 else b"".join(parts)
 
 
 def _snappy_decompress(mod: Any, data: Buffer, max_size: int) -> bytes:

@@ -94,3 +94,21 @@ def test_missing_codec_is_a_clear_typed_error(monkeypatch, kind, attr):
 def test_unknown_codec_ids(bad):
     with pytest.raises(UnsupportedCompressionError):
         codec(bad)
+
+
+@pytest.mark.parametrize("size", [64 * 1024 - 1, 64 * 1024, 3 * 1024 * 1024 + 7])
+def test_lz4_output_larger_than_one_step_is_complete(size):
+    # Zeros compress ~250:1, so the output spans many decompression steps sized from the input.
+    raw = bytes(size)
+    assert decompress(Compression.LZ4, compress(Compression.LZ4, raw)) == raw
+
+
+@pytest.mark.parametrize("limit", [1_000_000, 1_048_575, 1_048_576])
+def test_lz4_limit_is_exact(limit):
+    raw = bytes(1_048_576)
+    frame = compress(Compression.LZ4, raw)
+    if limit >= len(raw):
+        assert decompress(Compression.LZ4, frame, max_size=limit) == raw
+    else:
+        with pytest.raises(CorruptRecordError):
+            decompress(Compression.LZ4, frame, max_size=limit)
