@@ -18,7 +18,9 @@ Contracts (PROTOCOL-FACTS §2.1, §9 items 1-2; Kafka RequestHeader.parse, Reque
 3. Unsupported version: for ApiVersions the request is NOT an error — ``ParsedRequest.unsupported_api_versions``
    is set and the body is left unparsed, so the caller answers with the v0 UNSUPPORTED_VERSION response. For
    any other API → UnsupportedVersionError (the caller closes the connection, as Kafka does).
-4. A body that fails to parse, or bytes left after it → MessageDecodeError (a RemoteProtocolError).
+4. A body that fails to parse → MessageDecodeError (a RemoteProtocolError). Bytes left after a parsed body are
+   ignored, as Kafka's broker ignores them (it parses the body and never checks what remains); librdkafka 2.16
+   sends Metadata v13 requests that end with such bytes. ``ParsedRequest.trailing`` counts them for logging.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class ParsedRequest:
     spec: ApiSpec
     body: Any  # the generated request object; None when unsupported_api_versions
     unsupported_api_versions: bool = False
+    trailing: int = 0  # bytes after the parsed body (contract 4)
 
     @property
     def api_key(self) -> int:
@@ -115,9 +118,7 @@ def parse_request(frame: bytes, served: Mapping[int, VersionRange]) -> ParsedReq
             return ParsedRequest(header, hv, spec, None, unsupported_api_versions=True)
         raise UnsupportedVersionError(f"{spec.name} v{version} is not supported (served {lo}-{hi})")
     body, end = spec.request.read(frame, pos, version)  # type: ignore[attr-defined]
-    if end != len(frame):
-        raise MessageDecodeError(f"{len(frame) - end} trailing bytes after {spec.name} request v{version}")
-    return ParsedRequest(header, hv, spec, body)
+    return ParsedRequest(header, hv, spec, body, trailing=len(frame) - end)
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:

@@ -168,6 +168,14 @@ class KafkaServer:
                     break
                 for frame in decoder.feed(data):
                     parsed = parse_request(frame, self.served)
+                    if parsed.trailing:
+                        log.debug(
+                            "connection %d: %d bytes after %s v%d request ignored",
+                            info.connection_id,
+                            parsed.trailing,
+                            parsed.spec.name,
+                            parsed.api_version,
+                        )
                     await slots.acquire()
                     t = asyncio.create_task(self._respond(parsed, info))
                     in_flight.add(t)
