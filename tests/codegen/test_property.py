@@ -12,17 +12,11 @@ from uuid import UUID
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from codegen.model import INT_RANGES
 from generated.messages import ALL_CLASSES
 from kwire.codec import FieldInfo
 
-RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "uint16": (0, 2**16 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "uint32": (0, 2**32 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-}
+RANGES = INT_RANGES
 
 
 def scalar(t: str) -> st.SearchStrategy[Any]:
