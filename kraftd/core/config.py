@@ -37,6 +37,9 @@ class QuorumConfig:
     max_batch_size_bytes: int = 8 * 1024 * 1024
     fetch_max_bytes: int = 8 * 1024 * 1024
     observer_session_timeout_ms: int = 300_000
+    # A follower whose fetch timer expired waits a random [0, this) before its first pre-votes: followers of
+    # one leader time out together, and Prospectives that pre-vote each other at once split the vote.
+    prospective_jitter_ms: int = 150
     bugs: BugFlags = field(default_factory=BugFlags)
 
     @property

@@ -11,6 +11,11 @@ Invariants:
    successful fetch from their leader.
 5. Request validation order follows Kafka: cluster id, topic/partition, epochs/offsets, fenced epoch, then
    adopt a higher epoch, then the voter key.
+6. A Prospective entered on a follower's fetch timeout (unless an EndQuorumEpoch set that timer) sends its
+   pre-votes only after a random delay in [0, prospective_jitter_ms); meanwhile it is a Prospective in every
+   other respect (the usual grant rules, epoch adoption and timeouts). The followers of a failed
+   leader time out within milliseconds of each other; without the delay both pre-vote each other, both
+   become Candidates, and the split vote lasts until an election timeout [T, 2T).
 """
 
 from __future__ import annotations
@@ -39,9 +44,13 @@ def poll_unattached(node: RaftNode, d: Unattached) -> None:
     replication.discover_leader(node)
 
 
-def to_prospective(node: RaftNode) -> None:
+def to_prospective(node: RaftNode, jitter: bool = False) -> None:
+    """``jitter`` is for a follower's fetch timeout (invariant 6)."""
     leader = node.leader_id() if node.role in (Role.FOLLOWER, Role.UNATTACHED) else NO_LEADER
     data = Prospective(node.election_deadline(), leader, {node.local.id})
+    span = node.config.prospective_jitter_ms
+    if jitter and span > 0:
+        data.votes_not_before = node.now + node.rng.randrange(span)
     node.transition(Role.PROSPECTIVE, data, node.election)
 
 
@@ -71,7 +80,7 @@ def poll_election(node: RaftNode, d: Prospective | Candidate) -> None:
             to_candidate(node)
         elif not can_still_win or node.now >= d.election_deadline:
             _lost(node, d)
-        else:
+        elif node.now >= d.votes_not_before:
             _send_votes(node, d, pre_vote=True)
         return
     if len(d.granted) >= majority:

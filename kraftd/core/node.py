@@ -298,5 +298,7 @@ class RaftNode:
             cands.append(d.backoff_until if d.backoff_until is not None else d.election_deadline)
         else:
             cands.append(d.election_deadline)
+            if isinstance(d, Prospective):
+                cands.append(d.votes_not_before)
         future = [c for c in cands if c > now]
         return min(future) if future else now + self.config.retry_backoff_ms

@@ -98,6 +98,7 @@ def handle_end_quorum(node: RaftNode, msg: Any) -> Any:
     if isinstance(d, Follower) and d.leader_id == part.leader_id and node.epoch == part.leader_epoch:
         backoff = end_epoch_backoff_ms(node, m.preferred_of(part))
         d.fetch_deadline = min(d.fetch_deadline, node.now + backoff)
+        d.ended_by_leader = True
     return build(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch)
 
 

@@ -258,7 +258,7 @@ def poll_follower(node: RaftNode, d: Follower) -> None:
 
     if node.now >= d.fetch_deadline and not node.shutting_down:
         if node.is_voter:
-            election.to_prospective(node)
+            election.to_prospective(node, jitter=not d.ended_by_leader)
         else:
             node.to_unattached(node.epoch)
         return

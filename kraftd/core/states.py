@@ -26,6 +26,7 @@ class Prospective:
     leader_id: int = NO_LEADER
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
+    votes_not_before: int = 0  # no pre-vote leaves before this time (election invariant 6)
 
 
 @dataclass(slots=True)
@@ -83,6 +84,7 @@ class Follower:
     leader_id: int
     fetch_deadline: int
     has_fetched: bool = False
+    ended_by_leader: bool = False  # an EndQuorumEpoch set fetch_deadline (its backoff orders the voters)
 
 
 @dataclass(slots=True)

@@ -149,6 +149,8 @@ def _deadline(node: RaftNode) -> tuple[str, int]:
         return "check-quorum", d.check_quorum_deadline
     if isinstance(d, Candidate) and d.backoff_until is not None:
         return "backoff", d.backoff_until
+    if isinstance(d, Prospective) and d.votes_not_before > node.now:
+        return "pre-vote delay", d.votes_not_before
     assert isinstance(d, Unattached | Prospective | Candidate | Resigned)
     return "election", d.election_deadline
 

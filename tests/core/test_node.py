@@ -277,3 +277,24 @@ def test_describe_quorum_tracks_replicas() -> None:
     v2 = next(v for v in info.voters if v.replica_id == 2)
     assert v2.last_fetch_timestamp == 2100 and v2.log_end_offset == 0
     assert [o.replica_id for o in info.observers] == [7]
+
+
+def test_follower_fetch_timeout_delays_prevotes_but_grants_meanwhile() -> None:
+    """Election invariant 6: a random pre-vote delay after a fetch timeout; the usual grant rules meanwhile."""
+    n = node(election_state=ElectionState(1, 2, None))
+    assert n.role is Role.FOLLOWER
+    out = n.step(Tick(2000))  # the fetch timeout
+    assert n.role is Role.PROSPECTIVE and not sent(out, m.VoteRequest)
+    (deadline,) = [e.at_ms for e in out if isinstance(e, fx.SetDeadline)]
+    assert 2000 < deadline < 2000 + QuorumConfig().prospective_jitter_ms
+    req = m.vote_request("c", ReplicaKey(1), 1, ReplicaKey(3), OffsetAndEpoch(0, 0), True)
+    assert answer(n.step(RequestReceived(deadline - 1, 9, req))).topics[0].partitions[0].vote_granted
+    out = n.step(Tick(deadline))
+    assert sorted(e.destination for e in sent(out, m.VoteRequest)) == [2, 3]
+
+
+def test_end_quorum_epoch_timeout_sends_prevotes_at_once() -> None:
+    n = node(election_state=ElectionState(1, 2, None))
+    out = n.step(RequestReceived(10, 1, m.end_quorum_request("c", 2, 1, [ReplicaKey(1)])))  # first preferred
+    assert n.role is Role.PROSPECTIVE
+    assert sorted(e.destination for e in sent(out, m.VoteRequest)) == [2, 3]
