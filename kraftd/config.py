@@ -18,12 +18,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kraftd.core.config import QuorumConfig
 from kwire.errors import KraftError
 
 log = logging.getLogger("kraftd.config")
 
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 MIN_SEGMENT_BYTES = 1024
+# Kafka's controller.quorum.* defaults live once, in the core's QuorumConfig.
+_QUORUM_DEFAULTS = QuorumConfig()
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 DEFAULT_LISTENERS = "PLAINTEXT://:9092"
 # Kafka's default listener.security.protocol.map.
@@ -72,12 +75,12 @@ class KraftConfig:
     metadata_log_dir: Path
     quorum_voters: tuple[StaticVoter, ...]
     bootstrap_servers: tuple[tuple[str, int], ...]
-    election_timeout_ms: int = 1000
-    fetch_timeout_ms: int = 2000
-    election_backoff_max_ms: int = 1000
-    request_timeout_ms: int = 2000
-    retry_backoff_ms: int = 20
-    append_linger_ms: int = 25
+    election_timeout_ms: int = _QUORUM_DEFAULTS.election_timeout_ms
+    fetch_timeout_ms: int = _QUORUM_DEFAULTS.fetch_timeout_ms
+    election_backoff_max_ms: int = _QUORUM_DEFAULTS.election_backoff_max_ms
+    request_timeout_ms: int = _QUORUM_DEFAULTS.request_timeout_ms
+    retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
+    append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     unknown_keys: tuple[str, ...] = field(default=())
 
@@ -362,12 +365,24 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         metadata_log_dir=Path(log_dir),
         quorum_voters=voters,
         bootstrap_servers=bootstrap,
-        election_timeout_ms=_int(props, "controller.quorum.election.timeout.ms", 1000, 1),
-        fetch_timeout_ms=_int(props, "controller.quorum.fetch.timeout.ms", 2000, 1),
-        election_backoff_max_ms=_int(props, "controller.quorum.election.backoff.max.ms", 1000, 1),
-        request_timeout_ms=_int(props, "controller.quorum.request.timeout.ms", 2000, 1),
-        retry_backoff_ms=_int(props, "controller.quorum.retry.backoff.ms", 20, 0),
-        append_linger_ms=_int(props, "controller.quorum.append.linger.ms", 25, 0),
+        election_timeout_ms=_int(
+            props, "controller.quorum.election.timeout.ms", _QUORUM_DEFAULTS.election_timeout_ms, 1
+        ),
+        fetch_timeout_ms=_int(
+            props, "controller.quorum.fetch.timeout.ms", _QUORUM_DEFAULTS.fetch_timeout_ms, 1
+        ),
+        election_backoff_max_ms=_int(
+            props, "controller.quorum.election.backoff.max.ms", _QUORUM_DEFAULTS.election_backoff_max_ms, 1
+        ),
+        request_timeout_ms=_int(
+            props, "controller.quorum.request.timeout.ms", _QUORUM_DEFAULTS.request_timeout_ms, 1
+        ),
+        retry_backoff_ms=_int(
+            props, "controller.quorum.retry.backoff.ms", _QUORUM_DEFAULTS.retry_backoff_ms, 0
+        ),
+        append_linger_ms=_int(
+            props, "controller.quorum.append.linger.ms", _QUORUM_DEFAULTS.append_linger_ms, 0
+        ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
         unknown_keys=unknown,
     )
