@@ -17,10 +17,11 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kraftd.core import batches
 from kraftd.core import messages as m
+from kraftd.core.context import NodeContext
 from kraftd.core.effects import (
     AppendBatches,
     AppendFailed,
@@ -34,9 +35,6 @@ from kraftd.core.states import Follower, Leader, ParkedFetch, ReplicaProgress
 from kraftd.core.types import ElectionState, OffsetRange, Role
 from kwire.errors import CorruptRecordError, ErrorCode, KraftError
 
-if TYPE_CHECKING:
-    from kraftd.core.node import RaftNode
-
 
 class NotLeaderError(KraftError):
     error_code = ErrorCode.NOT_LEADER_OR_FOLLOWER
@@ -47,7 +45,7 @@ class RecordTooLargeError(KraftError):
 
 
 # ----- leader -----
-def become_leader(node: RaftNode, granting: tuple[int, ...]) -> None:
+def become_leader(node: NodeContext, granting: tuple[int, ...]) -> None:
     now = node.now
     data = Leader(
         epoch_start_offset=node.log.end_offset,
@@ -66,7 +64,7 @@ def become_leader(node: RaftNode, granting: tuple[int, ...]) -> None:
     _write(node, data, [batch])
 
 
-def _write(node: RaftNode, d: Leader, new: list[LogBatch]) -> None:
+def _write(node: NodeContext, d: Leader, new: list[LogBatch]) -> None:
     for b in new:
         node.log.append(b)
     node.out.append(AppendBatches(tuple(new)))
@@ -74,7 +72,7 @@ def _write(node: RaftNode, d: Leader, new: list[LogBatch]) -> None:
     _complete_parked(node, d)
 
 
-def leave_leader(node: RaftNode, d: Leader) -> None:
+def leave_leader(node: NodeContext, d: Leader) -> None:
     if d.pending:
         first = node.log.end_offset
         node.out.append(AppendFailed(first, first + len(d.pending) - 1, node.epoch))
@@ -84,7 +82,7 @@ def leave_leader(node: RaftNode, d: Leader) -> None:
         respond(node, token, _not_leader(node))
 
 
-def append(node: RaftNode, records: list[bytes]) -> OffsetRange:
+def append(node: NodeContext, records: list[bytes]) -> OffsetRange:
     d = node.data
     if not isinstance(d, Leader) or node.shutting_down:
         raise NotLeaderError(f"node {node.local.id} is not the leader")
@@ -101,14 +99,14 @@ def append(node: RaftNode, records: list[bytes]) -> OffsetRange:
     return OffsetRange(first, first + len(records) - 1, node.epoch)
 
 
-def append_or_fail(node: RaftNode, records: list[bytes]) -> None:
+def append_or_fail(node: NodeContext, records: list[bytes]) -> None:
     try:
         append(node, records)
     except KraftError:
         node.out.append(AppendFailed(-1, -1, node.epoch))
 
 
-def _drain(node: RaftNode, d: Leader) -> None:
+def _drain(node: NodeContext, d: Leader) -> None:
     if d.pending:
         batch = batches.data_batch(node.log.end_offset, node.epoch, d.pending, node.now)
         d.pending = []
@@ -117,17 +115,15 @@ def _drain(node: RaftNode, d: Leader) -> None:
     d.linger_deadline = None
 
 
-def poll_leader(node: RaftNode, d: Leader) -> None:
-    from kraftd.core import quorum_rpcs
-
+def poll_leader(node: NodeContext, d: Leader) -> None:
     now = node.now
     if node.shutting_down or (now >= d.check_quorum_deadline and not node.bugs.no_check_quorum):
-        quorum_rpcs.resign(node, d)
+        node.resign(d)
         return
     if d.linger_deadline is not None and now >= d.linger_deadline:
         _drain(node, d)
     if now >= d.begin_quorum_deadline:
-        quorum_rpcs.send_begin_quorum(node, d)
+        node.send_begin_quorum(d)
         d.begin_quorum_deadline = now + node.config.begin_quorum_resend_ms
     for token, p in list(d.parked.items()):
         if now >= p.deadline:
@@ -135,7 +131,7 @@ def poll_leader(node: RaftNode, d: Leader) -> None:
             respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
 
 
-def on_flushed(node: RaftNode, offset: int) -> None:
+def on_flushed(node: NodeContext, offset: int) -> None:
     node.flushed = max(node.flushed, min(offset, node.log.end_offset))
     d = node.data
     if isinstance(d, Leader):
@@ -144,7 +140,7 @@ def on_flushed(node: RaftNode, offset: int) -> None:
         _advance_follower_hwm(node, node.follower_leader_hwm)
 
 
-def update_high_watermark(node: RaftNode, d: Leader) -> None:
+def update_high_watermark(node: NodeContext, d: Leader) -> None:
     ends = [node.flushed]
     ends += [p.end_offset for i, p in d.replicas.items() if node.voters.has_id(i)]
     ends.sort(reverse=True)
@@ -155,7 +151,7 @@ def update_high_watermark(node: RaftNode, d: Leader) -> None:
         _complete_parked(node, d)
 
 
-def maybe_apply(node: RaftNode) -> None:
+def maybe_apply(node: NodeContext) -> None:
     if node.high_watermark > node.applied:
         done = node.log.batches_between(node.applied, node.high_watermark)
         if done:
@@ -163,29 +159,29 @@ def maybe_apply(node: RaftNode) -> None:
             node.out.append(ApplyCommitted(tuple(done), node.high_watermark))
 
 
-def _not_leader(node: RaftNode, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> Any:
+def _not_leader(node: NodeContext, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> Any:
     """A partition-level Fetch error; like Kafka it carries no high watermark (-1)."""
     return m.fetch_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, -1)
 
 
-def _fetch_data(node: RaftNode, offset: int, max_bytes: int) -> Any:
+def _fetch_data(node: NodeContext, offset: int, max_bytes: int) -> Any:
     found = node.log.read(offset, min(max_bytes, node.config.fetch_max_bytes))
     return m.fetch_response(
         ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, found
     )
 
 
-def _complete_parked(node: RaftNode, d: Leader) -> None:
+def _complete_parked(node: NodeContext, d: Leader) -> None:
     for token, p in list(d.parked.items()):
         del d.parked[token]
         respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
 
 
-def respond(node: RaftNode, token: int, message: Any) -> None:
+def respond(node: NodeContext, token: int, message: Any) -> None:
     node.out.append(SendResponse(token, message))
 
 
-def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
+def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
     if msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id:
         return m.fetch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.NONE, -1, -1, -1)
     part = m.single_partition(msg)
@@ -219,7 +215,7 @@ def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
     return None
 
 
-def _track_replica(node: RaftNode, d: Leader, key: Any, offset: int) -> None:
+def _track_replica(node: NodeContext, d: Leader, key: Any, offset: int) -> None:
     now = node.now
     voter = node.voters.is_voter(key)
     p = d.replicas.get(key.id)
@@ -239,7 +235,7 @@ def _track_replica(node: RaftNode, d: Leader, key: Any, offset: int) -> None:
 
 
 # ----- follower and observer -----
-def send_fetch(node: RaftNode, dest: int) -> None:
+def send_fetch(node: NodeContext, dest: int) -> None:
     req = m.fetch_request(
         node.cluster_id,
         node.local,
@@ -253,12 +249,10 @@ def send_fetch(node: RaftNode, dest: int) -> None:
     node.send(dest, req)
 
 
-def poll_follower(node: RaftNode, d: Follower) -> None:
-    from kraftd.core import election
-
+def poll_follower(node: NodeContext, d: Follower) -> None:
     if node.now >= d.fetch_deadline and not node.shutting_down:
         if node.is_voter:
-            election.to_prospective(node, jitter=not d.ended_by_leader)
+            node.to_prospective(jitter=not d.ended_by_leader)
         else:
             node.to_unattached(node.epoch)
         return
@@ -267,7 +261,7 @@ def poll_follower(node: RaftNode, d: Follower) -> None:
         send_fetch(node, d.leader_id)
 
 
-def discover_leader(node: RaftNode) -> None:
+def discover_leader(node: NodeContext) -> None:
     """An observer with no leader asks the voters in turn; any of them names the leader."""
     if any(True for _ in node.inflight.values()):
         return
@@ -278,7 +272,7 @@ def discover_leader(node: RaftNode) -> None:
         send_fetch(node, dest)
 
 
-def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
+def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
     if resp.error_code != ErrorCode.NONE:
         return  # backoff already applied; the fetch timer decides when to give up
     part = m.single_partition(resp)
@@ -286,7 +280,7 @@ def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
         return
     leader, epoch = part.current_leader.leader_id, part.current_leader.leader_epoch
     if part.error_code != ErrorCode.NONE:
-        node.backoff[source] = node.now + node.config.retry_backoff_ms
+        node.back_off(source)
         node.maybe_transition(leader, epoch)
         return
     node.maybe_transition(leader, epoch)
@@ -307,7 +301,7 @@ def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
         try:
             fresh = _validated(node, batches.split_batches(part.records))
         except (CorruptRecordError, LogInconsistencyError):
-            node.backoff[source] = node.now + node.config.retry_backoff_ms
+            node.back_off(source)
             return
         for b in fresh:
             node.log.append(b)
@@ -317,7 +311,7 @@ def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
     _fetched(node, d, part.high_watermark)
 
 
-def _validated(node: RaftNode, got: list[LogBatch]) -> list[LogBatch]:
+def _validated(node: NodeContext, got: list[LogBatch]) -> list[LogBatch]:
     """The batches that extend the log, checked before any is appended (log invariants 1-2)."""
     fresh = [b for b in got if b.base_offset >= node.log.end_offset]
     expect, last_epoch = node.log.end_offset, node.log.last_epoch
@@ -328,14 +322,14 @@ def _validated(node: RaftNode, got: list[LogBatch]) -> list[LogBatch]:
     return fresh
 
 
-def _fetched(node: RaftNode, d: Follower, leader_hwm: int) -> None:
+def _fetched(node: NodeContext, d: Follower, leader_hwm: int) -> None:
     d.has_fetched = True
     d.fetch_deadline = node.now + node.config.fetch_timeout_ms
     node.follower_leader_hwm = leader_hwm
     _advance_follower_hwm(node, leader_hwm)
 
 
-def _advance_follower_hwm(node: RaftNode, leader_hwm: int) -> None:
+def _advance_follower_hwm(node: NodeContext, leader_hwm: int) -> None:
     hwm = min(leader_hwm, node.flushed)
     if hwm > node.high_watermark:
         node.high_watermark = hwm

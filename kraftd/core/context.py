@@ -1,0 +1,197 @@
+"""NodeContext: the state of one replica and the helpers every handler shares (KIP-595 as shipped, KIP-996).
+
+Layout: the handler modules (election, replication, quorum_rpcs) import this module and never each other;
+:mod:`kraftd.core.node` (the dispatcher) subclasses it, routes events to the handlers and implements the
+hooks below, the only place a handler's work continues in another handler. tests/core/test_import_graph.py
+keeps kraftd/core acyclic.
+
+Invariants (numbers are cited by the handlers):
+1. Election state changes only inside ``transition`` (or ``record_vote``), which emits
+   ``PersistElectionState`` ordered before every message of the same step: nothing a peer can observe
+   (a vote, a new epoch, a leader claim) precedes durability (Kafka's durableTransitionTo).
+2. At most one request per destination is in flight; an unanswered request expires after the request
+   timeout and is handled as a REQUEST_TIMED_OUT response. Responses to requests of an earlier role
+   instance are ignored (the in-flight table is cleared on every transition).
+3. A follower reports (fetch offset) only log it has flushed, so the leader's HWM counts durable copies
+   (Raft thesis §3.8; BugFlags.ack_before_flush breaks this).
+4. The leader's HWM is the largest offset flushed by a majority of voters, moves only forward and only
+   once it passes the epoch start offset (Raft thesis §3.6.2; BugFlags.commit_old_epoch breaks this).
+5. The election timeout is re-armed randomized in [T, 2T) on every entry to Unattached, Prospective,
+   Candidate and Resigned.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from kraftd.core.config import QuorumConfig
+from kraftd.core.effects import Effect, PersistElectionState, SendRequest
+from kraftd.core.log import ReplicatedLog
+from kraftd.core.states import Follower, Leader, Prospective, Resigned, RoleData, Unattached
+from kraftd.core.transitions import IllegalTransitionError, check_transition
+from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, ReplicaKey, Role, VoterSet
+
+
+@dataclass(slots=True)
+class Inflight:
+    destination: int
+    message: Any
+    deadline: int
+
+
+class NodeContext:
+    def __init__(
+        self,
+        *,
+        local: ReplicaKey,
+        voters: VoterSet,
+        config: QuorumConfig,
+        rng: random.Random,
+        cluster_id: str | None = None,
+        election_state: ElectionState | None = None,
+        log: ReplicatedLog | None = None,
+        now_ms: int = 0,
+    ) -> None:
+        self.local = local
+        self.voters = voters
+        self.config = config
+        self.bugs = config.bugs
+        self.rng = rng
+        self.cluster_id = cluster_id
+        self.log = log if log is not None else ReplicatedLog()
+        self.flushed = self.log.end_offset  # a loaded log is durable
+        self.high_watermark = self.log.start_offset
+        self.applied = self.log.start_offset
+        self.now = now_ms
+        self.out: list[Effect] = []
+        self.inflight: dict[int, Inflight] = {}
+        self.backoff: dict[int, int] = {}
+        self.shutting_down = False
+        self._next_request_id = 1
+        self.election_retries = 0
+        self.discovery_cursor = 0
+        self.follower_leader_hwm = 0
+        self.role, self.data, self.election = self._initial(election_state or ElectionState())
+
+    # ----- hooks: implemented by the dispatcher (kraftd.core.node) -----
+    def become_leader(self, granting: tuple[int, ...]) -> None:
+        """A Candidate won its election (replication starts the epoch)."""
+        raise NotImplementedError
+
+    def resign(self, d: Leader) -> None:
+        """A leader gives up its epoch (check-quorum or shutdown)."""
+        raise NotImplementedError
+
+    def send_begin_quorum(self, d: Leader) -> None:
+        raise NotImplementedError
+
+    def to_prospective(self, jitter: bool = False) -> None:
+        """A voter's fetch or election timer expired (KIP-996)."""
+        raise NotImplementedError
+
+    def leave_leader(self, d: Leader) -> None:
+        """Called by ``transition`` before a Leader's data is dropped."""
+        raise NotImplementedError
+
+    # ----- start-up (Kafka's QuorumState.initialize) -----
+    def _initial(self, e: ElectionState) -> tuple[Role, RoleData, ElectionState]:
+        if e.epoch < self.log.last_epoch:
+            e = ElectionState(self.log.last_epoch)
+            self.out.append(PersistElectionState(e))
+            return Role.UNATTACHED, Unattached(self.election_deadline()), e
+        if e.leader_id == self.local.id and self.is_voter:
+            others = {v for v in self.voters.ids if v != self.local.id}
+            return Role.RESIGNED, Resigned(self.election_deadline(), [], others), e
+        if e.leader_id >= 0 and e.leader_id != self.local.id:
+            return Role.FOLLOWER, Follower(e.leader_id, self.now + self.config.fetch_timeout_ms), e
+        return Role.UNATTACHED, Unattached(self.election_deadline()), e
+
+    @property
+    def is_voter(self) -> bool:
+        return self.voters.is_voter(self.local)
+
+    @property
+    def epoch(self) -> int:
+        return self.election.epoch
+
+    def leader_id(self) -> int:
+        d = self.data
+        if isinstance(d, Leader | Resigned):
+            return self.local.id
+        if isinstance(d, Follower | Unattached | Prospective):
+            return d.leader_id
+        return NO_LEADER
+
+    def leader_and_epoch(self) -> LeaderAndEpoch:
+        return LeaderAndEpoch(self.leader_id(), self.epoch)
+
+    def election_deadline(self) -> int:
+        t = self.config.election_timeout_ms
+        return self.now + t + self.rng.randrange(t)
+
+    # ----- requests (invariant 2) -----
+    def can_send(self, dest: int) -> bool:
+        if self.backoff.get(dest, 0) > self.now:
+            return False
+        return not any(i.destination == dest for i in self.inflight.values())
+
+    def send(self, dest: int, message: Any) -> None:
+        rid = self._next_request_id
+        self._next_request_id += 1
+        self.inflight[rid] = Inflight(dest, message, self.now + self.config.request_timeout_ms)
+        self.out.append(SendRequest(dest, rid, message))
+
+    def back_off(self, dest: int) -> None:
+        """No request to ``dest`` before ``controller.quorum.retry.backoff.ms`` has passed."""
+        self.backoff[dest] = self.now + self.config.retry_backoff_ms
+
+    # ----- transitions (invariant 1) -----
+    def transition(self, role: Role, data: RoleData, new: ElectionState) -> None:
+        check_transition(self.role, role, self.epoch, new.epoch, self.is_voter)
+        if isinstance(self.data, Leader):
+            self.leave_leader(self.data)
+        if new != self.election:
+            self.out.append(PersistElectionState(new))
+        self.election = new
+        self.role = role
+        self.data = data
+        self.inflight.clear()
+        self.backoff.clear()
+        # Requests the old role queued in this step would be answered into the void (invariant 2).
+        self.out = [e for e in self.out if not isinstance(e, SendRequest)]
+
+    def record_vote(self, candidate: ReplicaKey) -> None:
+        """Unattached/Prospective grant a standard vote: durable before the response (invariant 1)."""
+        new = ElectionState(self.epoch, NO_LEADER, candidate)
+        if self.role not in (Role.UNATTACHED, Role.PROSPECTIVE):
+            raise IllegalTransitionError(f"{self.role.value} cannot record a vote")
+        self.election = new
+        self.out.append(PersistElectionState(new))
+
+    def to_unattached(self, epoch: int) -> None:
+        voted = self.election.voted_key if epoch == self.epoch else None
+        state = ElectionState(epoch, NO_LEADER, voted)
+        self.transition(Role.UNATTACHED, Unattached(self.election_deadline()), state)
+
+    def to_follower(self, epoch: int, leader_id: int) -> None:
+        voted = self.election.voted_key if epoch == self.epoch else None
+        state = ElectionState(epoch, leader_id, voted)
+        self.transition(Role.FOLLOWER, Follower(leader_id, self.now + self.config.fetch_timeout_ms), state)
+
+    def maybe_transition(self, leader_id: int, epoch: int) -> None:
+        """React to a peer's (leader id, epoch): follow a newer leader, adopt a newer epoch, or follow the
+        leader of our own epoch once it is known (Kafka's maybeTransition)."""
+        if epoch < self.epoch:
+            return
+        known = leader_id >= 0 and leader_id != self.local.id
+        if epoch > self.epoch:
+            if known:
+                self.to_follower(epoch, leader_id)
+            else:
+                self.to_unattached(epoch)
+            return
+        no_leader = self.leader_id() < 0
+        if known and no_leader and self.role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE):
+            self.to_follower(epoch, leader_id)
