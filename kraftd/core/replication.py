@@ -13,6 +13,8 @@ Invariants:
    is durable (node invariant 3); its HWM is min(leader HWM, own flushed offset) and never decreases.
 5. Records handed to ``append`` get offsets at once; if the leader loses its epoch before they are
    written they are reported with ``AppendFailed`` and never commit.
+6. A follower answered with something it cannot act on (a snapshot id it cannot fetch, records that fail
+   the batch checks or do not extend its log) sends nothing to that leader for the retry backoff.
 """
 
 from __future__ import annotations
@@ -287,6 +289,13 @@ def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
     d = node.data
     if not isinstance(d, Follower) or epoch != node.epoch or d.leader_id != source:
         return
+    snap = part.snapshot_id
+    if snap.end_offset >= 0 or snap.epoch >= 0:
+        # The leader's log starts past our fetch offset. Until a snapshot can be fetched this answer cannot
+        # be acted on: wait the retry backoff before asking again (invariant 6), never spin.
+        node.back_off(source)
+        _fetched(node, d, -1)
+        return
     div = part.diverging_epoch
     if div.epoch >= 0 or div.end_offset >= 0:
         own = node.log.end_offset_for_epoch(div.epoch)
@@ -303,6 +312,8 @@ def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
         except (CorruptRecordError, LogInconsistencyError):
             node.back_off(source)
             return
+        if not fresh:  # nothing past our log end: asking again at once would get the same (invariant 6)
+            node.back_off(source)
         for b in fresh:
             node.log.append(b)
         if fresh:
