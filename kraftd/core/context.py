@@ -28,10 +28,11 @@ from typing import Any
 
 from kraftd.core.config import QuorumConfig
 from kraftd.core.effects import Effect, PersistElectionState, SendRequest
-from kraftd.core.log import ReplicatedLog
+from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.states import Follower, Leader, Prospective, Resigned, RoleData, Unattached
 from kraftd.core.transitions import IllegalTransitionError, check_transition
 from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, ReplicaKey, Role, VoterSet
+from kraftd.core.voters import VoterHistory
 
 
 @dataclass(slots=True)
@@ -53,14 +54,17 @@ class NodeContext:
         election_state: ElectionState | None = None,
         log: ReplicatedLog | None = None,
         now_ms: int = 0,
+        kraft_version: int = 0,
     ) -> None:
         self.local = local
-        self.voters = voters
         self.config = config
         self.bugs = config.bugs
         self.rng = rng
         self.cluster_id = cluster_id
         self.log = log if log is not None else ReplicatedLog()
+        self.voter_history = VoterHistory(voters, kraft_version)
+        for b in self.log.batches:
+            self.voter_history.observe(b)
         self.flushed = self.log.end_offset  # a loaded log is durable
         self.high_watermark = self.log.start_offset
         self.applied = self.log.start_offset
@@ -107,6 +111,22 @@ class NodeContext:
         if e.leader_id >= 0 and e.leader_id != self.local.id:
             return Role.FOLLOWER, Follower(e.leader_id, self.now + self.config.fetch_timeout_ms), e
         return Role.UNATTACHED, Unattached(self.election_deadline()), e
+
+    @property
+    def voters(self) -> VoterSet:
+        """The newest voter set in the log, committed or not (kraftd.core.voters invariant 2)."""
+        return self.voter_history.latest()
+
+    # ----- the log: every change goes through these, so the voter history follows it -----
+    def log_append(self, batch: LogBatch) -> None:
+        self.log.append(batch)
+        self.voter_history.observe(batch)
+
+    def log_truncate(self, offset: int) -> int:
+        end = self.log.truncate_to(offset)
+        self.voter_history.truncate(end)
+        self.flushed = min(self.flushed, end)
+        return end
 
     @property
     def is_voter(self) -> bool:

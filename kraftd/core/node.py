@@ -44,6 +44,7 @@ class RaftNode(NodeContext):
         election_state: ElectionState | None = None,
         log: ReplicatedLog | None = None,
         now_ms: int = 0,
+        kraft_version: int = 0,
     ) -> None:
         super().__init__(
             local=local,
@@ -54,6 +55,7 @@ class RaftNode(NodeContext):
             election_state=election_state,
             log=log,
             now_ms=now_ms,
+            kraft_version=kraft_version,
         )
         self._last_leader = LeaderAndEpoch(NO_LEADER, -1)
 

@@ -2,8 +2,8 @@
 and the follower's fetch loop (KIP-595 pull-based replication).
 
 Invariants:
-1. A new leader appends a LeaderChange control batch at once; its epoch start offset is the log end
-   before that batch. The HWM is the majority-th largest flushed offset among voters (the leader counts its
+1. A new leader appends a LeaderChange control batch at once (with KRaftVersion and Voters when its voter
+   set is the bootstrap one, kraft.version 1); its epoch start offset is the log end before that batch. The HWM is the majority-th largest flushed offset among voters (the leader counts its
    own flushed offset), moves only forward, and only once it exceeds the epoch start offset.
 2. A Fetch is answered at once on error, divergence or data; otherwise it waits (long poll) up to its max
    wait, and is completed early by new data or an HWM change.
@@ -60,15 +60,19 @@ def become_leader(node: NodeContext, granting: tuple[int, ...]) -> None:
             data.replicas[v.id] = ReplicaProgress(v)
     state = ElectionState(node.epoch, node.local.id, node.election.voted_key)
     node.transition(Role.LEADER, data, state)
+    hist = node.voter_history
+    bootstrap = None
+    if hist.kraft_version >= 1 and hist.latest_offset() < 0:
+        bootstrap = (hist.kraft_version, hist.latest())
     batch = batches.leader_change_batch(
-        node.log.end_offset, node.epoch, node.local.id, list(node.voters.ids), list(granting), now
+        node.log.end_offset, node.epoch, node.local.id, list(node.voters.ids), list(granting), now, bootstrap
     )
     _write(node, data, [batch])
 
 
 def _write(node: NodeContext, d: Leader, new: list[LogBatch]) -> None:
     for b in new:
-        node.log.append(b)
+        node.log_append(b)
     node.out.append(AppendBatches(tuple(new)))
     node.out.append(FlushLog(node.log.end_offset))
     _complete_parked(node, d)
@@ -301,8 +305,7 @@ def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
         own = node.log.end_offset_for_epoch(div.epoch)
         target = max(min(div.end_offset, own.offset), node.log.start_offset)
         if target < node.log.end_offset:
-            end = node.log.truncate_to(target)
-            node.flushed = min(node.flushed, end)
+            end = node.log_truncate(target)
             node.out.append(TruncateLog(end))
         _fetched(node, d, part.high_watermark)
         return
@@ -315,7 +318,7 @@ def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
         if not fresh:  # nothing past our log end: asking again at once would get the same (invariant 6)
             node.back_off(source)
         for b in fresh:
-            node.log.append(b)
+            node.log_append(b)
         if fresh:
             node.out.append(AppendBatches(tuple(fresh)))
             node.out.append(FlushLog(node.log.end_offset))

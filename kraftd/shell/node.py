@@ -132,6 +132,7 @@ class ControllerNode:
             election_state=to_core_state(storage.election_state),
             log=load_core_log(storage.log),
             now_ms=now_ms(),
+            kraft_version=self.setup.kraft_version,
         )
         self.client = RaftClient(core)
         name = cfg.controller_listener_names[0]

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from kraftd.config import Endpoint, KraftConfig
 from kraftd.core.effects import AppendBatches, PersistElectionState, TruncateLog
 from kraftd.core.log import LogBatch, ReplicatedLog
-from kraftd.core.types import NO_LEADER, ElectionState, ReplicaKey, VoterSet
+from kraftd.core.types import NO_LEADER, ElectionState, Listener, ReplicaKey, VoterSet
 from kraftd.storage import batches as batch_format
 from kraftd.storage.bootstrap import read_bootstrap_checkpoint
 from kraftd.storage.errors import StorageNotReadyError
@@ -56,7 +56,10 @@ def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
             "controller.quorum.voters."
         )
     return QuorumSetup(
-        VoterSet(tuple(ReplicaKey(v.node_id, v.directory_id) for v in voters)),
+        VoterSet(
+            tuple(ReplicaKey(v.node_id, v.directory_id) for v in voters),
+            tuple((v.node_id, tuple(Listener(e.name, e.host, e.port) for e in v.endpoints)) for v in voters),
+        ),
         {v.node_id: v.endpoints for v in voters},
         version,
     )
