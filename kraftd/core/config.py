@@ -40,6 +40,14 @@ class QuorumConfig:
     # A follower whose fetch timer expired waits a random [0, this) before its first pre-votes: followers of
     # one leader time out together, and Prospectives that pre-vote each other at once split the vote.
     prospective_jitter_ms: int = 150
+    # KIP-630: the log before the latest snapshot is deleted once it holds more than retention_bytes or its
+    # oldest batch is older than retention_ms (metadata.max.retention.bytes/.ms; -1 disables that bound).
+    retention_bytes: int = 100 * 1024 * 1024
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    # When the state machine should snapshot (metadata.log.max.snapshot.interval.ms and
+    # metadata.log.max.record.bytes.between.snapshots): see RaftClient.snapshot_due.
+    snapshot_interval_ms: int = 3600 * 1000
+    snapshot_max_record_bytes: int = 20 * 1024 * 1024
     bugs: BugFlags = field(default_factory=BugFlags)
 
     @property

@@ -27,8 +27,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftd.core.config import QuorumConfig
-from kraftd.core.effects import Effect, PersistElectionState, SendRequest
+from kraftd.core.effects import Effect, PersistElectionState, SendRequest, SnapshotLoaded
 from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.snapshots import Snapshot
 from kraftd.core.states import Follower, Leader, Prospective, Resigned, RoleData, Unattached
 from kraftd.core.transitions import IllegalTransitionError, check_transition
 from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, ReplicaKey, Role, VoterSet
@@ -55,6 +56,7 @@ class NodeContext:
         log: ReplicatedLog | None = None,
         now_ms: int = 0,
         kraft_version: int = 0,
+        snapshot: Snapshot | None = None,
     ) -> None:
         self.local = local
         self.config = config
@@ -62,14 +64,20 @@ class NodeContext:
         self.rng = rng
         self.cluster_id = cluster_id
         self.log = log if log is not None else ReplicatedLog()
-        self.voter_history = VoterHistory(voters, kraft_version)
-        for b in self.log.batches:
-            self.voter_history.observe(b)
-        self.flushed = self.log.end_offset  # a loaded log is durable
-        self.high_watermark = self.log.start_offset
-        self.applied = self.log.start_offset
         self.now = now_ms
         self.out: list[Effect] = []
+        self.voter_history = VoterHistory(voters, kraft_version)
+        self.snapshot: Snapshot | None = None
+        self.high_watermark = self.log.start_offset
+        self.applied = self.log.start_offset
+        if snapshot is not None:
+            self.load_snapshot(snapshot)
+        else:
+            for b in self.log.batches:
+                self.voter_history.observe(b)
+        self.flushed = self.log.end_offset  # a loaded log is durable
+        self.bytes_since_snapshot = 0
+        self.last_snapshot_ms = now_ms
         self.inflight: dict[int, Inflight] = {}
         self.backoff: dict[int, int] = {}
         self.shutting_down = False
@@ -95,6 +103,10 @@ class NodeContext:
         """A voter's fetch or election timer expired (KIP-996)."""
         raise NotImplementedError
 
+    def send_fetch_snapshot(self, d: Follower) -> None:
+        """A follower whose leader's log starts past its own asks for the next chunk (KIP-630)."""
+        raise NotImplementedError
+
     def leave_leader(self, d: Leader) -> None:
         """Called by ``transition`` before a Leader's data is dropped."""
         raise NotImplementedError
@@ -116,6 +128,25 @@ class NodeContext:
     def voters(self) -> VoterSet:
         """The newest voter set in the log, committed or not (kraftd.core.voters invariant 2)."""
         return self.voter_history.latest()
+
+    def load_snapshot(self, snap: Snapshot) -> None:
+        """Restart (or a fetched snapshot): the state is the snapshot's, the log continues after its end. A log
+        that ends before the snapshot or disagrees with its epoch is dropped (kraftd.core.snapshots inv. 1)."""
+        sid = snap.snapshot_id
+        log = self.log
+        agrees = log.start_offset <= sid.offset <= log.end_offset and log.is_boundary(sid.offset)
+        if not agrees or (sid.offset > log.start_offset and log.epoch_at(sid.offset - 1) != sid.epoch):
+            log.reset(sid.offset, sid.epoch)
+        self.snapshot = snap
+        base = snap.voters if snap.voters is not None else self.voter_history.history[0][1]
+        version = snap.kraft_version if snap.voters is not None else self.voter_history.kraft_version
+        self.voter_history.reset(base, version, sid.offset - 1)
+        for b in log.batches:
+            if b.base_offset >= sid.offset:
+                self.voter_history.observe(b)
+        self.high_watermark = max(self.high_watermark, sid.offset)
+        self.applied = max(self.applied, sid.offset)
+        self.out.append(SnapshotLoaded(snap))
 
     # ----- the log: every change goes through these, so the voter history follows it -----
     def log_append(self, batch: LogBatch) -> None:
@@ -150,6 +181,15 @@ class NodeContext:
     def election_deadline(self) -> int:
         t = self.config.election_timeout_ms
         return self.now + t + self.rng.randrange(t)
+
+    def note_voter_fetch(self, d: Leader, voter_id: int) -> None:
+        """Check-quorum: a voter fetched (Fetch or FetchSnapshot); a majority of voters (the leader counts
+        itself when it is one) within the timeout re-arms it (KIP-595)."""
+        d.fetched_voters.add(voter_id)
+        needed = self.voters.majority() - (1 if self.is_voter else 0)
+        if len(d.fetched_voters) >= needed:
+            d.fetched_voters.clear()
+            d.check_quorum_deadline = self.now + self.config.check_quorum_timeout_ms
 
     # ----- requests (invariant 2) -----
     def can_send(self, dest: int) -> bool:

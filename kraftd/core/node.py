@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kraftd.core import election, quorum_rpcs, replication
+from kraftd.core import election, quorum_rpcs, replication, snapshotting
 from kraftd.core import messages as m
 from kraftd.core.config import QuorumConfig
 from kraftd.core.context import NodeContext
@@ -27,6 +27,7 @@ from kraftd.core.events import (
     Tick,
 )
 from kraftd.core.log import ReplicatedLog
+from kraftd.core.snapshots import Snapshot
 from kraftd.core.states import Candidate, Follower, Leader, Prospective, Resigned
 from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, OffsetRange, ReplicaKey, VoterSet
 from kwire.errors import ErrorCode
@@ -45,6 +46,7 @@ class RaftNode(NodeContext):
         log: ReplicatedLog | None = None,
         now_ms: int = 0,
         kraft_version: int = 0,
+        snapshot: Snapshot | None = None,
     ) -> None:
         super().__init__(
             local=local,
@@ -56,6 +58,7 @@ class RaftNode(NodeContext):
             log=log,
             now_ms=now_ms,
             kraft_version=kraft_version,
+            snapshot=snapshot,
         )
         self._last_leader = LeaderAndEpoch(NO_LEADER, -1)
 
@@ -74,6 +77,9 @@ class RaftNode(NodeContext):
 
     def leave_leader(self, d: Leader) -> None:
         replication.leave_leader(self, d)
+
+    def send_fetch_snapshot(self, d: Follower) -> None:
+        snapshotting.send_fetch_snapshot(self, d)
 
     # ----- the entry point -----
     def step(self, event: Event) -> list[Effect]:
@@ -95,6 +101,14 @@ class RaftNode(NodeContext):
     def append(self, records: list[bytes]) -> OffsetRange:
         """Accept records as leader; raises NotLeaderError otherwise. Effects follow on the next poll."""
         return replication.append(self, records)
+
+    def create_snapshot(self, end_offset: int, values: list[bytes]) -> Snapshot:
+        """The state machine's snapshot of every record below ``end_offset`` (a committed batch boundary);
+        effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""
+        return snapshotting.create_snapshot(self, end_offset, values)
+
+    def snapshot_due(self) -> bool:
+        return snapshotting.snapshot_due(self)
 
     def poll(self) -> list[Effect]:
         self._expire_inflight()
@@ -139,6 +153,8 @@ class RaftNode(NodeContext):
             resp = quorum_rpcs.handle_begin_quorum(self, msg)
         elif isinstance(msg, m.EndQuorumEpochRequest):
             resp = quorum_rpcs.handle_end_quorum(self, msg)
+        elif isinstance(msg, m.FetchSnapshotRequest):
+            resp = snapshotting.handle_fetch_snapshot_request(self, msg)
         else:
             return
         if resp is not None:
@@ -158,6 +174,8 @@ class RaftNode(NodeContext):
             election.handle_vote_response(self, source, request, resp)
         elif isinstance(request, m.FetchRequest):
             replication.handle_fetch_response(self, source, resp)
+        elif isinstance(request, m.FetchSnapshotRequest):
+            snapshotting.handle_fetch_snapshot_response(self, source, resp)
         elif isinstance(request, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):
             quorum_rpcs.handle_epoch_response(self, source, request, resp)
 

@@ -32,8 +32,8 @@ from kraftd.core.effects import (
     SendResponse,
     TruncateLog,
 )
-from kraftd.core.log import LogBatch, LogInconsistencyError
-from kraftd.core.states import Follower, Leader, ParkedFetch, ReplicaProgress
+from kraftd.core.log import LogBatch, LogInconsistencyError, OffsetAndEpoch
+from kraftd.core.states import Follower, Leader, ParkedFetch, ReplicaProgress, SnapshotFetch
 from kraftd.core.types import ElectionState, OffsetRange, Role
 from kwire.errors import CorruptRecordError, ErrorCode, KraftError
 
@@ -162,6 +162,7 @@ def maybe_apply(node: NodeContext) -> None:
         done = node.log.batches_between(node.applied, node.high_watermark)
         if done:
             node.applied = done[-1].next_offset  # whole batches only; a partial one waits
+            node.bytes_since_snapshot += sum(len(b.data) for b in done if not b.is_control)
             node.out.append(ApplyCommitted(tuple(done), node.high_watermark))
 
 
@@ -205,7 +206,19 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
         return _not_leader(node)
     if node.shutting_down:
         return _not_leader(node, ErrorCode.BROKER_NOT_AVAILABLE)
-    diverging = node.log.validate(offset, last_epoch)
+    snap = node.snapshot
+    diverging = node.log.validate(offset, last_epoch) if offset >= node.log.start_offset else None
+    below_start = offset < node.log.start_offset or (diverging is not None and diverging.epoch < 0)
+    if below_start and snap is not None and node.log.start_offset > 0:
+        # The log the follower needs is gone: point it at the snapshot that replaced it (KIP-630).
+        return m.fetch_response(
+            ErrorCode.NONE,
+            ErrorCode.NONE,
+            node.local.id,
+            node.epoch,
+            node.high_watermark,
+            snapshot=snap.snapshot_id,
+        )
     if diverging is not None:
         return m.fetch_response(
             ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, None, diverging
@@ -232,11 +245,7 @@ def _track_replica(node: NodeContext, d: Leader, key: Any, offset: int) -> None:
         if not node.voters.has_id(rid) and now - q.last_fetch_ms > node.config.observer_session_timeout_ms:
             del d.replicas[rid]
     if voter and key.id != node.local.id:
-        d.fetched_voters.add(key.id)
-        needed = node.voters.majority() - (1 if node.is_voter else 0)
-        if len(d.fetched_voters) >= needed:
-            d.fetched_voters.clear()
-            d.check_quorum_deadline = now + node.config.check_quorum_timeout_ms
+        node.note_voter_fetch(d, key.id)
         update_high_watermark(node, d)
 
 
@@ -261,6 +270,9 @@ def poll_follower(node: NodeContext, d: Follower) -> None:
             node.to_prospective(jitter=not d.ended_by_leader)
         else:
             node.to_unattached(node.epoch)
+        return
+    if d.snapshot_fetch is not None:
+        node.send_fetch_snapshot(d)
         return
     ready = node.flushed >= node.log.end_offset or node.bugs.ack_before_flush
     if ready and node.can_send(d.leader_id):
@@ -295,9 +307,13 @@ def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
         return
     snap = part.snapshot_id
     if snap.end_offset >= 0 or snap.epoch >= 0:
-        # The leader's log starts past our fetch offset. Until a snapshot can be fetched this answer cannot
-        # be acted on: wait the retry backoff before asking again (invariant 6), never spin.
-        node.back_off(source)
+        # The leader's log starts past our fetch offset: fetch its snapshot (kraftd.core.snapshotting). A
+        # snapshot id we cannot use is retried only after the backoff (invariant 6), never at once.
+        sid = OffsetAndEpoch(snap.end_offset, snap.epoch)
+        if sid.offset > node.log.start_offset and 0 <= sid.epoch <= node.epoch:
+            d.snapshot_fetch = SnapshotFetch(sid)
+        else:
+            node.back_off(source)
         _fetched(node, d, -1)
         return
     div = part.diverging_epoch

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.types import NO_LEADER, ReplicaKey
 
 
@@ -80,11 +81,20 @@ class Leader:
 
 
 @dataclass(slots=True)
+class SnapshotFetch:
+    """A FetchSnapshot transfer in progress: the bytes received so far of snapshot ``snapshot_id``."""
+
+    snapshot_id: OffsetAndEpoch
+    received: bytearray = field(default_factory=bytearray)
+
+
+@dataclass(slots=True)
 class Follower:
     leader_id: int
     fetch_deadline: int
     has_fetched: bool = False
     ended_by_leader: bool = False  # an EndQuorumEpoch set fetch_deadline (its backoff orders the voters)
+    snapshot_fetch: SnapshotFetch | None = None  # set while the leader's log starts past ours (KIP-630)
 
 
 @dataclass(slots=True)

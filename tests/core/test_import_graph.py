@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "kraftd" / "core"
-HANDLERS = {"election", "replication", "quorum_rpcs"}
+HANDLERS = {"election", "replication", "quorum_rpcs", "snapshotting"}
 
 
 def _core_imports(path: Path) -> set[str]:
