@@ -29,7 +29,7 @@ from typing import Any
 from kraftd.core.config import QuorumConfig
 from kraftd.core.effects import Effect, PersistElectionState, SendRequest, SnapshotLoaded
 from kraftd.core.log import LogBatch, ReplicatedLog
-from kraftd.core.snapshots import Snapshot
+from kraftd.core.snapshots import Snapshot, log_agrees
 from kraftd.core.states import Follower, Leader, Prospective, Resigned, RoleData, Unattached
 from kraftd.core.transitions import IllegalTransitionError, check_transition
 from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, ReplicaKey, Role, VoterSet
@@ -134,8 +134,7 @@ class NodeContext:
         that ends before the snapshot or disagrees with its epoch is dropped (kraftd.core.snapshots inv. 1)."""
         sid = snap.snapshot_id
         log = self.log
-        agrees = log.start_offset <= sid.offset <= log.end_offset and log.is_boundary(sid.offset)
-        if not agrees or (sid.offset > log.start_offset and log.epoch_at(sid.offset - 1) != sid.epoch):
+        if not log_agrees(log, sid):
             log.reset(sid.offset, sid.epoch)
         self.snapshot = snap
         base = snap.voters if snap.voters is not None else self.voter_history.history[0][1]

@@ -22,7 +22,7 @@ from generated.snapshot_footer_record import SnapshotFooterRecord
 from generated.snapshot_header_record import SnapshotHeaderRecord
 from generated.voters_record import VotersRecord
 from kraftd.core.batches import control_batch, data_batch, split_batches
-from kraftd.core.log import LogBatch, OffsetAndEpoch
+from kraftd.core.log import LogBatch, OffsetAndEpoch, ReplicatedLog
 from kraftd.core.types import VoterSet
 from kraftd.core.voters import control_entries, kraft_version_record, voter_set_of, voters_record
 from kwire.control import ControlRecordType as CT
@@ -103,3 +103,11 @@ def read_snapshot(snapshot_id: OffsetAndEpoch, data: bytes) -> Snapshot:
             voters = voter_set_of(value)
     body = tuple(b for b in got[1:-1] if not b.is_control)
     return Snapshot(snapshot_id, data, kraft_version, voters, body)
+
+
+def log_agrees(log: ReplicatedLog, sid: OffsetAndEpoch) -> bool:
+    """True when ``log`` can continue after snapshot ``sid``: it reaches the snapshot's end at a batch boundary
+    and the record before it has the snapshot's epoch. Otherwise the log is dropped in favour of the snapshot."""
+    if not (log.start_offset <= sid.offset <= log.end_offset and log.is_boundary(sid.offset)):
+        return False
+    return sid.offset == log.start_offset or log.epoch_at(sid.offset - 1) == sid.epoch

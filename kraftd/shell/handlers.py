@@ -31,6 +31,7 @@ from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
+FETCH_SNAPSHOT = 59
 SERVED: tuple[int, ...] = (
     FETCH,
     METADATA,
@@ -40,8 +41,9 @@ SERVED: tuple[int, ...] = (
     END_QUORUM,
     DESCRIBE_QUORUM,
     DESCRIBE_CLUSTER,
+    FETCH_SNAPSHOT,
 )
-CORE_APIS = frozenset({FETCH, VOTE, BEGIN_QUORUM, END_QUORUM})
+CORE_APIS = frozenset({FETCH, VOTE, BEGIN_QUORUM, END_QUORUM, FETCH_SNAPSHOT})
 
 
 def supported_versions() -> dict[int, tuple[int, int]]:

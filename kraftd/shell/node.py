@@ -40,14 +40,17 @@ from kraftd.core.effects import (
     AppendBatches,
     AppendFailed,
     ApplyCommitted,
+    DeleteLogBefore,
     Effect,
     FlushLog,
+    InstallSnapshot,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
     SendResponse,
     SetDeadline,
     TruncateLog,
+    WriteSnapshot,
 )
 from kraftd.core.events import Event, LogFlushed, RequestReceived, ResponseReceived, Shutdown, Tick
 from kraftd.core.node import RaftNode
@@ -55,7 +58,8 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.shell import handlers
-from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
+from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
+from kraftd.shell.statemachine import RecordsState
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
@@ -122,7 +126,14 @@ class ControllerNode:
             request_timeout_ms=cfg.request_timeout_ms,
             retry_backoff_ms=cfg.retry_backoff_ms,
             append_linger_ms=cfg.append_linger_ms,
+            retention_bytes=cfg.retention_bytes,
+            retention_ms=cfg.retention_ms,
+            snapshot_interval_ms=cfg.snapshot_interval_ms,
+            snapshot_max_record_bytes=cfg.snapshot_max_record_bytes,
         )
+        snapshot, core_log = load_snapshot_and_log(storage)
+        if snapshot is not None:
+            log.info("loaded snapshot %s", snapshot.snapshot_id)
         core = RaftNode(
             local=local,
             voters=self.setup.voters,
@@ -130,11 +141,14 @@ class ControllerNode:
             rng=self.rng,
             cluster_id=self.cluster_id,
             election_state=to_core_state(storage.election_state),
-            log=load_core_log(storage.log),
+            log=core_log,
+            snapshot=snapshot,
             now_ms=now_ms(),
             kraft_version=self.setup.kraft_version,
         )
         self.client = RaftClient(core)
+        self.state = RecordsState()
+        self.client.register(self.state)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
             ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
@@ -227,12 +241,23 @@ class ControllerNode:
                 if isinstance(event, Tick):
                     self._tick_queued = False
                 self._execute(self.client.step(event))
+                self._maybe_snapshot()
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
             log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
             self.fatal = exc
             self._spawn(self._shutdown())
+
+    def _maybe_snapshot(self) -> None:
+        """KIP-630: snapshot the state machine when the core says one is due (record bytes or interval)."""
+        st = self.state
+        latest = self.client.latest_snapshot
+        if not self.client.snapshot_due() or st.end_offset <= (latest.snapshot_id.offset if latest else 0):
+            return
+        snap = self.client.create_snapshot(st.end_offset, list(st.values))
+        log.info("node %d: wrote snapshot %s", self.config.node_id, snap.snapshot_id)
+        self._execute(self.client.step(Tick(now_ms())))
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -241,7 +266,15 @@ class ControllerNode:
 
     def _execute(self, effects: list[Effect]) -> None:
         for e in effects:
-            if isinstance(e, PersistElectionState | TruncateLog | AppendBatches):
+            if isinstance(
+                e,
+                PersistElectionState
+                | TruncateLog
+                | AppendBatches
+                | WriteSnapshot
+                | InstallSnapshot
+                | DeleteLogBefore,
+            ):
                 self.mirror.apply(e)
             elif isinstance(e, FlushLog):
                 self._request_flush()
