@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -212,6 +213,33 @@ class Node:
             return proc.wait(10)
 
 
+# What a Kafka process logs when a peer sent something it could not parse or did not expect. Test-driver requests
+# (our tool's client id) are excluded: they are not Raft traffic between the controllers.
+_COMPLAINT = re.compile(
+    r"UnsupportedVersion|unsupported version|InvalidRequest|invalid request|SchemaException|Error parsing|"
+    r"BufferUnderflow|CorruptRecord|InvalidRecord|MetadataParseException|unknown frame version|"
+    r"INCONSISTENT_CLUSTER_ID|Unexpected error|Unknown API key|IllegalStateException|RecordBatchTooLarge",
+    re.IGNORECASE,
+)
+DRIVER_CLIENT_ID = "clientId=kraft-metadata-quorum"
+# Kafka's own races around a leader change (a request reaching a controller that just lost the epoch).
+_KAFKA_RACE = re.compile(r"NotControllerException|NOT_CONTROLLER")
+
+
+def protocol_complaints(log_text: str) -> list[str]:
+    """WARN/ERROR lines (with the exception line under each) naming a protocol or parse failure."""
+    lines = log_text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if not re.match(r"\[[^]]+\] (WARN|ERROR) ", line) or DRIVER_CLIENT_ID in line:
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        context = line if nxt.startswith("[") else f"{line} {nxt}"
+        if _COMPLAINT.search(context) and not _KAFKA_RACE.search(context):
+            found.append(context[:600])
+    return found
+
+
 class MixedQuorum:
     """A controller quorum of real Kafka controllers and kraftd nodes on loopback (contract 3).
 
@@ -328,7 +356,8 @@ class MixedQuorum:
 
     def describe(self, node_ids: Sequence[int] | None = None, timeout_ms: int = 3000) -> QuorumInfo:
         """DescribeQuorum through kraftd's client, tried against the given (default: live) nodes."""
-        ids = node_ids or [n.node_id for n in self.nodes if n.alive()]
+        # kraftd nodes first: a Kafka controller without metadata.version logs an ERROR for DescribeCluster.
+        ids = node_ids or [n.node_id for n in sorted(self.nodes, key=lambda n: n.kind != "kraftd") if n.alive()]
         targets = [("127.0.0.1", self.node(i).port) for i in ids]
         _, info = asyncio.run(fetch_quorum(targets, 2, timeout_ms))
         return info
