@@ -256,6 +256,7 @@ class MixedQuorum:
         version: str = DEFAULT_VERSION,
         cluster_id: str | None = None,
         extra: dict[str, str] | None = None,
+        format_nodes: bool = True,
     ) -> None:
         assert bootstrap in ("static", "kip853")
         self.root = root
@@ -270,7 +271,8 @@ class MixedQuorum:
         root.mkdir(parents=True, exist_ok=True)
         for node in self.nodes:
             self.write_config(node)
-            self.format(node)
+            if format_nodes:
+                self.format(node)
 
     # ---- configuration and formatting -------------------------------------------------------------------------
 
