@@ -104,7 +104,9 @@ class ToolResult:
     stderr: str
 
     def check(self) -> ToolResult:
-        assert self.returncode == 0, f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        assert self.returncode == 0, (
+            f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        )
         return self
 
 
@@ -127,7 +129,10 @@ def metadata_quorum(bootstrap: str, *args: str, workdir: Path, version: str = DE
     """Kafka's ``kafka-metadata-quorum``; ``bootstrap`` is ``--bootstrap-controller X`` or ``--bootstrap-server X``."""
     flag, _, target = bootstrap.partition(" ")
     return run_tool(
-        "org.apache.kafka.tools.MetadataQuorumCommand", [flag, target, *args], version=version, workdir=workdir
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        [flag, target, *args],
+        version=version,
+        workdir=workdir,
     )
 
 
@@ -265,7 +270,8 @@ class MixedQuorum:
         self.cluster_id = cluster_id or random_cluster_id()
         ports = free_ports(len(kinds))
         self.nodes = [
-            Node(kind, i + 1, port, root, version=version) for i, (kind, port) in enumerate(zip(kinds, ports))
+            Node(kind, i + 1, port, root, version=version)
+            for i, (kind, port) in enumerate(zip(kinds, ports, strict=True))
         ]
         self.extra = dict(extra or {})
         root.mkdir(parents=True, exist_ok=True)
@@ -324,7 +330,9 @@ class MixedQuorum:
         """Format ``node``'s directory with its own kind's tool, or with ``tool`` ("kafka"/"kraftd")."""
         tool = tool or node.kind
         if tool == "kafka":
-            run_tool("kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root).check()
+            run_tool(
+                "kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root
+            ).check()
         else:
             kraft_storage = str(Path(sys.executable).with_name("kraft-storage"))
             done = subprocess.run(
@@ -359,7 +367,9 @@ class MixedQuorum:
     def describe(self, node_ids: Sequence[int] | None = None, timeout_ms: int = 3000) -> QuorumInfo:
         """DescribeQuorum through kraftd's client, tried against the given (default: live) nodes."""
         # kraftd nodes first: a Kafka controller without metadata.version logs an ERROR for DescribeCluster.
-        ids = node_ids or [n.node_id for n in sorted(self.nodes, key=lambda n: n.kind != "kraftd") if n.alive()]
+        ids = node_ids or [
+            n.node_id for n in sorted(self.nodes, key=lambda n: n.kind != "kraftd") if n.alive()
+        ]
         targets = [("127.0.0.1", self.node(i).port) for i in ids]
         _, info = asyncio.run(fetch_quorum(targets, 2, timeout_ms))
         return info

@@ -41,8 +41,10 @@ def assert_logs_agree(q: MixedQuorum) -> int:
     """Every live voter holds the same batches below the smallest log end offset; returns that offset."""
     info = q.wait_for(
         "every live voter at the high watermark",
-        lambda i: i.leader_id >= 0
-        and all(v.log_end_offset == i.high_watermark for v in i.voters if q.node(v.replica_id).alive()),
+        lambda i: (
+            i.leader_id >= 0
+            and all(v.log_end_offset == i.high_watermark for v in i.voters if q.node(v.replica_id).alive())
+        ),
     )
     upto = info.high_watermark
     live = [n.node_id for n in q.nodes if n.alive()]
@@ -80,18 +82,25 @@ def lead_with(q: MixedQuorum, kind: str, attempts: int = 8) -> int:
     raise AssertionError(f"no {kind} node led after {attempts} elections\n{q.tails()}")
 
 
+KKR = ("kafka", "kafka", "kraftd")
+KRR = ("kafka", "kraftd", "kraftd")
 CASES = [
-    (("kafka", "kafka", "kraftd"), "static"),
-    (("kafka", "kraftd", "kraftd"), "static"),
-    (("kafka", "kafka", "kraftd"), "kip853"),
-    (("kafka", "kraftd", "kraftd"), "kip853"),
+    (KKR, "static", "4.3.1"),
+    (KRR, "static", "4.3.1"),
+    (KKR, "kip853", "4.3.1"),
+    (KRR, "kip853", "4.3.1"),
+    # The matrix entry: Kafka 3.9 (the first KIP-853 release; Vote 0-1, Fetch up to 17).
+    (KKR, "kip853", "3.9.2"),
+    (KRR, "static", "3.9.2"),
 ]
 
 
-@pytest.mark.parametrize("kinds,bootstrap", CASES, ids=lambda c: "-".join(c) if isinstance(c, tuple) else c)
-def test_mixed_quorum(tmp_path: Path, kinds: tuple[str, ...], bootstrap: str) -> None:
-    classpath()
-    with MixedQuorum(tmp_path, kinds, bootstrap=bootstrap) as q:
+@pytest.mark.parametrize(
+    "kinds,bootstrap,version", CASES, ids=lambda c: "-".join(c) if isinstance(c, tuple) else c
+)
+def test_mixed_quorum(tmp_path: Path, kinds: tuple[str, ...], bootstrap: str, version: str) -> None:
+    classpath(version)
+    with MixedQuorum(tmp_path, kinds, bootstrap=bootstrap, version=version) as q:
         q.start_all()
         # Kafka leads first (its bootstrap records and NoOps are what kraftd must store unchanged) ...
         lead_with(q, "kafka")
