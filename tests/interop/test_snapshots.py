@@ -1,0 +1,78 @@
+"""KIP-630 snapshots across kinds: a kraftd follower catches up from a Kafka leader's snapshot (issue 10: it
+used to re-send the same Fetch ~770 times a second after the SnapshotId answer and never caught up).
+
+The Kafka controller rolls segments every second, snapshots after a few KB of NoOp records and deletes what a
+snapshot covers, so its log start moves past 0 before the kraftd node starts. The kraftd node is the third voter,
+started late: it must fetch the snapshot with FetchSnapshot, load it, resume fetching, and its installed snapshot
+must be byte-identical to Kafka's file of the same id.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from kraftd.storage.snapshots import list_snapshots, snapshot_name
+from tests.interop.kafka import MixedQuorum, Node, classpath, dump_log, protocol_complaints
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
+
+KAFKA_SNAPSHOTTING = {
+    "metadata.log.segment.ms": "1000",
+    "metadata.log.max.record.bytes.between.snapshots": "2000",
+    "metadata.max.retention.bytes": "1",
+    "metadata.max.retention.ms": "1000",
+    "metadata.max.idle.interval.ms": "50",
+}
+
+
+def first_segment(node: Node) -> int:
+    segs = sorted(p for p in node.metadata_dir.glob("*.log"))
+    return int(segs[0].name[:-4]) if segs else 0
+
+
+def wait(what: str, cond: object, q: MixedQuorum, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():  # type: ignore[operator]
+            return
+        time.sleep(0.25)
+    raise AssertionError(f"timed out waiting for {what}\n{q.tails()}")
+
+
+def test_kraftd_follower_catches_up_from_a_kafka_leaders_snapshot(tmp_path: Path) -> None:
+    classpath()
+    q = MixedQuorum(tmp_path, ["kafka", "kafka", "kraftd"], extra=KAFKA_SNAPSHOTTING)
+    ours = q.node(3)
+    with q:
+        for n in q.nodes[:2]:
+            n.start()
+        info = q.wait_leader()
+        leader = q.node(info.leader_id)
+        wait("the Kafka leader to snapshot and move its log start", lambda: first_segment(leader) > 0, q)
+        ours.start()
+        wait("the kraftd follower to install a snapshot", lambda: list_snapshots(ours.metadata_dir), q)
+
+        def caught_up() -> bool:
+            info = q.describe([1, 2])
+            return any(v.replica_id == 3 and v.log_end_offset >= info.high_watermark > 0 for v in info.voters)
+
+        wait("the kraftd follower to catch up with the leader", caught_up, q)
+        sid = list_snapshots(ours.metadata_dir)[0]
+        mine_path = ours.metadata_dir / snapshot_name(sid)
+        mine = mine_path.read_bytes()
+        # Each Kafka controller writes its own snapshot (its own timestamps): ours must equal the leader's copy,
+        # when Kafka has not yet deleted it for a newer one.
+        theirs = leader.metadata_dir / snapshot_name(sid)
+        try:
+            assert mine == theirs.read_bytes()
+        except FileNotFoundError:
+            pass
+        dumped = dump_log([mine_path], workdir=tmp_path).check().stdout  # Kafka's own reader accepts it
+        assert "SnapshotHeader" in dumped and "SnapshotFooter" in dumped, dumped[-2000:]
+        text = ours.log_text()
+        assert "log reset to start at offset" in text and "Traceback" not in text, ours.tail()
+        for n in q.nodes[:2]:
+            assert not protocol_complaints(n.log_text()), n.tail()
