@@ -85,6 +85,8 @@ def test_a_voter_behind_the_log_start_catches_up_from_the_snapshot(tmp_path: Pat
         cluster.wait_leader(timeout=30)
         time.sleep(1.0)
         acks = read_acks(cluster)
+        target = max(acks)
+        wait_for("node 3 to catch up again after its restart", caught_up)
     finally:
         cluster.stop_all()
     assert first_segment(cluster, 3) > 0  # its log starts past 0: it came from the snapshot
