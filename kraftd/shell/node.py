@@ -253,7 +253,8 @@ class ControllerNode:
         """KIP-630: snapshot the state machine when the core says one is due (record bytes or interval)."""
         st = self.state
         latest = self.client.latest_snapshot
-        if not self.client.snapshot_due() or st.end_offset <= (latest.snapshot_id.offset if latest else 0):
+        newer = st.end_offset > (latest.snapshot_id.offset if latest else 0)
+        if not self.client.snapshot_due() or not newer or not st.snapshot_safe:
             return
         snap = self.client.create_snapshot(st.end_offset, list(st.values))
         log.info("node %d: wrote snapshot %s", self.config.node_id, snap.snapshot_id)

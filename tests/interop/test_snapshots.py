@@ -16,6 +16,7 @@ import pytest
 
 from kraftd.storage.snapshots import list_snapshots, snapshot_name
 from tests.interop.kafka import MixedQuorum, Node, classpath, dump_log, protocol_complaints
+from tests.interop.test_mixed import lead_with
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -75,4 +76,43 @@ def test_kraftd_follower_catches_up_from_a_kafka_leaders_snapshot(tmp_path: Path
         text = ours.log_text()
         assert "log reset to start at offset" in text and "Traceback" not in text, ours.tail()
         for n in q.nodes[:2]:
+            assert not protocol_complaints(n.log_text()), n.tail()
+
+
+def test_kafka_follower_catches_up_from_a_kraftd_leaders_snapshot(tmp_path: Path) -> None:
+    """A Kafka controller writes the metadata (bootstrap and NoOp records); kraftd nodes snapshot it (the
+    committed records themselves) and delete their logs; with kraftd leading, a fresh Kafka controller fetches
+    the kraftd leader's snapshot with FetchSnapshot, loads it into its own image and follows."""
+    classpath()
+    kraftd_snapshotting = {
+        "metadata.log.max.record.bytes.between.snapshots": "200",
+        "metadata.max.retention.bytes": "0",
+        "metadata.max.idle.interval.ms": "50",
+    }
+    q = MixedQuorum(tmp_path, ["kafka", "kafka", "kraftd", "kraftd", "kraftd"], extra=kraftd_snapshotting)
+    with q:
+        for n in q.nodes:
+            if n.node_id != 2:
+                n.start()
+        leader = lead_with(q, "kafka")
+        q.wait_for("Kafka's records to commit", lambda i: i.high_watermark > 40)
+        q.node(leader).stop()
+        info = q.wait_for("a kraftd leader", lambda i: i.leader_id >= 3)
+        ours = q.node(info.leader_id)
+        wait("the kraftd leader's snapshot", lambda: list_snapshots(ours.metadata_dir), q)
+        q.node(leader).start()  # a Kafka voter that is caught up
+        late = q.node(2)
+        late.start()
+
+        def caught_up() -> bool:
+            info = q.describe([3, 4, 5])
+            return any(v.replica_id == 2 and v.log_end_offset >= info.high_watermark > 0 for v in info.voters)
+
+        wait("the late Kafka controller to catch up", caught_up, q, timeout=120)
+        sid = list_snapshots(ours.metadata_dir)[-1]
+        fetched = late.metadata_dir / snapshot_name(sid)
+        wait("the late Kafka controller's copy of the snapshot", fetched.exists, q)
+        assert fetched.read_bytes() == (ours.metadata_dir / snapshot_name(sid)).read_bytes()
+        assert q.node(info.leader_id).alive() and late.alive()
+        for n in (q.node(1), late):
             assert not protocol_complaints(n.log_text()), n.tail()
