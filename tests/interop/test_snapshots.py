@@ -9,6 +9,7 @@ must be byte-identical to Kafka's file of the same id.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -20,6 +21,9 @@ from tests.interop.test_mixed import lead_with
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 
+KNOWN_WHILE_KRAFTD_LEADS = re.compile(
+    r"ControllerRegistration|CONTROLLER_REGISTRATION|UPDATE_RAFT_VOTER|UpdateRaftVoter"
+)
 KAFKA_SNAPSHOTTING = {
     "metadata.log.segment.ms": "1000",
     "metadata.log.max.record.bytes.between.snapshots": "2000",
@@ -114,5 +118,13 @@ def test_kafka_follower_catches_up_from_a_kraftd_leaders_snapshot(tmp_path: Path
         wait("the late Kafka controller's copy of the snapshot", fetched.exists, q)
         assert fetched.read_bytes() == (ours.metadata_dir / snapshot_name(sid)).read_bytes()
         assert q.node(info.leader_id).alive() and late.alive()
+        text = late.log_text()
+        assert f"Fetching snapshot OffsetAndEpoch[offset={sid.offset}, epoch={sid.epoch}]" in text, (
+            late.tail()
+        )
+        assert "fatal fault" not in text, late.tail()
         for n in (q.node(1), late):
-            assert not protocol_complaints(n.log_text()), n.tail()
+            # While kraftd leads, Kafka followers log the two requests docs/INTEROP.md lists (ControllerRegistration
+            # needs the controller state machine, UpdateRaftVoter the KIP-853 RPCs); nothing else.
+            left = [c for c in protocol_complaints(n.log_text()) if not KNOWN_WHILE_KRAFTD_LEADS.search(c)]
+            assert not left, "\n".join(left[:5])
