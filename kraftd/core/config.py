@@ -20,9 +20,16 @@ class BugFlags:
     commit_old_epoch: bool = False  # advance the HWM before a record of the leader's own epoch commits
     no_check_quorum: bool = False  # a leader cut off from the majority never resigns
     double_vote: bool = False  # grant a second, different vote in one epoch
+    snapshot_missing_record: bool = False  # a snapshot leaves out the state machine's last record
 
     def any(self) -> bool:
-        return self.ack_before_flush or self.commit_old_epoch or self.no_check_quorum or self.double_vote
+        return (
+            self.ack_before_flush
+            or self.commit_old_epoch
+            or self.no_check_quorum
+            or self.double_vote
+            or self.snapshot_missing_record
+        )
 
 
 @dataclass(frozen=True, slots=True)

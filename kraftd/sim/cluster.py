@@ -37,16 +37,19 @@ from kraftd.core.events import (
 from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
+from kraftd.core.snapshots import Snapshot
 from kraftd.core.types import ElectionState, ReplicaKey, Role, VoterSet
 from kraftd.sim.invariants import Checker, InvariantViolation
 from kraftd.sim.network import Network
 from kwire.errors import ErrorCode
+from kwire.records import decode_batch
 
 
 @dataclass(slots=True)
 class Storage:
     election: ElectionState = field(default_factory=ElectionState)
     batches: list[LogBatch] = field(default_factory=list)
+    snapshot: Snapshot | None = None  # the latest durable snapshot (KIP-630)
 
     @property
     def end_offset(self) -> int:
@@ -60,6 +63,7 @@ class SimNode:
     core: RaftNode | None = None
     incarnation: int = 0
     tick_at: int | None = None
+    state: list[bytes] = field(default_factory=list)  # the state machine: committed data values (volatile)
 
 
 class Cluster:
@@ -115,10 +119,17 @@ class Cluster:
     def start(self, node_id: int) -> None:
         n = self.nodes[node_id]
         n.incarnation += 1
-        log = ReplicatedLog()
+        snap = n.storage.snapshot
+        start = n.storage.batches[0].base_offset if n.storage.batches else 0
+        if snap is not None and not n.storage.batches:
+            start = snap.snapshot_id.offset
+        start_epoch = snap.snapshot_id.epoch if snap is not None and snap.snapshot_id.offset == start else 0
+        log = ReplicatedLog(start, start_epoch)
         for b in n.storage.batches:
             log.append(b)
+        n.state = []
         n.core = RaftNode(
+            snapshot=snap,
             local=ReplicaKey(node_id),
             voters=self.voter_set,
             config=self.config,
@@ -161,6 +172,20 @@ class Cluster:
         self.deliver(node_id, Tick(self.now))
         return (r.last, r.epoch)
 
+    def snapshot(self, node_id: int) -> bool:
+        """The node's state machine snapshots everything it has applied (KIP-630); False when it cannot."""
+        n = self.nodes[node_id]
+        core = n.core
+        if core is None:
+            return False
+        latest = core.snapshot.snapshot_id.offset if core.snapshot is not None else 0
+        if core.applied <= latest or core.applied < core.log.start_offset:
+            return False
+        core.create_snapshot(core.applied, list(n.state))
+        self.trace.append(f"{self.now:>7} n{node_id} snapshot at {core.applied}")
+        self.deliver(node_id, Tick(self.now))
+        return True
+
     # ----- stepping a node -----
     def deliver(self, node_id: int, event: Event) -> None:
         n = self.nodes[node_id]
@@ -173,7 +198,8 @@ class Cluster:
         self._execute(n, core, out, event)
         if core.role is Role.LEADER:
             if before_role is not Role.LEADER:
-                self.checker.on_new_leader(node_id, core.epoch, core.log.batches)
+                snap_end = core.snapshot.snapshot_id.offset if core.snapshot is not None else 0
+                self.checker.on_new_leader(node_id, core.epoch, core.log.batches, snap_end)
             self.checker.on_leader_hwm(node_id, core.epoch, core.high_watermark)
         self.check_durable()
 
@@ -189,7 +215,8 @@ class Cluster:
             return
         self._durable_signature = signature
         durable = {i: n.storage.batches for i, n in self.nodes.items()}
-        self.checker.check_durable(durable, leaders)
+        ends = {i: n.storage.snapshot.snapshot_id.offset for i, n in self.nodes.items() if n.storage.snapshot}
+        self.checker.check_durable(durable, leaders, ends)
 
     def _execute(self, n: SimNode, core: RaftNode, out: list[fx.Effect], event: Event) -> None:
         nid = n.node_id
@@ -231,6 +258,21 @@ class Cluster:
                 self._send_response(nid, e)
             elif isinstance(e, fx.ApplyCommitted):
                 self.checker.on_apply(nid, e.batches, core.log.batches)
+                for b in e.batches:
+                    if not b.is_control:
+                        n.state.extend(r.value or b"" for r in decode_batch(b.data, verify_crc=False).records)
+            elif isinstance(e, fx.SnapshotLoaded):
+                n.state = e.snapshot.values()
+            elif isinstance(e, fx.WriteSnapshot | fx.InstallSnapshot):
+                sid = e.snapshot.snapshot_id
+                self.checker.on_snapshot(nid, sid.offset, e.snapshot.values())
+                n.storage.snapshot = e.snapshot
+                if isinstance(e, fx.InstallSnapshot):
+                    n.storage.batches = []
+                self.storage_version += 1
+            elif isinstance(e, fx.DeleteLogBefore):
+                n.storage.batches = [b for b in n.storage.batches if b.base_offset >= e.offset]
+                self.storage_version += 1
             elif isinstance(e, fx.SetDeadline):
                 if n.tick_at is None or e.at_ms != n.tick_at:
                     n.tick_at = e.at_ms
@@ -325,6 +367,11 @@ def _summary(msg: Any) -> str:
         extra = f" diverging={div.end_offset}@{div.epoch}" if div.epoch >= 0 else ""
         n = len(part.records or b"")
         return f"{name}(err={part.error_code} e{part.current_leader.leader_epoch} hwm={part.high_watermark} bytes={n}{extra})"
+    if isinstance(msg, m.FetchSnapshotRequest):
+        return f"{name}({part.snapshot_id.end_offset}@{part.snapshot_id.epoch} pos={part.position})"
+    if isinstance(msg, m.FetchSnapshotResponse):
+        n = len(part.unaligned_records or b"")
+        return f"{name}(err={part.error_code} pos={part.position} bytes={n} size={part.size})"
     err = getattr(part, "error_code", 0)
     return f"{name}(leader={part.leader_id} e{part.leader_epoch}{f' err={err}' if err else ''})"
 

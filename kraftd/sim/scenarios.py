@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import partial
 
 from kraftd.core.types import Role
-from kraftd.sim.harness import Harness, ScenarioFailure
+from kraftd.sim.harness import LIVENESS_BOUND_MS, Harness, ScenarioFailure
 from kraftd.sim.network import NetworkFaults
 
 
@@ -274,6 +274,43 @@ def _wait(h: Harness, pred: Callable[[], bool], ms: int) -> bool:
     return h.c.run_until(h.c.now + ms, pred)
 
 
+def snapshots(h: Harness) -> None:
+    """KIP-630 under faults: quorums of 1 to 5 voters and one observer whose state machines snapshot at random
+    and delete the log each snapshot covers; crashes and partitions; a replica that starts late or falls
+    behind the leader's log start must catch up with FetchSnapshot (in chunks when fetches are small)."""
+    rng = h.rng
+    voters = rng.randint(1, 5)
+    c = h.setup(voters, observers=1, snapshots=True, fetch_max_bytes=rng.choice([None, 300]))
+    late = voters  # the observer starts late, behind every snapshot
+    c.crash(late)
+    h.wait_leader()
+    h.wait_commit()
+    end = c.now + rng.randint(4000, 12000)
+    while c.now < end:
+        h.run(rng.randint(100, 1500))
+        ids = list(c.nodes)
+        up = [i for i in ids if c.is_up(i)]
+        down = [i for i in ids if not c.is_up(i) and i != late]
+        action = rng.random()
+        if action < 0.2 and up:
+            c.crash(rng.choice(up))
+        elif action < 0.45 and down:
+            c.start(rng.choice(down))
+        elif action < 0.6 and len(ids) > 1:
+            rng.shuffle(ids)
+            k = rng.randint(1, len(ids) - 1)
+            c.net.split(ids[:k], ids[k:])
+        else:
+            c.net.heal()
+    c.net.heal()
+    for i in c.nodes:
+        if not c.is_up(i):
+            c.start(i)
+    h.wait_commit()
+    if not c.run_until(c.now + LIVENESS_BOUND_MS, lambda: _all_caught_up(h)):
+        raise ScenarioFailure("a replica never caught up with the leader (snapshot catch-up stalled)")
+
+
 SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "initial_election": initial_election,
     "failover_graceful": failover_graceful,
@@ -287,4 +324,5 @@ SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "zombie_leader": zombie_leader,
     "chaos": chaos,
     "figure8": figure8,
+    "snapshots": snapshots,
 }
