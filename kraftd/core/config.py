@@ -55,6 +55,8 @@ class QuorumConfig:
     # metadata.log.max.record.bytes.between.snapshots): see RaftClient.snapshot_due.
     snapshot_interval_ms: int = 3600 * 1000
     snapshot_max_record_bytes: int = 20 * 1024 * 1024
+    # The default listener (first of controller.listener.names): voters must keep listening on it (KIP-853).
+    listener_name: str = "CONTROLLER"
     bugs: BugFlags = field(default_factory=BugFlags)
 
     @property

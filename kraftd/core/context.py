@@ -107,6 +107,10 @@ class NodeContext:
         """A follower whose leader's log starts past its own asks for the next chunk (KIP-630)."""
         raise NotImplementedError
 
+    def append_control(self, entries: list[tuple[Any, Any]]) -> None:
+        """A leader appends one control batch now (after any pending records), e.g. a Voters record."""
+        raise NotImplementedError
+
     def leave_leader(self, d: Leader) -> None:
         """Called by ``transition`` before a Leader's data is dropped."""
         raise NotImplementedError

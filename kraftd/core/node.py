@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from kraftd.core import election, quorum_rpcs, replication, snapshotting
+from kraftd.core import election, quorum_rpcs, replication, snapshotting, voter_rpcs
 from kraftd.core import messages as m
 from kraftd.core.config import QuorumConfig
 from kraftd.core.context import NodeContext
@@ -77,6 +77,11 @@ class RaftNode(NodeContext):
 
     def leave_leader(self, d: Leader) -> None:
         replication.leave_leader(self, d)
+
+    def append_control(self, entries: list[tuple[Any, Any]]) -> None:
+        d = self.data
+        assert isinstance(d, Leader)
+        replication.append_control(self, d, entries)
 
     def send_fetch_snapshot(self, d: Follower) -> None:
         snapshotting.send_fetch_snapshot(self, d)
@@ -155,6 +160,8 @@ class RaftNode(NodeContext):
             resp = quorum_rpcs.handle_end_quorum(self, msg)
         elif isinstance(msg, m.FetchSnapshotRequest):
             resp = snapshotting.handle_fetch_snapshot_request(self, msg)
+        elif isinstance(msg, voter_rpcs.UpdateRaftVoterRequest):
+            resp = voter_rpcs.handle_update_voter(self, msg)
         else:
             return
         if resp is not None:

@@ -121,6 +121,12 @@ def _drain(node: NodeContext, d: Leader) -> None:
     d.linger_deadline = None
 
 
+def append_control(node: NodeContext, d: Leader, entries: list[tuple[Any, Any]]) -> None:
+    """A control batch right after the records already accepted (they are written first, in order)."""
+    _drain(node, d)
+    _write(node, d, [batches.control_batch(node.log.end_offset, node.epoch, entries, node.now)])
+
+
 def poll_leader(node: NodeContext, d: Leader) -> None:
     now = node.now
     if node.shutting_down or (now >= d.check_quorum_deadline and not node.bugs.no_check_quorum):

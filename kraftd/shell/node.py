@@ -130,6 +130,7 @@ class ControllerNode:
             retention_ms=cfg.retention_ms,
             snapshot_interval_ms=cfg.snapshot_interval_ms,
             snapshot_max_record_bytes=cfg.snapshot_max_record_bytes,
+            listener_name=cfg.controller_listener_names[0],
         )
         snapshot, core_log = load_snapshot_and_log(storage)
         if snapshot is not None:

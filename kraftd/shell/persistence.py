@@ -59,7 +59,10 @@ def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
     if config.quorum_voters:
         name = config.controller_listener_names[0]
         return QuorumSetup(
-            VoterSet(tuple(ReplicaKey(v.node_id) for v in config.quorum_voters)),
+            VoterSet(
+                tuple(ReplicaKey(v.node_id) for v in config.quorum_voters),
+                tuple((v.node_id, (Listener(name, v.host, v.port),)) for v in config.quorum_voters),
+            ),
             {v.node_id: (Endpoint(name, v.host, v.port),) for v in config.quorum_voters},
             0,
         )

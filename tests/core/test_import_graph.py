@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "kraftd" / "core"
-HANDLERS = {"election", "replication", "quorum_rpcs", "snapshotting"}
+HANDLERS = {"election", "replication", "quorum_rpcs", "snapshotting", "voter_rpcs"}
 
 
 def _core_imports(path: Path) -> set[str]:
