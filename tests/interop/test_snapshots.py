@@ -124,7 +124,7 @@ def test_kafka_follower_catches_up_from_a_kraftd_leaders_snapshot(tmp_path: Path
         )
         assert "fatal fault" not in text, late.tail()
         for n in (q.node(1), late):
-            # While kraftd leads, Kafka followers log the two requests docs/INTEROP.md lists (ControllerRegistration
-            # needs the controller state machine, UpdateRaftVoter the KIP-853 RPCs); nothing else.
+            # While kraftd leads, Kafka followers still log ControllerRegistration (it needs the controller state
+            # machine, docs/INTEROP.md); UpdateRaftVoter is now answered. Nothing else.
             left = [c for c in protocol_complaints(n.log_text()) if not KNOWN_WHILE_KRAFTD_LEADS.search(c)]
             assert not left, "\n".join(left[:5])
