@@ -76,6 +76,7 @@ class RaftNode(NodeContext):
         election.to_prospective(self, jitter)
 
     def leave_leader(self, d: Leader) -> None:
+        voter_rpcs.abandon_voter_change(self, d)
         replication.leave_leader(self, d)
 
     def append_control(self, entries: list[tuple[Any, Any]]) -> None:
@@ -117,6 +118,8 @@ class RaftNode(NodeContext):
 
     def poll(self) -> list[Effect]:
         self._expire_inflight()
+        if isinstance(self.data, Leader):
+            voter_rpcs.poll_voter_change(self, self.data)  # may request a resignation the loop carries out
         for _ in range(8):  # a single-voter quorum walks Unattached -> ... -> Leader in one poll
             before = (self.role, self.epoch)
             self._poll_role()
@@ -162,6 +165,8 @@ class RaftNode(NodeContext):
             resp = snapshotting.handle_fetch_snapshot_request(self, msg)
         elif isinstance(msg, voter_rpcs.UpdateRaftVoterRequest):
             resp = voter_rpcs.handle_update_voter(self, msg)
+        elif isinstance(msg, voter_rpcs.RemoveRaftVoterRequest):
+            resp = voter_rpcs.handle_remove_voter(self, ev.token, msg)
         else:
             return
         if resp is not None:
@@ -202,6 +207,8 @@ class RaftNode(NodeContext):
         d = self.data
         if isinstance(d, Leader):
             cands += [d.check_quorum_deadline, d.begin_quorum_deadline]
+            if d.voter_change is not None:
+                cands.append(d.voter_change.deadline)
             cands += [p.deadline for p in d.parked.values()]
             if d.linger_deadline is not None:
                 cands.append(d.linger_deadline)

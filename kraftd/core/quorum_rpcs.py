@@ -28,7 +28,7 @@ def resign(node: NodeContext, d: Leader) -> None:
     others.sort(key=lambda p: (-p.end_offset, p.key.id))
     preferred = [p.key for p in others]
     unacked = {v for v in node.voters.ids if v != node.local.id}
-    data = Resigned(node.election_deadline(), preferred, unacked, node.shutting_down)
+    data = Resigned(node.election_deadline(), preferred, unacked, node.shutting_down or d.resign_requested)
     node.transition(Role.RESIGNED, data, node.election)
 
 

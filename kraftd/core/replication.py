@@ -129,7 +129,11 @@ def append_control(node: NodeContext, d: Leader, entries: list[tuple[Any, Any]])
 
 def poll_leader(node: NodeContext, d: Leader) -> None:
     now = node.now
-    if node.shutting_down or (now >= d.check_quorum_deadline and not node.bugs.no_check_quorum):
+    # Check-quorum needs other voters: the leader of a one-voter set never resigns for it (Kafka's rule; it
+    # also holds after the set shrinks to one).
+    lonely = len(node.voters.voters) == 1 and node.is_voter
+    expired = now >= d.check_quorum_deadline and not node.bugs.no_check_quorum and not lonely
+    if d.resign_requested or node.shutting_down or expired:
         node.resign(d)
         return
     if d.linger_deadline is not None and now >= d.linger_deadline:
@@ -153,7 +157,9 @@ def on_flushed(node: NodeContext, offset: int) -> None:
 
 
 def update_high_watermark(node: NodeContext, d: Leader) -> None:
-    ends = [node.flushed]
+    ends = (
+        [node.flushed] if node.is_voter else []
+    )  # a leader removed from the set does not count (KAFKA-16530)
     ends += [p.end_offset for i, p in d.replicas.items() if node.voters.has_id(i)]
     ends.sort(reverse=True)
     candidate = ends[node.voters.majority() - 1]

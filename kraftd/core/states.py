@@ -67,6 +67,15 @@ class ParkedFetch:
 
 
 @dataclass(slots=True)
+class PendingVoterChange:
+    """A voter change whose answer waits until its Voters record (at ``offset``) commits."""
+
+    token: int
+    offset: int
+    deadline: int
+
+
+@dataclass(slots=True)
 class Leader:
     epoch_start_offset: int
     check_quorum_deadline: int
@@ -78,6 +87,8 @@ class Leader:
     pending_bytes: int = 0
     linger_deadline: int | None = None
     parked: dict[int, ParkedFetch] = field(default_factory=dict)
+    voter_change: PendingVoterChange | None = None  # at most one (KIP-853)
+    resign_requested: bool = False  # removed from the committed voter set (KIP-853)
 
 
 @dataclass(slots=True)
