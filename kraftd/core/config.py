@@ -21,6 +21,8 @@ class BugFlags:
     no_check_quorum: bool = False  # a leader cut off from the majority never resigns
     double_vote: bool = False  # grant a second, different vote in one epoch
     snapshot_missing_record: bool = False  # a snapshot leaves out the state machine's last record
+    reconfig_before_commit: bool = False  # change voters before committing in the own epoch (KIP-853)
+    two_uncommitted_changes: bool = False  # accept a voter change while another is uncommitted
 
     def any(self) -> bool:
         return (
@@ -29,6 +31,8 @@ class BugFlags:
             or self.no_check_quorum
             or self.double_vote
             or self.snapshot_missing_record
+            or self.reconfig_before_commit
+            or self.two_uncommitted_changes
         )
 
 

@@ -123,22 +123,26 @@ def handle_remove_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
         return _removed(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if msg.voter_id < 0 or msg.voter_directory_id == ZERO_UUID:
         return _removed(ErrorCode.INVALID_REQUEST, "the request names no voter id and directory id")
-    if d.voter_change is not None:
+    bugs = node.bugs
+    if d.voter_change is not None and not bugs.two_uncommitted_changes:
         return _removed(ErrorCode.REQUEST_TIMED_OUT, "another voter change is in progress")
-    if not own_epoch_committed(node, d):
+    if not own_epoch_committed(node, d) and not bugs.reconfig_before_commit:
         return _removed(ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed its epoch yet")
     hist = node.voter_history
     if hist.kraft_version < 1:
         return _removed(
             ErrorCode.UNSUPPORTED_VERSION, f"kraft.version is {hist.kraft_version}; removing needs 1"
         )
-    if hist.latest_offset() < 0 or hist.has_uncommitted(node.high_watermark):
+    uncommitted = hist.latest_offset() < 0 or hist.has_uncommitted(node.high_watermark)
+    if uncommitted and not (bugs.two_uncommitted_changes or bugs.reconfig_before_commit):
         return _removed(ErrorCode.REQUEST_TIMED_OUT, "the latest voter change is not committed yet")
     key = ReplicaKey(msg.voter_id, msg.voter_directory_id)
     current = node.voters
     if not any(v == key for v in current.voters) or len(current.voters) == 1:
         return _removed(ErrorCode.VOTER_NOT_FOUND, f"cannot remove {key.id} from voters {list(current.ids)}")
     node.append_control([(CT.KRAFT_VOTERS, voters_record(current.without(key)))])
+    if d.voter_change is not None:  # only with BugFlags.two_uncommitted_changes
+        node.out.append(SendResponse(d.voter_change.token, _removed(ErrorCode.REQUEST_TIMED_OUT)))
     d.voter_change = PendingVoterChange(
         token, node.log.end_offset - 1, node.now + node.config.request_timeout_ms
     )

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import heapq
 import random
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.config import QuorumConfig
@@ -38,9 +40,12 @@ from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.snapshots import Snapshot
+from kraftd.core.states import Leader
 from kraftd.core.types import ElectionState, ReplicaKey, Role, VoterSet
+from kraftd.core.voters import control_entries
 from kraftd.sim.invariants import Checker, InvariantViolation
 from kraftd.sim.network import Network
+from kwire.control import ControlRecordType as CT
 from kwire.errors import ErrorCode
 from kwire.records import decode_batch
 
@@ -76,11 +81,17 @@ class Cluster:
         checker: Checker,
         max_storage_delay_ms: int = 5,
         trace_len: int = 120,
+        kraft_version: int = 0,
     ) -> None:
         self.rng = rng
         self.now = 0
         self.voter_ids = voters
-        self.voter_set = VoterSet.of(*voters)
+        self.kraft_version = kraft_version
+        # kraft.version 1 (KIP-853): voters carry directory ids, so they can be removed.
+        self.keys = {
+            i: ReplicaKey(i, uuid.UUID(int=i + 1) if kraft_version else None) for i in [*voters, *observers]
+        }
+        self.voter_set = VoterSet(tuple(self.keys[i] for i in voters))
         self.config = config
         self.checker = checker
         self.net = Network(rng)
@@ -130,8 +141,9 @@ class Cluster:
         n.state = []
         n.core = RaftNode(
             snapshot=snap,
-            local=ReplicaKey(node_id),
+            local=self.keys[node_id],
             voters=self.voter_set,
+            kraft_version=self.kraft_version,
             config=self.config,
             rng=random.Random(self.rng.getrandbits(32)),
             cluster_id="sim",
@@ -186,6 +198,30 @@ class Cluster:
         self.deliver(node_id, Tick(self.now))
         return True
 
+    def remove_voter(self, node_id: int) -> None:
+        """An operator's RemoveRaftVoter to the current leader (its answer is not awaited)."""
+        lead = self.leader()
+        if lead is None:
+            return
+        key = self.keys[node_id]
+        dir_id = key.directory_id or uuid.UUID(int=0)
+        req = RemoveRaftVoterRequest(cluster_id="sim", voter_id=key.id, voter_directory_id=dir_id)
+        self.trace.append(f"{self.now:>7} remove voter n{node_id} via n{lead.local.id}")
+        self.deliver(lead.local.id, RequestReceived(self.now, -1, req))
+
+    def _check_voter_change(self, nid: int, core: RaftNode, d: Leader, batches: tuple[LogBatch, ...]) -> None:
+        for b in batches:
+            if b.base_offset == d.epoch_start_offset:
+                continue  # the epoch-start batch restates the voters; it changes nothing
+            if not any(k == CT.KRAFT_VOTERS for _, k, _ in control_entries(b)):
+                continue
+            hist = core.voter_history.history
+            after = {k.id for k in hist[-1][1].voters}
+            before = {k.id for k in hist[-2][1].voters} if len(hist) > 1 else after
+            pending = sum(1 for off, _ in hist if off >= core.high_watermark)
+            committed_own = core.high_watermark > d.epoch_start_offset
+            self.checker.on_voter_change(nid, committed_own, pending, before, after)
+
     # ----- stepping a node -----
     def deliver(self, node_id: int, event: Event) -> None:
         n = self.nodes[node_id]
@@ -239,6 +275,8 @@ class Cluster:
                 n.storage.election = e.state
             elif isinstance(e, fx.AppendBatches):
                 self.checker.on_append(nid, core.log.batches, len(e.batches))
+                if isinstance(core.data, Leader):
+                    self._check_voter_change(nid, core, core.data, e.batches)
             elif isinstance(e, fx.TruncateLog):
                 removed = [b for b in n.storage.batches if b.next_offset > e.offset]
                 self.checker.on_truncate(nid, removed)
@@ -353,6 +391,8 @@ def _summary(msg: Any) -> str:
     name = type(msg).__name__
     if getattr(msg, "error_code", 0):
         return f"{name}(error={msg.error_code})"
+    if not hasattr(msg, "topics") and not hasattr(msg, "responses"):
+        return name  # the KIP-853 RPCs carry no partition
     part = m.single_partition(msg)
     if part is None:
         return name

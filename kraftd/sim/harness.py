@@ -58,6 +58,7 @@ class Harness:
         check_majority_hwm: bool = True,
         fetch_max_bytes: int | None = None,
         snapshots: bool = False,
+        kraft_version: int = 0,
     ) -> Cluster:
         """``snapshots``: the nodes' state machines snapshot at random times and every snapshot deletes the
         log it covers (retention 0), so lagging replicas must catch up with FetchSnapshot."""
@@ -70,7 +71,8 @@ class Harness:
             retention_bytes=0 if snapshots else QuorumConfig().retention_bytes,
         )
         checker = Checker(tuple(vids), check_monotonic_epoch, check_majority_hwm)
-        c = Cluster(rng, vids, oids, cfg, checker, max_storage_delay_ms=rng.choice([0, 2, 5, 20]))
+        delay = rng.choice([0, 2, 5, 20])
+        c = Cluster(rng, vids, oids, cfg, checker, max_storage_delay_ms=delay, kraft_version=kraft_version)
         c.net.faults = faults or NetworkFaults(
             max_delay_ms=rng.choice([2, 5, 10, 30]),
             disconnect_rate=rng.choice([0.0, 0.01, 0.05]),

@@ -14,6 +14,9 @@ RaftEventSimulationTest checks the same family).
 9. Every snapshot (KIP-630) equals the replay of the committed log up to its end offset: its records are
    exactly the committed data records below it, in order. Below a node's log start, its snapshot stands in
    for the log in (2), (3), (4) and (7).
+10. Voter changes (KIP-853), checked whenever a leader appends a Voters record that changes its voter set: the
+   leader has committed a record of its own epoch, no other voter set is uncommitted in its log, and the new set
+   differs from the one in force by at most one voter.
 8. Pre-vote never changes an epoch: pre-vote requests carry the sender's persisted epoch, and answering a
    same-epoch pre-vote persists nothing (entering Prospective with a new epoch is rejected by the core's
    transition table, which the simulator reports as a failure).
@@ -201,6 +204,17 @@ class Checker:
             raise InvariantViolation(
                 9, f"node {node}'s snapshot at {end_offset} holds {len(values)} records, the log {len(want)}"
             )
+
+    # (10)
+    def on_voter_change(
+        self, node: int, own_epoch_committed: bool, uncommitted_sets: int, before: set[int], after: set[int]
+    ) -> None:
+        if not own_epoch_committed:
+            raise InvariantViolation(10, f"leader {node} changed voters before committing in its own epoch")
+        if uncommitted_sets > 1:
+            raise InvariantViolation(10, f"leader {node} holds {uncommitted_sets} uncommitted voter sets")
+        if len(before ^ after) > 1:
+            raise InvariantViolation(10, f"leader {node} changed voters {sorted(before)} -> {sorted(after)}")
 
     # (8)
     def on_prevote_sent(self, node: int, request_epoch: int, persisted_epoch: int) -> None:
