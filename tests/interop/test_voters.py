@@ -82,3 +82,31 @@ def test_shrink_a_kraftd_quorum_with_kafkas_tool_and_ours(tmp_path: Path) -> Non
         assert (later.leader_id, later.leader_epoch) == (survivor.node_id, info.leader_epoch)
         assert later.high_watermark >= info.high_watermark
         assert all(n.alive() for n in q.nodes)
+
+
+def test_our_remove_controller_against_kafka_controllers(tmp_path: Path) -> None:
+    """kraft-metadata-quorum remove-controller against three Kafka 4.3.1 controllers (KIP-853)."""
+    classpath()
+    q = MixedQuorum(tmp_path, ["kafka", "kafka", "kafka"], bootstrap="kip853")
+    with q:
+        q.start_all()
+        info = q.wait_leader(timeout=90)
+        victim = next(n for n in q.nodes if n.node_id != info.leader_id)
+        hosts = ",".join(f"127.0.0.1:{n.port}" for n in q.nodes)
+        args = [QUORUM_TOOL, "--bootstrap-controller", hosts, "remove-controller"]
+        args += ["--controller-id", str(victim.node_id), "--controller-directory-id", victim.directory_id]
+        deadline = time.monotonic() + 60
+        while True:  # a new Kafka leader answers REQUEST_TIMED_OUT until its epoch has committed
+            out = subprocess.run(args, capture_output=True, text=True, timeout=60)
+            if out.returncode == 0 or time.monotonic() > deadline or "REQUEST_TIMED_OUT" not in out.stderr:
+                break
+            time.sleep(1)
+        assert out.returncode == 0, out.stderr
+        assert (
+            out.stdout
+            == f"Removed  KRaft controller {victim.node_id} with directory id {victim.directory_id}\n"
+        )
+        rest = sorted(n.node_id for n in q.nodes if n is not victim)
+        q.wait_for(
+            "Kafka's voters without the removed one", lambda i: sorted(v.replica_id for v in i.voters) == rest
+        )
