@@ -321,6 +321,12 @@ def reconfig(h: Harness) -> None:
     rng = h.rng
     voters = rng.randint(2, 5)
     c = h.setup(voters, kraft_version=1, check_majority_hwm=False)
+    # A removal at the first moment a leader exists, usually before it has committed in its epoch: it must be
+    # refused then (the single-server membership bug, BugFlags.reconfig_before_commit).
+    c.run_until(c.now + LIVENESS_BOUND_MS, lambda: c.leader() is not None)
+    first = c.leader()
+    if first is not None:
+        c.remove_voter(rng.choice([i for i in first.voters.ids if i != first.local.id]))
     h.wait_leader()
     h.wait_commit()
     end = c.now + rng.randint(5000, 15000)
