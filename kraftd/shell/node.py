@@ -17,6 +17,8 @@ Contracts (numbers continue kraftd.shell's):
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get
    the leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
+10. ApiVersions (v3+) finalizes kraft.version at the quorum's level when it is above 0, as Kafka's controllers
+   do; its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
 """
 
 from __future__ import annotations
@@ -92,6 +94,7 @@ class ControllerNode:
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
         self._forwarders: dict[int, PeerConnection] = {}
+        self._applied = -1  # the last committed offset the shell has seen (contract 10)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -146,7 +149,11 @@ class ControllerNode:
                 )
         bind = cfg.controller_listener
         self.server = KafkaServer(
-            self._handle, handlers.supported_versions(), host=bind.host or "0.0.0.0", port=bind.port
+            self._handle,
+            handlers.supported_versions(),
+            host=bind.host or "0.0.0.0",
+            port=bind.port,
+            finalized_features=self._finalized_features,
         )
         await self.server.start()
         log.info(
@@ -312,8 +319,10 @@ class ControllerNode:
                 quorum = None
                 forwarded = await self._forward(header, body)
                 if forwarded is not None:
-                    return forwarded
-            return handlers.describe_quorum_response(body, quorum, self.cluster_view())
+                    return handlers.describe_quorum_for(forwarded, header.request_api_version)
+            return handlers.describe_quorum_for(
+                handlers.describe_quorum_response(body, quorum, self.cluster_view()), header.request_api_version
+            )
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
             return handlers.describe_cluster_response(body, self.cluster_view())
@@ -362,7 +371,16 @@ class ControllerNode:
             self._events.put_nowait(Tick(now_ms()))
         return await fut
 
+    def _finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
+        """Contract 10: kraft.version at the level the quorum runs, once above 0 (Kafka's
+        KRaftMetadataCache.features), with the last committed offset as the epoch."""
+        kraft_version = self.setup.kraft_version
+        if kraft_version <= 0:
+            return -1, {}
+        return max(self._applied, 0), {"kraft.version": (kraft_version, kraft_version)}
+
     def _commit(self, hwm: int) -> None:
+        self._applied = max(self._applied, hwm - 1)
         keep = []
         for last, fut in self._waiters:
             if last < hwm:

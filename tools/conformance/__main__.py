@@ -1,0 +1,2 @@
+from tools.conformance.cli import main
+main()
