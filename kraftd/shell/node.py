@@ -321,7 +321,8 @@ class ControllerNode:
                 if forwarded is not None:
                     return handlers.describe_quorum_for(forwarded, header.request_api_version)
             return handlers.describe_quorum_for(
-                handlers.describe_quorum_response(body, quorum, self.cluster_view()), header.request_api_version
+                handlers.describe_quorum_response(body, quorum, self.cluster_view()),
+                header.request_api_version,
             )
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)

@@ -20,7 +20,7 @@ from kwire.errors import ErrorCode
 from kwire.headers import decode_response
 from tools.conformance.model import CheckFailed, Context, Skip, check, expect
 from tools.conformance.requests import harmless_request
-from tools.conformance.runner import API_VERSIONS, DESCRIBE_QUORUM, api_versions, describe_quorum_request
+from tools.conformance.runner import API_VERSIONS, DESCRIBE_QUORUM, describe_quorum_request
 from tools.conformance.wire import Probe, ProbeError, to_json
 
 KRAFT_VERSION = "kraft.version"
@@ -58,7 +58,10 @@ async def apiversions_v0(ctx: Context) -> None:
         resp = await p.request(ApiVersionsRequest(), 0)
     expect(resp.error_code == ErrorCode.NONE, f"error {resp.error_code}")
     got = {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}
-    expect(got == ctx.peer_apis, f"v0 lists {sorted(got.items())}, v{ctx.highest(API_VERSIONS)} listed {sorted(ctx.peer_apis.items())}")
+    expect(
+        got == ctx.peer_apis,
+        f"v0 lists {sorted(got.items())}, v{ctx.highest(API_VERSIONS)} listed {sorted(ctx.peer_apis.items())}",
+    )
     keys = [a.api_key for a in resp.api_keys]
     expect(keys == sorted(set(keys)), "ApiKeys is not ascending and unique")
     expect(all(lo <= hi for lo, hi in got.values()), "an advertised range has min > max")
@@ -79,11 +82,20 @@ async def apiversions_unknown_version(ctx: Context) -> None:
     async with ctx.probe() as p:
         for version in (top + 1, 127):
             resp = await _api_versions_raw(p, version, body)
-            expect(resp.error_code == ErrorCode.UNSUPPORTED_VERSION, f"v{version}: error {resp.error_code}, expected 35")
+            expect(
+                resp.error_code == ErrorCode.UNSUPPORTED_VERSION,
+                f"v{version}: error {resp.error_code}, expected 35",
+            )
             ranges = [(a.api_key, a.min_version, a.max_version) for a in resp.api_keys]
             lo, hi = ctx.peer_apis[API_VERSIONS]
-            expect(ranges == [(API_VERSIONS, lo, hi)], f"v{version}: ApiKeys {ranges}, expected only {(18, lo, hi)}")
-        again = await p.request(ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0"), min(top, API_SPECS[API_VERSIONS].highest_version))
+            expect(
+                ranges == [(API_VERSIONS, lo, hi)],
+                f"v{version}: ApiKeys {ranges}, expected only {(18, lo, hi)}",
+            )
+        again = await p.request(
+            ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0"),
+            min(top, API_SPECS[API_VERSIONS].highest_version),
+        )
     expect(again.error_code == ErrorCode.NONE, f"retry at v{top}: error {again.error_code}")
 
 
@@ -98,7 +110,12 @@ async def apiversions_every_version(ctx: Context) -> None:
     lo, hi = ctx.common(API_VERSIONS) or (0, 0)
     async with ctx.probe() as p:
         for v in range(lo, hi + 1):
-            resp = await p.request(ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0") if v >= 3 else ApiVersionsRequest(), v)
+            resp = await p.request(
+                ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0")
+                if v >= 3
+                else ApiVersionsRequest(),
+                v,
+            )
             expect(resp.error_code == ErrorCode.NONE, f"v{v}: error {resp.error_code}")
             got = {a.api_key: (a.min_version, a.max_version) for a in resp.api_keys}
             expect(got == ctx.peer_apis, f"v{v}: ApiKeys differ from discovery")
@@ -121,7 +138,10 @@ async def apiversions_finalized(ctx: Context) -> None:
     if ctx.highest(API_VERSIONS) < 3:
         raise Skip("the target's ApiVersions has no feature fields (v3+)")
     async with ctx.probe() as p:
-        resp = await p.request(ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0"), ctx.highest(API_VERSIONS))
+        resp = await p.request(
+            ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0"),
+            ctx.highest(API_VERSIONS),
+        )
     supported = {f.name: (f.min_version, f.max_version) for f in resp.supported_features}
     finalized = {f.name: (f.min_version_level, f.max_version_level) for f in resp.finalized_features}
     for name, (mn, mx) in finalized.items():
@@ -129,13 +149,19 @@ async def apiversions_finalized(ctx: Context) -> None:
         s_lo, s_hi = supported[name]
         expect(s_lo <= mx <= s_hi and mn <= mx, f"{name} finalized {mn}-{mx} outside supported {s_lo}-{s_hi}")
     if finalized:
-        expect(resp.finalized_features_epoch >= 0, f"finalized features with epoch {resp.finalized_features_epoch}")
+        expect(
+            resp.finalized_features_epoch >= 0,
+            f"finalized features with epoch {resp.finalized_features_epoch}",
+        )
     view = await ctx.quorum()
     dynamic = all(d != uuid.UUID(int=0) for d, _ in view.voters.values())
     if ctx.highest(DESCRIBE_QUORUM) < 2:
         raise Skip("DescribeQuorum below v2 carries no directory ids; cannot tell the kraft.version")
     level = finalized.get(KRAFT_VERSION, (0, 0))[1]
-    expect(level == (1 if dynamic else 0), f"kraft.version finalized at {level}, quorum voters {'have' if dynamic else 'lack'} directory ids")
+    expect(
+        level == (1 if dynamic else 0),
+        f"kraft.version finalized at {level}, quorum voters {'have' if dynamic else 'lack'} directory ids",
+    )
 
 
 @check(
@@ -149,7 +175,10 @@ async def apiversions_invalid_name(ctx: Context) -> None:
     if ctx.highest(API_VERSIONS) < 3:
         raise Skip("the target's ApiVersions has no client software fields (v3+)")
     async with ctx.probe() as p:
-        resp = await p.request(ApiVersionsRequest(client_software_name="bad name!", client_software_version="1.0"), ctx.highest(API_VERSIONS))
+        resp = await p.request(
+            ApiVersionsRequest(client_software_name="bad name!", client_software_version="1.0"),
+            ctx.highest(API_VERSIONS),
+        )
         expect(resp.error_code == ErrorCode.INVALID_REQUEST, f"error {resp.error_code}, expected 42")
         ok = await p.request(ApiVersionsRequest(), 0)
         expect(ok.error_code == ErrorCode.NONE, f"follow-up error {ok.error_code}")
@@ -184,7 +213,9 @@ def _version_check(api_key: int) -> None:
                 except ProbeError as exc:
                     raise CheckFailed(f"{name} v{v}: {exc}") from None
         if (lo, hi) != peer:
-            raise Skip(f"probed {lo}-{hi} (PASS there); the target advertises {peer[0]}-{peer[1]}, beyond this build's specs")
+            raise Skip(
+                f"probed {lo}-{hi} (PASS there); the target advertises {peer[0]}-{peer[1]}, beyond this build's specs"
+            )
 
     check(
         f"versions.{name}",
@@ -220,7 +251,9 @@ async def versions_outside(ctx: Context) -> None:
         await _expect_closed(ctx, key, version, raw, f"{API_SPECS[key].name} v{version}")
 
 
-async def _expect_closed(ctx: Context, key: int, version: int, body: bytes, what: str, *, header: bytes | None = None) -> None:
+async def _expect_closed(
+    ctx: Context, key: int, version: int, body: bytes, what: str, *, header: bytes | None = None
+) -> None:
     async with ctx.probe() as bystander, ctx.probe() as p:
         await bystander.request(ApiVersionsRequest(), 0)
         cid = p.next_correlation_id()
@@ -264,7 +297,8 @@ async def tagged_unknown(ctx: Context) -> None:
         tagged: DescribeQuorumResponse = await p.request(req, version, header_tags=[(33, b"\xff")])
     a, b = plain.topics[0].partitions[0], tagged.topics[0].partitions[0]
     expect(
-        (a.error_code, a.leader_id, len(a.current_voters)) == (b.error_code, b.leader_id, len(b.current_voters)),
+        (a.error_code, a.leader_id, len(a.current_voters))
+        == (b.error_code, b.leader_id, len(b.current_voters)),
         "the tagged request got a different answer",
     )
 
@@ -278,7 +312,9 @@ async def tagged_unknown(ctx: Context) -> None:
 async def malformed_truncated(ctx: Context) -> None:
     version = ctx.highest(DESCRIBE_QUORUM)
     body = describe_quorum_request().encode(version)
-    await _expect_closed(ctx, DESCRIBE_QUORUM, version, body[: len(body) // 2], "a truncated DescribeQuorum body")
+    await _expect_closed(
+        ctx, DESCRIBE_QUORUM, version, body[: len(body) // 2], "a truncated DescribeQuorum body"
+    )
 
 
 @check(
@@ -320,7 +356,9 @@ async def malformed_trailing(ctx: Context) -> None:
     version = ctx.highest(DESCRIBE_QUORUM)
     req = describe_quorum_request()
     async with ctx.probe() as p:
-        resp = await p.request(req, version, body_bytes=req.encode(version) + b"\x00\x07garbage", note="7+2 trailing bytes")
+        resp = await p.request(
+            req, version, body_bytes=req.encode(version) + b"\x00\x07garbage", note="7+2 trailing bytes"
+        )
         expect(len(resp.topics) == 1, "unexpected answer")
         again = await p.request(ApiVersionsRequest(), 0)
         expect(again.error_code == ErrorCode.NONE, "the connection is unusable after the request")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import click
 
-from tools.conformance import checks_protocol, checks_quorum, checks_raft  # noqa: F401 - registers checks
-from tools.conformance.model import REGISTRY, Check
+from tools.conformance import checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
+from tools.conformance.model import REGISTRY, Check, Result
 from tools.conformance.report import json_report, junit_report, summary, text_report
 from tools.conformance.runner import DiscoveryError, discover, run_all
 
@@ -26,10 +26,16 @@ def _selected(prefixes: tuple[str, ...]) -> list[Check]:
 @click.command(help="Run the KRaft conformance battery against a controller quorum.")
 @click.option("--bootstrap-controller", required=True, help="host:port of any controller.")
 @click.option("--cluster-id", default=None, help="Expected cluster id (default: what DescribeCluster says).")
-@click.option("--junit", "junit", type=click.Path(dir_okay=False, path_type=Path), help="Write a JUnit XML report.")
+@click.option(
+    "--junit", "junit", type=click.Path(dir_okay=False, path_type=Path), help="Write a JUnit XML report."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document instead of text.")
-@click.option("--intrusive", is_flag=True, help="Also run checks that craft Raft messages (test quorums only).")
-@click.option("--check", "prefixes", multiple=True, help="Only checks whose id starts with this (repeatable).")
+@click.option(
+    "--intrusive", is_flag=True, help="Also run checks that craft Raft messages (test quorums only)."
+)
+@click.option(
+    "--check", "prefixes", multiple=True, help="Only checks whose id starts with this (repeatable)."
+)
 @click.option("--verbose", "-v", is_flag=True, help="Print the evidence of every check, not only failures.")
 @click.option("--timeout", default=10.0, show_default=True, help="Seconds to wait for each response.")
 def main(
@@ -46,7 +52,7 @@ def main(
     if not host or not port.isdigit():
         raise click.BadParameter("expected host:port", param_hint="--bootstrap-controller")
 
-    async def go() -> tuple[str, list]:  # type: ignore[type-arg]
+    async def go() -> tuple[str, list[Result]]:
         ctx = await discover(host, int(port), cluster_id=cluster_id, intrusive=intrusive, timeout=timeout)
         return ctx.cluster_id, await run_all(ctx, _selected(prefixes))
 

@@ -58,7 +58,9 @@ def junit_report(target: str, results: list[Result]) -> str:
         time=f"{sum(r.seconds for r in results):.3f}",
     )
     for r in results:
-        case = ET.SubElement(suite, "testcase", classname="kraft-conformance", name=r.check.id, time=f"{r.seconds:.3f}")
+        case = ET.SubElement(
+            suite, "testcase", classname="kraft-conformance", name=r.check.id, time=f"{r.seconds:.3f}"
+        )
         if r.status == "FAIL":
             fail = ET.SubElement(case, "failure", message=r.detail or "failed")
             fail.text = "\n".join(json.dumps(e, sort_keys=True) for e in r.evidence)

@@ -66,7 +66,9 @@ def begin_epoch(
     cluster_id: str | None, *, leader: int, epoch: int, voter: int = -1, topic: str = METADATA_TOPIC
 ) -> bqe.BeginQuorumEpochRequest:
     part = bqe.PartitionData(partition_index=0, leader_id=leader, leader_epoch=epoch)
-    return bqe.BeginQuorumEpochRequest(cluster_id=cluster_id, voter_id=voter, topics=[bqe.TopicData(topic, [part])])
+    return bqe.BeginQuorumEpochRequest(
+        cluster_id=cluster_id, voter_id=voter, topics=[bqe.TopicData(topic, [part])]
+    )
 
 
 def end_epoch(
@@ -124,12 +126,21 @@ def fetch_snapshot(
         position=position,
     )
     return fs.FetchSnapshotRequest(
-        cluster_id=cluster_id, replica_id=replica, max_bytes=max_bytes, topics=[fs.TopicSnapshot(topic, [part])]
+        cluster_id=cluster_id,
+        replica_id=replica,
+        max_bytes=max_bytes,
+        topics=[fs.TopicSnapshot(topic, [part])],
     )
 
 
 def add_voter(
-    cluster_id: str | None, *, voter: int, voter_dir: uuid.UUID, host: str, port: int, listener: str = "CONTROLLER"
+    cluster_id: str | None,
+    *,
+    voter: int,
+    voter_dir: uuid.UUID,
+    host: str,
+    port: int,
+    listener: str = "CONTROLLER",
 ) -> arv.AddRaftVoterRequest:
     return arv.AddRaftVoterRequest(
         cluster_id=cluster_id,
@@ -169,7 +180,9 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
     """Contract 1; None for an API this module has no harmless form of."""
     if api_key == 1:
         last = 0 if version >= 12 else -1  # LastFetchedEpoch (12+) is not ignorable
-        return fetch(cluster_id, epoch=-1, offset=0, last_epoch=last, topic=OTHER_TOPIC, topic_id=uuid.uuid4())
+        return fetch(
+            cluster_id, epoch=-1, offset=0, last_epoch=last, topic=OTHER_TOPIC, topic_id=uuid.uuid4()
+        )
     if api_key == 3:
         return MetadataRequest(topics=[])
     if api_key == 18:
@@ -187,7 +200,9 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
     if api_key == 57:
         return UpdateFeaturesRequest(timeout_ms=5000, feature_updates=[], validate_only=version >= 1)
     if api_key == 59:
-        return fetch_snapshot(cluster_id, epoch=0, end_offset=0, snapshot_epoch=0, position=0, topic=OTHER_TOPIC)
+        return fetch_snapshot(
+            cluster_id, epoch=0, end_offset=0, snapshot_epoch=0, position=0, topic=OTHER_TOPIC
+        )
     if api_key == 60:
         return DescribeClusterRequest(endpoint_type=2 if version >= 1 else 1)
     if api_key == 80:

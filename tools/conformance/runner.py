@@ -73,7 +73,9 @@ def quorum_view(resp: DescribeQuorumResponse) -> QuorumView | None:
     )
 
 
-async def discover(host: str, port: int, *, cluster_id: str | None, intrusive: bool, timeout: float) -> Context:
+async def discover(
+    host: str, port: int, *, cluster_id: str | None, intrusive: bool, timeout: float
+) -> Context:
     """Contract 1."""
     probe = Probe(host, port, timeout=timeout)
     try:
@@ -143,7 +145,9 @@ async def run_check(ctx: Context, chk: Check) -> Result:
         names = ", ".join(API_SPECS[k].name if k in API_SPECS else str(k) for k in missing)
         return Result(chk, "SKIP", f"the target does not advertise {names}", [], 0.0)
     if chk.intrusive and not ctx.intrusive:
-        return Result(chk, "SKIP", "intrusive (crafts Raft messages); run with --intrusive on a test quorum", [], 0.0)
+        return Result(
+            chk, "SKIP", "intrusive (crafts Raft messages); run with --intrusive on a test quorum", [], 0.0
+        )
     try:
         await asyncio.wait_for(chk.fn(ctx), CHECK_TIMEOUT)
         status, detail = "PASS", ""
@@ -156,7 +160,10 @@ async def run_check(ctx: Context, chk: Check) -> Result:
     except ProbeError as exc:
         status, detail = "FAIL", str(exc)
     except Exception as exc:  # noqa: BLE001 - a crashing check is reported, the run goes on
-        status, detail = "FAIL", f"check error: {exc!r} at {traceback.format_exc(limit=-1).strip().splitlines()[-3:]}"
+        status, detail = (
+            "FAIL",
+            f"check error: {exc!r} at {traceback.format_exc(limit=-1).strip().splitlines()[-3:]}",
+        )
     for p in ctx.probes:
         await p.close()
     return Result(chk, status, detail, ctx.evidence, time.monotonic() - started)

@@ -139,7 +139,9 @@ class Probe:
 
     # ------------------------------------------------------------------ requests
 
-    def header_bytes(self, api_key: int, version: int, cid: int, *, header_tags: list[tuple[int, bytes]] | None = None) -> bytes:
+    def header_bytes(
+        self, api_key: int, version: int, cid: int, *, header_tags: list[tuple[int, bytes]] | None = None
+    ) -> bytes:
         spec = API_SPECS[api_key]
         header = RequestHeader(
             request_api_key=api_key,
@@ -211,4 +213,3 @@ class Probe:
     def note(self, step: str, **details: Json) -> None:
         """Record a raw (non-request) step as evidence."""
         self.evidence.append({"node": self.node, "step": step, **details})
-
