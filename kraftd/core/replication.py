@@ -209,7 +209,8 @@ def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
             ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, None, diverging
         )
     rid = m.fetch_replica_id(msg)
-    _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
+    if rid >= 0:  # a negative id is no replica (a tool, a consumer): never an observer (Kafka LeaderState)
+        _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
     found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
     if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
         return m.fetch_response(

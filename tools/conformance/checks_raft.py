@@ -405,6 +405,22 @@ async def fetch_records(ctx: Context) -> None:
 
 
 @check(
+    "fetch.non-replica-untracked",
+    "A Fetch with a negative ReplicaId (a reader that is no replica) is answered but never listed as an "
+    "observer in DescribeQuorum.",
+    "LeaderState.updateReplicaState (fetches from negative replica ids are ignored)",
+    apis=(FETCH, 55),
+    intrusive=True,
+)
+async def fetch_non_replica(ctx: Context) -> None:
+    view = await settle(ctx, 0)
+    part = await _fetch(ctx, ctx.node_for(view.leader_id), epoch=view.leader_epoch, offset=0, last_epoch=0)
+    expect(part.error_code == ErrorCode.NONE, f"error {part.error_code}")
+    after = await ctx.quorum()
+    expect(all(o >= 0 for o in after.observers), f"observers {after.observers} include the non-replica -1")
+
+
+@check(
     "fetch.diverging-epoch",
     "Fetch past the end of the last fetched epoch gets DivergingEpoch (that epoch's end offset, below the "
     "fetch offset) and no records: beyond the log end in the current epoch, and at the log end claiming an "
