@@ -245,6 +245,10 @@ def protocol_complaints(log_text: str) -> list[str]:
     return found
 
 
+# Every quorum made in this process, so a failing test can keep and print its logs (tests/interop/conftest.py).
+CREATED: list[MixedQuorum] = []
+
+
 class MixedQuorum:
     """A controller quorum of real Kafka controllers and kraftd nodes on loopback (contract 3).
 
@@ -275,6 +279,7 @@ class MixedQuorum:
         ]
         self.extra = dict(extra or {})
         root.mkdir(parents=True, exist_ok=True)
+        CREATED.append(self)
         for node in self.nodes:
             self.write_config(node)
             if format_nodes:
