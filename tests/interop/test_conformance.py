@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import struct
 import subprocess
@@ -295,9 +296,9 @@ def test_decode_a_tcpdump_capture_of_both_quorums(
     kraftd_quorum.wait_leader()
     with tcpdump(pcap, ports) as capturing:
         if not capturing:
-            if CI:
-                pytest.fail("tcpdump is required under CI (scripts/setup.sh installs it as root)")
-            pytest.skip("tcpdump is missing or may not capture on lo here")
+            if CI and os.geteuid() == 0:
+                pytest.fail("under CI as root, scripts/setup.sh installs tcpdump and it must capture on lo")
+            pytest.skip("tcpdump is missing or may not capture on lo here (the proxy-recorded test still runs)")
         metadata_quorum(
             f"--bootstrap-controller 127.0.0.1:{kraftd_quorum.nodes[0].port}",
             "describe",
