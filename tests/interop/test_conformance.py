@@ -298,7 +298,9 @@ def test_decode_a_tcpdump_capture_of_both_quorums(
         if not capturing:
             if CI and os.geteuid() == 0:
                 pytest.fail("under CI as root, scripts/setup.sh installs tcpdump and it must capture on lo")
-            pytest.skip("tcpdump is missing or may not capture on lo here (the proxy-recorded test still runs)")
+            pytest.skip(
+                "tcpdump is missing or may not capture on lo here (the proxy-recorded test still runs)"
+            )
         metadata_quorum(
             f"--bootstrap-controller 127.0.0.1:{kraftd_quorum.nodes[0].port}",
             "describe",
