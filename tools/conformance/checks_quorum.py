@@ -6,6 +6,8 @@ RaftUtil.singletonDescribeQuorumResponse, ControllerApis.handleDescribeCluster.
 
 from __future__ import annotations
 
+import asyncio
+import time
 import uuid
 
 from generated.describe_cluster_request import DescribeClusterRequest
@@ -14,7 +16,7 @@ from generated.describe_quorum_request import PartitionData as DQPartition
 from generated.describe_quorum_request import TopicData as DQTopic
 from generated.describe_quorum_response import DescribeQuorumResponse
 from kwire.errors import ErrorCode
-from tools.conformance.model import Context, Skip, check, expect
+from tools.conformance.model import CheckFailed, Context, Skip, check, expect
 from tools.conformance.runner import DESCRIBE_CLUSTER, DESCRIBE_QUORUM, describe_quorum_request
 
 ZERO = uuid.UUID(int=0)
@@ -138,6 +140,20 @@ async def unknown_partition(ctx: Context) -> None:
 async def describe_cluster(ctx: Context) -> None:
     if ctx.highest(DESCRIBE_CLUSTER) < 1 or ctx.highest(DESCRIBE_QUORUM) < 2:
         raise Skip("needs DescribeCluster v1+ and DescribeQuorum v2+")
+    deadline = time.monotonic() + 20
+    while True:
+        try:
+            await _describe_cluster_once(ctx)
+            return
+        except CheckFailed:
+            # A Kafka controller lists the controllers that have registered; one that just started may be
+            # missing for a moment. Look again until the deadline, then report what was seen last.
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
+async def _describe_cluster_once(ctx: Context) -> None:
     view = await ctx.quorum()
     async with ctx.probe(ctx.node_for(view.leader_id)) as p:
         dq = await p.request(describe_quorum_request(), ctx.highest(DESCRIBE_QUORUM))

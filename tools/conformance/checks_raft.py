@@ -25,6 +25,7 @@ from tools.conformance.model import CheckFailed, Context, NodeInfo, QuorumView, 
 
 VOTE, BEGIN, END, FETCH, FETCH_SNAPSHOT = 52, 53, 54, 1, 59
 HUGE = 1 << 40
+SNAPSHOT_PROBES = 64
 
 
 def _part(resp: Any) -> Any:
@@ -377,30 +378,52 @@ async def _fetch(ctx: Context, node: NodeInfo, **kw: Any) -> Any:
 
 @check(
     "fetch.records",
-    "Fetch from offset 0 returns record batches starting at 0 with contiguous offsets, valid CRCs and "
-    "non-decreasing partition leader epochs no higher than the leader's.",
-    "KafkaRaftClient.handleFetchRequest / tryCompleteFetchRequest; DefaultRecordBatch (CRC-32C)",
+    "Fetch from offset 0 returns record batches starting at 0 (or, when the log starts above 0, names a snapshot "
+    "and returns batches from its end offset) with contiguous offsets, valid CRCs and non-decreasing partition "
+    "leader epochs no higher than the leader's.",
+    "KafkaRaftClient.handleFetchRequest / tryCompleteFetchRequest; ReplicatedLog.validateOffsetAndEpoch "
+    "(snapshot id below the log start); DefaultRecordBatch (CRC-32C)",
     apis=(FETCH,),
     intrusive=True,
 )
 async def fetch_records(ctx: Context) -> None:
     view = await settle(ctx, 0)
-    part = await _fetch(ctx, ctx.node_for(view.leader_id), epoch=view.leader_epoch, offset=0, last_epoch=0)
+    leader, e = ctx.node_for(view.leader_id), view.leader_epoch
+    part = await _fetch(ctx, leader, epoch=e, offset=0, last_epoch=0)
     expect(part.error_code == ErrorCode.NONE, f"error {part.error_code}")
+    start, start_epoch = 0, 0
+    sid = part.snapshot_id
+    if sid.end_offset >= 0:  # the log starts above 0: the leader names the snapshot to load first
+        expect(
+            not part.records and 0 < sid.end_offset <= part.high_watermark and 0 <= sid.epoch <= e,
+            f"snapshot id {sid.end_offset}-{sid.epoch} with HWM {part.high_watermark}",
+        )
+        start, start_epoch = sid.end_offset, sid.epoch
+        part = await _fetch(ctx, leader, epoch=e, offset=start, last_epoch=start_epoch)
+        expect(
+            part.error_code == ErrorCode.NONE and part.diverging_epoch.epoch < 0,
+            f"from the snapshot end {start}: error {part.error_code}, diverging {part.diverging_epoch}",
+        )
     records = bytes(part.records or b"")
-    expect(len(records) > 0, "no records from offset 0")
-    expected, last_epoch = 0, -1
+    if start > 0 and not records:
+        expect(
+            start >= part.high_watermark,
+            f"no records after the snapshot end {start}, HWM {part.high_watermark}",
+        )
+        return
+    expect(len(records) > 0, f"no records from offset {start}")
+    expected, last_epoch = start, start_epoch
     try:
         for batch in iter_batches(records, verify_crc=True):
             expect(batch.base_offset == expected, f"batch at {batch.base_offset}, expected {expected}")
             expect(
-                last_epoch <= batch.partition_leader_epoch <= view.leader_epoch,
+                last_epoch <= batch.partition_leader_epoch <= e,
                 f"batch epoch {batch.partition_leader_epoch} after {last_epoch}",
             )
             expected, last_epoch = batch.last_offset + 1, batch.partition_leader_epoch
     except KraftError as exc:
         raise CheckFailed(f"records: {exc}") from None
-    expect(expected > 0, "no complete batch")
+    expect(expected > start, "no complete batch")
     expect(part.high_watermark >= 0, f"high watermark {part.high_watermark}")
 
 
@@ -551,39 +574,49 @@ async def snapshot_errors(ctx: Context) -> None:
     )
 
 
+async def _find_snapshot(ctx: Context, leader: NodeInfo, epoch: int) -> tuple[int, int] | None:
+    """A snapshot id the leader serves: the one a Fetch from offset 0 names (log start above 0), the bootstrap
+    checkpoint 0-0, or a recent batch boundary of its log (Kafka snapshots at committed batch ends)."""
+    candidates: list[tuple[int, int]] = []
+    boundaries: list[tuple[int, int]] = []
+    if ctx.common(FETCH) is not None and ctx.highest(FETCH) >= 13:
+        part = await _fetch(ctx, leader, epoch=epoch, offset=0, last_epoch=0)
+        named = part.snapshot_id
+        if named.end_offset >= 0 and named.epoch >= 0:
+            candidates.append((named.end_offset, named.epoch))
+        for batch in iter_batches(bytes(part.records or b""), verify_crc=False, strict=False):
+            boundaries.append((batch.last_offset + 1, batch.partition_leader_epoch))
+    candidates.append((0, 0))
+    candidates += sorted(set(boundaries), reverse=True)[:SNAPSHOT_PROBES]
+    for end, sepoch in candidates:
+        async with ctx.probe(leader) as p:
+            req = rq.fetch_snapshot(
+                ctx.cluster_id, epoch=epoch, end_offset=end, snapshot_epoch=sepoch, position=0, max_bytes=1
+            )
+            resp = await p.request(req, ctx.highest(FETCH_SNAPSHOT), note="looking for a snapshot id")
+        if resp.error_code == ErrorCode.NONE and _part_snapshot(resp).error_code == ErrorCode.NONE:
+            return end, sepoch
+    return None
+
+
 @check(
     "fetch-snapshot.positions",
-    "Reading the leader's snapshot (the bootstrap checkpoint 0-0, or the one a Fetch below the log start names) "
-    "in chunks returns Size and the bytes at each Position; a Position < 0 or >= Size is POSITION_OUT_OF_RANGE.",
-    "KafkaRaftClient.handleFetchSnapshotRequest (position checks, UnalignedRecords slicing)",
+    "A snapshot of the leader read in 64-byte chunks returns Size and the bytes at each Position, ending exactly at "
+    "Size with whole batches that start with a control batch (SnapshotHeader).",
+    "KafkaRaftClient.handleFetchSnapshotRequest (UnalignedRecords slicing from Position, at most MaxBytes)",
     apis=(FETCH_SNAPSHOT,),
     intrusive=True,
 )
 async def snapshot_positions(ctx: Context) -> None:
-    view = await settle(ctx, 0)
-    leader, e = ctx.node_for(view.leader_id), view.leader_epoch
-    sid = (0, 0)
-    if ctx.common(FETCH) is not None and ctx.highest(FETCH) >= 13:
-        named = (await _fetch(ctx, leader, epoch=e, offset=0, last_epoch=0)).snapshot_id
-        if named.end_offset >= 0 and named.epoch >= 0:
-            sid = (named.end_offset, named.epoch)  # the log starts above 0: the leader names its snapshot
-    end, sepoch = sid
+    leader, e, end, sepoch = await _snapshot_target(ctx)
 
-    async def read(position: int, max_bytes: int = 64) -> Any:
+    async def read(position: int) -> Any:
         return await _snapshot(
-            ctx,
-            leader,
-            epoch=e,
-            end_offset=end,
-            snapshot_epoch=sepoch,
-            position=position,
-            max_bytes=max_bytes,
+            ctx, leader, epoch=e, end_offset=end, snapshot_epoch=sepoch, position=position, max_bytes=64
         )
 
     first = await read(0)
-    if first.error_code == ErrorCode.SNAPSHOT_NOT_FOUND:
-        raise Skip(f"the leader holds no readable snapshot {end}-{sepoch}; positions not exercised")
-    expect(first.error_code == ErrorCode.NONE, f"error {first.error_code}")
+    expect(first.error_code == ErrorCode.NONE, f"snapshot {end}-{sepoch}: error {first.error_code}")
     size = first.size
     expect(size > 0 and first.position == 0, f"size {size} position {first.position}")
     data = bytes(first.unaligned_records or b"")
@@ -591,16 +624,45 @@ async def snapshot_positions(ctx: Context) -> None:
     while len(data) < size:
         part = await read(len(data))
         expect(
-            part.error_code == ErrorCode.NONE and part.position == len(data),
-            f"position {len(data)}: error {part.error_code} position {part.position}",
+            part.error_code == ErrorCode.NONE and part.position == len(data) and part.size == size,
+            f"position {len(data)}: error {part.error_code} position {part.position} size {part.size}",
         )
         chunk = bytes(part.unaligned_records or b"")
         expect(0 < len(chunk) <= 64, f"position {len(data)}: {len(chunk)} bytes")
         data += chunk
     expect(len(data) == size, f"read {len(data)} bytes of {size}")
+    it = iter_batches(data, verify_crc=True, strict=False)
+    batches = list(it)
+    expect(bool(batches) and batches[0].is_control, "the snapshot does not start with a control batch")
+    expect(it.valid_end == size, f"the snapshot's batches end at byte {it.valid_end} of {size}")
+
+
+@check(
+    "fetch-snapshot.position-out-of-range",
+    "A FetchSnapshot Position below 0, at Size or beyond it is POSITION_OUT_OF_RANGE.",
+    "KafkaRaftClient.handleFetchSnapshotRequest (position < 0 || position >= snapshot size)",
+    apis=(FETCH_SNAPSHOT,),
+    intrusive=True,
+)
+async def snapshot_out_of_range(ctx: Context) -> None:
+    leader, e, end, sepoch = await _snapshot_target(ctx)
+    size = (
+        await _snapshot(ctx, leader, epoch=e, end_offset=end, snapshot_epoch=sepoch, position=0, max_bytes=1)
+    ).size
     for pos in (-1, size, size + 100):
-        part = await read(pos)
+        part = await _snapshot(ctx, leader, epoch=e, end_offset=end, snapshot_epoch=sepoch, position=pos)
         expect(
             part.error_code == ErrorCode.POSITION_OUT_OF_RANGE,
             f"position {pos} of {size}: error {part.error_code}, expected 99",
         )
+
+
+async def _snapshot_target(ctx: Context) -> tuple[NodeInfo, int, int, int]:
+    view = await settle(ctx, 0)
+    leader, e = ctx.node_for(view.leader_id), view.leader_epoch
+    found = await _find_snapshot(ctx, leader, e)
+    if found is None:
+        raise Skip(
+            "the leader serves no snapshot at 0-0 or at a recent batch boundary; positions not exercised"
+        )
+    return leader, e, found[0], found[1]

@@ -2,8 +2,9 @@
 
 Contracts:
 1. Discovery (Kafka's MetadataQuorumCommand flow): ApiVersions on the bootstrap controller (v0 fallback via the
-   UNSUPPORTED_VERSION reply), then DescribeCluster for the controller endpoints and the cluster id; when the
-   target lacks DescribeCluster, DescribeQuorum v2's Nodes. ``--cluster-id`` overrides what DescribeCluster says.
+   UNSUPPORTED_VERSION reply), then DescribeCluster for the controller endpoints and the cluster id, completed by
+   DescribeQuorum v2's Nodes (from the bootstrap node, and from the leader at every refresh): a Kafka controller
+   lists only the controllers that have registered. ``--cluster-id`` overrides what DescribeCluster says.
 2. ``Context.refresh`` asks every known node for DescribeQuorum and returns the first answer with no error
    (the leader's view), retrying until a deadline when no node knows a leader yet.
 3. Each check runs under its own time limit; its probes are closed afterwards and their evidence attached to
@@ -73,6 +74,14 @@ def quorum_view(resp: DescribeQuorumResponse) -> QuorumView | None:
     )
 
 
+def learn_nodes(ctx: Context, resp: DescribeQuorumResponse) -> None:
+    """Contract 1: voters DescribeCluster did not list yet (a controller that has not registered) are added
+    from DescribeQuorum v2's Nodes."""
+    for n in resp.nodes:
+        if n.node_id not in ctx.nodes and n.listeners:
+            ctx.nodes[n.node_id] = NodeInfo(n.node_id, n.listeners[0].host, n.listeners[0].port)
+
+
 async def discover(
     host: str, port: int, *, cluster_id: str | None, intrusive: bool, timeout: float
 ) -> Context:
@@ -103,11 +112,8 @@ async def discover(
             if dc.error_code == ErrorCode.NONE:
                 ctx.cluster_id = cluster_id or dc.cluster_id
                 ctx.nodes = {b.broker_id: NodeInfo(b.broker_id, b.host, b.port) for b in dc.brokers}
-        if not ctx.nodes and ctx.common(DESCRIBE_QUORUM) is not None:
-            dq = await probe.request(describe_quorum_request(), ctx.highest(DESCRIBE_QUORUM))
-            for n in dq.nodes:
-                if n.listeners:
-                    ctx.nodes[n.node_id] = NodeInfo(n.node_id, n.listeners[0].host, n.listeners[0].port)
+        if ctx.common(DESCRIBE_QUORUM) is not None:
+            learn_nodes(ctx, await probe.request(describe_quorum_request(), ctx.highest(DESCRIBE_QUORUM)))
     except ProbeError as exc:
         raise DiscoveryError(f"{host}:{port}: {exc}") from None
     finally:
@@ -122,11 +128,13 @@ async def discover(
         while True:
             for node in list(ctx.nodes.values()):
                 try:
-                    view = quorum_view(await describe_quorum(ctx, node))
+                    resp = await describe_quorum(ctx, node)
                 except (ProbeError, OSError, TimeoutError) as exc:
                     last = f"{node.host}:{node.port}: {exc}"
                     continue
+                view = quorum_view(resp)
                 if view is not None and view.leader_id >= 0:
+                    learn_nodes(ctx, resp)
                     return view
             if time.monotonic() > deadline:
                 raise CheckFailed(f"no node reported a leader within {deadline_s}s ({last})")
