@@ -4,7 +4,8 @@ Contracts:
 1. Discovery (Kafka's MetadataQuorumCommand flow): ApiVersions on the bootstrap controller (v0 fallback via the
    UNSUPPORTED_VERSION reply), then DescribeCluster for the controller endpoints and the cluster id, completed by
    DescribeQuorum v2's Nodes (from the bootstrap node, and from the leader at every refresh): a Kafka controller
-   lists only the controllers that have registered. ``--cluster-id`` overrides what DescribeCluster says.
+   lists only the controllers that have registered. A DescribeCluster error (a Kafka controller that does not
+   know its metadata.version yet) is retried for up to 15 s. ``--cluster-id`` overrides what DescribeCluster says.
 2. ``Context.refresh`` asks every known node for DescribeQuorum and returns the first answer with no error
    (the leader's view), retrying until a deadline when no node knows a leader yet.
 3. Each check runs under its own time limit; its probes are closed afterwards and their evidence attached to
@@ -32,6 +33,7 @@ from tools.conformance.wire import Probe, ProbeError
 API_VERSIONS, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 18, 55, 60
 METADATA_TOPIC = "__cluster_metadata"
 CHECK_TIMEOUT = 90.0
+DESCRIBE_CLUSTER_WAIT = 15.0
 
 
 class DiscoveryError(Exception):
@@ -107,11 +109,18 @@ async def discover(
                 f.name: (f.min_version_level, f.max_version_level) for f in av.finalized_features
             },
         )
-        if ctx.common(DESCRIBE_CLUSTER) is not None and ctx.highest(DESCRIBE_CLUSTER) >= 1:
+        deadline = time.monotonic() + DESCRIBE_CLUSTER_WAIT
+        while ctx.common(DESCRIBE_CLUSTER) is not None and ctx.highest(DESCRIBE_CLUSTER) >= 1:
             dc = await probe.request(DescribeClusterRequest(endpoint_type=2), ctx.highest(DESCRIBE_CLUSTER))
             if dc.error_code == ErrorCode.NONE:
                 ctx.cluster_id = cluster_id or dc.cluster_id
                 ctx.nodes = {b.broker_id: NodeInfo(b.broker_id, b.host, b.port) for b in dc.brokers}
+                break
+            if time.monotonic() > deadline:
+                break
+            await asyncio.sleep(
+                0.5
+            )  # a Kafka controller refuses DescribeCluster until metadata.version is known
         if ctx.common(DESCRIBE_QUORUM) is not None:
             learn_nodes(ctx, await probe.request(describe_quorum_request(), ctx.highest(DESCRIBE_QUORUM)))
     except ProbeError as exc:
