@@ -18,7 +18,7 @@ from kwire.client import KafkaClient
 from kwire.server import KafkaServer
 from tests.daemon.cluster import CLUSTER_ID, free_ports
 from tests.daemon.conftest import write_properties
-from tools.conformance import checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
+from tools.conformance import checks_fetch, checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
 from tools.conformance.model import REGISTRY
 from tools.conformance.runner import describe_quorum_request, discover, run_all
 from tools.storage_cli import format_directory

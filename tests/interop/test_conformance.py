@@ -33,7 +33,7 @@ from kwire.client import KafkaClient
 from tests.interop.capture import RecordingProxy, tcpdump
 from tests.interop.conftest import _quorum
 from tests.interop.kafka import CI, MixedQuorum, classpath, metadata_quorum
-from tools.conformance import checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
+from tools.conformance import checks_fetch, checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
 from tools.conformance.model import Result
 from tools.conformance.runner import describe_quorum_request, discover, run_all
 from tools.decode.cli import decode_capture

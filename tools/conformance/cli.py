@@ -13,7 +13,7 @@ from pathlib import Path
 
 import click
 
-from tools.conformance import checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
+from tools.conformance import checks_fetch, checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
 from tools.conformance.model import REGISTRY, Check, Result
 from tools.conformance.report import json_report, junit_report, summary, text_report
 from tools.conformance.runner import DiscoveryError, discover, run_all

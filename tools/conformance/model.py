@@ -8,7 +8,8 @@ Contracts:
    ``--intrusive`` ends SKIP saying so. Otherwise it ends PASS when it returns, FAIL when it raises
    :class:`CheckFailed` (or any other exception: a crash of the check is a FAIL with the error as detail),
    SKIP when it raises :class:`Skip`.
-3. Checks run in registration order; every result carries the evidence of every probe the check opened.
+3. Checks run in the order of :data:`AREAS` (registration order within an area); every result carries the
+   evidence of every probe the check opened.
 """
 
 from __future__ import annotations
@@ -144,6 +145,33 @@ class Result:
 
 
 REGISTRY: list[Check] = []
+# Run order by id prefix (model contract 3): harmless checks first, then the two that move a voter to a new epoch
+# (vote.*), then the checks that must see the quorum unchanged.
+AREAS = (
+    "apiversions.",
+    "versions.",
+    "tagged.",
+    "malformed.",
+    "describe-",
+    "vote.log-",
+    "vote.one-",
+    "vote.",
+    "raft.",
+    "begin-quorum.",
+    "end-quorum.",
+    "fetch.",
+    "fetch-snapshot.",
+    "voters.",
+)
+
+
+def ordered(checks: list[Check]) -> list[Check]:
+    """``checks`` in run order: by area (AREAS), then registration order."""
+
+    def rank(c: Check) -> int:
+        return next((i for i, prefix in enumerate(AREAS) if c.id.startswith(prefix)), len(AREAS))
+
+    return sorted(checks, key=rank)
 
 
 def check(

@@ -27,7 +27,17 @@ from generated.describe_quorum_request import TopicData as DQTopic
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.messages import API_SPECS
 from kwire.errors import ErrorCode
-from tools.conformance.model import REGISTRY, Check, CheckFailed, Context, NodeInfo, QuorumView, Result, Skip
+from tools.conformance.model import (
+    REGISTRY,
+    Check,
+    CheckFailed,
+    Context,
+    NodeInfo,
+    QuorumView,
+    Result,
+    Skip,
+    ordered,
+)
 from tools.conformance.wire import Probe, ProbeError
 
 API_VERSIONS, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 18, 55, 60
@@ -187,4 +197,4 @@ async def run_check(ctx: Context, chk: Check) -> Result:
 
 
 async def run_all(ctx: Context, selected: list[Check] | None = None) -> list[Result]:
-    return [await run_check(ctx, chk) for chk in (REGISTRY if selected is None else selected)]
+    return [await run_check(ctx, chk) for chk in ordered(REGISTRY if selected is None else selected)]
