@@ -8,6 +8,8 @@ Contracts:
    the connection, no answer within the timeout, an undecodable response with its bytes in hex).
 3. ``closed()`` answers whether the peer has closed the connection, waiting at most ``timeout`` seconds for
    the end of stream (a peer that keeps the connection open is "not closed" after the wait).
+4. Every wait is bounded: connect and each response by the probe's timeout, ``close()`` by 2 s (then the
+   connection is aborted).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from kwire.headers import decode_response
 
 Json = Any
 MAX_HEX = 96
+CLOSE_WAIT = 2.0
 
 
 def to_json(obj: Any) -> Json:
@@ -91,13 +94,14 @@ class Probe:
         return self
 
     async def close(self) -> None:
-        if self._writer is not None:
-            self._writer.close()
+        """Close without waiting on the peer: a peer that stopped reading cannot hold the run (contract 4)."""
+        writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.close()
             try:
-                await self._writer.wait_closed()
-            except (ConnectionError, OSError):
-                pass
-            self._writer = None
+                await asyncio.wait_for(writer.wait_closed(), CLOSE_WAIT)
+            except (TimeoutError, ConnectionError, OSError):
+                writer.transport.abort()
 
     async def __aenter__(self) -> Probe:
         return await self.open()
