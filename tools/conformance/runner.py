@@ -4,8 +4,9 @@ Contracts:
 1. Discovery (Kafka's MetadataQuorumCommand flow): ApiVersions on the bootstrap controller (v0 fallback via the
    UNSUPPORTED_VERSION reply), then DescribeCluster for the controller endpoints and the cluster id, completed by
    DescribeQuorum v2's Nodes (from the bootstrap node, and from the leader at every refresh): a Kafka controller
-   lists only the controllers that have registered. A DescribeCluster error (a Kafka controller that does not
-   know its metadata.version yet) is retried for up to 15 s. ``--cluster-id`` overrides what DescribeCluster says.
+   lists only the controllers that have registered. Until some controller is named (a Kafka controller refuses
+   DescribeCluster before it knows its metadata.version; a follower's DescribeQuorum names no nodes) both are
+   asked again for up to 30 s. ``--cluster-id`` overrides what DescribeCluster says.
 2. ``Context.refresh`` asks every known node for DescribeQuorum and returns the first answer with no error
    (the leader's view), retrying until a deadline when no node knows a leader yet.
 3. Each check runs under its own time limit; its probes are closed afterwards and their evidence attached to
@@ -43,7 +44,7 @@ from tools.conformance.wire import Probe, ProbeError
 API_VERSIONS, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 18, 55, 60
 METADATA_TOPIC = "__cluster_metadata"
 CHECK_TIMEOUT = 90.0
-DESCRIBE_CLUSTER_WAIT = 15.0
+DISCOVERY_WAIT = 30.0
 
 
 class DiscoveryError(Exception):
@@ -119,26 +120,31 @@ async def discover(
                 f.name: (f.min_version_level, f.max_version_level) for f in av.finalized_features
             },
         )
-        deadline = time.monotonic() + DESCRIBE_CLUSTER_WAIT
-        while ctx.common(DESCRIBE_CLUSTER) is not None and ctx.highest(DESCRIBE_CLUSTER) >= 1:
-            dc = await probe.request(DescribeClusterRequest(endpoint_type=2), ctx.highest(DESCRIBE_CLUSTER))
-            if dc.error_code == ErrorCode.NONE:
-                ctx.cluster_id = cluster_id or dc.cluster_id
-                ctx.nodes = {b.broker_id: NodeInfo(b.broker_id, b.host, b.port) for b in dc.brokers}
+        deadline = time.monotonic() + DISCOVERY_WAIT
+        last = "no answer"
+        while not ctx.nodes:
+            if ctx.common(DESCRIBE_CLUSTER) is not None and ctx.highest(DESCRIBE_CLUSTER) >= 1:
+                dc = await probe.request(
+                    DescribeClusterRequest(endpoint_type=2), ctx.highest(DESCRIBE_CLUSTER)
+                )
+                if dc.error_code == ErrorCode.NONE:
+                    ctx.cluster_id = cluster_id or dc.cluster_id
+                    ctx.nodes = {b.broker_id: NodeInfo(b.broker_id, b.host, b.port) for b in dc.brokers}
+                else:
+                    last = f"DescribeCluster error {dc.error_code}: {dc.error_message}"
+            if ctx.common(DESCRIBE_QUORUM) is not None:
+                learn_nodes(ctx, await probe.request(describe_quorum_request(), ctx.highest(DESCRIBE_QUORUM)))
+            if ctx.nodes or time.monotonic() > deadline:
                 break
-            if time.monotonic() > deadline:
-                break
-            await asyncio.sleep(
-                0.5
-            )  # a Kafka controller refuses DescribeCluster until metadata.version is known
-        if ctx.common(DESCRIBE_QUORUM) is not None:
-            learn_nodes(ctx, await probe.request(describe_quorum_request(), ctx.highest(DESCRIBE_QUORUM)))
+            # A Kafka controller refuses DescribeCluster until it knows its metadata.version, and a follower's
+            # DescribeQuorum names no nodes: ask again.
+            await asyncio.sleep(0.5)
     except ProbeError as exc:
         raise DiscoveryError(f"{host}:{port}: {exc}") from None
     finally:
         await probe.close()
     if not ctx.nodes:
-        raise DiscoveryError(f"{host}:{port} names no controllers (DescribeCluster / DescribeQuorum)")
+        raise DiscoveryError(f"{host}:{port} named no controllers within {DISCOVERY_WAIT}s ({last})")
 
     async def refresh(deadline_s: float = 30.0) -> QuorumView:
         """Contract 2."""
