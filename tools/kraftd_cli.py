@@ -6,8 +6,8 @@ Contracts:
    after a fatal storage error (a failed fsync stops the node rather than acknowledging anything).
 2. ``start --load-ack-file F`` (hidden, for tests and bench/quorum.py) also runs kraftd.shell.loadgen while
    this node leads.
-3. ``perf`` appends fixed-size records through the leader's RaftClient in-process and prints committed
-   records per second; it is run against a node it starts itself from a server.properties.
+3. ``perf --bootstrap-controller host:port`` is a client of a running quorum (tools.perf_client): it appends
+   NoOpRecords through the leader over the wire and prints commit throughput and latency percentiles.
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import json
 import logging
 import signal
 import sys
-import time
 from pathlib import Path
 
 import click
@@ -26,6 +25,9 @@ from kraftd.config import ConfigError, load_config
 from kraftd.shell.loadgen import run_load
 from kraftd.shell.node import ControllerNode
 from kraftd.storage.errors import LogIOError, StorageError
+from kwire.errors import KraftError
+from tools.perf_client import run_perf
+from tools.quorum_cli import parse_hosts
 
 
 @click.group(help="The kraftd KRaft controller.")
@@ -104,66 +106,35 @@ def start(
     sys.exit(code)
 
 
-async def _perf(
-    node: ControllerNode, records: int, size: int, in_flight: int, timeout: float
-) -> dict[str, float]:
-    await node.start()
-    try:
-        leader = await node.wait_for_leader(timeout)
-        deadline = time.monotonic() + timeout
-        while node.core.leader_id() != node.config.node_id:
-            if time.monotonic() > deadline:
-                raise click.ClickException(
-                    f"node {node.config.node_id} is not the leader (leader {leader.leader_id})"
-                )
-            await asyncio.sleep(0.05)
-        value = b"x" * size
-        latencies: list[float] = []
-        sent = 0
-
-        async def worker() -> None:
-            nonlocal sent
-            while sent < records:
-                sent += 1
-                t0 = time.perf_counter()
-                await node.append([value])
-                latencies.append(time.perf_counter() - t0)
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
-        elapsed = time.perf_counter() - start
-        latencies.sort()
-        return {
-            "records": float(records),
-            "seconds": elapsed,
-            "records_per_sec": records / elapsed if elapsed else 0.0,
-            "p50_ms": latencies[len(latencies) // 2] * 1000,
-            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        }
-    finally:
-        await node.stop(graceful=True)
-
-
-@main.command(help="Append records through this node's RaftClient (it must become the leader).")
-@click.argument("config_path", metavar="SERVER_PROPERTIES")
-@click.option("--records", default=10000, show_default=True)
-@click.option("--record-size", default=100, show_default=True)
-@click.option("--in-flight", default=1000, show_default=True, help="Appends awaiting commit at once.")
-@click.option("--timeout", default=30.0, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@main.command(help="Append NoOpRecords through the leader of a RUNNING quorum and report commit throughput.")
+@click.option(
+    "--bootstrap-controller",
+    required=True,
+    help="A comma-separated list of host:port pairs of the controllers (as kafka-metadata-quorum).",
+)
+@click.option("--records", default=10000, show_default=True, help="Records to commit.")
+@click.option("--batch", default=1, show_default=True, help="Records per append request.")
+@click.option("--in-flight", default=64, show_default=True, help="Append requests awaiting commit at once.")
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds for the whole run.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line.")
 def perf(
-    config_path: str, records: int, record_size: int, in_flight: int, timeout: float, as_json: bool
+    bootstrap_controller: str, records: int, batch: int, in_flight: int, timeout: float, as_json: bool
 ) -> None:
-    _setup_logging("WARNING")
+    hosts = parse_hosts(bootstrap_controller)
     try:
-        node = ControllerNode(load_config(config_path))
-        result = asyncio.run(_perf(node, records, record_size, in_flight, timeout))
-    except (ConfigError, StorageError) as exc:
+        result = asyncio.run(
+            run_perf(
+                hosts, records=records, batch=max(1, batch), in_flight=max(1, in_flight), timeout=timeout
+            )
+        )
+    except KraftError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result))
     else:
         click.echo(
-            f"{int(result['records'])} records in {result['seconds']:.2f}s: {result['records_per_sec']:.0f} records/s, "
-            f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms"
+            f"{int(result['records'])} records committed in {result['seconds']:.2f}s: "
+            f"{result['records_per_sec']:.0f} records/s; commit latency p50 {result['p50_ms']:.2f} ms, "
+            f"p95 {result['p95_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms, max {result['max_ms']:.2f} ms "
+            f"({int(result['appends'])} appends of up to {batch} records, {int(result['retries'])} retried)"
         )

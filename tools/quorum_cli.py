@@ -30,7 +30,7 @@ CONTROLLERS = 2
 BROKERS = 1
 
 
-def _hosts(text: str) -> list[tuple[str, int]]:
+def parse_hosts(text: str) -> list[tuple[str, int]]:
     out = []
     for item in (p.strip() for p in text.split(",")):
         host, sep, port = item.rpartition(":")
@@ -129,7 +129,7 @@ def main(
 ) -> None:
     if (bootstrap_server is None) == (bootstrap_controller is None):
         raise click.UsageError("Exactly one of --bootstrap-server or --bootstrap-controller must be given.")
-    hosts = _hosts(bootstrap_server or bootstrap_controller or "")
+    hosts = parse_hosts(bootstrap_server or bootstrap_controller or "")
     ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms)
 
 

@@ -54,7 +54,7 @@ from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
-from kraftd.shell import handlers
+from kraftd.shell import admin, handlers
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
@@ -320,6 +320,8 @@ class ControllerNode:
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
             return handlers.metadata_response(body, self.cluster_view())
+        if key == admin.KRAFTD_APPEND:
+            return await admin.handle_append(self, body)
         token = self._next_token
         self._next_token += 1
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
