@@ -23,31 +23,33 @@ import click
 
 from kraftd.config import ConfigError, load_config
 from kraftd.shell.loadgen import run_load
+from kraftd.shell.logging_setup import configure as configure_logging
 from kraftd.shell.node import ControllerNode
+from kraftd.shell.transport import ListenError
 from kraftd.storage.errors import LogIOError, StorageError
 from kwire.errors import KraftError
 from tools.perf_client import run_perf
 from tools.quorum_cli import parse_hosts
 
+log = logging.getLogger("kraftd.main")
+
 
 @click.group(help="The kraftd KRaft controller.")
+@click.version_option(package_name="kraftd", prog_name="kraftd")
 def main() -> None:
     pass
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
 
 async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+
+    def on_signal(sig: signal.Signals) -> None:
+        log.info("received %s, stopping", sig.name)
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     await node.start()
     load_task = None
     if load is not None:
@@ -73,6 +75,11 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = N
 @main.command(help="Start a controller from a server.properties file.")
 @click.argument("config_path", metavar="SERVER_PROPERTIES")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write the log to DIR/server.log (rotated at 100 MB, 10 files kept).",
+)
 @click.option("--no-fsync", is_flag=True, hidden=True, help="Testing only: skip fsync.")
 @click.option(
     "--load-ack-file", type=click.Path(path_type=Path), hidden=True, help="Generate load while leading."
@@ -83,13 +90,14 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = N
 def start(
     config_path: str,
     log_level: str,
+    log_dir: Path | None,
     no_fsync: bool,
     load_ack_file: Path | None,
     load_in_flight: int,
     load_record_size: int,
     load_batch: int,
 ) -> None:
-    _setup_logging(log_level)
+    configure_logging(log_level, log_dir)
     try:
         config = load_config(config_path)
         node = ControllerNode(config, fsync=not no_fsync)
@@ -97,7 +105,7 @@ def start(
         if load_ack_file is not None:
             load = (load_ack_file, load_in_flight, load_record_size, load_batch)
         code = asyncio.run(_run(node, load))
-    except (ConfigError, StorageError) as exc:
+    except (ConfigError, StorageError, ListenError) as exc:
         if isinstance(exc, LogIOError):
             click.echo(f"kraftd: fatal storage error: {exc}", err=True)
             sys.exit(2)
