@@ -116,7 +116,12 @@ async def run_perf(
                 t0 = time.perf_counter()
                 try:
                     resp = await conn.request(req)
-                except PeerError:
+                except PeerError as exc:
+                    if exc.error_code == ErrorCode.UNSUPPORTED_VERSION:
+                        raise PerfError(
+                            f"leader {leader.node_id} does not serve KraftdAppend (api key 651): "
+                            "kraftd perf needs a kraftd leader"
+                        ) from None
                     state["retries"] += 1
                     await rediscover(conn)
                     continue
