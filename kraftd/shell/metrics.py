@@ -18,6 +18,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any
@@ -27,12 +28,15 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from generated.messages import API_SPECS
+from kraftd.config import Endpoint
 from kraftd.core.states import Leader, Unattached
 from kraftd.core.types import Role
+from kraftd.shell.transport import ListenError
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
 
+log = logging.getLogger("kraftd.node")
 RAFT = "kafka_server_raft_metrics_"
 SOCKET = "kafka_server_socket_server_metrics_"
 STATES = ("leader", "candidate", "prospective", "voted", "follower", "unattached", "observer", "resigned")
@@ -161,3 +165,19 @@ class NodeMetrics:
             self._http.shutdown()
             self._http.server_close()
             self._http = None
+
+
+async def start_listening(node: ControllerNode, bind: Endpoint) -> None:
+    """Open the controller listener, then the metrics endpoint when ``metrics.port`` >= 0; a port that cannot
+    be bound is a :class:`ListenError` (one line for the operator, no traceback)."""
+    try:
+        await node.server.start()
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
+    port = node.config.metrics_port
+    if port >= 0:
+        try:
+            node.metrics_port = node.metrics.serve(node, bind.host or "0.0.0.0", port)
+        except OSError as exc:
+            raise ListenError(f"metrics.port: cannot listen on port {port}: {exc.strerror or exc}") from None
+        log.info("node %d: Prometheus metrics on port %d", node.config.node_id, node.metrics_port)

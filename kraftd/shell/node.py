@@ -54,12 +54,11 @@ from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
-from kraftd.shell import admin, handlers
-from kraftd.shell.metrics import NodeMetrics
+from kraftd.shell import admin, handlers, observe
+from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
-from kraftd.shell.observe import NodeObserver
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
-from kraftd.shell.transport import ConnectionInfo, KafkaServer, ListenError, PeerConnection, PeerError
+from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
 
@@ -116,15 +115,7 @@ class ControllerNode:
         cfg = self.config
         for cut in storage.log.recovery_cuts:
             log.warning("recovered log: %s", cut.describe())
-        es = storage.election_state
-        log.info(
-            "node %d: loaded the metadata log in %s: offsets [%d, %d), election state %s",
-            cfg.node_id,
-            cfg.metadata_log_dir,
-            storage.log.start_offset,
-            storage.log.end_offset,
-            es,
-        )
+        observe.log_loaded(cfg.node_id, cfg.metadata_log_dir, storage)
         self.setup = quorum_setup(cfg, storage)
         self.mirror = DiskMirror(storage, self.setup)
         self.cluster_id = storage.meta.cluster_id
@@ -148,7 +139,7 @@ class ControllerNode:
             now_ms=now_ms(),
         )
         self.client = RaftClient(core)
-        self.observer = NodeObserver(core)
+        self.observer = observe.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
@@ -167,18 +158,7 @@ class ControllerNode:
             host=bind.host or "0.0.0.0",
             port=bind.port,
         )
-        try:
-            await self.server.start()
-        except OSError as exc:
-            raise ListenError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
-        if cfg.metrics_port >= 0:
-            try:
-                self.metrics_port = self.metrics.serve(self, bind.host or "0.0.0.0", cfg.metrics_port)
-            except OSError as exc:
-                raise ListenError(
-                    f"metrics.port: cannot listen on port {cfg.metrics_port}: {exc.strerror or exc}"
-                ) from None
-            log.info("node %d: Prometheus metrics on port %d", cfg.node_id, self.metrics_port)
+        await start_listening(self, bind)
         log.info(
             "node %d listening on %s:%d (cluster %s)",
             cfg.node_id,
@@ -243,15 +223,7 @@ class ControllerNode:
             self.storage.close()
         self.metrics.close()
         if getattr(self, "observer", None) is not None:
-            c = self.core
-            log.info(
-                "node %d: shut down: %s in epoch %d, high watermark %d, log end offset %d",
-                self.config.node_id,
-                c.role.value,
-                c.epoch,
-                c.high_watermark,
-                c.log.end_offset,
-            )
+            self.observer.log_stopped()
         self._done.set()
 
     async def wait_stopped(self) -> None:

@@ -20,12 +20,14 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from kraftd.core.effects import AppendBatches, Effect, TruncateLog
 from kraftd.core.events import Event, RequestReceived, ResponseReceived, Shutdown, Tick
 from kraftd.core.node import RaftNode
 from kraftd.core.states import Leader, Unattached
 from kraftd.core.types import Role
+from kraftd.storage.layout import NodeStorage
 
 log = logging.getLogger("kraftd.raft")
 WINDOW_S = 30.0
@@ -203,6 +205,17 @@ class NodeObserver:
             return f"{_sender(event)}" + (" (voted)" if voted else "")
         return _sender(event)
 
+    def log_stopped(self) -> None:
+        c = self.core
+        log.info(
+            "node %d: shut down: %s in epoch %d, high watermark %d, log end offset %d",
+            c.local.id,
+            c.role.value,
+            c.epoch,
+            c.high_watermark,
+            c.log.end_offset,
+        )
+
     def _hwm(self) -> None:
         c = self.core
         hwm = c.high_watermark
@@ -219,3 +232,15 @@ class NodeObserver:
                 c.epoch,
                 c.leader_id(),
             )
+
+
+def log_loaded(node_id: int, where: Path, storage: NodeStorage) -> None:
+    """Recovery: what the node found on disk before it starts."""
+    log.info(
+        "node %d: loaded the metadata log in %s: offsets [%d, %d), election state %s",
+        node_id,
+        where,
+        storage.log.start_offset,
+        storage.log.end_offset,
+        storage.election_state,
+    )
