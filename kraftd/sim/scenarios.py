@@ -275,7 +275,7 @@ def steady_leader(h: Harness, voters: int) -> None:
     lead = h.wait_leader()
     h.wait_commit()
     leader_id, epoch = lead.local.id, lead.epoch
-    h.run(3 * c.config.check_quorum_timeout_ms + h.rng.randint(0, 2000))
+    h.run(2 * c.config.check_quorum_timeout_ms + h.rng.randint(0, 1000))
     now = c.leader()
     if now is None or now.local.id != leader_id or now.epoch != epoch or c.max_epoch() != epoch:
         got = "none" if now is None else f"n{now.local.id} e{now.epoch}"
