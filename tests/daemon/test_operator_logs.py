@@ -212,6 +212,12 @@ def test_prometheus_endpoint_on_a_live_node(tmp_path: Path) -> None:
     finally:
         stop(proc)
     r = "kafka_server_raft_metrics_"
+    issue_names = (
+        "current_leader current_epoch high_watermark log_end_offset commit_latency_avg commit_latency_max "
+        "election_latency_avg election_latency_max fetch_records_rate append_records_rate poll_idle_ratio_avg "
+        "number_of_voters number_of_observers uncommitted_voter_change"
+    ).split()
+    assert all(r + n in m for n in issue_names), [n for n in issue_names if r + n not in m]
     assert m[r + "current_leader"] == 1 and m[r + "current_epoch"] >= 1
     assert m[r + "high_watermark"] >= 501 and m[r + "log_end_offset"] >= m[r + "high_watermark"]
     assert m[r + "number_of_voters"] == 1 and m[r + "number_of_observers"] == 0
