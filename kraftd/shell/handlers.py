@@ -33,6 +33,7 @@ from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
+KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 SERVED: tuple[int, ...] = (
     FETCH,
     METADATA,
@@ -42,6 +43,7 @@ SERVED: tuple[int, ...] = (
     END_QUORUM,
     DESCRIBE_QUORUM,
     DESCRIBE_CLUSTER,
+    KRAFTD_APPEND,
 )
 CORE_APIS = frozenset({FETCH, VOTE, BEGIN_QUORUM, END_QUORUM})
 
