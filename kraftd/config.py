@@ -86,6 +86,10 @@ class KraftConfig:
     retention_ms: int = _QUORUM_DEFAULTS.retention_ms
     snapshot_interval_ms: int = _QUORUM_DEFAULTS.snapshot_interval_ms
     snapshot_max_record_bytes: int = _QUORUM_DEFAULTS.snapshot_max_record_bytes
+    metrics_port: int = (
+        -1
+    )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
+    log_dirs: tuple[Path, ...] = ()  # log.dirs (or log.dir) when set; kraft-storage formats each of them
     unknown_keys: tuple[str, ...] = field(default=())
 
     @property
@@ -295,7 +299,8 @@ _KNOWN = frozenset(
     "listener.security.protocol.map metadata.log.dir log.dirs log.dir controller.quorum.voters "
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
-    "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes".split()
+    "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
+    "metrics.port".split()
 )
 
 
@@ -336,10 +341,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
                 f"listener.security.protocol.map: {endpoint.name}:{proto} is not supported; expected PLAINTEXT"
             )
 
-    log_dir = props.get("metadata.log.dir", "").strip()
-    if not log_dir:
-        dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir")) or [DEFAULT_LOG_DIR]
-        log_dir = dirs[0]
+    dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir"))
+    log_dir = props.get("metadata.log.dir", "").strip() or (dirs or [DEFAULT_LOG_DIR])[0]
 
     voters = parse_voters(props.get("controller.quorum.voters"))
     bootstrap = tuple(
@@ -401,6 +404,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             _QUORUM_DEFAULTS.snapshot_max_record_bytes,
             1,
         ),
+        metrics_port=_int(props, "metrics.port", -1, -1),
+        log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
     )
 

@@ -15,6 +15,9 @@ Invariants:
    written they are reported with ``AppendFailed`` and never commit.
 6. A follower answered with something it cannot act on (a snapshot id it cannot fetch, records that fail
    the batch checks or do not extend its log) sends nothing to that leader for the retry backoff.
+7. Check-quorum (KIP-595): a leader resigns when a majority of voters (itself included) has not fetched
+   within the check-quorum timeout; a leader that is the only voter is that majority alone and never
+   resigns for it (Kafka's LeaderState exempts a one-voter set), also after the set shrank to one (KIP-853).
 """
 
 from __future__ import annotations
@@ -129,11 +132,8 @@ def append_control(node: NodeContext, d: Leader, entries: list[tuple[Any, Any]])
 
 def poll_leader(node: NodeContext, d: Leader) -> None:
     now = node.now
-    # Check-quorum needs other voters: the leader of a one-voter set never resigns for it (Kafka's rule; it
-    # also holds after the set shrinks to one).
-    lonely = len(node.voters.voters) == 1 and node.is_voter
-    expired = now >= d.check_quorum_deadline and not node.bugs.no_check_quorum and not lonely
-    if d.resign_requested or node.shutting_down or expired:
+    quorum_lost = now >= d.check_quorum_deadline and not _sole_voter(node)
+    if d.resign_requested or node.shutting_down or (quorum_lost and not node.bugs.no_check_quorum):
         node.resign(d)
         return
     if d.linger_deadline is not None and now >= d.linger_deadline:
@@ -145,6 +145,11 @@ def poll_leader(node: NodeContext, d: Leader) -> None:
         if now >= p.deadline:
             del d.parked[token]
             respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
+
+
+def _sole_voter(node: NodeContext) -> bool:
+    """A leader that is the only voter is its own majority: check-quorum never expires (invariant 7)."""
+    return node.is_voter and len(node.voters.voters) == 1
 
 
 def on_flushed(node: NodeContext, offset: int) -> None:
@@ -236,7 +241,8 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
             ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, None, diverging
         )
     rid = m.fetch_replica_id(msg)
-    _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
+    if rid >= 0:  # a negative id is no replica (a tool, a consumer): never an observer (Kafka LeaderState)
+        _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
     found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
     if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
         return m.fetch_response(

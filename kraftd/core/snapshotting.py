@@ -69,9 +69,8 @@ def snapshot_due(node: NodeContext) -> bool:
     """Kafka's snapshot triggers: enough committed record bytes, or committed data and the interval passed."""
     if node.bytes_since_snapshot >= node.config.snapshot_max_record_bytes:
         return True
-    return (
-        node.bytes_since_snapshot > 0 and node.now - node.last_snapshot_ms >= node.config.snapshot_interval_ms
-    )
+    interval = node.config.snapshot_interval_ms  # 0 turns the time trigger off, as in Kafka
+    return interval > 0 and node.bytes_since_snapshot > 0 and node.now - node.last_snapshot_ms >= interval
 
 
 def maybe_clean(node: NodeContext) -> None:

@@ -40,8 +40,9 @@ class Workload:
 
 
 class Harness:
-    def __init__(self, seed: int, bugs: BugFlags | None = None) -> None:
+    def __init__(self, seed: int, bugs: BugFlags | None = None, trace_len: int = 120) -> None:
         self.seed = seed
+        self.trace_len = trace_len
         self.rng = random.Random(seed)
         self.bugs = bugs or BugFlags()
         self.cluster: Cluster | None = None
@@ -71,8 +72,16 @@ class Harness:
             retention_bytes=0 if snapshots else QuorumConfig().retention_bytes,
         )
         checker = Checker(tuple(vids), check_monotonic_epoch, check_majority_hwm)
-        delay = rng.choice([0, 2, 5, 20])
-        c = Cluster(rng, vids, oids, cfg, checker, max_storage_delay_ms=delay, kraft_version=kraft_version)
+        c = Cluster(
+            rng,
+            vids,
+            oids,
+            cfg,
+            checker,
+            max_storage_delay_ms=rng.choice([0, 2, 5, 20]),
+            trace_len=self.trace_len,
+            kraft_version=kraft_version,
+        )
         c.net.faults = faults or NetworkFaults(
             max_delay_ms=rng.choice([2, 5, 10, 30]),
             disconnect_rate=rng.choice([0.0, 0.01, 0.05]),
