@@ -206,12 +206,12 @@ async def remove_voter(
 @click.option("--dry-run", is_flag=True, help="True if we should print what would be done, but not do it.")
 @click.pass_obj
 def remove_controller(
-    obj: tuple[list[tuple[str, int]], int, int],
+    obj: tuple[str | None, str | None, int],
     controller_id: int,
     controller_directory_id: str,
     dry_run: bool,
 ) -> None:
-    hosts, _, timeout_ms = obj
+    hosts, _, timeout_ms = _target(obj)
     try:
         dir_id = uuid_from_str(controller_directory_id)
     except (ValueError, KraftError) as exc:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from kraftd.core.log import OffsetAndEpoch
 from kraftd.storage.snapshots import list_snapshots, snapshot_name
 from tests.interop.kafka import MixedQuorum, Node, classpath, dump_log, protocol_complaints
 from tests.interop.test_mixed import lead_with
@@ -38,6 +39,18 @@ def first_segment(node: Node) -> int:
     return int(segs[0].name[:-4]) if segs else 0
 
 
+def read_latest(directory: Path) -> tuple[OffsetAndEpoch, bytes]:
+    for _ in range(50):
+        ids = list_snapshots(directory)
+        if ids:
+            try:
+                return ids[-1], (directory / snapshot_name(ids[-1])).read_bytes()
+            except FileNotFoundError:
+                pass  # replaced meanwhile
+        time.sleep(0.1)
+    raise AssertionError(f"no snapshot file stayed in {directory}")
+
+
 def wait(what: str, cond: object, q: MixedQuorum, timeout: float = 90) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -51,6 +64,9 @@ def test_kraftd_follower_catches_up_from_a_kafka_leaders_snapshot(tmp_path: Path
     classpath()
     q = MixedQuorum(tmp_path, ["kafka", "kafka", "kraftd"], extra=KAFKA_SNAPSHOTTING)
     ours = q.node(3)
+    # kraftd keeps its own defaults (no snapshot of its own in this test): its only snapshot is the installed one.
+    props = {k: v for k, v in q.properties(ours).items() if k not in KAFKA_SNAPSHOTTING}
+    ours.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
     with q:
         for n in q.nodes[:2]:
             n.start()
@@ -65,9 +81,13 @@ def test_kraftd_follower_catches_up_from_a_kafka_leaders_snapshot(tmp_path: Path
             return any(v.replica_id == 3 and v.log_end_offset >= info.high_watermark > 0 for v in info.voters)
 
         wait("the kraftd follower to catch up with the leader", caught_up, q)
-        sid = list_snapshots(ours.metadata_dir)[0]
-        mine_path = ours.metadata_dir / snapshot_name(sid)
-        mine = mine_path.read_bytes()
+        sid, mine = read_latest(
+            ours.metadata_dir
+        )  # the installed snapshot (copied: dump reads a stable file)
+        copy_dir = tmp_path / "copy"
+        copy_dir.mkdir()
+        mine_path = copy_dir / snapshot_name(sid)
+        mine_path.write_bytes(mine)
         # Each Kafka controller writes its own snapshot (its own timestamps): ours must equal the leader's copy,
         # when Kafka has not yet deleted it for a newer one.
         theirs = leader.metadata_dir / snapshot_name(sid)
