@@ -150,7 +150,9 @@ def to_value(obj: Any, version: int = 32767) -> Any:
     infos = _fields(type(obj))
     if not infos:
         return _scalar_value(obj)
-    return {f.attr: _convert(getattr(obj, f.attr, None), version) if _present(f, version) else None for f in infos}
+    return {
+        f.attr: _convert(getattr(obj, f.attr, None), version) if _present(f, version) else None for f in infos
+    }
 
 
 def _convert(v: Any, version: int) -> Any:
@@ -181,7 +183,9 @@ def _jsonable(obj: Any, version: int) -> Any:
     infos = _fields(type(obj))
     if infos:
         return {
-            _camel(f.name): _jsonable(getattr(obj, f.attr, None), version) for f in infos if _present(f, version)
+            _camel(f.name): _jsonable(getattr(obj, f.attr, None), version)
+            for f in infos
+            if _present(f, version)
         }
     if isinstance(obj, uuid.UUID):
         return uuid_text(obj)
