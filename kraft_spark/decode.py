@@ -51,6 +51,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("record_type", "string"),
     ("record_type_id", "int"),
     ("record_version", "int"),
+    ("value", "binary"),
     ("record_json", "string"),
     ("crc_ok", "boolean"),
     ("error", "string"),
@@ -125,6 +126,7 @@ def _record_row(base: dict[str, Any], batch: RecordBatch, rec: Any) -> dict[str,
     row = dict(base)
     row["offset"] = batch.offset_of(rec)
     row["timestamp"] = batch.timestamp_of(rec)
+    row["value"] = rec.value
     try:
         if batch.is_control:
             decoded = decode_control_record(rec)
@@ -139,7 +141,7 @@ def _record_row(base: dict[str, Any], batch: RecordBatch, rec: Any) -> dict[str,
             row["control_type"] = row["record_type"] = name
         else:
             if rec.value is None:
-                raise KraftError("metadata record has a null value")
+                raise KraftError("a data record with a null value is not a metadata record")
             api_key, version, obj = decode_metadata_value(rec.value)
             row["record_type_id"], row["record_version"] = api_key, version
             if obj is None:
