@@ -226,7 +226,9 @@ class KraftStreamReader(DataSourceStreamReader):
     def initialOffset(self) -> dict[str, int]:
         return {"offset": self.start}
 
-    def latestOffset(self) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+        """The high watermark (contract 1); ``start``/``limit`` are pyspark >= 4.2's admission control (the
+        default limit reads all available), absent on 4.0-4.1."""
         try:
             leader = asyncio.run(discover(self.bootstrap, self.request_timeout_ms))
             self.latest = max(self.latest, leader.hwm)

@@ -59,7 +59,7 @@ def metadata_classes() -> dict[int, type]:
     out: dict[int, type] = {}
     for cls in generated_messages.ALL_CLASSES:
         if getattr(cls, "TYPE", None) == "metadata" and getattr(cls, "API_KEY", None) is not None:
-            out[int(cls.API_KEY)] = cls
+            out[int(cls.API_KEY)] = cls  # type: ignore[attr-defined]
     return out
 
 

@@ -10,7 +10,7 @@ Contracts:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from pyspark.sql import DataFrame, SparkSession
@@ -35,7 +35,7 @@ RESULT_SCHEMA = T.StructType(
 )
 
 
-def _run(rows: Iterator[Any], names: list[str], bug: str | None) -> Iterator[tuple[Any, ...]]:
+def _run(rows: Iterable[Any], names: list[str], bug: str | None) -> Iterator[tuple[Any, ...]]:
     bugs = BugFlags(**{bug: True}) if bug else BugFlags()
     for row in rows:
         seed = int(row.seed)

@@ -12,5 +12,11 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e '.[test,spark]'
   touch "$stamp"
 fi
+# Headless Chromium for the Spark report's screenshot test (tests/spark/test_analytics.py): Debian's package,
+# installed only where apt-get is usable (root); the test fails under CI=true without it.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  { apt-get update -qq && apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+    || echo "setup: could not install chromium (the report screenshot test will skip outside CI)" >&2
+fi
 # The real Apache Kafka jars the interop tests run against (Maven Central; seconds when already fetched).
 scripts/fetch_kafka.sh

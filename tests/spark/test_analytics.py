@@ -25,6 +25,7 @@ from kraftd.sim.runner import run_seed
 from kraftd.storage.log import MetadataLog
 from kwire.control import ControlRecordType, control_key
 from kwire.records import Record, build_batch, build_data_batch
+from tests.spark.conftest import CI
 from tests.spark.test_batch_source import NO_OP, _frame
 
 META = "__cluster_metadata-0"
@@ -181,6 +182,8 @@ def test_report_jobs_and_rendering(spark: Any, tmp_path: Path) -> None:
 def _screenshot(page: Path, shot: Path) -> None:
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser is None:
+        if CI:
+            pytest.fail("chromium is required under CI (scripts/setup.sh installs it)", pytrace=False)
         pytest.skip("chromium is not installed (scripts/setup.sh installs it where apt-get is available)")
     cmd = [
         browser,
