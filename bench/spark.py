@@ -50,10 +50,20 @@ def make_logs(root: Path, records: int, segments: int) -> Path:
     while offset < records:
         if n % 20 == 0:
             rec = Record(0, 0, control_key(ControlRecordType.LEADER_CHANGE), lc.encode(0))
-            log.append(build_batch([rec], base_offset=offset, partition_leader_epoch=epoch, base_timestamp=offset, is_control=True))
+            log.append(
+                build_batch(
+                    [rec],
+                    base_offset=offset,
+                    partition_leader_epoch=epoch,
+                    base_timestamp=offset,
+                    is_control=True,
+                )
+            )
             offset += 1
         values = [FEATURE if i % 10 == 0 else NO_OP for i in range(per_batch)]
-        log.append(build_data_batch(values, base_offset=offset, partition_leader_epoch=epoch, timestamp=offset))
+        log.append(
+            build_data_batch(values, base_offset=offset, partition_leader_epoch=epoch, timestamp=offset)
+        )
         offset += per_batch
         n += 1
     log.flush()

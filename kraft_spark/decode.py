@@ -58,6 +58,12 @@ COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+# Every row dict has every column, in schema order (the record struct just before record_json), so rows
+# transpose into columns without per-key lookups.
+ROW_KEYS: tuple[str, ...] = (*[c for c, _ in COLUMNS[:-3]], "record", *[c for c, _ in COLUMNS[-3:]])
+_TEMPLATE: dict[str, Any] = dict.fromkeys(ROW_KEYS)
+
+
 @dataclass(frozen=True, slots=True)
 class LogFile:
     path: str
@@ -105,8 +111,11 @@ def find_files(root: str | Path, *, include_snapshots: bool = True) -> list[LogF
     return sorted(found, key=lambda f: (f.node, f.path, f.kind != "snapshot", f.base_offset))
 
 
-def _blank(f: LogFile, position: int) -> dict[str, Any]:
-    return {"node": f.node, "file": f.path, "file_kind": f.kind, "position": position}
+def _blank(f: LogFile, position: int, **values: Any) -> dict[str, Any]:
+    row = _TEMPLATE.copy()
+    row["node"], row["file"], row["file_kind"], row["position"] = f.node, f.path, f.kind, position
+    row.update(values)
+    return row
 
 
 def decode_metadata_value(value: bytes) -> tuple[int, int, Any]:
@@ -123,7 +132,7 @@ def decode_metadata_value(value: bytes) -> tuple[int, int, Any]:
 
 
 def _record_row(base: dict[str, Any], batch: RecordBatch, rec: Any) -> dict[str, Any] | None:
-    row = dict(base)
+    row = base.copy()
     row["offset"] = batch.offset_of(rec)
     row["timestamp"] = batch.timestamp_of(rec)
     row["value"] = rec.value
@@ -162,22 +171,23 @@ def decode_buffer(f: LogFile, data: bytes, *, include_control: bool = True) -> I
         remaining = len(data) - pos
         length = struct.unpack_from(">i", data, pos + 8)[0] if remaining >= LOG_OVERHEAD else -1
         if remaining < LOG_OVERHEAD or remaining < max(LOG_OVERHEAD + length, HEADER_SIZE):
-            yield {**_blank(f, pos), "error": f"torn batch at byte {pos}: {remaining} bytes remain"}
+            yield _blank(f, pos, error=f"torn batch at byte {pos}: {remaining} bytes remain")
             return
         try:
             header = peek_batch(data, pos, verify_crc=True)
         except KraftError as exc:
-            yield {**_blank(f, pos), "error": f"unreadable batch framing at byte {pos}: {exc}"}
+            yield _blank(f, pos, error=f"unreadable batch framing at byte {pos}: {exc}")
             return
-        base = {
-            **_blank(f, pos),
-            "batch_base_offset": header.base_offset,
-            "batch_last_offset": header.last_offset,
-            "epoch": header.partition_leader_epoch,
-            "is_control": header.is_control,
-            "is_transactional": header.is_transactional,
-            "crc_ok": bool(header.crc_ok),
-        }
+        base = _blank(
+            f,
+            pos,
+            batch_base_offset=header.base_offset,
+            batch_last_offset=header.last_offset,
+            epoch=header.partition_leader_epoch,
+            is_control=header.is_control,
+            is_transactional=header.is_transactional,
+            crc_ok=bool(header.crc_ok),
+        )
         if not header.crc_ok:
             yield {**base, "error": f"batch at offset {header.base_offset}: CRC-32C mismatch"}
             pos += header.size
@@ -201,6 +211,6 @@ def decode_file(f: LogFile, *, include_control: bool = True) -> Iterator[dict[st
     try:
         data = Path(f.path).read_bytes()
     except OSError as exc:
-        yield {**_blank(f, 0), "error": f"cannot read {f.path}: {exc.strerror or exc}"}
+        yield _blank(f, 0, error=f"cannot read {f.path}: {exc.strerror or exc}")
         return
     yield from decode_buffer(f, data, include_control=include_control)

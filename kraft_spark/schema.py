@@ -54,6 +54,7 @@ CONTROL_NAMES = {
 }
 
 
+@cache
 def metadata_classes() -> dict[int, type]:
     """Metadata record classes by api key (contract 1)."""
     out: dict[int, type] = {}

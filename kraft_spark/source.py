@@ -22,15 +22,17 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kraft_spark.decode import COLUMNS, LogFile, decode_file, find_files
+from kraft_spark.decode import COLUMNS, ROW_KEYS, LogFile, decode_file, find_files
 from kraft_spark.schema import record_union_fields, spark_scalar, struct_type
 
 
 def row_schema() -> T.StructType:
-    fields = [T.StructField(name, spark_scalar(ddl), True) for name, ddl in COLUMNS]
-    union = T.StructType([T.StructField(name, struct_type(cls), True) for name, cls in record_union_fields()])
-    fields.insert(len(fields) - 3, T.StructField("record", union, True))
-    return T.StructType(fields)
+    """Columns in :data:`kraft_spark.decode.ROW_KEYS` order (rows are transposed positionally)."""
+    types = {name: spark_scalar(ddl) for name, ddl in COLUMNS}
+    types["record"] = T.StructType(
+        [T.StructField(n, struct_type(cls), True) for n, cls in record_union_fields()]
+    )
+    return T.StructType([T.StructField(name, types[name], True) for name in ROW_KEYS])
 
 
 def _flag(options: dict[str, str], key: str, default: bool) -> bool:
@@ -40,16 +42,38 @@ def _flag(options: dict[str, str], key: str, default: bool) -> bool:
     return value.strip().lower() in ("true", "1", "yes")
 
 
+def _columns(chunk: list[dict[str, Any]], arrow: pa.Schema) -> pa.RecordBatch:
+    """Column by column: flat columns as lists, the record union child by child (most children are all null
+    in a chunk, so they cost one ``pa.nulls``)."""
+    columns = list(zip(*(row.values() for row in chunk), strict=True))
+    arrays = []
+    for field, values in zip(arrow, columns, strict=True):
+        if field.name != "record":
+            arrays.append(pa.array(values, type=field.type))
+            continue
+        present = values
+        children = []
+        for child in field.type:
+            values = [None if r is None else r.get(child.name) for r in present]
+            if any(v is not None for v in values):
+                children.append(pa.array(values, type=child.type))
+            else:
+                children.append(pa.nulls(len(chunk), type=child.type))
+        mask = pa.array([r is None for r in present], type=pa.bool_())
+        arrays.append(pa.StructArray.from_arrays(children, fields=list(field.type), mask=mask))
+    return pa.RecordBatch.from_arrays(arrays, schema=arrow)
+
+
 def to_batches(rows: Iterator[dict[str, Any]], schema: T.StructType, size: int) -> Iterator[pa.RecordBatch]:
     arrow = to_arrow_schema(schema)
     chunk: list[dict[str, Any]] = []
     for row in rows:
         chunk.append(row)
         if len(chunk) >= size:
-            yield pa.RecordBatch.from_pylist(chunk, schema=arrow)
+            yield _columns(chunk, arrow)
             chunk = []
     if chunk:
-        yield pa.RecordBatch.from_pylist(chunk, schema=arrow)
+        yield _columns(chunk, arrow)
 
 
 class FilePartition(InputPartition):
