@@ -54,9 +54,9 @@ def _columns(chunk: list[dict[str, Any]], arrow: pa.Schema) -> pa.RecordBatch:
         present = values
         children = []
         for child in field.type:
-            values = [None if r is None else r.get(child.name) for r in present]
-            if any(v is not None for v in values):
-                children.append(pa.array(values, type=child.type))
+            kids = [None if r is None else r.get(child.name) for r in present]
+            if any(v is not None for v in kids):
+                children.append(pa.array(kids, type=child.type))
             else:
                 children.append(pa.nulls(len(chunk), type=child.type))
         mask = pa.array([r is None for r in present], type=pa.bool_())
