@@ -13,9 +13,11 @@ Contracts (KIP-595 observers, KIP-630 snapshots):
    id, current and last-fetched epoch = the leader's epoch), keeps only offsets in ``[start, min(end, high
    watermark))`` and advances by whole batches. A leader change, a lost connection or an election in progress
    is retried against whoever leads next until ``readTimeoutMs``.
-3. When the leader answers with a snapshot id (``start`` is below its log start), the snapshot is read with
-   FetchSnapshot in position order; its records become rows with ``file_kind`` "snapshot" (their offsets are
-   the snapshot's own), and reading resumes at the snapshot's end offset.
+3. When planning finds the start below the leader's log start (Fetch answers with a snapshot id), the end
+   offset names that snapshot and is at least its end offset; reading the batch fetches exactly that snapshot
+   with FetchSnapshot in position order (its records become rows with ``file_kind`` "snapshot", offsets the
+   snapshot's own), then the log from the snapshot's end offset. A replayed batch whose snapshot is gone, or a
+   log start that moved past a planned range, fails the query with one line (no silent gap).
 """
 
 from __future__ import annotations
@@ -137,51 +139,100 @@ async def _snapshot_bytes(client: KafkaClient, leader: Leader, end_offset: int, 
             return b"".join(chunks)
 
 
+class LogStartMovedError(KraftError):
+    """The range's start is below the leader's log start and its planned snapshot is not the one to read."""
+
+
+async def _fetch_part(client: KafkaClient, leader: Leader, pos: int) -> Any:
+    resp = await client.send(_fetch(leader, pos, 1 << 20))
+    if resp.error_code != ErrorCode.NONE:
+        raise KraftError(f"Fetch failed: {ErrorCode(resp.error_code).name}")
+    part = resp.responses[0].partitions[0]
+    if part.error_code != ErrorCode.NONE:
+        raise KraftError(f"Fetch failed: {ErrorCode(part.error_code).name}")
+    return part
+
+
+class _Session:
+    """A connection to whoever leads now, re-discovered after any failure (contract 2)."""
+
+    def __init__(self, bootstrap: list[tuple[str, int]], request_timeout_ms: int) -> None:
+        self.bootstrap, self.timeout_ms = bootstrap, request_timeout_ms
+        self.leader: Leader | None = None
+        self.client: KafkaClient | None = None
+
+    async def connect(self) -> tuple[Leader, KafkaClient]:
+        if self.leader is None or self.client is None:
+            await self.close()
+            self.leader = await discover(self.bootstrap, self.timeout_ms)
+            self.client = KafkaClient(
+                self.leader.host, self.leader.port, client_id="kraft-spark", request_timeout=5.0
+            )
+        return self.leader, self.client
+
+    async def reset(self) -> None:
+        await self.close()
+        await asyncio.sleep(0.1)
+
+    async def close(self) -> None:
+        if self.client is not None:
+            await self.client.close()
+        self.leader, self.client = None, None
+
+
+async def probe(
+    bootstrap: list[tuple[str, int]], offset: int, request_timeout_ms: int
+) -> tuple[int, tuple[int, int] | None]:
+    """(high watermark, the snapshot (end offset, epoch) to read first when ``offset`` is below the log start)."""
+    session = _Session(bootstrap, request_timeout_ms)
+    try:
+        leader, client = await session.connect()
+        part = await _fetch_part(client, leader, offset)
+        hwm = max(leader.hwm, part.high_watermark)
+        if part.snapshot_id.end_offset >= 0:
+            return hwm, (part.snapshot_id.end_offset, part.snapshot_id.epoch)
+        return hwm, None
+    finally:
+        await session.close()
+
+
 async def read_range(
-    bootstrap: list[tuple[str, int]], start: int, end: int, *, request_timeout_ms: int, read_timeout_ms: int
+    bootstrap: list[tuple[str, int]],
+    start: int,
+    end: int,
+    *,
+    snapshot: tuple[int, int] | None = None,
+    request_timeout_ms: int,
+    read_timeout_ms: int,
 ) -> list[dict[str, Any]]:
-    """Rows of the committed records in ``[start, end)`` (contracts 2-3)."""
+    """Rows of the committed records in ``[start, end)``, after ``snapshot`` if planned (contracts 2-3)."""
     deadline = time.monotonic() + read_timeout_ms / 1000
     rows: list[dict[str, Any]] = []
     pos = start
-    leader: Leader | None = None
-    client: KafkaClient | None = None
+    session = _Session(bootstrap, request_timeout_ms)
     last_error = ""
     try:
         while pos < end:
             if time.monotonic() > deadline:
                 raise KraftError(f"could not read offsets {pos}..{end} in time: {last_error}")
             try:
-                if leader is None:
-                    leader = await discover(bootstrap, request_timeout_ms)
-                    if client is not None:
-                        await client.close()
-                    client = KafkaClient(
-                        leader.host, leader.port, client_id="kraft-spark", request_timeout=5.0
-                    )
-                assert client is not None
-                resp = await client.send(_fetch(leader, pos, 1 << 20))
-                if resp.error_code != ErrorCode.NONE:
-                    raise KraftError(f"Fetch failed: {ErrorCode(resp.error_code).name}")
-                part = resp.responses[0].partitions[0]
-                if part.error_code != ErrorCode.NONE:
-                    code = ErrorCode(part.error_code)
-                    if code in _RETRYABLE:
-                        raise KraftError(f"Fetch: {code.name}")
-                    raise KraftError(f"Fetch failed: {code.name}")
+                leader, client = await session.connect()
+                if snapshot is not None and pos < snapshot[0]:
+                    snap = await _snapshot_bytes(client, leader, *snapshot)
+                    where = LogFile(f"fetch-snapshot://{leader.host}:{leader.port}", "snapshot", leader.id, 0)
+                    rows.extend(decode_buffer(where, snap))
+                    pos = snapshot[0]
+                    continue
+                part = await _fetch_part(client, leader, pos)
             except (KraftError, OSError) as exc:
                 last_error = str(exc)
-                leader = None
-                await asyncio.sleep(0.1)
+                await session.reset()
                 continue
             if part.snapshot_id.end_offset >= 0:
-                snap = await _snapshot_bytes(
-                    client, leader, part.snapshot_id.end_offset, part.snapshot_id.epoch
+                raise LogStartMovedError(
+                    f"offset {pos} is below the leader's log start (snapshot {part.snapshot_id.end_offset}); "
+                    "start a new query with a later startingOffset"
                 )
-                where = LogFile(f"fetch-snapshot://{leader.host}:{leader.port}", "snapshot", leader.id, 0)
-                rows.extend(decode_buffer(where, snap))
-                pos = part.snapshot_id.end_offset
-                continue
             limit = min(end, part.high_watermark)
             where = LogFile(f"fetch://{leader.host}:{leader.port}", "log", leader.id, pos)
             advanced = pos
@@ -200,15 +251,14 @@ async def read_range(
                 await asyncio.sleep(0.05)
             pos = advanced
     finally:
-        if client is not None:
-            await client.close()
+        await session.close()
     return rows
 
 
 class RangePartition(InputPartition):
-    def __init__(self, start: int, end: int) -> None:
-        super().__init__((start, end))
-        self.start, self.end = start, end
+    def __init__(self, start: int, end: int, snapshot: tuple[int, int] | None) -> None:
+        super().__init__((start, end, snapshot))
+        self.start, self.end, self.snapshot = start, end, snapshot
 
 
 class KraftStreamReader(DataSourceStreamReader):
@@ -229,17 +279,25 @@ class KraftStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
         """The high watermark (contract 1); ``start``/``limit`` are pyspark >= 4.2's admission control (the
         default limit reads all available), absent on 4.0-4.1."""
+        begin = self.latest if start is None else int(start["offset"])
         try:
-            leader = asyncio.run(discover(self.bootstrap, self.request_timeout_ms))
-            self.latest = max(self.latest, leader.hwm)
+            hwm, snapshot = asyncio.run(probe(self.bootstrap, begin, self.request_timeout_ms))
         except (KraftError, OSError):
-            pass  # an election in progress: no new offsets this trigger
+            return {"offset": self.latest}  # an election in progress: no new offsets this trigger
+        self.latest = max(self.latest, hwm)
+        if snapshot is not None and snapshot[0] > begin:
+            # Below the log start: this batch is the snapshot, then the log from its end (contract 3).
+            self.latest = max(self.latest, snapshot[0])
+            return {"offset": self.latest, "snapshot_end": snapshot[0], "snapshot_epoch": snapshot[1]}
         return {"offset": self.latest}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
         if end["offset"] <= start["offset"]:
             return []
-        return [RangePartition(start["offset"], end["offset"])]
+        snapshot = None
+        if "snapshot_end" in end and start["offset"] < end["snapshot_end"]:
+            snapshot = (end["snapshot_end"], end["snapshot_epoch"])
+        return [RangePartition(start["offset"], end["offset"], snapshot)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
@@ -248,6 +306,7 @@ class KraftStreamReader(DataSourceStreamReader):
                 self.bootstrap,
                 partition.start,
                 partition.end,
+                snapshot=partition.snapshot,
                 request_timeout_ms=self.request_timeout_ms,
                 read_timeout_ms=self.read_timeout_ms,
             )

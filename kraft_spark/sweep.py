@@ -67,7 +67,7 @@ def sweep(
 ) -> DataFrame:
     """The result table of contract 2 (lazy: nothing runs until an action)."""
     names = sorted(scenarios or SCENARIOS)
-    n = partitions or max(spark.sparkContext.defaultParallelism * 4, 1)
+    n = partitions or max(1, min(len(seeds), spark.sparkContext.defaultParallelism * 4, len(seeds) // 8 or 1))
     seed_df = spark.range(seeds.start, seeds.stop, 1, n).withColumnRenamed("id", "seed")
     rdd = seed_df.rdd.mapPartitions(lambda rows: _run(rows, names, bug))
     return spark.createDataFrame(rdd, RESULT_SCHEMA)
