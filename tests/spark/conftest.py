@@ -46,3 +46,11 @@ def spark() -> Iterator[Any]:
         yield session
     finally:
         session.stop()
+
+
+@pytest.fixture(scope="session")
+def type_ids(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
+    """Kafka's MetadataRecordType name → api key, from Kafka's own jars."""
+    from tests.spark.oracle import metadata_type_ids
+
+    return metadata_type_ids(tmp_path_factory.mktemp("types"))

@@ -16,7 +16,7 @@ from kraftd.storage.log import MetadataLog
 from kwire.control import ControlRecordType, control_key
 from kwire.records import Record, build_batch, build_data_batch
 from tests.interop.kafka import MixedQuorum, dump_log
-from tests.spark.oracle import KafkaRecord, metadata_type_ids, parse_dump
+from tests.spark.oracle import KafkaRecord, parse_dump
 
 META = "__cluster_metadata-0"
 
@@ -83,11 +83,6 @@ def _compare(rows: list[Any], kafka: list[KafkaRecord], type_ids: dict[str, int]
 def _kafka_view(files: list[Path], workdir: Path) -> list[KafkaRecord]:
     # Kafka dumps the files in the order given: ours (node, file, position).
     return parse_dump(dump_log(files, workdir=workdir).check().stdout)
-
-
-@pytest.fixture(scope="module")
-def type_ids(tmp_path_factory: pytest.TempPathFactory) -> dict[str, int]:
-    return metadata_type_ids(tmp_path_factory.mktemp("types"))
 
 
 def test_kraftd_log_matches_kafka_dump_log(spark: Any, tmp_path: Path, type_ids: dict[str, int]) -> None:

@@ -13,7 +13,6 @@ import pytest
 from kraft_spark.decode import SEGMENT_RE
 from tests.interop.kafka import MixedQuorum, dump_log
 from tests.spark.oracle import parse_dump
-from tests.spark.test_batch_source import type_ids  # noqa: F401 - the fixture
 from tests.spark.test_live_source import _max_offset, _wait
 
 pytestmark = [pytest.mark.slow, pytest.mark.interop]
