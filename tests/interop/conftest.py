@@ -2,12 +2,37 @@
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.interop.kafka import MixedQuorum, classpath
+from tests.interop.kafka import CREATED, ROOT, MixedQuorum, classpath
+
+KEPT_LOGS = ROOT / ".cache" / "interop-logs"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """On a failure, copy the logs of every quorum the test touched to .cache/interop-logs/<test>/ and print
+    their tails in the report."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    used = [q for q in CREATED if any(isinstance(v, MixedQuorum) and v is q for v in item.funcargs.values())]
+    used += [
+        q for q in CREATED if q.root.is_relative_to(Path(str(item.funcargs.get("tmp_path", "/nonexistent"))))
+    ]
+    if not used:
+        return
+    dest = KEPT_LOGS / item.name.replace("/", "_")
+    for q in dict.fromkeys(used):
+        shutil.copytree(
+            q.root, dest / q.root.name, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.jar")
+        )
+        report.sections.append((f"logs of {q.root.name} (kept in {dest})", q.tails(2500)))
 
 
 def _quorum(

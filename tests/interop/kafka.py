@@ -104,7 +104,9 @@ class ToolResult:
     stderr: str
 
     def check(self) -> ToolResult:
-        assert self.returncode == 0, f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        assert self.returncode == 0, (
+            f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        )
         return self
 
 
@@ -127,7 +129,10 @@ def metadata_quorum(bootstrap: str, *args: str, workdir: Path, version: str = DE
     """Kafka's ``kafka-metadata-quorum``; ``bootstrap`` is ``--bootstrap-controller X`` or ``--bootstrap-server X``."""
     flag, _, target = bootstrap.partition(" ")
     return run_tool(
-        "org.apache.kafka.tools.MetadataQuorumCommand", [flag, target, *args], version=version, workdir=workdir
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        [flag, target, *args],
+        version=version,
+        workdir=workdir,
     )
 
 
@@ -240,6 +245,10 @@ def protocol_complaints(log_text: str) -> list[str]:
     return found
 
 
+# Every quorum made in this process, so a failing test can keep and print its logs (tests/interop/conftest.py).
+CREATED: list[MixedQuorum] = []
+
+
 class MixedQuorum:
     """A controller quorum of real Kafka controllers and kraftd nodes on loopback (contract 3).
 
@@ -256,6 +265,7 @@ class MixedQuorum:
         version: str = DEFAULT_VERSION,
         cluster_id: str | None = None,
         extra: dict[str, str] | None = None,
+        format_nodes: bool = True,
     ) -> None:
         assert bootstrap in ("static", "kip853")
         self.root = root
@@ -264,13 +274,16 @@ class MixedQuorum:
         self.cluster_id = cluster_id or random_cluster_id()
         ports = free_ports(len(kinds))
         self.nodes = [
-            Node(kind, i + 1, port, root, version=version) for i, (kind, port) in enumerate(zip(kinds, ports))
+            Node(kind, i + 1, port, root, version=version)
+            for i, (kind, port) in enumerate(zip(kinds, ports, strict=True))
         ]
         self.extra = dict(extra or {})
         root.mkdir(parents=True, exist_ok=True)
+        CREATED.append(self)
         for node in self.nodes:
             self.write_config(node)
-            self.format(node)
+            if format_nodes:
+                self.format(node)
 
     # ---- configuration and formatting -------------------------------------------------------------------------
 
@@ -322,7 +335,9 @@ class MixedQuorum:
         """Format ``node``'s directory with its own kind's tool, or with ``tool`` ("kafka"/"kraftd")."""
         tool = tool or node.kind
         if tool == "kafka":
-            run_tool("kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root).check()
+            run_tool(
+                "kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root
+            ).check()
         else:
             kraft_storage = str(Path(sys.executable).with_name("kraft-storage"))
             done = subprocess.run(
@@ -357,7 +372,9 @@ class MixedQuorum:
     def describe(self, node_ids: Sequence[int] | None = None, timeout_ms: int = 3000) -> QuorumInfo:
         """DescribeQuorum through kraftd's client, tried against the given (default: live) nodes."""
         # kraftd nodes first: a Kafka controller without metadata.version logs an ERROR for DescribeCluster.
-        ids = node_ids or [n.node_id for n in sorted(self.nodes, key=lambda n: n.kind != "kraftd") if n.alive()]
+        ids = node_ids or [
+            n.node_id for n in sorted(self.nodes, key=lambda n: n.kind != "kraftd") if n.alive()
+        ]
         targets = [("127.0.0.1", self.node(i).port) for i in ids]
         _, info = asyncio.run(fetch_quorum(targets, 2, timeout_ms))
         return info

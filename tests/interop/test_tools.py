@@ -8,13 +8,16 @@ Reference: org.apache.kafka.tools.MetadataQuorumCommand (Kafka 4.3.1), both boot
 from __future__ import annotations
 
 import signal
+import socket
+import struct
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
-from tests.interop.kafka import MixedQuorum, metadata_quorum
+from tests.interop.kafka import MixedQuorum, metadata_quorum, protocol_complaints
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -82,7 +85,9 @@ def test_kafka_tool_describes_kraftd_from_every_node(kraftd_quorum: MixedQuorum,
         for n in q.nodes:
             assert f'"directoryId": "{n.directory_id}"' in t["CurrentVoters"]
         theirs = metadata_quorum(bootstrap, "describe", "--replication", workdir=q.root).check()
-        assert replication_rows(theirs.stdout) == replication_rows(ours(bootstrap, "describe", "--replication"))
+        assert replication_rows(theirs.stdout) == replication_rows(
+            ours(bootstrap, "describe", "--replication")
+        )
 
 
 def test_kafka_tool_follows_a_new_kraftd_leader_after_kill_9(kraftd_quorum: MixedQuorum) -> None:
@@ -119,3 +124,35 @@ def test_kraftd_tool_prints_what_kafka_tool_prints_for_kafka_controllers(kafka_q
     theirs = metadata_quorum(bootstrap, "describe", "--replication", "--human-readable", workdir=q.root)
     mine = ours(bootstrap, "describe", "--replication", "--human-readable")
     assert replication_rows(mine) == replication_rows(theirs.check().stdout)
+
+
+@pytest.mark.parametrize("version", ["3.9.2"])
+def test_older_kafka_tool_describes_kraftd(kraftd_quorum: MixedQuorum, version: str) -> None:
+    """The matrix entry: Kafka 3.9's tool negotiates down (DescribeCluster v1) and reads the same quorum."""
+    q = kraftd_quorum
+    stable(q)
+    bootstrap = f"--bootstrap-controller 127.0.0.1:{q.nodes[0].port}"
+    theirs = metadata_quorum(bootstrap, "describe", "--status", workdir=q.root, version=version).check()
+    t, m = status_fields(theirs.stdout), status_fields(ours(bootstrap, "describe", "--status"))
+    for key in TIMING_KEYS:
+        t.pop(key), m.pop(key)
+    assert t == m
+
+
+def test_the_log_check_catches_a_request_kafka_cannot_parse(kafka_quorum: MixedQuorum) -> None:
+    """The mixed-quorum tests trust protocol_complaints(); show it flags what Kafka's SocketServer logs for a
+    request its parser rejects (a Vote v2 whose body ends inside a compact string)."""
+    q = kafka_quorum
+    node = q.nodes[0]
+    before = len(protocol_complaints(node.log_text()))
+    client_id = b"kraftd-interop-test"
+    header = struct.pack(">hhih", 52, 2, 7, len(client_id)) + client_id + b"\x00"
+    body = b"\x17abc"  # a compact string declared 22 bytes long, 3 given
+    with socket.create_connection(("127.0.0.1", node.port), timeout=10) as s:
+        s.sendall(struct.pack(">i", len(header) + len(body)) + header + body)
+        assert s.recv(64) == b"", "Kafka closes the connection of a request it cannot parse"
+    deadline = time.monotonic() + 10
+    while len(protocol_complaints(node.log_text())) == before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    found = protocol_complaints(node.log_text())[before:]
+    assert any("InvalidRequestException" in line and "VOTE" in line for line in found), found
