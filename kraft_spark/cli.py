@@ -39,8 +39,20 @@ def _dicts(df: Any) -> list[dict[str, Any]]:
 
 
 def _save(df: Any, out: Path, name: str) -> list[dict[str, Any]]:
-    df.write.mode("overwrite").parquet(str(out / name))
-    return _dicts(df)
+    """Collect a job's (small, aggregated) result once and write it as Parquet from the driver, where the
+    PNGs and the report go too: one Spark job per table."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    rows = _dicts(df)
+    target = out / name
+    target.mkdir(parents=True, exist_ok=True)
+    for old in target.glob("*.parquet"):
+        old.unlink()
+    table = pa.Table.from_pylist(rows, schema=to_arrow_schema(df.schema))
+    pq.write_table(table, target / "part-00000.parquet")
+    return rows
 
 
 def log_sections(spark: Any, logs: Path, out: Path) -> list[tuple[str, Path | None, list[dict[str, Any]]]]:
