@@ -85,6 +85,7 @@ def _kafka_view(files: list[Path], workdir: Path) -> list[KafkaRecord]:
     return parse_dump(dump_log(files, workdir=workdir).check().stdout)
 
 
+@pytest.mark.interop
 def test_kraftd_log_matches_kafka_dump_log(spark: Any, tmp_path: Path, type_ids: dict[str, int]) -> None:
     root = make_kraftd_log(tmp_path, segment_bytes=1500)  # several segments: several partitions
     files = [Path(f.path) for f in find_files(root)]
