@@ -126,18 +126,9 @@ def _table(out: Path, name: str) -> list[dict[str, Any]]:
 def test_report_jobs_and_rendering(spark: Any, tmp_path: Path) -> None:
     logs = make_two_node_logs(tmp_path / "logs")
     out = tmp_path / "out"
-    args = [
-        "report",
-        str(logs),
-        "--out",
-        str(out),
-        "--master",
-        "local[2]",
-        "--seeds",
-        "0-11",
-        "--bug",
-        "no_check_quorum",
-    ]
+    args = ["report", str(logs), "--out", str(out), "--master", "local[2]", "--seeds", "0-11"]
+    # zombie_leader catches a leader without check-quorum; failover_kill is a healthy control.
+    args += ["--scenario", "zombie_leader", "--scenario", "failover_kill", "--bug", "no_check_quorum"]
     result = CliRunner().invoke(main, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
 
@@ -155,8 +146,9 @@ def test_report_jobs_and_rendering(spark: Any, tmp_path: Path) -> None:
 
     sweep = _table(out, "sweep")
     assert sorted(r["seed"] for r in sweep) == list(range(12))
+    assert {r["scenario"] for r in sweep} == {"zombie_leader", "failover_kill"}
     bad = [r for r in sweep if not r["ok"]]
-    assert bad, "the planted bug is caught"
+    assert bad and {r["scenario"] for r in bad} == {"zombie_leader"}, "the planted bug is caught"
     for r in bad:  # each violation replays: same scenario and seed fail again
         assert (
             r["replay"]
