@@ -5,18 +5,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generated.abort_transaction_record import AbortTransactionRecord
+from generated.access_control_entry_record import AccessControlEntryRecord
 from generated.add_raft_voter_request import AddRaftVoterRequest
 from generated.add_raft_voter_response import AddRaftVoterResponse
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
 from generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from generated.begin_quorum_epoch_response import BeginQuorumEpochResponse
+from generated.begin_transaction_record import BeginTransactionRecord
+from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from generated.clear_elr_record import ClearElrRecord
+from generated.client_quota_record import ClientQuotaRecord
+from generated.config_record import ConfigRecord
+from generated.delegation_token_record import DelegationTokenRecord
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from generated.end_quorum_epoch_response import EndQuorumEpochResponse
+from generated.end_transaction_record import EndTransactionRecord
+from generated.feature_level_record import FeatureLevelRecord
+from generated.fence_broker_record import FenceBrokerRecord
 from generated.fetch_request import FetchRequest
 from generated.fetch_response import FetchResponse
 from generated.fetch_snapshot_request import FetchSnapshotRequest
@@ -25,36 +36,62 @@ from generated.kraft_version_record import KRaftVersionRecord
 from generated.leader_change_message import LeaderChangeMessage
 from generated.metadata_request import MetadataRequest
 from generated.metadata_response import MetadataResponse
+from generated.no_op_record import NoOpRecord
+from generated.partition_change_record import PartitionChangeRecord
+from generated.partition_record import PartitionRecord
+from generated.producer_ids_record import ProducerIdsRecord
 from generated.quorum_state_data import QuorumStateData
 from generated.read_offset_request import ReadOffsetRequest
 from generated.read_offset_response import ReadOffsetResponse
+from generated.register_broker_record import RegisterBrokerRecord
+from generated.register_controller_record import RegisterControllerRecord
+from generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
+from generated.remove_delegation_token_record import RemoveDelegationTokenRecord
 from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from generated.remove_raft_voter_response import RemoveRaftVoterResponse
+from generated.remove_topic_record import RemoveTopicRecord
+from generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from generated.request_header import RequestHeader
 from generated.response_header import ResponseHeader
 from generated.snapshot_footer_record import SnapshotFooterRecord
 from generated.snapshot_header_record import SnapshotHeaderRecord
+from generated.topic_record import TopicRecord
+from generated.unfence_broker_record import UnfenceBrokerRecord
+from generated.unregister_broker_record import UnregisterBrokerRecord
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdateFeaturesResponse
 from generated.update_raft_voter_request import UpdateRaftVoterRequest
 from generated.update_raft_voter_response import UpdateRaftVoterResponse
+from generated.user_scram_credential_record import UserScramCredentialRecord
 from generated.vote_request import VoteRequest
 from generated.vote_response import VoteResponse
 from generated.voters_record import VotersRecord
+from generated.zk_migration_state_record import ZkMigrationStateRecord
 
 ALL_CLASSES: tuple[type, ...] = (
+    AbortTransactionRecord,
+    AccessControlEntryRecord,
     AddRaftVoterRequest,
     AddRaftVoterResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    BeginTransactionRecord,
+    BrokerRegistrationChangeRecord,
+    ClearElrRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    DelegationTokenRecord,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
+    EndTransactionRecord,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
@@ -63,22 +100,37 @@ ALL_CLASSES: tuple[type, ...] = (
     LeaderChangeMessage,
     MetadataRequest,
     MetadataResponse,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
     QuorumStateData,
     ReadOffsetRequest,
     ReadOffsetResponse,
+    RegisterBrokerRecord,
+    RegisterControllerRecord,
+    RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
+    RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     RequestHeader,
     ResponseHeader,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
+    UserScramCredentialRecord,
     VoteRequest,
     VoteResponse,
     VotersRecord,
+    ZkMigrationStateRecord,
 )
 
 _BY_NAME: dict[str, type] = {cls.__name__: cls for cls in ALL_CLASSES}
@@ -316,3 +368,48 @@ def by_api_key(key: int) -> tuple[type, type]:
     """(request class, response class) of api ``key`` (KeyError if unknown)."""
     spec = API_SPECS[key]
     return spec.request, spec.response
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRecordSpec:
+    """One KRaft metadata record type: the api key its frame carries, its class and its versions."""
+
+    api_key: int
+    cls: type
+    lowest_version: int
+    highest_version: int
+
+
+METADATA_RECORDS: dict[int, MetadataRecordSpec] = {
+    0: MetadataRecordSpec(0, RegisterBrokerRecord, 0, 4),
+    1: MetadataRecordSpec(1, UnregisterBrokerRecord, 0, 0),
+    2: MetadataRecordSpec(2, TopicRecord, 0, 0),
+    3: MetadataRecordSpec(3, PartitionRecord, 0, 2),
+    4: MetadataRecordSpec(4, ConfigRecord, 0, 0),
+    5: MetadataRecordSpec(5, PartitionChangeRecord, 0, 2),
+    7: MetadataRecordSpec(7, FenceBrokerRecord, 0, 0),
+    8: MetadataRecordSpec(8, UnfenceBrokerRecord, 0, 0),
+    9: MetadataRecordSpec(9, RemoveTopicRecord, 0, 0),
+    10: MetadataRecordSpec(10, DelegationTokenRecord, 0, 0),
+    11: MetadataRecordSpec(11, UserScramCredentialRecord, 0, 0),
+    12: MetadataRecordSpec(12, FeatureLevelRecord, 0, 0),
+    14: MetadataRecordSpec(14, ClientQuotaRecord, 0, 0),
+    15: MetadataRecordSpec(15, ProducerIdsRecord, 0, 0),
+    17: MetadataRecordSpec(17, BrokerRegistrationChangeRecord, 0, 3),
+    18: MetadataRecordSpec(18, AccessControlEntryRecord, 0, 0),
+    19: MetadataRecordSpec(19, RemoveAccessControlEntryRecord, 0, 0),
+    20: MetadataRecordSpec(20, NoOpRecord, 0, 0),
+    21: MetadataRecordSpec(21, ZkMigrationStateRecord, 0, 0),
+    22: MetadataRecordSpec(22, RemoveUserScramCredentialRecord, 0, 0),
+    23: MetadataRecordSpec(23, BeginTransactionRecord, 0, 0),
+    24: MetadataRecordSpec(24, EndTransactionRecord, 0, 0),
+    25: MetadataRecordSpec(25, AbortTransactionRecord, 0, 0),
+    26: MetadataRecordSpec(26, RemoveDelegationTokenRecord, 0, 0),
+    27: MetadataRecordSpec(27, RegisterControllerRecord, 0, 0),
+    28: MetadataRecordSpec(28, ClearElrRecord, 0, 0),
+}
+
+
+def metadata_record_classes() -> dict[int, type]:
+    """Api key -> generated class of every metadata record type (for the metadata frame decoder)."""
+    return {key: spec.cls for key, spec in METADATA_RECORDS.items()}
