@@ -134,7 +134,9 @@ def resolve_features(release_version: str | None, overrides: Mapping[str, int]) 
     """The finalized levels a format writes: metadata.version plus every other production feature
     (kraft.version included; the caller decides where that one goes). Facts 1, 2 and 4."""
     if METADATA_VERSION in overrides and release_version is not None:
-        raise FeatureError("Use --release-version instead of --feature metadata.version=X to avoid ambiguity.")
+        raise FeatureError(
+            "Use --release-version instead of --feature metadata.version=X to avoid ambiguity."
+        )
     if METADATA_VERSION in overrides:
         mv = overrides[METADATA_VERSION]
         mv_name(mv)

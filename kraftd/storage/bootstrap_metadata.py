@@ -29,7 +29,12 @@ BOOTSTRAP_METADATA_NAME = "bootstrap.checkpoint"
 def bootstrap_metadata_bytes(values: Sequence[bytes], *, now_ms: int) -> bytes:
     """Contract 1; ``values`` are framed metadata records (kwire.metadata_frame)."""
     header = build_control_batch(
-        [(ControlRecordType.SNAPSHOT_HEADER, SnapshotHeaderRecord(version=0, last_contained_log_timestamp=0))],
+        [
+            (
+                ControlRecordType.SNAPSHOT_HEADER,
+                SnapshotHeaderRecord(version=0, last_contained_log_timestamp=0),
+            )
+        ],
         base_offset=0,
         partition_leader_epoch=0,
         timestamp=now_ms,

@@ -54,7 +54,9 @@ def _ours(root: Path, args: list[str]) -> subprocess.CompletedProcess[str]:
 
 def _kafka(root: Path, args: list[str]) -> tuple[int, str]:
     cfg = _config(root, "kafka")
-    done = run_tool("kafka.tools.StorageTool", ["format", "-t", CLUSTER_ID, "-c", str(cfg), *args], workdir=root)
+    done = run_tool(
+        "kafka.tools.StorageTool", ["format", "-t", CLUSTER_ID, "-c", str(cfg), *args], workdir=root
+    )
     return done.returncode, done.stdout + done.stderr
 
 
