@@ -25,7 +25,8 @@ class _Encodable(Protocol):
 
 
 class _Record(Protocol):
-    API_KEY: int | None
+    @property
+    def API_KEY(self) -> int | None: ...  # noqa: N802 - the generated ClassVar's name
 
     def encode(self, version: int) -> bytes: ...
 

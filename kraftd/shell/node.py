@@ -33,6 +33,8 @@ from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint, KraftConfig
+from kraftd.controller.features import bootstrap_feature_records, resolve_features
+from kraftd.controller.machine import MetadataController
 from kraftd.core import messages as core_messages
 from kraftd.core.client import RaftClient
 from kraftd.core.config import QuorumConfig
@@ -55,10 +57,13 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.shell import handlers
+from kraftd.shell.controller_glue import ControllerGlue
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
+from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
+from kwire.metadata_frame import encode_record
 
 log = logging.getLogger("kraftd.node")
 
@@ -134,6 +139,12 @@ class ControllerNode:
             now_ms=now_ms(),
         )
         self.client = RaftClient(core)
+        bootstrap = read_bootstrap_metadata(cfg.metadata_log_dir)
+        if bootstrap is None:
+            levels = resolve_features(None, {})
+            bootstrap = [encode_record(r, 0) for r in bootstrap_feature_records(levels)]
+        self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
+        self.client.register(self.controller)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
             ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
@@ -226,12 +237,17 @@ class ControllerNode:
                 if isinstance(event, Tick):
                     self._tick_queued = False
                 self._execute(self.client.step(event))
+                self.controller.after_step()
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
             log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
             self.fatal = exc
             self._spawn(self._shutdown())
+
+    def spawn_task(self, coro: Any) -> None:
+        """Run ``coro`` as a task the node owns (cancelled on stop)."""
+        self._spawn(coro)
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -350,11 +366,14 @@ class ControllerNode:
             return None
 
     # ------------------------------------------------------------------ RaftClient (contract 7)
-    async def append(self, records: list[bytes]) -> int:
-        """Append as leader; resolves with the last offset once committed."""
+    async def append(self, records: list[bytes], on_range: Any = None) -> int:
+        """Append as leader; resolves with the last offset once committed. ``on_range`` (if given) is called
+        with the OffsetRange synchronously, before anything else can append."""
         if self._stopped.is_set():
             raise NotLeaderError("the node is stopped")
         rng = self.client.append(records)
+        if on_range is not None:
+            on_range(rng)
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append((rng.last, fut))
         if not self._tick_queued:  # one queued Tick is enough to schedule the linger deadline

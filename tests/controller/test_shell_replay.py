@@ -1,0 +1,74 @@
+"""The state machine inside the real asyncio shell: 3 in-process controllers on loopback.
+
+Invariants:
+1. The first leader of an empty log writes the bootstrap records once, as one transaction, from the
+   bootstrap.checkpoint ``kraft-storage format --release-version`` wrote (here 4.0: metadata.version 25, no ELR,
+   so no min.insync.replicas record).
+2. Every node replays the committed log into an identical image (same checksum at the same offset).
+3. A non-leader refuses writes with NotControllerError; the leader's write commits and reaches every image.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+
+from generated.config_record import ConfigRecord
+from kraftd.config import load_config
+from kraftd.controller.machine import NotControllerError
+from kraftd.shell.node import ControllerNode
+from tests.daemon.cluster import CLUSTER_ID, free_ports
+from tests.daemon.conftest import write_properties
+from tools.storage_cli import format_directory
+
+
+async def _until(pred: object, timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while not pred():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached before the deadline")
+        await asyncio.sleep(0.05)
+
+
+def test_three_nodes_bootstrap_once_and_agree(tmp_path: Path) -> None:
+    ports = free_ports(3)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
+    configs = []
+    for i, port in enumerate(ports):
+        cfg = write_properties(tmp_path / f"{i}.properties", i + 1, port, tmp_path / f"d{i}", voters=voters)
+        format_directory(load_config(cfg), CLUSTER_ID, release_version="4.0")
+        configs.append(load_config(cfg))
+
+    async def run() -> None:
+        nodes = [ControllerNode(c, seed=i) for i, c in enumerate(configs)]
+        for n in nodes:
+            await n.start()
+        try:
+            leader_id = (await nodes[0].wait_for_leader(15)).leader_id
+            leader = nodes[leader_id - 1]
+            await _until(lambda: all(n.controller.machine.committed.metadata_version == 25 for n in nodes))
+            images = [n.controller.machine.committed for n in nodes]
+            assert images[0].features == {
+                "metadata.version": 25,
+                "group.version": 1,
+                "transaction.version": 2,
+            }
+            assert images[0].configs == {}  # no ELR at 4.0: no cluster-level min.insync.replicas
+            follower = next(n for n in nodes if n is not leader)
+            with pytest.raises(NotControllerError):
+                await follower.controller.write([ConfigRecord(2, "t", "retention.ms", "1")])
+            await _until(lambda: leader.controller.machine.active)
+            last = await leader.controller.write([ConfigRecord(4, "", "log.retention.ms", "5")])
+            await _until(lambda: all(n.controller.machine.committed.offset >= last for n in nodes))
+            sums = {n.controller.machine.committed.checksum() for n in nodes}
+            assert len(sums) == 1
+            assert images[0].configs == {(4, ""): {"log.retention.ms": "5"}}
+            assert leader.controller.machine.uncommitted == leader.controller.machine.committed
+        finally:
+            for n in nodes:
+                await n.stop()
+
+    asyncio.run(run())
