@@ -14,10 +14,16 @@ from generated.api_versions_response import ApiVersionsResponse
 from generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from generated.begin_quorum_epoch_response import BeginQuorumEpochResponse
 from generated.begin_transaction_record import BeginTransactionRecord
+from generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from generated.broker_registration_request import BrokerRegistrationRequest
+from generated.broker_registration_response import BrokerRegistrationResponse
 from generated.clear_elr_record import ClearElrRecord
 from generated.client_quota_record import ClientQuotaRecord
 from generated.config_record import ConfigRecord
+from generated.controller_registration_request import ControllerRegistrationRequest
+from generated.controller_registration_response import ControllerRegistrationResponse
 from generated.delegation_token_record import DelegationTokenRecord
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
@@ -78,10 +84,16 @@ ALL_CLASSES: tuple[type, ...] = (
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     BeginTransactionRecord,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
     BrokerRegistrationChangeRecord,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
     ClearElrRecord,
     ClientQuotaRecord,
     ConfigRecord,
+    ControllerRegistrationRequest,
+    ControllerRegistrationResponse,
     DelegationTokenRecord,
     DescribeClusterRequest,
     DescribeClusterResponse,
@@ -305,6 +317,45 @@ API_SPECS: dict[int, ApiSpec] = {
         highest_version=2,
         lowest_flexible_version=0,
         listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    62: ApiSpec(
+        api_key=62,
+        name="BrokerRegistration",
+        request=BrokerRegistrationRequest,
+        response=BrokerRegistrationResponse,
+        lowest_version=0,
+        highest_version=4,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    63: ApiSpec(
+        api_key=63,
+        name="BrokerHeartbeat",
+        request=BrokerHeartbeatRequest,
+        response=BrokerHeartbeatResponse,
+        lowest_version=0,
+        highest_version=2,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    70: ApiSpec(
+        api_key=70,
+        name="ControllerRegistration",
+        request=ControllerRegistrationRequest,
+        response=ControllerRegistrationResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
         latest_version_unstable=False,
         request_header_versions=(),
         response_header_versions=(),

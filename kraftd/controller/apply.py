@@ -71,6 +71,7 @@ def _register_broker(image: MetadataImage, r: Any) -> None:
         fenced=r.fenced,
         in_controlled_shutdown=r.in_controlled_shutdown,
         log_dirs=list(r.log_dirs),
+        registration_offset=image.offset,
     )
 
 

@@ -30,6 +30,7 @@ class BrokerState:
     fenced: bool
     in_controlled_shutdown: bool
     log_dirs: list[uuid.UUID]
+    registration_offset: int  # offset of the RegisterBrokerRecord (a broker replayed past it has caught up)
 
 
 @dataclass(slots=True)

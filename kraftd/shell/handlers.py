@@ -31,7 +31,11 @@ from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
+# Metadata state machine RPCs (kraftd.shell.controller_rpcs): BrokerRegistration, BrokerHeartbeat,
+# ControllerRegistration.
+CONTROLLER_RPCS = (62, 63, 70)
 SERVED: tuple[int, ...] = (
+    *CONTROLLER_RPCS,
     FETCH,
     METADATA,
     API_VERSIONS,

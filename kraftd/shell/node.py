@@ -56,8 +56,9 @@ from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
-from kraftd.shell import handlers
+from kraftd.shell import controller_rpcs, handlers
 from kraftd.shell.controller_glue import ControllerGlue
+from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
@@ -145,6 +146,7 @@ class ControllerNode:
             bootstrap = [encode_record(r, 0) for r in bootstrap_feature_records(levels)]
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
         self.client.register(self.controller)
+        self.rpcs = ControllerRpcs(self)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
             ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
@@ -168,6 +170,7 @@ class ControllerNode:
             self.cluster_id,
         )
         self._driver = asyncio.create_task(self._drive())
+        self._spawn(self.rpcs.run_periodic())
 
     @property
     def core(self) -> RaftNode:
@@ -212,6 +215,9 @@ class ControllerNode:
         for peer in [*self.peers.values(), *self._forwarders.values()]:
             with contextlib.suppress(Exception):
                 await peer.close()
+        if getattr(self, "rpcs", None) is not None:
+            with contextlib.suppress(Exception):
+                await self.rpcs.close()
         if getattr(self, "server", None) is not None:
             await self.server.close()
         if self.storage is not None:
@@ -333,6 +339,8 @@ class ControllerNode:
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
             return handlers.describe_cluster_response(body, self.cluster_view())
+        if key in controller_rpcs.APIS:
+            return await self.rpcs.handle(key, body)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
             return handlers.metadata_response(body, self.cluster_view())
