@@ -9,6 +9,8 @@ from generated.abort_transaction_record import AbortTransactionRecord
 from generated.access_control_entry_record import AccessControlEntryRecord
 from generated.add_raft_voter_request import AddRaftVoterRequest
 from generated.add_raft_voter_response import AddRaftVoterResponse
+from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
 from generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
@@ -24,7 +26,11 @@ from generated.client_quota_record import ClientQuotaRecord
 from generated.config_record import ConfigRecord
 from generated.controller_registration_request import ControllerRegistrationRequest
 from generated.controller_registration_response import ControllerRegistrationResponse
+from generated.create_topics_request import CreateTopicsRequest
+from generated.create_topics_response import CreateTopicsResponse
 from generated.delegation_token_record import DelegationTokenRecord
+from generated.delete_topics_request import DeleteTopicsRequest
+from generated.delete_topics_response import DeleteTopicsResponse
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
@@ -32,6 +38,8 @@ from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from generated.end_quorum_epoch_response import EndQuorumEpochResponse
 from generated.end_transaction_record import EndTransactionRecord
+from generated.envelope_request import EnvelopeRequest
+from generated.envelope_response import EnvelopeResponse
 from generated.feature_level_record import FeatureLevelRecord
 from generated.fence_broker_record import FenceBrokerRecord
 from generated.fetch_request import FetchRequest
@@ -79,6 +87,8 @@ ALL_CLASSES: tuple[type, ...] = (
     AccessControlEntryRecord,
     AddRaftVoterRequest,
     AddRaftVoterResponse,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     BeginQuorumEpochRequest,
@@ -94,7 +104,11 @@ ALL_CLASSES: tuple[type, ...] = (
     ConfigRecord,
     ControllerRegistrationRequest,
     ControllerRegistrationResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
     DelegationTokenRecord,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeQuorumRequest,
@@ -102,6 +116,8 @@ ALL_CLASSES: tuple[type, ...] = (
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     EndTransactionRecord,
+    EnvelopeRequest,
+    EnvelopeResponse,
     FeatureLevelRecord,
     FenceBrokerRecord,
     FetchRequest,
@@ -230,6 +246,32 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    19: ApiSpec(
+        api_key=19,
+        name="CreateTopics",
+        request=CreateTopicsRequest,
+        response=CreateTopicsResponse,
+        lowest_version=2,
+        highest_version=7,
+        lowest_flexible_version=5,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    20: ApiSpec(
+        api_key=20,
+        name="DeleteTopics",
+        request=DeleteTopicsRequest,
+        response=DeleteTopicsResponse,
+        lowest_version=1,
+        highest_version=6,
+        lowest_flexible_version=4,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     52: ApiSpec(
         api_key=52,
         name="Vote",
@@ -295,6 +337,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    58: ApiSpec(
+        api_key=58,
+        name="Envelope",
+        request=EnvelopeRequest,
+        response=EnvelopeResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     59: ApiSpec(
         api_key=59,
         name="FetchSnapshot",
@@ -341,6 +396,19 @@ API_SPECS: dict[int, ApiSpec] = {
         response=BrokerHeartbeatResponse,
         lowest_version=0,
         highest_version=2,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    67: ApiSpec(
+        api_key=67,
+        name="AllocateProducerIds",
+        request=AllocateProducerIdsRequest,
+        response=AllocateProducerIdsResponse,
+        lowest_version=0,
+        highest_version=0,
         lowest_flexible_version=0,
         listeners=frozenset(["controller"]),
         latest_version_unstable=False,

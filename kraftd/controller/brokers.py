@@ -13,6 +13,8 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
    (BrokerRegistrationChangeRecord Fenced=-1) and leads the partitions of its replicas that had no leader.
 3. Fencing (session timeout, or WantFence): Fenced=1, the broker leaves every ISR it is in (unless it is the
    last member) and its leaderships move to the first live ISR member (-1 when none).
+5. AllocateProducerIds: a registered broker at its current epoch gets the next block of 1000 producer ids
+   (ProducerIdsRecord with the new next id); otherwise BROKER_ID_NOT_REGISTERED / STALE_BROKER_EPOCH.
 4. Controlled shutdown (WantShutDown): a fenced broker may shut down at once; an unfenced one is marked
    InControlledShutdown=1, loses its leaderships and ISR memberships as in 3, and is told ShouldShutDown once
    it leads nothing, at which point it is fenced.
@@ -27,10 +29,12 @@ from generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from generated.broker_registration_request import BrokerRegistrationRequest
 from generated.partition_change_record import PartitionChangeRecord
+from generated.producer_ids_record import ProducerIdsRecord
 from generated.register_broker_record import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
 
+PRODUCER_ID_BLOCK = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 DEFAULT_SESSION_TIMEOUT_MS = 9000  # broker.session.timeout.ms
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
@@ -204,3 +208,19 @@ def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
             if p.leader == NO_LEADER and broker_id in p.isr:
                 records.append(PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=broker_id))
     return records
+
+
+def allocate_producer_ids(
+    image: MetadataImage, broker_id: int, broker_epoch: int
+) -> tuple[list[Any], ErrorCode, int]:
+    """Contract 5: (records, error, first id of the block)."""
+    b = image.brokers.get(broker_id)
+    if b is None:
+        return [], ErrorCode.BROKER_ID_NOT_REGISTERED, -1
+    if b.epoch != broker_epoch:
+        return [], ErrorCode.STALE_BROKER_EPOCH, -1
+    start = image.next_producer_id
+    record = ProducerIdsRecord(
+        broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=start + PRODUCER_ID_BLOCK
+    )
+    return [record], ErrorCode.NONE, start

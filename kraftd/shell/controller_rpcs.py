@@ -1,5 +1,5 @@
 """Controller RPCs served on the controller listener: BrokerRegistration (62), BrokerHeartbeat (63),
-ControllerRegistration (70), plus the periodic duties of the active controller.
+ControllerRegistration (70), AllocateProducerIds (67), plus the periodic duties of the active controller.
 
 Contracts:
 1. Every answer is computed from the state machine's latest image and, when it carries records, given only
@@ -18,6 +18,8 @@ import logging
 import uuid
 from typing import TYPE_CHECKING, Any
 
+from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from generated.broker_registration_request import BrokerRegistrationRequest
@@ -43,8 +45,13 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kraftd.controller")
 
-BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION = 62, 63, 70
-APIS: tuple[int, ...] = (BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION)
+BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION, ALLOCATE_PRODUCER_IDS = 62, 63, 70, 67
+APIS: tuple[int, ...] = (
+    BROKER_REGISTRATION,
+    BROKER_HEARTBEAT,
+    CONTROLLER_REGISTRATION,
+    ALLOCATE_PRODUCER_IDS,
+)
 PLAINTEXT = 0
 
 
@@ -69,6 +76,8 @@ class ControllerRpcs:
             return await self._register_broker(body)
         if api_key == BROKER_HEARTBEAT:
             return await self._heartbeat(body)
+        if api_key == ALLOCATE_PRODUCER_IDS:
+            return await self._allocate_producer_ids(body)
         return await self._register_controller(body)
 
     async def _write(self, records: list[Any]) -> ErrorCode:
@@ -108,6 +117,19 @@ class ControllerRpcs:
             is_caught_up=out.is_caught_up,
             is_fenced=out.is_fenced,
             should_shut_down=out.should_shut_down,
+        )
+
+    async def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
+        if not self.machine.active:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        records, error, start = brokers.allocate_producer_ids(
+            self.machine.latest(), req.broker_id, req.broker_epoch
+        )
+        error = error or await self._write(records)
+        if error:
+            return AllocateProducerIdsResponse(error_code=error)
+        return AllocateProducerIdsResponse(
+            error_code=ErrorCode.NONE, producer_id_start=start, producer_id_len=brokers.PRODUCER_ID_BLOCK
         )
 
     async def _register_controller(

@@ -56,7 +56,8 @@ from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
-from kraftd.shell import controller_rpcs, handlers
+from kraftd.shell import controller_admin, controller_rpcs, handlers
+from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
 from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
@@ -147,6 +148,7 @@ class ControllerNode:
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
+        self.admin = ControllerAdmin(self)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
             ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
@@ -341,6 +343,8 @@ class ControllerNode:
             return handlers.describe_cluster_response(body, self.cluster_view())
         if key in controller_rpcs.APIS:
             return await self.rpcs.handle(key, body)
+        if key in controller_admin.APIS:
+            return await self.admin.handle(key, body)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
             return handlers.metadata_response(body, self.cluster_view())

@@ -1,0 +1,129 @@
+"""Admin RPCs on the controller listener: Envelope (58) and what brokers forward in it, CreateTopics (19) and
+DeleteTopics (20).
+
+Contracts:
+1. Envelope: a broker forwards a client's request (header included) in RequestData; we parse it with the
+   versions served here, answer it as if it had arrived directly, and return the encoded response (header
+   included, the client's correlation id) in ResponseData. A request we cannot parse -> envelope error
+   INVALID_REQUEST; not the active controller -> envelope error NOT_CONTROLLER (the broker retries at the new
+   leader). The principal is not checked: kraftd runs without an authorizer (everything is allowed, as Kafka
+   with no ``authorizer.class.name``).
+2. CreateTopics / DeleteTopics: validated against the latest image (kraftd.controller.topics), all records of
+   one request appended as one atomic batch, answered after commit; NOT_CONTROLLER per topic when this node is
+   not the active controller.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from generated.create_topics_request import CreateTopicsRequest
+from generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from generated.delete_topics_request import DeleteTopicsRequest
+from generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from generated.envelope_request import EnvelopeRequest
+from generated.envelope_response import EnvelopeResponse
+from generated.messages import API_SPECS
+from kraftd.controller import topics
+from kraftd.controller.machine import NotControllerError
+from kraftd.core.replication import NotLeaderError
+from kwire.errors import ErrorCode, KraftError
+from kwire.headers import encode_response, parse_request
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.controller")
+
+CREATE_TOPICS, DELETE_TOPICS, ENVELOPE = 19, 20, 58
+APIS: tuple[int, ...] = (CREATE_TOPICS, DELETE_TOPICS, ENVELOPE)
+FORWARDABLE: dict[int, tuple[int, int]] = {
+    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version) for k in (CREATE_TOPICS, DELETE_TOPICS)
+}
+
+
+class ControllerAdmin:
+    def __init__(self, node: ControllerNode) -> None:
+        self.node = node
+
+    @property
+    def machine(self) -> Any:
+        return self.node.controller.machine
+
+    async def handle(self, api_key: int, body: Any) -> Any:
+        if api_key == ENVELOPE:
+            return await self._envelope(body)
+        if api_key == CREATE_TOPICS:
+            return await self._create_topics(body)
+        return await self._delete_topics(body)
+
+    async def _envelope(self, req: EnvelopeRequest) -> EnvelopeResponse:
+        if not self.machine.active:
+            return EnvelopeResponse(response_data=None, error_code=ErrorCode.NOT_CONTROLLER)
+        try:
+            inner = parse_request(bytes(req.request_data), FORWARDABLE)
+        except KraftError as exc:
+            log.info("envelope: cannot parse the forwarded request: %s", exc)
+            return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
+        body = await self.handle(inner.api_key, inner.body)
+        data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)
+        return EnvelopeResponse(response_data=data, error_code=ErrorCode.NONE)
+
+    async def _write(self, records: list[Any]) -> ErrorCode:
+        if not records:
+            return ErrorCode.NONE
+        try:
+            await self.node.controller.write(records)
+        except (NotControllerError, NotLeaderError):
+            return ErrorCode.NOT_CONTROLLER
+        return ErrorCode.NONE
+
+    async def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
+        if not self.machine.active:
+            return CreateTopicsResponse(
+                topics=[
+                    CreatableTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
+                    for t in req.topics
+                ]
+            )
+        records, results = topics.create_topics(self.machine.latest(), req, self.node.rng)
+        error = await self._write(records)
+        out = []
+        for r in results:
+            code = error if r.error == ErrorCode.NONE and error else r.error
+            ok = code == ErrorCode.NONE
+            out.append(
+                CreatableTopicResult(
+                    name=r.name,
+                    topic_id=r.topic_id,
+                    error_code=code,
+                    error_message=r.message,
+                    num_partitions=r.partitions if ok else -1,
+                    replication_factor=r.replication_factor if ok else -1,
+                    configs=[],
+                )
+            )
+            if ok and not req.validate_only:
+                log.info(
+                    "created topic %s (%d partitions, rf %d)", r.name, r.partitions, r.replication_factor
+                )
+        return CreateTopicsResponse(topics=out)
+
+    async def _delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        names = list(req.topic_names) + [t.name for t in req.topics if t.name is not None]
+        ids = [t.topic_id for t in req.topics if t.name is None]
+        if not self.machine.active:
+            return DeleteTopicsResponse(
+                responses=[DeletableTopicResult(name=n, error_code=ErrorCode.NOT_CONTROLLER) for n in names]
+            )
+        records, results = topics.delete_topics(self.machine.latest(), names, ids)
+        error = await self._write(records)
+        return DeleteTopicsResponse(
+            responses=[
+                DeletableTopicResult(
+                    name=n, topic_id=tid, error_code=error if code == ErrorCode.NONE and error else code
+                )
+                for n, tid, code in results
+            ]
+        )
