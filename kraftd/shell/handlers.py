@@ -6,9 +6,12 @@ Contracts:
 2. DescribeQuorum is answered by the leader; elsewhere the partition carries NOT_LEADER_OR_FOLLOWER (top-level
    NONE), as Kafka's controllers answer. A topic/partition other than ``__cluster_metadata``-0 gets
    UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners.
-3. DescribeCluster answers with the controller nodes, ``controller_id`` = the current leader (-1 unknown) and
-   echoes the requested endpoint type (we answer brokers' questions with the controllers, deliberately).
-4. Metadata lists the controller nodes as brokers, ``controller_id`` = the leader, the cluster id and no topics:
+3. DescribeCluster answers with the controller nodes (from the image's RegisterControllerRecords once every
+   quorum node has registered, else the configured voters), ``controller_id`` = the current leader (-1 unknown)
+   and echoes the requested endpoint type. Asked for brokers (endpoint type 1) while the image holds unfenced
+   brokers, it lists those brokers instead: only nodes that will answer the client's next request.
+4. Metadata lists the image's unfenced brokers when there are any, else the controller nodes (deliberately, so
+   kafka-python can bootstrap at a controller), ``controller_id`` = the leader, the cluster id and no topics:
    each requested topic gets UNKNOWN_TOPIC_OR_PARTITION.
 """
 
@@ -59,6 +62,7 @@ class ClusterView:
     cluster_id: str
     nodes: dict[int, tuple[Endpoint, ...]]  # node id -> listeners, controller listener first
     leader_id: int
+    brokers: dict[int, tuple[Endpoint, str | None]] | None = None  # unfenced brokers: first listener, rack
 
 
 def _replica(r: ReplicaInfo) -> dq.ReplicaState:
@@ -116,13 +120,22 @@ def describe_quorum_response(
     )
 
 
+BROKER_ENDPOINT = 1
+
+
 def describe_cluster_response(req: DescribeClusterRequest, view: ClusterView) -> DescribeClusterResponse:
     """Contract 3."""
-    brokers = [
-        DescribeClusterBroker(node_id, eps[0].host, eps[0].port, None, False)
-        for node_id, eps in sorted(view.nodes.items())
-        if eps
-    ]
+    if req.endpoint_type == BROKER_ENDPOINT and view.brokers:
+        brokers = [
+            DescribeClusterBroker(node_id, ep.host, ep.port, rack, False)
+            for node_id, (ep, rack) in sorted(view.brokers.items())
+        ]
+    else:
+        brokers = [
+            DescribeClusterBroker(node_id, eps[0].host, eps[0].port, None, False)
+            for node_id, eps in sorted(view.nodes.items())
+            if eps
+        ]
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         error_message=None,
@@ -135,11 +148,17 @@ def describe_cluster_response(req: DescribeClusterRequest, view: ClusterView) ->
 
 def metadata_response(req: MetadataRequest, view: ClusterView) -> MetadataResponse:
     """Contract 4."""
-    brokers = [
-        MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)
-        for node_id, eps in sorted(view.nodes.items())
-        if eps
-    ]
+    if view.brokers:
+        brokers = [
+            MetadataResponseBroker(node_id, ep.host, ep.port, rack)
+            for node_id, (ep, rack) in sorted(view.brokers.items())
+        ]
+    else:
+        brokers = [
+            MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)
+            for node_id, eps in sorted(view.nodes.items())
+            if eps
+        ]
     topics = [
         MetadataResponseTopic(
             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=t.name, topic_id=t.topic_id

@@ -324,7 +324,22 @@ class ControllerNode:
     def cluster_view(self) -> handlers.ClusterView:
         nodes: dict[int, tuple[Endpoint, ...]] = dict(self.setup.endpoints)
         nodes[self.config.node_id] = self.config.advertised_controller_listeners
-        return handlers.ClusterView(self.cluster_id, nodes, self.known_leader())
+        image = self.controller.machine.committed
+        name = self.config.controller_listener_names[0]
+        if image.controllers and set(image.controllers) >= set(nodes):
+            nodes = {
+                cid: tuple(
+                    Endpoint(n, h, p) for n, h, p, _ in sorted(c.listeners, key=lambda e: e[0] != name)
+                )
+                for cid, c in image.controllers.items()
+                if cid in nodes
+            }
+        brokers = {
+            bid: (Endpoint(*b.listeners[0][:3]), b.rack)
+            for bid, b in image.brokers.items()
+            if not b.fenced and b.listeners
+        }
+        return handlers.ClusterView(self.cluster_id, nodes, self.known_leader(), brokers or None)
 
     async def _handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         key = header.request_api_key

@@ -6,6 +6,8 @@ Invariants:
    so no min.insync.replicas record).
 2. Every node replays the committed log into an identical image (same checksum at the same offset).
 3. A non-leader refuses writes with NotControllerError; the leader's write commits and reaches every image.
+4. Every controller registers itself (RegisterControllerRecord through ControllerRegistration to the leader), and
+   DescribeCluster for controllers answers from those registrations.
 """
 
 from __future__ import annotations
@@ -17,9 +19,11 @@ from pathlib import Path
 import pytest
 
 from generated.config_record import ConfigRecord
+from generated.describe_cluster_request import DescribeClusterRequest
 from kraftd.config import load_config
 from kraftd.controller.machine import NotControllerError
 from kraftd.shell.node import ControllerNode
+from kraftd.shell.transport import PeerConnection
 from tests.daemon.cluster import CLUSTER_ID, free_ports
 from tests.daemon.conftest import write_properties
 from tools.storage_cli import format_directory
@@ -63,10 +67,33 @@ def test_three_nodes_bootstrap_once_and_agree(tmp_path: Path) -> None:
             await _until(lambda: leader.controller.machine.active)
             last = await leader.controller.write([ConfigRecord(4, "", "log.retention.ms", "5")])
             await _until(lambda: all(n.controller.machine.committed.offset >= last for n in nodes))
+            # Invariant 2: at the same offset (checked in one synchronous step) every image is identical.
+            await _until(lambda: len({n.controller.machine.committed.offset for n in nodes}) == 1)
             sums = {n.controller.machine.committed.checksum() for n in nodes}
             assert len(sums) == 1
             assert images[0].configs == {(4, ""): {"log.retention.ms": "5"}}
-            assert leader.controller.machine.uncommitted == leader.controller.machine.committed
+            m = leader.controller.machine
+            await _until(lambda: m.uncommitted is not None and m.uncommitted.offset == m.committed.offset)
+            assert (
+                m.uncommitted == m.committed
+            )  # nothing pending: the uncommitted view is the committed image
+            await _until(
+                lambda: all(set(n.controller.machine.committed.controllers) == {1, 2, 3} for n in nodes)
+            )
+            regs = nodes[0].controller.machine.committed.controllers
+            assert {cid: c.listeners[0][2] for cid, c in regs.items()} == {
+                i + 1: p for i, p in enumerate(ports)
+            }
+            assert {c.incarnation_id for c in regs.values()} == {n.rpcs.incarnation_id for n in nodes}
+            conn = PeerConnection("127.0.0.1", follower.port, client_id="t", timeout_ms=3000)
+            try:
+                resp = await conn.request(DescribeClusterRequest(endpoint_type=2))
+            finally:
+                await conn.close()
+            assert sorted((b.broker_id, b.port) for b in resp.brokers) == [
+                (i + 1, p) for i, p in enumerate(ports)
+            ]
+            assert resp.controller_id == leader_id
         finally:
             for n in nodes:
                 await n.stop()

@@ -103,7 +103,9 @@ class ToolResult:
     stderr: str
 
     def check(self) -> ToolResult:
-        assert self.returncode == 0, f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        assert self.returncode == 0, (
+            f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        )
         return self
 
 
@@ -126,7 +128,10 @@ def metadata_quorum(bootstrap: str, *args: str, workdir: Path, version: str = DE
     """Kafka's ``kafka-metadata-quorum``; ``bootstrap`` is ``--bootstrap-controller X`` or ``--bootstrap-server X``."""
     flag, _, target = bootstrap.partition(" ")
     return run_tool(
-        "org.apache.kafka.tools.MetadataQuorumCommand", [flag, target, *args], version=version, workdir=workdir
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        [flag, target, *args],
+        version=version,
+        workdir=workdir,
     )
 
 
@@ -294,7 +299,9 @@ class MixedQuorum:
         """Format ``node``'s directory with its own kind's tool, or with ``tool`` ("kafka"/"kraftd")."""
         tool = tool or node.kind
         if tool == "kafka":
-            run_tool("kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root).check()
+            run_tool(
+                "kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root
+            ).check()
         else:
             kraft_storage = str(Path(sys.executable).with_name("kraft-storage"))
             done = subprocess.run(

@@ -84,6 +84,14 @@ def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
             _wait_log(broker, r"Kafka Server started", 60)
             assert registered
             bootstrap = f"127.0.0.1:{broker.port}"
+            # A client bootstrapping at a kraftd controller is sent on to the registered broker.
+            # (A follower learns the high watermark with its next fetch, so poll until its image has the broker.)
+            at_controller = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{quorum.nodes[0].port}")
+            deadline = time.monotonic() + 20
+            while [b["broker_id"] for b in at_controller.describe_cluster()["brokers"]] != [BROKER_ID]:
+                assert time.monotonic() < deadline, at_controller.describe_cluster()
+                time.sleep(0.2)
+            at_controller.close()
 
             admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
             created = admin.create_topics([NewTopic("orders", 6, 1)])
