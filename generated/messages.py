@@ -11,6 +11,8 @@ from generated.add_raft_voter_request import AddRaftVoterRequest
 from generated.add_raft_voter_response import AddRaftVoterResponse
 from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from generated.alter_partition_request import AlterPartitionRequest
+from generated.alter_partition_response import AlterPartitionResponse
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
 from generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
@@ -26,6 +28,8 @@ from generated.client_quota_record import ClientQuotaRecord
 from generated.config_record import ConfigRecord
 from generated.controller_registration_request import ControllerRegistrationRequest
 from generated.controller_registration_response import ControllerRegistrationResponse
+from generated.create_partitions_request import CreatePartitionsRequest
+from generated.create_partitions_response import CreatePartitionsResponse
 from generated.create_topics_request import CreateTopicsRequest
 from generated.create_topics_response import CreateTopicsResponse
 from generated.delegation_token_record import DelegationTokenRecord
@@ -46,6 +50,8 @@ from generated.fetch_request import FetchRequest
 from generated.fetch_response import FetchResponse
 from generated.fetch_snapshot_request import FetchSnapshotRequest
 from generated.fetch_snapshot_response import FetchSnapshotResponse
+from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from generated.kraft_version_record import KRaftVersionRecord
 from generated.leader_change_message import LeaderChangeMessage
 from generated.metadata_request import MetadataRequest
@@ -89,6 +95,8 @@ ALL_CLASSES: tuple[type, ...] = (
     AddRaftVoterResponse,
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     BeginQuorumEpochRequest,
@@ -104,6 +112,8 @@ ALL_CLASSES: tuple[type, ...] = (
     ConfigRecord,
     ControllerRegistrationRequest,
     ControllerRegistrationResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
     DelegationTokenRecord,
@@ -124,6 +134,8 @@ ALL_CLASSES: tuple[type, ...] = (
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     KRaftVersionRecord,
     LeaderChangeMessage,
     MetadataRequest,
@@ -272,6 +284,32 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    37: ApiSpec(
+        api_key=37,
+        name="CreatePartitions",
+        request=CreatePartitionsRequest,
+        response=CreatePartitionsResponse,
+        lowest_version=0,
+        highest_version=3,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    44: ApiSpec(
+        api_key=44,
+        name="IncrementalAlterConfigs",
+        request=IncrementalAlterConfigsRequest,
+        response=IncrementalAlterConfigsResponse,
+        lowest_version=0,
+        highest_version=1,
+        lowest_flexible_version=1,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     52: ApiSpec(
         api_key=52,
         name="Vote",
@@ -320,6 +358,19 @@ API_SPECS: dict[int, ApiSpec] = {
         highest_version=2,
         lowest_flexible_version=0,
         listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    56: ApiSpec(
+        api_key=56,
+        name="AlterPartition",
+        request=AlterPartitionRequest,
+        response=AlterPartitionResponse,
+        lowest_version=2,
+        highest_version=3,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
         latest_version_unstable=False,
         request_header_versions=(),
         response_header_versions=(),

@@ -1,5 +1,5 @@
-"""Admin RPCs on the controller listener: Envelope (58) and what brokers forward in it, CreateTopics (19) and
-DeleteTopics (20).
+"""Admin RPCs on the controller listener: Envelope (58) and what brokers forward in it, CreateTopics (19),
+DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44).
 
 Contracts:
 1. Envelope: a broker forwards a client's request (header included) in RequestData; we parse it with the
@@ -8,7 +8,7 @@ Contracts:
    INVALID_REQUEST; not the active controller -> envelope error NOT_CONTROLLER (the broker retries at the new
    leader). The principal is not checked: kraftd runs without an authorizer (everything is allowed, as Kafka
    with no ``authorizer.class.name``).
-2. CreateTopics / DeleteTopics: validated against the latest image (kraftd.controller.topics), all records of
+2. Each admin request is validated against the latest image (kraftd.controller.topics / partitions), all records of
    one request appended as one atomic batch, answered after commit; NOT_CONTROLLER per topic when this node is
    not the active controller.
 """
@@ -18,14 +18,21 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from generated.create_partitions_request import CreatePartitionsRequest
+from generated.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
 from generated.create_topics_request import CreateTopicsRequest
 from generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from generated.delete_topics_request import DeleteTopicsRequest
 from generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
 from generated.envelope_request import EnvelopeRequest
 from generated.envelope_response import EnvelopeResponse
+from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse,
+)
 from generated.messages import API_SPECS
-from kraftd.controller import topics
+from kraftd.controller import partitions, topics
 from kraftd.controller.machine import NotControllerError
 from kraftd.core.replication import NotLeaderError
 from kwire.errors import ErrorCode, KraftError
@@ -36,10 +43,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kraftd.controller")
 
-CREATE_TOPICS, DELETE_TOPICS, ENVELOPE = 19, 20, 58
-APIS: tuple[int, ...] = (CREATE_TOPICS, DELETE_TOPICS, ENVELOPE)
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ENVELOPE = 19, 20, 37, 44, 58
+APIS: tuple[int, ...] = (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ENVELOPE)
 FORWARDABLE: dict[int, tuple[int, int]] = {
-    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version) for k in (CREATE_TOPICS, DELETE_TOPICS)
+    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
+    for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS)
 }
 
 
@@ -56,6 +64,10 @@ class ControllerAdmin:
             return await self._envelope(body)
         if api_key == CREATE_TOPICS:
             return await self._create_topics(body)
+        if api_key == CREATE_PARTITIONS:
+            return await self._create_partitions(body)
+        if api_key == INCREMENTAL_ALTER_CONFIGS:
+            return await self._alter_configs(body)
         return await self._delete_topics(body)
 
     async def _envelope(self, req: EnvelopeRequest) -> EnvelopeResponse:
@@ -109,6 +121,53 @@ class ControllerAdmin:
                     "created topic %s (%d partitions, rf %d)", r.name, r.partitions, r.replication_factor
                 )
         return CreateTopicsResponse(topics=out)
+
+    async def _create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        if not self.machine.active:
+            return CreatePartitionsResponse(
+                results=[
+                    CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER)
+                    for t in req.topics
+                ]
+            )
+        records, results = partitions.create_partitions(self.machine.latest(), req, self.node.rng)
+        error = await self._write(records)
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsTopicResult(
+                    name=name,
+                    error_code=error if code == ErrorCode.NONE and error else code,
+                    error_message=message,
+                )
+                for name, code, message in results
+            ]
+        )
+
+    async def _alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+        if not self.machine.active:
+            return IncrementalAlterConfigsResponse(
+                responses=[
+                    AlterConfigsResourceResponse(
+                        error_code=ErrorCode.NOT_CONTROLLER,
+                        resource_type=r.resource_type,
+                        resource_name=r.resource_name,
+                    )
+                    for r in req.resources
+                ]
+            )
+        records, results = partitions.incremental_alter_configs(self.machine.latest(), req)
+        error = await self._write(records)
+        return IncrementalAlterConfigsResponse(
+            responses=[
+                AlterConfigsResourceResponse(
+                    error_code=error if code == ErrorCode.NONE and error else code,
+                    error_message=message,
+                    resource_type=rtype,
+                    resource_name=rname,
+                )
+                for rtype, rname, code, message in results
+            ]
+        )
 
     async def _delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
         names = list(req.topic_names) + [t.name for t in req.topics if t.name is not None]

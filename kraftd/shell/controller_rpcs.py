@@ -1,5 +1,5 @@
 """Controller RPCs served on the controller listener: BrokerRegistration (62), BrokerHeartbeat (63),
-ControllerRegistration (70), AllocateProducerIds (67), plus the periodic duties of the active controller.
+ControllerRegistration (70), AllocateProducerIds (67), AlterPartition (56), plus the periodic duties of the active controller.
 
 Contracts:
 1. Every answer is computed from the state machine's latest image and, when it carries records, given only
@@ -20,6 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from generated.alter_partition_request import AlterPartitionRequest
+from generated.alter_partition_response import AlterPartitionResponse
+from generated.alter_partition_response import PartitionData as ApPartitionData
+from generated.alter_partition_response import TopicData as ApTopicData
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from generated.broker_registration_request import BrokerRegistrationRequest
@@ -33,7 +37,7 @@ from generated.register_controller_record import (
     ControllerFeature,
     RegisterControllerRecord,
 )
-from kraftd.controller import brokers
+from kraftd.controller import brokers, partitions
 from kraftd.controller.features import supported_ranges
 from kraftd.controller.machine import NotControllerError
 from kraftd.core.replication import NotLeaderError
@@ -46,11 +50,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("kraftd.controller")
 
 BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION, ALLOCATE_PRODUCER_IDS = 62, 63, 70, 67
+ALTER_PARTITION = 56
 APIS: tuple[int, ...] = (
     BROKER_REGISTRATION,
     BROKER_HEARTBEAT,
     CONTROLLER_REGISTRATION,
     ALLOCATE_PRODUCER_IDS,
+    ALTER_PARTITION,
 )
 PLAINTEXT = 0
 
@@ -71,7 +77,9 @@ class ControllerRpcs:
 
         return now_ms()
 
-    async def handle(self, api_key: int, body: Any) -> Any:
+    async def handle(self, api_key: int, body: Any, version: int = 0) -> Any:
+        if api_key == ALTER_PARTITION:
+            return await self._alter_partition(body, version)
         if api_key == BROKER_REGISTRATION:
             return await self._register_broker(body)
         if api_key == BROKER_HEARTBEAT:
@@ -117,6 +125,32 @@ class ControllerRpcs:
             is_caught_up=out.is_caught_up,
             is_fenced=out.is_fenced,
             should_shut_down=out.should_shut_down,
+        )
+
+    async def _alter_partition(self, req: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
+        if not self.machine.active:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        records, top, results = partitions.alter_partition(self.machine.latest(), req, version)
+        error = top or await self._write(records)
+        if error:
+            return AlterPartitionResponse(error_code=error)
+        by_topic: dict[Any, list[ApPartitionData]] = {}
+        for tid, pid, code, state in results:
+            part = ApPartitionData(partition_index=pid, error_code=code)
+            if state is not None:
+                part.leader_id, part.leader_epoch, part.isr = (
+                    state.leader,
+                    state.leader_epoch,
+                    list(state.isr),
+                )
+                part.leader_recovery_state, part.partition_epoch = (
+                    state.leader_recovery_state,
+                    state.partition_epoch,
+                )
+            by_topic.setdefault(tid, []).append(part)
+        return AlterPartitionResponse(
+            error_code=ErrorCode.NONE,
+            topics=[ApTopicData(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()],
         )
 
     async def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:

@@ -357,7 +357,7 @@ class ControllerNode:
             assert isinstance(body, DescribeClusterRequest)
             return handlers.describe_cluster_response(body, self.cluster_view())
         if key in controller_rpcs.APIS:
-            return await self.rpcs.handle(key, body)
+            return await self.rpcs.handle(key, body, header.request_api_version)
         if key in controller_admin.APIS:
             return await self.admin.handle(key, body)
         if key == handlers.METADATA:

@@ -6,7 +6,8 @@ Invariants, each observed on real processes over loopback:
 2. Through the broker, kafka-python creates a 6-partition topic (Envelope + CreateTopics on kraftd), produces
    20,000 records with acks=all and an idempotent producer (AllocateProducerIds), and a consumer group reads
    every record back in order per partition and commits (``__consumer_offsets`` is created through kraftd).
-3. confluent-kafka's admin client sees the broker, and deletes the topic.
+3. confluent-kafka's admin client sees the broker, adds partitions (6 -> 8), sets a topic config, and deletes the
+   topic; Kafka's own kafka-topics creates a topic and describes the new partition count and config.
 4. Kafka's ``kafka-dump-log --cluster-metadata-decoder`` decodes every record of a kraftd node's log.
 5. Every kraftd node's image is the same (checksum through ``kraftd``'s own decoder over each node's log).
 """
@@ -69,7 +70,14 @@ def _wait_log(node: Node, pattern: str, timeout: float) -> str:
 
 
 def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
-    from confluent_kafka.admin import AdminClient
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        ResourceType,
+    )
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -137,6 +145,38 @@ def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
             c_admin = AdminClient({"bootstrap.servers": bootstrap})
             meta = c_admin.list_topics(timeout=15)
             assert set(meta.brokers) == {BROKER_ID} and "orders" in meta.topics
+            # Add partitions (CreatePartitions) and alter a topic config (IncrementalAlterConfigs), both forwarded
+            # to kraftd in Envelope; the broker then reports them from its own metadata image.
+            for fut in c_admin.create_partitions([NewPartitions("orders", 8)]).values():
+                fut.result(30)
+            entry = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+            res = ConfigResource(ResourceType.TOPIC, "orders", incremental_configs=[entry])
+            for fut in c_admin.incremental_alter_configs([res]).values():
+                fut.result(30)
+            deadline = time.monotonic() + 20
+            while True:
+                described = c_admin.describe_configs([ConfigResource(ResourceType.TOPIC, "orders")])
+                configs = next(iter(described.values())).result(30)
+                parts = len(c_admin.list_topics("orders", timeout=15).topics["orders"].partitions)
+                if configs["retention.ms"].value == "3600000" and parts == 8:
+                    break
+                assert time.monotonic() < deadline, (configs["retention.ms"].value, parts)
+                time.sleep(0.2)
+            topics_tool = run_tool(
+                "org.apache.kafka.tools.TopicCommand",
+                ["--bootstrap-server", bootstrap, "--create", "--topic", "by-tool", "--partitions", "3"],
+                workdir=tmp_path,
+            ).check()
+            assert "Created topic by-tool." in topics_tool.stdout
+            described_tool = run_tool(
+                "org.apache.kafka.tools.TopicCommand",
+                ["--bootstrap-server", bootstrap, "--describe", "--topic", "orders"],
+                workdir=tmp_path,
+            ).check()
+            assert (
+                "PartitionCount: 8" in described_tool.stdout
+                and "retention.ms=3600000" in described_tool.stdout
+            )
             for fut in c_admin.delete_topics(["orders"], operation_timeout=15).values():
                 fut.result(30)
             del c_admin
@@ -174,7 +214,10 @@ def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
                 ]
                 machine.replay(batches, end)
                 sums.add(machine.committed.checksum())
-                assert set(machine.committed.topic_ids) == {"__consumer_offsets"}  # "orders" was deleted
+                assert set(machine.committed.topic_ids) == {
+                    "__consumer_offsets",
+                    "by-tool",
+                }  # "orders" was deleted
                 assert BROKER_ID in machine.committed.brokers
             assert len(sums) == 1
         finally:
