@@ -33,21 +33,22 @@ BROKER_ID = 100
 RECORDS = 20_000
 
 
-def _broker(quorum: MixedQuorum, root: Path) -> Node:
+def _broker(quorum: MixedQuorum, root: Path, broker_id: int = BROKER_ID, rf: int = 1) -> Node:
     (port,) = free_ports(1)
-    node = Node("kafka", BROKER_ID, port, root)
+    node = Node("kafka", broker_id, port, root)
     props = {
         "process.roles": "broker",
-        "node.id": str(BROKER_ID),
+        "node.id": str(broker_id),
         "listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "controller.listener.names": "CONTROLLER",
         "controller.quorum.voters": quorum.voters,
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(node.data_dir),
-        "offsets.topic.replication.factor": "1",
+        "offsets.topic.replication.factor": str(rf),
         "offsets.topic.num.partitions": "4",
-        "transaction.state.log.replication.factor": "1",
+        "transaction.state.log.replication.factor": str(rf),
+        "replica.lag.time.max.ms": "5000",
         "group.initial.rebalance.delay.ms": "0",
     }
     node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
@@ -223,3 +224,93 @@ def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
         finally:
             for log in logs:
                 log.close()
+
+
+def _isrs(admin: object, topic: str) -> dict[int, list[int]]:
+    meta = admin.list_topics(topic, timeout=15)  # type: ignore[attr-defined]
+    return {p.id: sorted(p.isrs) for p in meta.topics[topic].partitions.values()}
+
+
+def test_three_brokers_survive_a_kill_9_and_rejoin(tmp_path: Path) -> None:
+    """3 real brokers, RF 3, min.insync.replicas 2, acks=all producing throughout: kill -9 one broker -> kraftd
+    fences it after the session timeout, its leaderships move and it leaves every ISR, producing continues;
+    restarted, it re-registers, is unfenced and the leaders' AlterPartition brings it back into every ISR.
+    Every acknowledged record is read back."""
+    import threading
+
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    with MixedQuorum(tmp_path / "q", ["kraftd"] * 3) as quorum:
+        quorum.start_all()
+        quorum.wait_leader()
+        nodes = [_broker(quorum, tmp_path, 100 + i, rf=3) for i in range(3)]
+        try:
+            for n in nodes:
+                n.start()
+            for n in nodes:
+                _wait_log(n, r"Kafka Server started", 120)
+            bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes)
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+            created = admin.create_topics([NewTopic("rf3", 3, 3, topic_configs={"min.insync.replicas": "2"})])
+            assert [t["error_code"] for t in created["topics"]] == [0]
+            admin.close()
+            c_admin = AdminClient({"bootstrap.servers": bootstrap})
+            deadline = time.monotonic() + 30
+            while _isrs(c_admin, "rf3") != {p: [100, 101, 102] for p in range(3)}:
+                assert time.monotonic() < deadline, _isrs(c_admin, "rf3")
+                time.sleep(0.2)
+
+            acked: list[bytes] = []
+            failed: list[BaseException] = []
+            stop = threading.Event()
+
+            def produce() -> None:
+                producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=100, linger_ms=5)
+                i = 0
+                while not stop.is_set():
+                    value = b"%d" % i
+                    fut = producer.send("rf3", value=value)
+                    fut.add_callback(lambda _md, v=value: acked.append(v))
+                    fut.add_errback(failed.append)
+                    i += 1
+                    time.sleep(0.002)
+                producer.flush(60)
+                producer.close()
+
+            thread = threading.Thread(target=produce)
+            thread.start()
+            time.sleep(3)
+            victim = nodes[1]
+            victim.stop()  # kill -9
+            deadline = time.monotonic() + 60
+            while any(101 in isr for isr in _isrs(c_admin, "rf3").values()):
+                assert time.monotonic() < deadline, _isrs(c_admin, "rf3")
+                time.sleep(0.3)
+            count_at_shrink = len(acked)
+            time.sleep(3)
+            assert len(acked) > count_at_shrink  # acks=all continues with 2 of 3 in sync
+            victim.start()
+            deadline = time.monotonic() + 90
+            while _isrs(c_admin, "rf3") != {p: [100, 101, 102] for p in range(3)}:
+                assert time.monotonic() < deadline, _isrs(c_admin, "rf3")
+                time.sleep(0.5)
+            stop.set()
+            thread.join(90)
+            assert not failed, failed[:3]
+
+            consumer = KafkaConsumer(
+                "rf3", bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=20000
+            )
+            seen = set()
+            for msg in consumer:
+                seen.add(msg.value)
+                if len(seen) >= len(acked):
+                    break
+            consumer.close()
+            assert set(acked) <= seen, len(set(acked) - seen)
+            assert len(acked) > 100
+        finally:
+            for n in nodes:
+                n.stop()
