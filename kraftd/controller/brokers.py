@@ -7,7 +7,8 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
 1. BrokerRegistration: wrong cluster id -> INCONSISTENT_CLUSTER_ID; a live registration (heartbeat within the
    session timeout) of the same id with another incarnation -> DUPLICATE_BROKER_REGISTRATION; a finalized
    feature level outside the broker's supported range -> UNSUPPORTED_VERSION. Otherwise a RegisterBrokerRecord
-   (fenced) with a broker epoch above every epoch this id had and above the image offset.
+   (fenced) with a broker epoch above every epoch this id had and above the image offset; a broker that was
+   registered already first loses its leaderships and ISR memberships as in 3.
 2. BrokerHeartbeat: an unknown id -> BROKER_ID_NOT_REGISTERED; another epoch -> STALE_BROKER_EPOCH. A fenced
    broker that does not want fencing and has replayed its own registration record is unfenced
    (BrokerRegistrationChangeRecord Fenced=-1) and leads the partitions of its replicas that had no leader.
@@ -102,7 +103,9 @@ def register(
         log_dirs=list(req.log_dirs),
     )
     hb.touch(req.broker_id, now_ms)
-    return Outcome([record], broker_epoch=epoch)
+    # A broker registering again (a restart) leads nothing and leaves the ISRs first, as on an unclean shutdown.
+    moves = remove_from_partitions(image, req.broker_id) if old is not None else []
+    return Outcome([*moves, record], broker_epoch=epoch)
 
 
 def heartbeat(image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int) -> Outcome:

@@ -30,7 +30,7 @@ from generated.incremental_alter_configs_request import IncrementalAlterConfigsR
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
 from kraftd.controller.image import MetadataImage, PartitionState
-from kraftd.controller.topics import UNASSIGNED_DIR
+from kraftd.controller.topics import UNASSIGNED_DIR, usable_brokers
 from kwire.errors import ErrorCode
 
 NO_LEADER_CHANGE = -2
@@ -100,7 +100,7 @@ def create_partitions(
     """Contract 2."""
     records: list[Any] = []
     results: list[tuple[str, ErrorCode, str | None]] = []
-    live = sorted(b for b, s in image.brokers.items() if not s.fenced)
+    live = usable_brokers(image)
     for t in req.topics:
         tid = image.topic_ids.get(t.name)
         if tid is None:

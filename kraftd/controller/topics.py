@@ -4,12 +4,12 @@ Contracts (Kafka 4.3.1 ReplicationControlManager, reduced to what is listed):
 1. CreateTopics, per topic: an invalid name -> INVALID_TOPIC_EXCEPTION; a name already in the image (or twice
    in the request) -> TOPIC_ALREADY_EXISTS; NumPartitions/ReplicationFactor -1 take the defaults (1, 1); a
    partition count < 1 -> INVALID_PARTITIONS; a replication factor < 1 or above the number of unfenced brokers
-   -> INVALID_REPLICATION_FACTOR (Kafka's message); explicit assignments must name registered brokers, each
+   -> INVALID_REPLICATION_FACTOR (Kafka's message); a new topic id never collides with an existing one; explicit assignments must name registered brokers, each
    partition once. A valid topic becomes TopicRecord + one PartitionRecord per partition (leader = first
    replica, ISR = replicas, epochs 0, the broker's directory when it has exactly one) + one ConfigRecord per
    config, all in the caller's single atomic batch; validateOnly writes nothing.
-2. Placement: partition p of a new topic gets the ``rf`` unfenced brokers starting at position
-   (start + p) of the sorted live broker list (rack-unaware striping), where ``start`` comes from the injected
+2. Placement: partition p of a new topic gets the ``rf`` usable brokers (unfenced, not in controlled shutdown)
+   starting at position (start + p) of the sorted list (rack-unaware striping), where ``start`` comes from the injected
    random source so topics spread over brokers.
 3. DeleteTopics: each name (v0-5) or id/name (v6) present -> RemoveTopicRecord; absent -> UNKNOWN_TOPIC_OR_PARTITION
    (by name) or UNKNOWN_TOPIC_ID (by id).
@@ -61,6 +61,11 @@ def _name_error(name: str) -> str | None:
     return None
 
 
+def usable_brokers(image: MetadataImage) -> list[int]:
+    """Brokers new replicas may go to: registered, unfenced, not in controlled shutdown (sorted ids)."""
+    return sorted(b for b, s in image.brokers.items() if not s.fenced and not s.in_controlled_shutdown)
+
+
 def _directory(image: MetadataImage, broker_id: int) -> uuid.UUID:
     b = image.brokers.get(broker_id)
     return b.log_dirs[0] if b is not None and len(b.log_dirs) == 1 else UNASSIGNED_DIR
@@ -96,7 +101,7 @@ def _assignments(
             ErrorCode.INVALID_PARTITIONS,
             "Number of partitions was set to an invalid non-positive value.",
         )
-    live = sorted(b for b, s in image.brokers.items() if not s.fenced)
+    live = usable_brokers(image)
     if rf < 1:
         return None, ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
     if rf > len(live):
@@ -137,6 +142,12 @@ def create_topics(
             results.append(TopicResult(t.name, error, message))
             continue
         topic_id = uuid.UUID(int=rng.getrandbits(128))
+        while (
+            topic_id in image.topics
+            or topic_id == UNASSIGNED_DIR
+            or any(r.topic_id == topic_id for r in results)
+        ):
+            topic_id = uuid.UUID(int=rng.getrandbits(128))
         results.append(TopicResult(t.name, ErrorCode.NONE, None, topic_id, len(placement), len(placement[0])))
         if req.validate_only:
             continue
