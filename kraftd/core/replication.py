@@ -121,8 +121,7 @@ def poll_leader(node: RaftNode, d: Leader) -> None:
     from kraftd.core import quorum_rpcs
 
     now = node.now
-    alone = node.is_voter and node.voters.majority() <= 1  # the leader is a majority by itself
-    if node.shutting_down or (now >= d.check_quorum_deadline and not node.bugs.no_check_quorum and not alone):
+    if node.shutting_down or (now >= d.check_quorum_deadline and not node.bugs.no_check_quorum):
         quorum_rpcs.resign(node, d)
         return
     if d.linger_deadline is not None and now >= d.linger_deadline:

@@ -68,17 +68,6 @@ def test_single_voter_elects_itself_at_once() -> None:
     assert any(isinstance(e, fx.ApplyCommitted) for e in out)
 
 
-def test_single_voter_leader_never_fails_check_quorum() -> None:
-    # The lone voter is a majority by itself: no fetch from another voter is needed to stay leader (a kraftd
-    # started with one voter re-elected itself every 1.5 x fetch timeout before this was fixed).
-    n = node(voters=(1,))
-    n.step(Tick(0))
-    n.step(LogFlushed(1, n.log.end_offset))
-    for t in range(0, 60_000, 500):
-        n.step(Tick(t))
-    assert n.role is Role.LEADER and n.epoch == 1
-
-
 def test_prospective_keeps_epoch_and_persists_nothing() -> None:
     n = node()
     out = to_prospective(n)
