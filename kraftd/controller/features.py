@@ -11,6 +11,11 @@ kafka-server-common 4.3.1 jar; the table below was printed from those classes):
 3. The bootstrap records are one FeatureLevelRecord for metadata.version, then one per other feature with a
    level above 0 in name order (kraft.version is never a FeatureLevelRecord: it lives in control records).
 4. Every operator error is a :class:`FeatureError` with Kafka's one-line wording.
+5. The version a record is written at depends on metadata.version (:func:`record_version`, printed from Kafka
+   4.3.1's MetadataVersion): RegisterBrokerRecord 1 / 2 (3.4-IV0) / 3 (3.7-IV2, directories) / 4 (4.3-IV0,
+   cordoned directories); PartitionRecord and PartitionChangeRecord 0 / 1 (3.7-IV2) / 2 (4.0-IV1, ELR);
+   BrokerRegistrationChangeRecord 1 / 2 (3.7-IV2) / 3 (4.3-IV0); every other type 0. Controller registration
+   needs 3.7-IV0 (level 15).
 """
 
 from __future__ import annotations
@@ -56,6 +61,21 @@ MV_MIN = METADATA_VERSIONS[0][0]
 MV_LATEST = METADATA_VERSIONS[-1][0]
 # metadata.version 3.6-IV1 (13) introduced Begin/EndTransactionRecord (KIP-868).
 MV_METADATA_TRANSACTIONS = 13
+MV_CONTROLLER_REGISTRATION = 15  # 3.7-IV0
+MV_DIRECTORIES = 17  # 3.7-IV2
+MV_ELR = 23  # 4.0-IV1
+MV_CORDONED = 30  # 4.3-IV0
+
+
+def record_version(api_key: int, mv: int) -> int:
+    """Contract 5: the version Kafka writes record type ``api_key`` at under metadata.version ``mv``."""
+    if api_key == 0:  # RegisterBrokerRecord
+        return 4 if mv >= MV_CORDONED else 3 if mv >= MV_DIRECTORIES else 2 if mv >= 8 else 1
+    if api_key in (3, 5):  # PartitionRecord, PartitionChangeRecord
+        return 2 if mv >= MV_ELR else 1 if mv >= MV_DIRECTORIES else 0
+    if api_key == 17:  # BrokerRegistrationChangeRecord
+        return 3 if mv >= MV_CORDONED else 2 if mv >= MV_DIRECTORIES else 1
+    return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,7 @@ from generated.begin_transaction_record import BeginTransactionRecord
 from generated.config_record import ConfigRecord
 from generated.end_transaction_record import EndTransactionRecord
 from kraftd.controller.apply import apply_record
-from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS
+from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS, record_version
 from kraftd.controller.image import MetadataImage
 from kraftd.core.log import LogBatch
 from kwire.errors import KraftError
@@ -160,15 +160,23 @@ class MetadataController:
         return records
 
     # ---- writes (contract 3) ----------------------------------------------------------------------------------
-    @staticmethod
-    def encode(records: Sequence[Any]) -> list[bytes]:
-        """Frame records at their newest version (the versions Kafka 4.3.1 writes at metadata.version 30)."""
-        return [encode_record(r) for r in records]
+    def write_metadata_version(self) -> int:
+        """The metadata.version new records are written for: the latest image's, or the bootstrap one."""
+        mv = self.latest().metadata_version
+        if mv == 0:
+            mv = next((o.feature_level for _, _, o in self.bootstrap if o.name == "metadata.version"), 0)
+        return mv
 
-    def on_appended(self, first_offset: int, records: Sequence[Any]) -> None:
-        """Apply records the leader appended at ``first_offset``.. to the uncommitted view."""
+    def encode(self, records: Sequence[Any]) -> list[bytes]:
+        """Frame records at the versions Kafka writes for the current metadata.version (features contract 5)."""
+        mv = self.write_metadata_version()
+        return [encode_record(r, record_version(type(r).API_KEY, mv)) for r in records]
+
+    def on_appended(self, first_offset: int, values: Sequence[bytes]) -> None:
+        """Apply the framed records the leader appended at ``first_offset``.. to the uncommitted view, decoded
+        exactly as every replica will decode them."""
         if self.uncommitted is None:
             return
-        for i, r in enumerate(records):
-            key = type(r).API_KEY
-            apply_record(self.uncommitted, first_offset + i, key, type(r).HIGHEST_VERSION, r)
+        for i, value in enumerate(values):
+            key, version, obj = decode_metadata_record(value)
+            apply_record(self.uncommitted, first_offset + i, key, version, obj)

@@ -65,6 +65,6 @@ class ControllerGlue:
         values = self.machine.encode(records)
 
         def applied(rng: OffsetRange) -> None:
-            self.machine.on_appended(rng.first, records)
+            self.machine.on_appended(rng.first, values)
 
         return await self.node.append(values, on_range=applied)

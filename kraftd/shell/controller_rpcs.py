@@ -38,7 +38,7 @@ from generated.register_controller_record import (
     RegisterControllerRecord,
 )
 from kraftd.controller import brokers, partitions
-from kraftd.controller.features import supported_ranges
+from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
 from kraftd.controller.machine import NotControllerError
 from kraftd.core.replication import NotLeaderError
 from kraftd.shell.transport import PeerConnection, PeerError
@@ -171,6 +171,8 @@ class ControllerRpcs:
     ) -> ControllerRegistrationResponse:
         if not self.machine.active:
             return ControllerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        if self.machine.latest().metadata_version < MV_CONTROLLER_REGISTRATION:
+            return ControllerRegistrationResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
         record = RegisterControllerRecord(
             controller_id=req.controller_id,
             incarnation_id=req.incarnation_id,
@@ -235,7 +237,7 @@ class ControllerRpcs:
 
     async def _ensure_registered(self) -> None:
         image = self.machine.committed
-        if image.metadata_version == 0:
+        if image.metadata_version < MV_CONTROLLER_REGISTRATION:
             return
         mine = image.controllers.get(self.node.config.node_id)
         if mine is not None and mine.incarnation_id == self.incarnation_id:

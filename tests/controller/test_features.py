@@ -66,3 +66,24 @@ def test_errors_are_kafkas_one_liners(release: str | None, flags: list[str], mes
     with pytest.raises(FeatureError) as info:
         resolve_features(release, parse_feature_flags(flags))
     assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_record_versions_follow_metadata_version() -> None:
+    # Points printed from Kafka 4.3.1's MetadataVersion (registerBrokerRecordVersion, partitionRecordVersion, ...).
+    from kraftd.controller.features import record_version
+
+    assert [record_version(0, mv) for mv in (7, 8, 16, 17, 29, 30)] == [1, 2, 2, 3, 3, 4]
+    assert [record_version(3, mv) for mv in (16, 17, 22, 23, 30)] == [0, 1, 1, 2, 2]
+    assert [record_version(5, mv) for mv in (16, 17, 22, 23, 30)] == [0, 1, 1, 2, 2]
+    assert record_version(12, 30) == 0
+
+
+def test_controller_encodes_for_the_bootstrap_metadata_version() -> None:
+    from generated.partition_record import PartitionRecord
+    from kraftd.controller.machine import MetadataController
+    from kwire.metadata_frame import decode_metadata_frame, encode_record
+
+    levels = resolve_features("3.9", {})
+    machine = MetadataController(1, [encode_record(r, 0) for r in bootstrap_feature_records(levels)])
+    (value,) = machine.encode([PartitionRecord(partition_id=0, replicas=[1], isr=[1], leader=1)])
+    assert decode_metadata_frame(value)[:2] == (3, 1)  # PartitionRecord v1 at metadata.version 3.9-IV0
