@@ -15,6 +15,10 @@ Contracts (Kafka 4.3.1 ReplicationControlManager / ConfigurationControlManager, 
 3. IncrementalAlterConfigs: TOPIC resources must exist (UNKNOWN_TOPIC_OR_PARTITION), BROKER resources are "" (the
    cluster default) or a node id (INVALID_REQUEST otherwise); SET/DELETE/APPEND/SUBTRACT (0-3) become
    ConfigRecords (a null value deletes); other resource types -> INVALID_REQUEST; validateOnly writes nothing.
+4. UpdateFeatures: a known feature at a level this controller and every registered broker and controller
+   supports, respecting level dependencies; lowering a level needs a downgrade upgrade type and is refused for
+   metadata.version; kraft.version is not changed here. Any failure -> INVALID_UPDATE_VERSION and no records at
+   all; otherwise one FeatureLevelRecord per feature (level 0 removes it).
 """
 
 from __future__ import annotations
@@ -204,3 +208,54 @@ def incremental_alter_configs(
         if not error and not req.validate_only:
             records += changes
     return records, results
+
+
+def update_features(
+    image: MetadataImage, updates: list[tuple[str, int, int]], validate_only: bool
+) -> tuple[list[Any], list[tuple[str, ErrorCode, str | None]]]:
+    """Contract 4: ``updates`` are (feature, level, upgrade type 1/2/3); all-or-nothing."""
+    from generated.feature_level_record import FeatureLevelRecord
+    from kraftd.controller import features as f
+
+    levels = dict(image.features)
+    results: list[tuple[str, ErrorCode, str | None]] = []
+    records: list[Any] = []
+    for name, level, upgrade_type in updates:
+        error: str | None = None
+        current = levels.get(name, 0)
+        if name == f.KRAFT_VERSION:
+            error = "kraft.version is changed through the quorum, not through the controller"
+        elif name != f.METADATA_VERSION and name not in f.FEATURES:
+            error = f"The controller does not support the given feature {name}."
+        elif not (level == 0 and name != f.METADATA_VERSION) and not f.min_level(
+            name
+        ) <= level <= f.max_level(name):
+            error = f"Invalid update version {level} for feature {name}."
+        elif level < current and upgrade_type == 1:
+            error = "Can't downgrade the version of this feature without setting the upgrade type to safe or unsafe."
+        elif level < current and name == f.METADATA_VERSION:
+            error = "Downgrading metadata.version is not supported."
+        else:
+            for node, ranges in _supporters(image):
+                lo, hi = ranges.get(name, (0, 0))
+                if level and not lo <= level <= hi:
+                    error = f"{node} does not support {name} level {level} (supports {lo}-{hi})."
+                    break
+        if error is None and level:
+            needs = [x.needs_mv for x in f.FEATURES.get(name, ()) if x.level == level]
+            mv = levels.get(f.METADATA_VERSION, 0) if name != f.METADATA_VERSION else level
+            if needs and needs[0] > mv:
+                error = f"{name} could not be set to {level} because it depends on metadata.version level {needs[0]}"
+        results.append((name, ErrorCode.INVALID_UPDATE_VERSION if error else ErrorCode.NONE, error))
+        if error is None:
+            levels[name] = level
+            records.append(FeatureLevelRecord(name=name, feature_level=level))
+    if validate_only or any(code for _, code, _ in results):
+        return [], results
+    return records, results
+
+
+def _supporters(image: MetadataImage) -> list[tuple[str, dict[str, tuple[int, int]]]]:
+    out = [(f"Broker {b}", s.features) for b, s in sorted(image.brokers.items())]
+    out += [(f"Controller {c}", s.features) for c, s in sorted(image.controllers.items())]
+    return out

@@ -1,5 +1,5 @@
 """Admin RPCs on the controller listener: Envelope (58) and what brokers forward in it, CreateTopics (19),
-DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44).
+DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44), UpdateFeatures (57).
 
 Contracts:
 1. Envelope: a broker forwards a client's request (header included) in RequestData; we parse it with the
@@ -32,6 +32,8 @@ from generated.incremental_alter_configs_response import (
     IncrementalAlterConfigsResponse,
 )
 from generated.messages import API_SPECS
+from generated.update_features_request import UpdateFeaturesRequest
+from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import partitions, topics
 from kraftd.controller.machine import NotControllerError
 from kraftd.core.replication import NotLeaderError
@@ -44,10 +46,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("kraftd.controller")
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ENVELOPE = 19, 20, 37, 44, 58
-APIS: tuple[int, ...] = (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ENVELOPE)
+UPDATE_FEATURES = 57
+APIS: tuple[int, ...] = (
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    CREATE_PARTITIONS,
+    INCREMENTAL_ALTER_CONFIGS,
+    UPDATE_FEATURES,
+    ENVELOPE,
+)
 FORWARDABLE: dict[int, tuple[int, int]] = {
     k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
-    for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS)
+    for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES)
 }
 
 
@@ -68,6 +78,8 @@ class ControllerAdmin:
             return await self._create_partitions(body)
         if api_key == INCREMENTAL_ALTER_CONFIGS:
             return await self._alter_configs(body)
+        if api_key == UPDATE_FEATURES:
+            return await self._update_features(body)
         return await self._delete_topics(body)
 
     async def _envelope(self, req: EnvelopeRequest) -> EnvelopeResponse:
@@ -167,6 +179,27 @@ class ControllerAdmin:
                 )
                 for rtype, rname, code, message in results
             ]
+        )
+
+    async def _update_features(self, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+        if not self.machine.active:
+            return UpdateFeaturesResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
+        updates = []
+        for u in req.feature_updates:
+            kind = u.upgrade_type if u.upgrade_type else 1
+            if u.allow_downgrade:
+                kind = 2
+            updates.append((u.feature, max(u.max_version_level, 0), kind))
+        records, results = partitions.update_features(self.machine.latest(), updates, req.validate_only)
+        error = await self._write(records)
+        first = next(((code, msg) for _, code, msg in results if code), (error, None))
+        return UpdateFeaturesResponse(
+            error_code=first[0],
+            error_message=first[1],
+            results=[
+                UpdatableFeatureResult(feature=name, error_code=code or error, error_message=msg)
+                for name, code, msg in results
+            ],
         )
 
     async def _delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:

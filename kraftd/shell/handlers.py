@@ -36,8 +36,8 @@ API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
 # Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
 # BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
-# CreatePartitions, IncrementalAlterConfigs, Envelope.
-CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 58)
+# CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope.
+CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58)
 SERVED: tuple[int, ...] = (
     *CONTROLLER_RPCS,
     FETCH,

@@ -7,7 +7,8 @@ Invariants, each observed on real processes over loopback:
    20,000 records with acks=all and an idempotent producer (AllocateProducerIds), and a consumer group reads
    every record back in order per partition and commits (``__consumer_offsets`` is created through kraftd).
 3. confluent-kafka's admin client sees the broker, adds partitions (6 -> 8), sets a topic config, and deletes the
-   topic; Kafka's own kafka-topics creates a topic and describes the new partition count and config.
+   topic; Kafka's own kafka-topics creates a topic and describes the new partition count and config;
+   kafka-features downgrades share.version (UpdateFeatures) and an impossible level is refused.
 4. Kafka's ``kafka-dump-log --cluster-metadata-decoder`` decodes every record of a kraftd node's log.
 5. Every kraftd node's image is the same (checksum through ``kraftd``'s own decoder over each node's log).
 """
