@@ -6,7 +6,8 @@ Invariants, each observed on real processes over loopback:
 2. Through the broker, kafka-python creates a 6-partition topic (Envelope + CreateTopics on kraftd), produces
    20,000 records with acks=all and an idempotent producer (AllocateProducerIds), and a consumer group reads
    every record back in order per partition and commits (``__consumer_offsets`` is created through kraftd).
-3. confluent-kafka's admin client sees the broker, adds partitions (6 -> 8), sets a topic config, and deletes the
+3. confluent-kafka creates a topic, produces 5,000 idempotent acks=all records and a group consumes them all; its
+   admin client sees the broker, adds partitions (6 -> 8), sets a topic config, and deletes the
    topic; Kafka's own kafka-topics creates a topic and describes the new partition count and config;
    kafka-features downgrades share.version (UpdateFeatures) and an impossible level is refused.
 4. Kafka's ``kafka-dump-log --cluster-metadata-decoder`` decodes every record of a kraftd node's log.
@@ -72,6 +73,7 @@ def _wait_log(node: Node, pattern: str, timeout: float) -> str:
 
 
 def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, Producer
     from confluent_kafka.admin import (
         AdminClient,
         AlterConfigOpType,
@@ -80,6 +82,7 @@ def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
         NewPartitions,
         ResourceType,
     )
+    from confluent_kafka.admin import NewTopic as CNewTopic
     from kafka import KafkaConsumer, KafkaProducer, TopicPartition
     from kafka.admin import KafkaAdminClient, NewTopic
 
@@ -147,6 +150,29 @@ def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
             c_admin = AdminClient({"bootstrap.servers": bootstrap})
             meta = c_admin.list_topics(timeout=15)
             assert set(meta.brokers) == {BROKER_ID} and "orders" in meta.topics
+            # confluent-kafka (librdkafka): create, produce with acks=all (idempotent), consume with a group.
+            for fut in c_admin.create_topics(
+                [CNewTopic("lib", num_partitions=3, replication_factor=1)]
+            ).values():
+                fut.result(30)
+            c_producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+            for i in range(5000):
+                c_producer.produce("lib", value=b"%d" % i)
+                c_producer.poll(0)
+            assert c_producer.flush(60) == 0
+            c_consumer = Consumer(
+                {"bootstrap.servers": bootstrap, "group.id": "lib-readers", "auto.offset.reset": "earliest"}
+            )
+            c_consumer.subscribe(["lib"])
+            got_lib: set[bytes] = set()
+            deadline = time.monotonic() + 60
+            while len(got_lib) < 5000 and time.monotonic() < deadline:
+                msg = c_consumer.poll(1.0)
+                if msg is not None and msg.error() is None:
+                    got_lib.add(msg.value())
+            c_consumer.commit(asynchronous=False)
+            c_consumer.close()
+            assert got_lib == {b"%d" % i for i in range(5000)}
             # Add partitions (CreatePartitions) and alter a topic config (IncrementalAlterConfigs), both forwarded
             # to kraftd in Envelope; the broker then reports them from its own metadata image.
             for fut in c_admin.create_partitions([NewPartitions("orders", 8)]).values():
@@ -216,10 +242,8 @@ def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
                 ]
                 machine.replay(batches, end)
                 sums.add(machine.committed.checksum())
-                assert set(machine.committed.topic_ids) == {
-                    "__consumer_offsets",
-                    "by-tool",
-                }  # "orders" was deleted
+                # "orders" was deleted
+                assert set(machine.committed.topic_ids) == {"__consumer_offsets", "by-tool", "lib"}
                 assert BROKER_ID in machine.committed.brokers
             assert len(sums) == 1
         finally:
