@@ -53,6 +53,8 @@ from generated.fetch_snapshot_response import FetchSnapshotResponse
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from generated.kraft_version_record import KRaftVersionRecord
+from generated.kraftd_append_request import KraftdAppendRequest
+from generated.kraftd_append_response import KraftdAppendResponse
 from generated.leader_change_message import LeaderChangeMessage
 from generated.metadata_request import MetadataRequest
 from generated.metadata_response import MetadataResponse
@@ -137,6 +139,8 @@ ALL_CLASSES: tuple[type, ...] = (
     IncrementalAlterConfigsRequest,
     IncrementalAlterConfigsResponse,
     KRaftVersionRecord,
+    KraftdAppendRequest,
+    KraftdAppendResponse,
     LeaderChangeMessage,
     MetadataRequest,
     MetadataResponse,
@@ -523,6 +527,19 @@ API_SPECS: dict[int, ApiSpec] = {
         name="ReadOffset",
         request=ReadOffsetRequest,
         response=ReadOffsetResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    651: ApiSpec(
+        api_key=651,
+        name="KraftdAppend",
+        request=KraftdAppendRequest,
+        response=KraftdAppendResponse,
         lowest_version=0,
         highest_version=0,
         lowest_flexible_version=0,
