@@ -118,7 +118,7 @@ def test_kafka_follower_catches_up_from_a_kraftd_leaders_snapshot(tmp_path: Path
         for n in q.nodes:
             if n.node_id != 2:
                 n.start()
-        leader = lead_with(q, "kafka")
+        leader = lead_with(q, "kafka", attempts=20)  # 3 kraftd voters to 1 Kafka: it may take a while
         q.wait_for("Kafka's records to commit", lambda i: i.high_watermark > 40)
         q.node(leader).stop()
         info = q.wait_for("a kraftd leader", lambda i: i.leader_id >= 3)
