@@ -77,7 +77,9 @@ class QuorumStateFile:
         try:
             obj = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
-            raise MalformedFileError(f"{self.path}: not UTF-8 text: {exc.reason} at byte {exc.start}") from None
+            raise MalformedFileError(
+                f"{self.path}: not UTF-8 text: {exc.reason} at byte {exc.start}"
+            ) from None
         except (json.JSONDecodeError, RecursionError) as exc:
             raise MalformedFileError(f"{self.path}: not JSON: {exc}") from None
         if not isinstance(obj, dict):

@@ -43,6 +43,7 @@ _ALL_SERVED = {k: (s.lowest_version, s.highest_version) for k, s in API_SPECS.it
 _CLASSES = sorted(ALL_CLASSES, key=lambda c: c.__name__)
 # Every generated class under a made-up api key: the frame decoder and every class's reader both get fuzzed.
 _METADATA_CLASSES = dict(enumerate(_CLASSES))
+_BY_NAME = {c.__name__.encode(): c for c in _CLASSES}
 _SMALL_FRAME = 1 << 16
 
 
@@ -68,12 +69,15 @@ def request(data: bytes) -> None:
 
 
 def message(data: bytes) -> None:
-    """Every generated class at every version: byte 0 picks the class, byte 1 the version."""
-    if len(data) < 2:
+    """Every generated class at every version: ``<class name> NUL <version step> <body>``.
+
+    A name that is not a class picks one by its byte sum, so mutated names still reach some reader."""
+    name, _, rest = data.partition(b"\0")
+    if not rest:
         return
-    cls = _CLASSES[data[0] % len(_CLASSES)]
+    cls = _BY_NAME.get(name) or _CLASSES[sum(name) % len(_CLASSES)]
     lo, hi = _versions(cls)
-    cls.decode(data[2:], lo + data[1] % (hi - lo + 1))  # type: ignore[attr-defined]
+    cls.decode(rest[1:], lo + rest[0] % (hi - lo + 1))  # type: ignore[attr-defined]
 
 
 def _versions(cls: type) -> tuple[int, int]:
@@ -201,9 +205,7 @@ DECLARED_LENGTH_PROBES: dict[str, bytes] = {
     "request": struct.pack(">hhih", 18, 3, 1, 0) + b"\x00" + b"\xf0\xff\xff\xff\x01",
     # FetchRequest v4 (non-flexible): replica id, max wait, min bytes, max bytes, isolation, then a topic
     # array whose int32 count claims 2**31-16 entries.
-    "message": bytes([_CLASSES.index(API_SPECS[1].request), 0])
-    + struct.pack(">iiiib", -1, 0, 0, 0, 0)
-    + struct.pack(">i", HUGE),
+    "message": b"FetchRequest\0\0" + struct.pack(">iiiib", -1, 0, 0, 0, 0) + struct.pack(">i", HUGE),
     # A batch header whose length and record count claim 2 GB / 2**31 records.
     "record_batch": struct.pack(">qiibIhiqqqhii", 0, HUGE, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, HUGE),
 }
