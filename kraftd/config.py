@@ -20,6 +20,7 @@ from pathlib import Path
 
 from kraftd.core.config import QuorumConfig
 from kwire.errors import KraftError
+from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUEST_BYTES, ListenerLimits
 
 log = logging.getLogger("kraftd.config")
 
@@ -83,6 +84,7 @@ class KraftConfig:
     append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     unknown_keys: tuple[str, ...] = field(default=())
+    limits: ListenerLimits = field(default_factory=ListenerLimits)
 
     @property
     def controller_listener(self) -> Endpoint:
@@ -278,7 +280,7 @@ def _protocol_map(raw: str | None, controller_names: list[str]) -> dict[str, str
 # Kafka keys that are valid in a server.properties but have no effect on this controller (contract 3).
 _TOLERATED = frozenset(
     "num.network.threads num.io.threads socket.send.buffer.bytes socket.receive.buffer.bytes "
-    "socket.request.max.bytes num.partitions num.recovery.threads.per.data.dir offsets.topic.replication.factor "
+    "num.partitions num.recovery.threads.per.data.dir offsets.topic.replication.factor "
     "share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr "
     "transaction.state.log.replication.factor transaction.state.log.min.isr log.retention.hours "
     "log.segment.bytes log.retention.check.interval.ms inter.broker.listener.name".split()
@@ -289,7 +291,8 @@ _KNOWN = frozenset(
     "listener.security.protocol.map metadata.log.dir log.dirs log.dir controller.quorum.voters "
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
-    "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes".split()
+    "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
+    "socket.request.max.bytes connections.max.idle.ms max.connections".split()
 )
 
 
@@ -385,6 +388,11 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
         unknown_keys=unknown,
+        limits=ListenerLimits(
+            max_request_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_REQUEST_BYTES, 1),
+            idle_ms=_int(props, "connections.max.idle.ms", DEFAULT_IDLE_MS, 1),
+            max_connections=_int(props, "max.connections", DEFAULT_MAX_CONNECTIONS, 1),
+        ),
     )
 
 

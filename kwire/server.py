@@ -17,6 +17,9 @@ Contracts:
 3. A handler that raises, or returns something that is not the API's response class, or a response that cannot
    be encoded at the request's version, closes the connection with a log line (no partial frame is written).
 4. ``close()`` stops accepting, closes every connection and cancels in-flight handler calls.
+5. ``limits`` (kwire.limits.ListenerLimits) bounds frame size, idle time, connections held and requests per
+   connection; connections over ``max_connections`` are shed as kwire.limits contract 2 says. The per-connection
+   WARNING of contract 1 goes through a RateLimitedWarning shared by the whole server.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -40,12 +44,13 @@ from kwire.apiversions import (
     valid_client_software,
 )
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
-from kwire.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import ParsedRequest, encode_response, parse_request
+from kwire.limits import DEFAULT_MAX_IN_FLIGHT, ListenerLimits, RateLimitedWarning
 
 log = logging.getLogger("kwire.server")
 
-DEFAULT_MAX_IN_FLIGHT = 16
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "ConnectionInfo", "KafkaServer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,14 +88,20 @@ class KafkaServer:
         host: str = "127.0.0.1",
         port: int = 0,
         listener: str = "controller",
-        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_frame_size: int | None = None,
+        max_in_flight: int | None = None,
         supported_features: Mapping[str, VersionRange] = DEFAULT_SUPPORTED_FEATURES,
         finalized_features: FinalizedFeatures | None = None,
         read_chunk: int = 65536,
+        limits: ListenerLimits | None = None,
     ) -> None:
+        limits = limits or ListenerLimits()
+        max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
+        max_in_flight = limits.max_in_flight if max_in_flight is None else max_in_flight
         if max_in_flight < 1:
             raise LocalProtocolError("max_in_flight must be at least 1")
+        self.limits = limits
+        self.warn = RateLimitedWarning(log)
         self._handler = handler
         served = dict(controller_apis(listener) if served is None else served)
         served.setdefault(API_VERSIONS_KEY, (0, 4))
@@ -104,6 +115,8 @@ class KafkaServer:
         self._chunk = read_chunk
         self._server: asyncio.Server | None = None
         self._conns: dict[int, tuple[asyncio.StreamWriter, asyncio.Task[None]]] = {}
+        # connection id -> (has completed a request, when it last did / when it connected)
+        self._last_done: dict[int, tuple[bool, float]] = {}
         self._ids = itertools.count(1)
 
     @property
@@ -145,13 +158,28 @@ class KafkaServer:
         peer = writer.get_extra_info("peername") or ("?", 0)
         local = writer.get_extra_info("sockname") or ("?", 0)
         info = ConnectionInfo(cid, (peer[0], peer[1]), (local[0], local[1]), self.listener)
+        if len(self._conns) >= self.limits.max_connections:
+            self._shed_one()
         task = asyncio.create_task(self._serve(reader, writer, info))
         self._conns[cid] = (writer, task)
+        self._last_done[cid] = (False, time.monotonic())
         try:
             await asyncio.wait({task})  # never raises, even when close() cancels the connection task
         finally:
             self._conns.pop(cid, None)
+            self._last_done.pop(cid, None)
             writer.close()
+
+    def _shed_one(self) -> None:
+        """Contract 5 / kwire.limits contract 2: close the connection whose last completed request is oldest."""
+        victim = min(self._last_done, key=self._last_done.__getitem__, default=None)
+        if victim is None:
+            return
+        writer, task = self._conns[victim]
+        self._last_done.pop(victim, None)
+        self.warn("max.connections (%d) reached: closing connection %d", self.limits.max_connections, victim)
+        writer.transport.abort()
+        task.cancel()
 
     async def _serve(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, info: ConnectionInfo
@@ -161,11 +189,26 @@ class KafkaServer:
         order: asyncio.Queue[asyncio.Task[bytes] | None] = asyncio.Queue()
         write_task = asyncio.create_task(self._write_in_order(order, writer, info))
         in_flight: set[asyncio.Task[bytes]] = set()
+        idle = self.limits.idle_ms / 1000
+        last_active = time.monotonic()
         try:
             while not write_task.done():
-                data = await reader.read(self._chunk)
+                try:
+                    data = await asyncio.wait_for(reader.read(self._chunk), idle)
+                except TimeoutError:
+                    if (
+                        in_flight
+                        or time.monotonic() - max(last_active, self._last_done.get(info.connection_id, (False, 0.0))[1])
+                        < idle
+                    ):
+                        continue
+                    log.debug(
+                        "closing connection %d: idle for %d ms", info.connection_id, self.limits.idle_ms
+                    )
+                    break
                 if not data:
                     break
+                last_active = time.monotonic()
                 for frame in decoder.feed(data):
                     parsed = parse_request(frame, self.served)
                     if parsed.trailing:
@@ -182,7 +225,7 @@ class KafkaServer:
                     t.add_done_callback(_releaser(slots, in_flight))
                     order.put_nowait(t)
         except KraftError as exc:
-            log.warning("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
+            self.warn("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
         except (ConnectionError, OSError):
             pass
         finally:
@@ -207,11 +250,13 @@ class KafkaServer:
             try:
                 payload = await task
             except Exception as exc:  # _Close, or anything unexpected: never leave the client waiting
-                log.warning("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
+                self.warn("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
                 writer.close()
                 return
             writer.write(encode_frame(payload))
             await writer.drain()
+            if info.connection_id in self._last_done:
+                self._last_done[info.connection_id] = (True, time.monotonic())
 
     async def _respond(self, req: ParsedRequest, info: ConnectionInfo) -> bytes:
         try:

@@ -146,7 +146,11 @@ class ControllerNode:
                 )
         bind = cfg.controller_listener
         self.server = KafkaServer(
-            self._handle, handlers.supported_versions(), host=bind.host or "0.0.0.0", port=bind.port
+            self._handle,
+            handlers.supported_versions(),
+            host=bind.host or "0.0.0.0",
+            port=bind.port,
+            limits=cfg.limits,
         )
         await self.server.start()
         log.info(
