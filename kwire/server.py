@@ -196,11 +196,8 @@ class KafkaServer:
                 try:
                     data = await asyncio.wait_for(reader.read(self._chunk), idle)
                 except TimeoutError:
-                    if (
-                        in_flight
-                        or time.monotonic() - max(last_active, self._last_done.get(info.connection_id, (False, 0.0))[1])
-                        < idle
-                    ):
+                    _, last_done = self._last_done.get(info.connection_id, (False, 0.0))
+                    if in_flight or time.monotonic() - max(last_active, last_done) < idle:
                         continue
                     log.debug(
                         "closing connection %d: idle for %d ms", info.connection_id, self.limits.idle_ms
