@@ -8,7 +8,8 @@ Contracts:
    :class:`ConfigError` whose message names the offending key and the form it expects.
 3. Keys we do not know are logged as warnings (never an error) and kept in ``KraftConfig.unknown_keys``; a short
    list of Kafka keys that make no sense for this controller is accepted silently.
-4. Only the ``controller`` role and the ``PLAINTEXT`` security protocol are supported; anything else fails.
+4. Only the ``controller`` role is supported; the controller listener may be PLAINTEXT, SSL, SASL_PLAINTEXT or
+   SASL_SSL (kraftd.security reads their ``ssl.*`` / ``sasl.*`` keys).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftd.core.config import QuorumConfig
+from kraftd.security import PROTOCOLS, ListenerSecurity, is_security_key, listener_security
 from kwire.errors import KraftError
 from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUEST_BYTES, ListenerLimits
 
@@ -85,6 +87,7 @@ class KraftConfig:
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
     unknown_keys: tuple[str, ...] = field(default=())
     limits: ListenerLimits = field(default_factory=ListenerLimits)
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)
 
     @property
     def controller_listener(self) -> Endpoint:
@@ -328,10 +331,12 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
                 f"listener.security.protocol.map: no entry for listener {endpoint.name!r}; "
                 "expected a comma-separated list of NAME:PROTOCOL covering every listener"
             )
-        if endpoint.name in names and proto != "PLAINTEXT":
+        if endpoint.name in names and proto not in PROTOCOLS:
             raise ConfigError(
-                f"listener.security.protocol.map: {endpoint.name}:{proto} is not supported; expected PLAINTEXT"
+                f"listener.security.protocol.map: {endpoint.name}:{proto} is not supported; "
+                f"expected one of {', '.join(PROTOCOLS)}"
             )
+    security = listener_security(props, names[0], proto_map[names[0]], ConfigError)
 
     log_dir = props.get("metadata.log.dir", "").strip()
     if not log_dir:
@@ -354,7 +359,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             "expected id@host:port,... including this node"
         )
 
-    unknown = tuple(k for k in props if k not in _KNOWN and k not in _TOLERATED)
+    unknown = tuple(k for k in props if k not in _KNOWN and k not in _TOLERATED and not is_security_key(k))
     for key in unknown:
         log.warning("unknown configuration key %r ignored", key)
 
@@ -388,6 +393,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
         unknown_keys=unknown,
+        security=security,
         limits=ListenerLimits(
             max_request_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_REQUEST_BYTES, 1),
             idle_ms=_int(props, "connections.max.idle.ms", DEFAULT_IDLE_MS, 1),

@@ -20,6 +20,9 @@ Contracts:
    n-th consecutive failed attempt the next waits base·2^(n-1), capped at max, with ±20% jitter; a successful
    negotiation resets it. ``send`` on a closed connection reconnects (waiting out the backoff).
 6. ``close()`` fails every pending request with NetworkError; later ``send`` calls raise NetworkError.
+7. With ``ssl`` (a client context from kwire.tls) the connection is TLS; the certificate is checked against
+   ``server_hostname`` (default: ``host``) when the context checks host names. Handshake failures are
+   NetworkError like any failed connect.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import asyncio
 import random
 import time
 from collections.abc import Mapping
+from ssl import SSLContext
 from typing import Any
 
 from generated.api_versions_request import ApiVersionsRequest
@@ -86,6 +90,8 @@ class KafkaClient:
         reconnect_backoff_max_ms: int = 1000,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         rng: random.Random | None = None,
+        ssl: SSLContext | None = None,
+        server_hostname: str | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
@@ -97,6 +103,8 @@ class KafkaClient:
         self._backoff_max = reconnect_backoff_max_ms / 1000
         self._max_frame = max_frame_size
         self._rng = rng or random.Random()
+        self._ssl = ssl
+        self._server_hostname = server_hostname
         self._conn: _Connection | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
         self._failures = 0
@@ -149,7 +157,13 @@ class KafkaClient:
 
     async def _open_and_negotiate(self) -> NegotiatedVersions:
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port), self.connect_timeout
+            asyncio.open_connection(
+                self.host,
+                self.port,
+                ssl=self._ssl,
+                server_hostname=(self._server_hostname or self.host) if self._ssl is not None else None,
+            ),
+            self.connect_timeout,
         )
         conn = _Connection(reader, writer, self._max_frame)
         conn.reader_task = asyncio.create_task(self._read_loop(conn))

@@ -34,6 +34,7 @@ class ListenerLimits:
     idle_ms: int = DEFAULT_IDLE_MS
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    handshake_timeout_ms: int = 10000  # TLS handshake, then SASL authentication, must finish within this
 
 
 class RateLimitedWarning:

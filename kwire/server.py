@@ -20,6 +20,9 @@ Contracts:
 5. ``limits`` (kwire.limits.ListenerLimits) bounds frame size, idle time, connections held and requests per
    connection; connections over ``max_connections`` are shed as kwire.limits contract 2 says. The per-connection
    WARNING of contract 1 goes through a RateLimitedWarning shared by the whole server.
+6. With ``ssl`` (a server context from kwire.tls) every connection first completes a TLS handshake within
+   ``limits.handshake_timeout``; a failed handshake (plaintext client, untrusted or expired certificate, wrong
+   CA) closes that connection with one rate-limited WARNING naming the peer and the reason.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from ssl import SSLContext, SSLError
 from typing import Any
 
 from generated.api_versions_request import ApiVersionsRequest
@@ -94,6 +98,7 @@ class KafkaServer:
         finalized_features: FinalizedFeatures | None = None,
         read_chunk: int = 65536,
         limits: ListenerLimits | None = None,
+        ssl: SSLContext | None = None,
     ) -> None:
         limits = limits or ListenerLimits()
         max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
@@ -101,6 +106,7 @@ class KafkaServer:
         if max_in_flight < 1:
             raise LocalProtocolError("max_in_flight must be at least 1")
         self.limits = limits
+        self._ssl = ssl
         self.warn = RateLimitedWarning(log)
         self._handler = handler
         served = dict(controller_apis(listener) if served is None else served)
@@ -160,6 +166,8 @@ class KafkaServer:
         info = ConnectionInfo(cid, (peer[0], peer[1]), (local[0], local[1]), self.listener)
         if len(self._conns) >= self.limits.max_connections:
             self._shed_one()
+        if self._ssl is not None and not await self._handshake(writer, info):
+            return
         task = asyncio.create_task(self._serve(reader, writer, info))
         self._conns[cid] = (writer, task)
         self._last_done[cid] = (False, time.monotonic())
@@ -169,6 +177,23 @@ class KafkaServer:
             self._conns.pop(cid, None)
             self._last_done.pop(cid, None)
             writer.close()
+
+    async def _handshake(self, writer: asyncio.StreamWriter, info: ConnectionInfo) -> bool:
+        """Contract 6."""
+        assert self._ssl is not None
+        try:
+            await writer.start_tls(self._ssl, ssl_handshake_timeout=self.limits.handshake_timeout_ms / 1000)
+            return True
+        except (SSLError, OSError, TimeoutError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            detail = getattr(exc, "verify_message", None)  # e.g. "certificate has expired"
+            if detail:
+                reason = f"{reason} ({detail})"
+            self.warn(
+                "TLS handshake with %s:%d failed (connection %d): %s", *info.peer, info.connection_id, reason
+            )
+            writer.transport.abort()
+            return False
 
     def _shed_one(self) -> None:
         """Contract 5 / kwire.limits contract 2: close the connection whose last completed request is oldest."""

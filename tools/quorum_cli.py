@@ -16,14 +16,19 @@ from __future__ import annotations
 
 import asyncio
 import time
+from pathlib import Path
+from ssl import SSLContext
 from typing import Any
 
 import click
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
+from kraftd.config import ConfigError, parse_properties
+from kraftd.security import client_tls
 from kraftd.shell.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode, KraftError
+from kwire.tls import client_context
 from tools.quorum_report import QuorumInfo, Replica, replication_report, status_report
 
 CONTROLLERS = 2
@@ -41,7 +46,7 @@ def _hosts(text: str) -> list[tuple[str, int]]:
 
 
 async def fetch_quorum(
-    hosts: list[tuple[str, int]], endpoint_type: int, timeout_ms: int
+    hosts: list[tuple[str, int]], endpoint_type: int, timeout_ms: int, ssl: SSLContext | None = None
 ) -> tuple[str, QuorumInfo]:
     """The cluster id and the leader's DescribeQuorum answer (contract 3)."""
     deadline = time.monotonic() + timeout_ms / 1000
@@ -50,7 +55,9 @@ async def fetch_quorum(
         if time.monotonic() > deadline:
             break
         for host, port in hosts:
-            conn = PeerConnection(host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms)
+            conn = PeerConnection(
+                host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms, ssl=ssl
+            )
             try:
                 cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type))
             except PeerError as exc:
@@ -66,7 +73,7 @@ async def fetch_quorum(
                 last_error = "no active controller is known yet"
                 continue
             conn = PeerConnection(
-                leader.host, leader.port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms
+                leader.host, leader.port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms, ssl=ssl
             )
             try:
                 req = DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
@@ -116,7 +123,9 @@ async def fetch_quorum(
 @click.option("--bootstrap-server", help="A comma-separated list of host:port pairs of the cluster.")
 @click.option("--bootstrap-controller", help="A comma-separated list of host:port pairs of the controllers.")
 @click.option(
-    "--command-config", type=click.Path(exists=True, dir_okay=False), help="Accepted for compatibility."
+    "--command-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Client properties: security.protocol (PLAINTEXT or SSL) and ssl.* with PEM stores.",
 )
 @click.option("--timeout-ms", default=10000, show_default=True, hidden=True)
 @click.pass_context
@@ -130,7 +139,15 @@ def main(
     if (bootstrap_server is None) == (bootstrap_controller is None):
         raise click.UsageError("Exactly one of --bootstrap-server or --bootstrap-controller must be given.")
     hosts = _hosts(bootstrap_server or bootstrap_controller or "")
-    ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms)
+    ssl = None
+    if command_config is not None:
+        try:
+            props = parse_properties(Path(command_config).read_text("latin-1"))
+            tls = client_tls(props, ConfigError)
+            ssl = client_context(tls) if tls is not None else None
+        except KraftError as exc:
+            raise click.ClickException(f"--command-config {command_config}: {exc}") from None
+    ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms, ssl)
 
 
 @main.command(help="Describe the metadata quorum info")
@@ -139,9 +156,12 @@ def main(
 @click.option("--human-readable", is_flag=True, help="Human-readable output (with --replication).")
 @click.pass_obj
 def describe(
-    obj: tuple[list[tuple[str, int]], int, int], status: bool, replication: bool, human_readable: bool
+    obj: tuple[list[tuple[str, int]], int, int, SSLContext | None],
+    status: bool,
+    replication: bool,
+    human_readable: bool,
 ) -> None:
-    hosts, endpoint_type, timeout_ms = obj
+    hosts, endpoint_type, timeout_ms, ssl = obj
     if status and replication:
         raise click.ClickException(
             "Only one of --status or --replication should be specified with describe sub-command"
@@ -153,7 +173,7 @@ def describe(
     if status and human_readable:
         raise click.ClickException("The option --human-readable is only supported along with --replication")
     try:
-        cluster_id, info = asyncio.run(fetch_quorum(hosts, endpoint_type, timeout_ms))
+        cluster_id, info = asyncio.run(fetch_quorum(hosts, endpoint_type, timeout_ms, ssl))
         text = (
             status_report(cluster_id, info)
             if status

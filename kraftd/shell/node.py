@@ -26,13 +26,14 @@ import contextlib
 import logging
 import random
 import time
+from ssl import SSLContext
 from typing import Any
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
-from kraftd.config import Endpoint, KraftConfig
+from kraftd.config import ConfigError, Endpoint, KraftConfig
 from kraftd.core import messages as core_messages
 from kraftd.core.client import RaftClient
 from kraftd.core.config import QuorumConfig
@@ -59,10 +60,22 @@ from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
+from kwire.tls import TlsConfigError, client_context, server_context
 
 log = logging.getLogger("kraftd.node")
 
 FORWARD_CLIENT = "kraftd-forward-"
+
+
+def tls_contexts(cfg: KraftConfig) -> tuple[SSLContext | None, SSLContext | None]:
+    """Server and peer-client TLS contexts of the controller listener (None for PLAINTEXT / SASL_PLAINTEXT)."""
+    tls = cfg.security.tls
+    if tls is None:
+        return None, None
+    try:
+        return server_context(tls), client_context(tls)
+    except TlsConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def now_ms() -> int:
@@ -134,6 +147,7 @@ class ControllerNode:
             now_ms=now_ms(),
         )
         self.client = RaftClient(core)
+        server_tls, self.peer_tls = tls_contexts(cfg)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
             ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
@@ -143,6 +157,7 @@ class ControllerNode:
                     ep.port,
                     client_id=f"raft-client-{cfg.node_id}",
                     timeout_ms=cfg.request_timeout_ms,
+                    ssl=self.peer_tls,
                 )
         bind = cfg.controller_listener
         self.server = KafkaServer(
@@ -151,6 +166,7 @@ class ControllerNode:
             host=bind.host or "0.0.0.0",
             port=bind.port,
             limits=cfg.limits,
+            ssl=server_tls,
         )
         await self.server.start()
         log.info(
@@ -346,6 +362,7 @@ class ControllerNode:
                 target.port,
                 client_id=f"{FORWARD_CLIENT}{self.config.node_id}",
                 timeout_ms=self.config.request_timeout_ms,
+                ssl=self.peer_tls,
             )
             self._forwarders[leader] = conn
         try:

@@ -12,6 +12,7 @@ Contracts:
 
 from __future__ import annotations
 
+from ssl import SSLContext
 from typing import Any
 
 from kwire.client import KafkaClient
@@ -34,15 +35,19 @@ class PeerError(KraftError):
 class PeerConnection:
     """One outbound connection to a peer (contract 2)."""
 
-    def __init__(self, host: str, port: int, *, client_id: str, timeout_ms: int) -> None:
+    def __init__(
+        self, host: str, port: int, *, client_id: str, timeout_ms: int, ssl: SSLContext | None = None
+    ) -> None:
         self.host = host
         self.port = port
+        self.ssl = ssl
         self._client = KafkaClient(
             host,
             port,
             client_id=client_id,
             request_timeout=timeout_ms / 1000,
             connect_timeout=timeout_ms / 1000,
+            ssl=ssl,
         )
 
     async def request(self, message: Any) -> Any:
