@@ -32,6 +32,10 @@ from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from generated.remove_raft_voter_response import RemoveRaftVoterResponse
 from generated.request_header import RequestHeader
 from generated.response_header import ResponseHeader
+from generated.sasl_authenticate_request import SaslAuthenticateRequest
+from generated.sasl_authenticate_response import SaslAuthenticateResponse
+from generated.sasl_handshake_request import SaslHandshakeRequest
+from generated.sasl_handshake_response import SaslHandshakeResponse
 from generated.snapshot_footer_record import SnapshotFooterRecord
 from generated.snapshot_header_record import SnapshotHeaderRecord
 from generated.update_features_request import UpdateFeaturesRequest
@@ -70,6 +74,10 @@ ALL_CLASSES: tuple[type, ...] = (
     RemoveRaftVoterResponse,
     RequestHeader,
     ResponseHeader,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
     UpdateFeaturesRequest,
@@ -153,6 +161,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    17: ApiSpec(
+        api_key=17,
+        name="SaslHandshake",
+        request=SaslHandshakeRequest,
+        response=SaslHandshakeResponse,
+        lowest_version=0,
+        highest_version=1,
+        lowest_flexible_version=None,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     18: ApiSpec(
         api_key=18,
         name="ApiVersions",
@@ -161,6 +182,19 @@ API_SPECS: dict[int, ApiSpec] = {
         lowest_version=0,
         highest_version=4,
         lowest_flexible_version=3,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    36: ApiSpec(
+        api_key=36,
+        name="SaslAuthenticate",
+        request=SaslAuthenticateRequest,
+        response=SaslAuthenticateResponse,
+        lowest_version=0,
+        highest_version=2,
+        lowest_flexible_version=2,
         listeners=frozenset(["broker", "controller"]),
         latest_version_unstable=False,
         request_header_versions=(),

@@ -16,6 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from kwire.errors import KraftError
+from kwire.sasl import (
+    MECHANISMS,
+    JaasCredentials,
+    SaslAuthenticationError,
+    SaslClientConfig,
+    SaslServerConfig,
+)
 from kwire.tls import CLIENT_AUTH, TlsSettings
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
@@ -149,3 +156,30 @@ def client_tls(props: Mapping[str, str], error: type[KraftError]) -> TlsSettings
         truststore_certificates=get("ssl.truststore.certificates"),
         endpoint_identification=props.get("ssl.endpoint.identification.algorithm", "https").strip(),
     )
+
+
+def sasl_settings(
+    sec: ListenerSecurity, error: type[KraftError]
+) -> tuple[SaslServerConfig | None, SaslClientConfig | None]:
+    """The listener's SASL server side and the peer-client side (``sasl.mechanism.controller.protocol`` with the
+    ``username``/``password`` of that mechanism's JAAS entry); (None, None) without SASL."""
+    if not sec.uses_sasl:
+        return None, None
+    unsupported = [m for m in sec.sasl_mechanisms if m not in MECHANISMS]
+    if unsupported or not sec.sasl_mechanisms:
+        raise error(
+            f"sasl.enabled.mechanisms: {', '.join(unsupported) or 'none'} not supported; "
+            f"expected some of {', '.join(MECHANISMS)}"
+        )
+    try:
+        server = SaslServerConfig(sec.sasl_mechanisms, JaasCredentials.from_jaas(sec.jaas), sec.reauth_ms)
+        text = sec.jaas.get(sec.client_mechanism)
+        if text is None:
+            raise error(
+                f"sasl.mechanism.controller.protocol: {sec.client_mechanism} has no "
+                f"listener.name.<controller listener>.{sec.client_mechanism.lower()}.sasl.jaas.config"
+            )
+        client = SaslClientConfig.from_jaas(sec.client_mechanism, text)
+    except SaslAuthenticationError as exc:
+        raise error(str(exc)) from None
+    return server, client

@@ -23,6 +23,10 @@ Contracts:
 6. With ``ssl`` (a server context from kwire.tls) every connection first completes a TLS handshake within
    ``limits.handshake_timeout``; a failed handshake (plaintext client, untrusted or expired certificate, wrong
    CA) closes that connection with one rate-limited WARNING naming the peer and the reason.
+7. With ``sasl`` (kwire.sasl) the listener serves SaslHandshake v1 and SaslAuthenticate v0-2 and each connection
+   must authenticate before any API but ApiVersions (kwire.sasl contract 1: refused requests close the
+   connection unanswered; a refused SASL exchange closes it after its answer, with one WARNING). Without
+   ``sasl`` those two APIs are not served.
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import ParsedRequest, encode_response, parse_request
 from kwire.limits import DEFAULT_MAX_IN_FLIGHT, ListenerLimits, RateLimitedWarning
+from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
 log = logging.getLogger("kwire.server")
 
@@ -99,6 +104,7 @@ class KafkaServer:
         read_chunk: int = 65536,
         limits: ListenerLimits | None = None,
         ssl: SSLContext | None = None,
+        sasl: SaslServerConfig | None = None,
     ) -> None:
         limits = limits or ListenerLimits()
         max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
@@ -109,8 +115,18 @@ class KafkaServer:
         self._ssl = ssl
         self.warn = RateLimitedWarning(log)
         self._handler = handler
-        served = dict(controller_apis(listener) if served is None else served)
+        if served is None:  # contract 7: by default only SASL listeners offer the SASL APIs
+            served = {
+                k: v
+                for k, v in controller_apis(listener).items()
+                if k not in (SASL_HANDSHAKE, SASL_AUTHENTICATE)
+            }
+        served = dict(served)
         served.setdefault(API_VERSIONS_KEY, (0, 4))
+        if sasl is not None:
+            served[SASL_HANDSHAKE] = (1, 1)
+            served[SASL_AUTHENTICATE] = (0, 2)
+        self._sasl = sasl
         self.served: Mapping[int, VersionRange] = served
         self._host, self._port = host, port
         self.listener = listener
@@ -212,7 +228,8 @@ class KafkaServer:
         decoder = FrameDecoder(self._max_frame)
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Task[bytes] | None] = asyncio.Queue()
-        write_task = asyncio.create_task(self._write_in_order(order, writer, info))
+        session = ServerSession(self._sasl) if self._sasl is not None else None
+        write_task = asyncio.create_task(self._write_in_order(order, writer, info, session))
         in_flight: set[asyncio.Task[bytes]] = set()
         idle = self.limits.idle_ms / 1000
         last_active = time.monotonic()
@@ -241,8 +258,10 @@ class KafkaServer:
                             parsed.spec.name,
                             parsed.api_version,
                         )
+                    if session is not None:
+                        session.admit(parsed.api_key, int(time.time() * 1000))
                     await slots.acquire()
-                    t = asyncio.create_task(self._respond(parsed, info))
+                    t = asyncio.create_task(self._respond(parsed, info, session))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
                     order.put_nowait(t)
@@ -264,6 +283,7 @@ class KafkaServer:
         order: asyncio.Queue[asyncio.Task[bytes] | None],
         writer: asyncio.StreamWriter,
         info: ConnectionInfo,
+        session: ServerSession | None = None,
     ) -> None:
         while True:
             task = await order.get()
@@ -277,10 +297,15 @@ class KafkaServer:
                 return
             writer.write(encode_frame(payload))
             await writer.drain()
+            if session is not None and session.close_after_response:
+                writer.close()  # contract 7: a refused SASL exchange ends the connection after its answer
+                return
             if info.connection_id in self._last_done:
                 self._last_done[info.connection_id] = (True, time.monotonic())
 
-    async def _respond(self, req: ParsedRequest, info: ConnectionInfo) -> bytes:
+    async def _respond(
+        self, req: ParsedRequest, info: ConnectionInfo, session: ServerSession | None = None
+    ) -> bytes:
         try:
             if req.unsupported_api_versions:
                 # KIP-511: a v0 body (and v0 header) whatever version the client asked for.
@@ -290,6 +315,8 @@ class KafkaServer:
             version = req.api_version
             if req.api_key == API_VERSIONS_KEY:
                 body: Any = self._api_versions(req.body, version)
+            elif session is not None and req.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+                body = self._sasl_step(session, req, info)
             else:
                 try:
                     body = await self._handler(req.header, req.body, info)
@@ -302,6 +329,23 @@ class KafkaServer:
             return encode_response(req.api_key, version, req.correlation_id, body)
         except KraftError as exc:
             raise _Close(f"cannot encode the {req.spec.name} response: {exc}") from exc
+
+    def _sasl_step(self, session: ServerSession, req: ParsedRequest, info: ConnectionInfo) -> Any:
+        if req.api_key == SASL_HANDSHAKE:
+            body: Any = session.handshake(req.body)
+        else:
+            body = session.authenticate(req.body, req.api_version, int(time.time() * 1000))
+        if body.error_code != ErrorCode.NONE:
+            self.warn(
+                "SASL authentication of connection %d from %s:%d failed: %s %s",
+                info.connection_id,
+                *info.peer,
+                ErrorCode.from_code(body.error_code).name,
+                getattr(body, "error_message", None) or f"(mechanism {req.body.mechanism!r})",
+            )
+        elif req.api_key == SASL_AUTHENTICATE and session.authenticated:
+            log.debug("connection %d authenticated as %s", info.connection_id, session.principal)
+        return body
 
     def _api_versions(self, request: ApiVersionsRequest, version: int) -> Any:
         epoch, finalized = self._finalized() if self._finalized is not None else (-1, {})

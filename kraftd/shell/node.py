@@ -55,6 +55,7 @@ from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
+from kraftd.security import sasl_settings
 from kraftd.shell import handlers
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
@@ -148,6 +149,7 @@ class ControllerNode:
         )
         self.client = RaftClient(core)
         server_tls, self.peer_tls = tls_contexts(cfg)
+        server_sasl, self.peer_sasl = sasl_settings(cfg.security, ConfigError)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
             ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
@@ -158,6 +160,7 @@ class ControllerNode:
                     client_id=f"raft-client-{cfg.node_id}",
                     timeout_ms=cfg.request_timeout_ms,
                     ssl=self.peer_tls,
+                    sasl=self.peer_sasl,
                 )
         bind = cfg.controller_listener
         self.server = KafkaServer(
@@ -167,6 +170,7 @@ class ControllerNode:
             port=bind.port,
             limits=cfg.limits,
             ssl=server_tls,
+            sasl=server_sasl,
         )
         await self.server.start()
         log.info(
@@ -363,6 +367,7 @@ class ControllerNode:
                 client_id=f"{FORWARD_CLIENT}{self.config.node_id}",
                 timeout_ms=self.config.request_timeout_ms,
                 ssl=self.peer_tls,
+                sasl=self.peer_sasl,
             )
             self._forwarders[leader] = conn
         try:

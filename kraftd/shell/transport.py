@@ -23,6 +23,7 @@ from kwire.errors import (
     RequestTimeoutError,
     UnsupportedVersionError,
 )
+from kwire.sasl import SaslClientConfig
 from kwire.server import ConnectionInfo, KafkaServer
 
 __all__ = ["ConnectionInfo", "KafkaServer", "PeerConnection", "PeerError"]
@@ -36,7 +37,14 @@ class PeerConnection:
     """One outbound connection to a peer (contract 2)."""
 
     def __init__(
-        self, host: str, port: int, *, client_id: str, timeout_ms: int, ssl: SSLContext | None = None
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        timeout_ms: int,
+        ssl: SSLContext | None = None,
+        sasl: SaslClientConfig | None = None,
     ) -> None:
         self.host = host
         self.port = port
@@ -48,6 +56,7 @@ class PeerConnection:
             request_timeout=timeout_ms / 1000,
             connect_timeout=timeout_ms / 1000,
             ssl=ssl,
+            sasl=sasl,
         )
 
     async def request(self, message: Any) -> Any:
