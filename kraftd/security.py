@@ -183,3 +183,23 @@ def sasl_settings(
     except SaslAuthenticationError as exc:
         raise error(str(exc)) from None
     return server, client
+
+
+def client_sasl(props: Mapping[str, str], error: type[KraftError]) -> SaslClientConfig | None:
+    """SASL settings of a client configuration: ``sasl.mechanism`` (Kafka's default GSSAPI is not supported)
+    with ``sasl.jaas.config``; None unless ``security.protocol`` is SASL_PLAINTEXT or SASL_SSL."""
+    protocol = props.get("security.protocol", "PLAINTEXT").strip().upper()
+    if not protocol.startswith("SASL_"):
+        return None
+    mechanism = props.get("sasl.mechanism", "GSSAPI").strip().upper()
+    if mechanism not in MECHANISMS:
+        raise error(f"sasl.mechanism: {mechanism} is not supported; expected one of {', '.join(MECHANISMS)}")
+    text = props.get("sasl.jaas.config")
+    if not text:
+        raise error(
+            "sasl.jaas.config: required for SASL; expected '<LoginModule> required username=.. password=..;'"
+        )
+    try:
+        return SaslClientConfig.from_jaas(mechanism, text)
+    except SaslAuthenticationError as exc:
+        raise error(str(exc)) from None

@@ -25,9 +25,10 @@ import click
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from kraftd.config import ConfigError, parse_properties
-from kraftd.security import client_tls
+from kraftd.security import client_sasl, client_tls
 from kraftd.shell.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode, KraftError
+from kwire.sasl import SaslClientConfig
 from kwire.tls import client_context
 from tools.quorum_report import QuorumInfo, Replica, replication_report, status_report
 
@@ -46,7 +47,11 @@ def _hosts(text: str) -> list[tuple[str, int]]:
 
 
 async def fetch_quorum(
-    hosts: list[tuple[str, int]], endpoint_type: int, timeout_ms: int, ssl: SSLContext | None = None
+    hosts: list[tuple[str, int]],
+    endpoint_type: int,
+    timeout_ms: int,
+    ssl: SSLContext | None = None,
+    sasl: SaslClientConfig | None = None,
 ) -> tuple[str, QuorumInfo]:
     """The cluster id and the leader's DescribeQuorum answer (contract 3)."""
     deadline = time.monotonic() + timeout_ms / 1000
@@ -56,7 +61,7 @@ async def fetch_quorum(
             break
         for host, port in hosts:
             conn = PeerConnection(
-                host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms, ssl=ssl
+                host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms, ssl=ssl, sasl=sasl
             )
             try:
                 cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type))
@@ -73,7 +78,12 @@ async def fetch_quorum(
                 last_error = "no active controller is known yet"
                 continue
             conn = PeerConnection(
-                leader.host, leader.port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms, ssl=ssl
+                leader.host,
+                leader.port,
+                client_id="kraft-metadata-quorum",
+                timeout_ms=timeout_ms,
+                ssl=ssl,
+                sasl=sasl,
             )
             try:
                 req = DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
@@ -125,7 +135,7 @@ async def fetch_quorum(
 @click.option(
     "--command-config",
     type=click.Path(exists=True, dir_okay=False),
-    help="Client properties: security.protocol (PLAINTEXT or SSL) and ssl.* with PEM stores.",
+    help="Client properties: security.protocol, ssl.* (PEM stores), sasl.mechanism and sasl.jaas.config.",
 )
 @click.option("--timeout-ms", default=10000, show_default=True, hidden=True)
 @click.pass_context
@@ -139,15 +149,16 @@ def main(
     if (bootstrap_server is None) == (bootstrap_controller is None):
         raise click.UsageError("Exactly one of --bootstrap-server or --bootstrap-controller must be given.")
     hosts = _hosts(bootstrap_server or bootstrap_controller or "")
-    ssl = None
+    ssl, sasl = None, None
     if command_config is not None:
         try:
             props = parse_properties(Path(command_config).read_text("latin-1"))
             tls = client_tls(props, ConfigError)
             ssl = client_context(tls) if tls is not None else None
+            sasl = client_sasl(props, ConfigError)
         except KraftError as exc:
             raise click.ClickException(f"--command-config {command_config}: {exc}") from None
-    ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms, ssl)
+    ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms, ssl, sasl)
 
 
 @main.command(help="Describe the metadata quorum info")
@@ -156,12 +167,12 @@ def main(
 @click.option("--human-readable", is_flag=True, help="Human-readable output (with --replication).")
 @click.pass_obj
 def describe(
-    obj: tuple[list[tuple[str, int]], int, int, SSLContext | None],
+    obj: tuple[list[tuple[str, int]], int, int, SSLContext | None, SaslClientConfig | None],
     status: bool,
     replication: bool,
     human_readable: bool,
 ) -> None:
-    hosts, endpoint_type, timeout_ms, ssl = obj
+    hosts, endpoint_type, timeout_ms, ssl, sasl = obj
     if status and replication:
         raise click.ClickException(
             "Only one of --status or --replication should be specified with describe sub-command"
@@ -173,7 +184,7 @@ def describe(
     if status and human_readable:
         raise click.ClickException("The option --human-readable is only supported along with --replication")
     try:
-        cluster_id, info = asyncio.run(fetch_quorum(hosts, endpoint_type, timeout_ms, ssl))
+        cluster_id, info = asyncio.run(fetch_quorum(hosts, endpoint_type, timeout_ms, ssl, sasl))
         text = (
             status_report(cluster_id, info)
             if status
