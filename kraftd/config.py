@@ -88,6 +88,8 @@ class KraftConfig:
     unknown_keys: tuple[str, ...] = field(default=())
     limits: ListenerLimits = field(default_factory=ListenerLimits)
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
+    test_fsync_delay_file: Path | None = None
 
     @property
     def controller_listener(self) -> Endpoint:
@@ -295,7 +297,7 @@ _KNOWN = frozenset(
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
-    "socket.request.max.bytes connections.max.idle.ms max.connections".split()
+    "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file".split()
 )
 
 
@@ -394,6 +396,9 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
         unknown_keys=unknown,
         security=security,
+        test_fsync_delay_file=Path(props["kraftd.test.fsync.delay.file"])
+        if props.get("kraftd.test.fsync.delay.file", "").strip()
+        else None,
         limits=ListenerLimits(
             max_request_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_REQUEST_BYTES, 1),
             idle_ms=_int(props, "connections.max.idle.ms", DEFAULT_IDLE_MS, 1),

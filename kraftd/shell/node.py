@@ -17,6 +17,8 @@ Contracts (numbers continue kraftd.shell's):
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get
    the leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
+10. Only when the test-only key ``kraftd.test.fsync.delay.file`` is set, every log flush first sleeps (in its
+   worker thread) for the number of ms that file holds at that moment: the chaos harness's slow disk.
 """
 
 from __future__ import annotations
@@ -296,7 +298,7 @@ class ControllerNode:
     async def _flush(self, target: int, run: Any) -> None:
         assert self.storage is not None
         try:
-            await asyncio.to_thread(run)
+            await asyncio.to_thread(self._slow_disk(run))
         except BaseException as exc:  # noqa: BLE001 - contract 8
             log.critical("node %d: log flush failed, stopping: %s", self.config.node_id, exc)
             self.fatal = exc
@@ -308,6 +310,23 @@ class ControllerNode:
         if self._flush_again:
             self._flush_again = False
             self._request_flush()
+
+    def _slow_disk(self, run: Any) -> Any:
+        """Contract 10: the test-only fsync delay (``kraftd.test.fsync.delay.file``), read on every flush."""
+        path = self.config.test_fsync_delay_file
+        if path is None:
+            return run
+
+        def delayed() -> None:
+            try:
+                delay_ms = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                delay_ms = 0
+            if delay_ms > 0:
+                time.sleep(delay_ms / 1000)
+            run()
+
+        return delayed
 
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:

@@ -4,7 +4,8 @@ Contracts:
 1. A :class:`Link` listens on 127.0.0.1 (a free port) and forwards every accepted connection to ``target``;
    bytes flow unchanged while both directions are ``PASS``.
 2. ``link.set(up=..., down=...)`` changes each direction at once for existing and new connections: ``PASS``
-   forwards, ``DROP`` reads and discards (the sender sees a live connection that never answers: a one-way cut),
+   forwards, ``DROP`` stalls the direction (bytes are held, never discarded, so a stream is never spliced; the
+   sender sees a live connection that stops answering: a one-way cut),
    ``CUT`` on either direction closes every connection and refuses new ones (a partition as TCP shows it:
    connection reset / refused). ``up`` is client -> target, ``down`` is target -> client.
 3. ``record`` (optional) is called with (direction, frame payload) for every complete Kafka frame that was
@@ -96,11 +97,12 @@ class Link:
             data = await src.read(65536)
             if not data:
                 return
-            mode = self.up if direction == "up" else self.down
-            if mode is Mode.DROP:
-                frames = None  # the stream seen by the far side is no longer what we would record
-                continue
-            if mode is Mode.CUT:
+            # DROP stalls the direction: bytes are held (and TCP back-pressure builds up), never discarded, as a
+            # one-way packet loss looks to TCP; they flow on after the heal unless a peer gave up on the
+            # connection meanwhile. Discarding bytes mid-stream would splice frames, which TCP never does.
+            while (self.up if direction == "up" else self.down) is Mode.DROP:
+                await asyncio.sleep(0.02)
+            if (self.up if direction == "up" else self.down) is Mode.CUT:
                 return
             dst.write(data)
             await dst.drain()
