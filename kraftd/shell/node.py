@@ -10,7 +10,9 @@ Contracts (numbers continue kraftd.shell's):
 6. Requests for Vote/BeginQuorumEpoch/EndQuorumEpoch/Fetch go to the core and are answered with its
    SendResponse; the rest are answered by kraftd.shell.handlers.
 7. :meth:`ControllerNode.append` resolves with the last offset once the high watermark passes it and fails
-   with NotLeaderError if the records can no longer commit (AppendFailed, stop).
+   with NotLeaderError if the records can no longer commit (AppendFailed, stop) or when the leader or epoch
+   changes first (a deposed leader's high watermark, advanced as a follower, covers the new leader's records at
+   those offsets: resolving then would acknowledge records that were truncated away).
 8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
    :meth:`wait_stopped` re-raises it.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
@@ -96,6 +98,7 @@ class ControllerNode:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_token = 1
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
+        self._last_leader: tuple[int, int] | None = None
         self._flushing = False
         self._flush_again = False
         self._tick_queued = False
@@ -429,6 +432,20 @@ class ControllerNode:
 
     def _on_leader(self, leader: LeaderAndEpoch) -> None:
         log.info("node %d: leader is %d in epoch %d", self.config.node_id, leader.leader_id, leader.epoch)
+        # Contract 7: appends are only ever pending while this node leads one epoch; any change of leader or epoch
+        # ends that epoch, and a later high watermark counts the new leader's records, not ours.
+        changed = (leader.leader_id, leader.epoch) != self._last_leader
+        self._last_leader = (leader.leader_id, leader.epoch)
+        if changed and self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for off, fut in waiters:
+                if not fut.done():
+                    fut.set_exception(
+                        NotLeaderError(
+                            f"leadership changed (leader {leader.leader_id}, epoch {leader.epoch}) "
+                            f"before offset {off} committed"
+                        )
+                    )
         self._leader_changed.set()
         self._leader_changed = asyncio.Event()
 
