@@ -22,6 +22,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 from generated.messages import ALL_CLASSES, API_SPECS
+from generated.sasl_authenticate_request import SaslAuthenticateRequest
+from generated.sasl_handshake_request import SaslHandshakeRequest
 from kraftd.config import config_from_properties, parse_properties
 from kraftd.storage.bootstrap import read_bootstrap_checkpoint
 from kraftd.storage.epoch_checkpoint import decode_entries
@@ -35,6 +37,7 @@ from kwire.framing import FrameDecoder
 from kwire.headers import parse_request
 from kwire.metadata_frame import decode_metadata_record
 from kwire.records import decode_batch
+from kwire.sasl import JaasCredentials, SaslServerConfig, ServerSession
 
 Target = Callable[[bytes], None]
 
@@ -165,6 +168,32 @@ def segment_recovery(data: bytes) -> None:
         log.close()
 
 
+_SASL = SaslServerConfig(
+    ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
+    JaasCredentials({"alice": "alice-secret", "": "x"}),
+    reauth_ms=1000,
+)
+
+
+def sasl_exchange(data: bytes) -> None:
+    """A client's SASL messages as a server session sees them: byte 0 picks the mechanism, NUL NUL separates
+    messages; a SCRAM client-first naming alice is prepended half the time so the final step is reached."""
+    if not data:
+        return
+    mech = _SASL.mechanisms[data[0] % 3]
+    session = ServerSession(_SASL)
+    if session.handshake(SaslHandshakeRequest(mech)).error_code:
+        return
+    messages = data[1:].split(b"\0\0")
+    if mech != "PLAIN" and data[0] & 0x80:
+        messages.insert(0, b"n,,n=alice,r=abc")
+    for i, m in enumerate(messages[:4]):
+        resp = session.authenticate(SaslAuthenticateRequest(m), 1, i)
+        if resp.error_code:
+            return
+        session.admit(3, i)
+
+
 TARGETS: dict[str, Target] = {
     "frame_decoder": frame_decoder,
     "request": request,
@@ -178,6 +207,7 @@ TARGETS: dict[str, Target] = {
     "meta_properties": meta_properties,
     "bootstrap_checkpoint": bootstrap_checkpoint,
     "segment_recovery": segment_recovery,
+    "sasl_exchange": sasl_exchange,
 }
 
 
