@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -103,7 +104,9 @@ class ToolResult:
     stderr: str
 
     def check(self) -> ToolResult:
-        assert self.returncode == 0, f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        assert self.returncode == 0, (
+            f"{' '.join(self.args[-6:])} exited {self.returncode}:\n{self.stderr[-3000:]}"
+        )
         return self
 
 
@@ -126,7 +129,10 @@ def metadata_quorum(bootstrap: str, *args: str, workdir: Path, version: str = DE
     """Kafka's ``kafka-metadata-quorum``; ``bootstrap`` is ``--bootstrap-controller X`` or ``--bootstrap-server X``."""
     flag, _, target = bootstrap.partition(" ")
     return run_tool(
-        "org.apache.kafka.tools.MetadataQuorumCommand", [flag, target, *args], version=version, workdir=workdir
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        [flag, target, *args],
+        version=version,
+        workdir=workdir,
     )
 
 
@@ -212,6 +218,37 @@ class Node:
             return proc.wait(10)
 
 
+# What a Kafka process logs when a peer sent something it could not parse or did not expect. Test-driver requests
+# (our tool's client id) are excluded: they are not Raft traffic between the controllers.
+_COMPLAINT = re.compile(
+    r"UnsupportedVersion|unsupported version|InvalidRequest|invalid request|SchemaException|Error parsing|"
+    r"BufferUnderflow|CorruptRecord|InvalidRecord|MetadataParseException|unknown frame version|"
+    r"INCONSISTENT_CLUSTER_ID|Unexpected error|Unknown API key|IllegalStateException|RecordBatchTooLarge",
+    re.IGNORECASE,
+)
+DRIVER_CLIENT_ID = "clientId=kraft-metadata-quorum"
+# Kafka's own races around a leader change (a request reaching a controller that just lost the epoch).
+_KAFKA_RACE = re.compile(r"NotControllerException|NOT_CONTROLLER")
+
+
+def protocol_complaints(log_text: str) -> list[str]:
+    """WARN/ERROR lines (with the exception line under each) naming a protocol or parse failure."""
+    lines = log_text.splitlines()
+    found = []
+    for i, line in enumerate(lines):
+        if not re.match(r"\[[^]]+\] (WARN|ERROR) ", line) or DRIVER_CLIENT_ID in line:
+            continue
+        nxt = lines[i + 1] if i + 1 < len(lines) else ""
+        context = line if nxt.startswith("[") else f"{line} {nxt}"
+        if _COMPLAINT.search(context) and not _KAFKA_RACE.search(context):
+            found.append(context[:600])
+    return found
+
+
+# Every quorum made in this process, so a failing test can keep and print its logs (tests/interop/conftest.py).
+CREATED: list[MixedQuorum] = []
+
+
 class MixedQuorum:
     """A controller quorum of real Kafka controllers and kraftd nodes on loopback (contract 3).
 
@@ -228,6 +265,7 @@ class MixedQuorum:
         version: str = DEFAULT_VERSION,
         cluster_id: str | None = None,
         extra: dict[str, str] | None = None,
+        format_nodes: bool = True,
     ) -> None:
         assert bootstrap in ("static", "kip853")
         self.root = root
@@ -236,13 +274,16 @@ class MixedQuorum:
         self.cluster_id = cluster_id or random_cluster_id()
         ports = free_ports(len(kinds))
         self.nodes = [
-            Node(kind, i + 1, port, root, version=version) for i, (kind, port) in enumerate(zip(kinds, ports))
+            Node(kind, i + 1, port, root, version=version)
+            for i, (kind, port) in enumerate(zip(kinds, ports, strict=True))
         ]
         self.extra = dict(extra or {})
         root.mkdir(parents=True, exist_ok=True)
+        CREATED.append(self)
         for node in self.nodes:
             self.write_config(node)
-            self.format(node)
+            if format_nodes:
+                self.format(node)
 
     # ---- configuration and formatting -------------------------------------------------------------------------
 
@@ -294,7 +335,9 @@ class MixedQuorum:
         """Format ``node``'s directory with its own kind's tool, or with ``tool`` ("kafka"/"kraftd")."""
         tool = tool or node.kind
         if tool == "kafka":
-            run_tool("kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root).check()
+            run_tool(
+                "kafka.tools.StorageTool", self.format_args(node), version=self.version, workdir=self.root
+            ).check()
         else:
             kraft_storage = str(Path(sys.executable).with_name("kraft-storage"))
             done = subprocess.run(
@@ -328,7 +371,10 @@ class MixedQuorum:
 
     def describe(self, node_ids: Sequence[int] | None = None, timeout_ms: int = 3000) -> QuorumInfo:
         """DescribeQuorum through kraftd's client, tried against the given (default: live) nodes."""
-        ids = node_ids or [n.node_id for n in self.nodes if n.alive()]
+        # kraftd nodes first: a Kafka controller without metadata.version logs an ERROR for DescribeCluster.
+        ids = node_ids or [
+            n.node_id for n in sorted(self.nodes, key=lambda n: n.kind != "kraftd") if n.alive()
+        ]
         targets = [("127.0.0.1", self.node(i).port) for i in ids]
         _, info = asyncio.run(fetch_quorum(targets, 2, timeout_ms))
         return info
