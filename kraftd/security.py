@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from kwire.authz import parse_super_users
 from kwire.errors import KraftError
 from kwire.sasl import (
     MECHANISMS,
@@ -53,6 +54,8 @@ class ListenerSecurity:
     client_mechanism: str = "GSSAPI"  # sasl.mechanism.controller.protocol (Kafka's default)
     jaas: Mapping[str, str] = field(default_factory=dict)  # mechanism (upper case) -> sasl.jaas.config text
     reauth_ms: int = 0
+    authorizer_class: str | None = None  # authorizer.class.name: any value turns authorization on
+    super_users: frozenset[str] = frozenset()
 
     @property
     def uses_tls(self) -> bool:
@@ -127,6 +130,8 @@ def listener_security(
         client_mechanism=(get("sasl.mechanism.controller.protocol", "GSSAPI") or "GSSAPI").upper(),
         jaas=jaas,
         reauth_ms=reauth_ms,
+        authorizer_class=(props.get("authorizer.class.name") or "").strip() or None,
+        super_users=parse_super_users(props.get("super.users")),
     )
 
 

@@ -27,6 +27,9 @@ Contracts:
    must authenticate before any API but ApiVersions (kwire.sasl contract 1: refused requests close the
    connection unanswered; a refused SASL exchange closes it after its answer, with one WARNING). Without
    ``sasl`` those two APIs are not served.
+8. With ``authorizer`` (kwire.authz) every request but ApiVersions/SASL/Metadata is checked against the
+   connection's principal (SASL user, else TLS subject, else ANONYMOUS); a denied one is answered with
+   ``denied(api_key, request)`` (the caller's CLUSTER_AUTHORIZATION_FAILED response) and logged (rate-limited).
 """
 
 from __future__ import annotations
@@ -51,6 +54,7 @@ from kwire.apiversions import (
     unsupported_version_response,
     valid_client_software,
 )
+from kwire.authz import ANONYMOUS, Authorizer, tls_principal
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import ParsedRequest, encode_response, parse_request
@@ -105,6 +109,8 @@ class KafkaServer:
         limits: ListenerLimits | None = None,
         ssl: SSLContext | None = None,
         sasl: SaslServerConfig | None = None,
+        authorizer: Authorizer | None = None,
+        denied: Callable[[int, Any], Any] | None = None,
     ) -> None:
         limits = limits or ListenerLimits()
         max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
@@ -127,6 +133,9 @@ class KafkaServer:
             served[SASL_HANDSHAKE] = (1, 1)
             served[SASL_AUTHENTICATE] = (0, 2)
         self._sasl = sasl
+        if authorizer is not None and denied is None:
+            raise LocalProtocolError("an authorizer needs a denied(api_key, request) response builder")
+        self._authorizer, self._denied = authorizer, denied
         self.served: Mapping[int, VersionRange] = served
         self._host, self._port = host, port
         self.listener = listener
@@ -229,6 +238,13 @@ class KafkaServer:
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Task[bytes] | None] = asyncio.Queue()
         session = ServerSession(self._sasl) if self._sasl is not None else None
+        tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
+
+        def principal() -> str:
+            if session is not None and session.principal is not None:
+                return f"User:{session.principal}"
+            return tls_user or ANONYMOUS
+
         write_task = asyncio.create_task(self._write_in_order(order, writer, info, session))
         in_flight: set[asyncio.Task[bytes]] = set()
         idle = self.limits.idle_ms / 1000
@@ -261,7 +277,7 @@ class KafkaServer:
                     if session is not None:
                         session.admit(parsed.api_key, int(time.time() * 1000))
                     await slots.acquire()
-                    t = asyncio.create_task(self._respond(parsed, info, session))
+                    t = asyncio.create_task(self._respond(parsed, info, session, principal))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
                     order.put_nowait(t)
@@ -304,7 +320,11 @@ class KafkaServer:
                 self._last_done[info.connection_id] = (True, time.monotonic())
 
     async def _respond(
-        self, req: ParsedRequest, info: ConnectionInfo, session: ServerSession | None = None
+        self,
+        req: ParsedRequest,
+        info: ConnectionInfo,
+        session: ServerSession | None = None,
+        principal: Callable[[], str] | None = None,
     ) -> bytes:
         try:
             if req.unsupported_api_versions:
@@ -317,6 +337,17 @@ class KafkaServer:
                 body: Any = self._api_versions(req.body, version)
             elif session is not None and req.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
                 body = self._sasl_step(session, req, info)
+            elif (
+                self._authorizer is not None
+                and self._denied is not None
+                and not self._authorizer.authorize(
+                    who := (principal() if principal else ANONYMOUS), req.api_key
+                )
+            ):
+                self.warn(
+                    "connection %d: %s may not call %s (denied)", info.connection_id, who, req.spec.name
+                )
+                body = self._denied(req.api_key, req.body)
             else:
                 try:
                     body = await self._handler(req.header, req.body, info)

@@ -64,6 +64,7 @@ from kraftd.shell import handlers
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
+from kwire.authz import AclAuthorizer
 from kwire.errors import ErrorCode
 from kwire.tls import TlsConfigError, client_context, server_context
 
@@ -176,6 +177,8 @@ class ControllerNode:
             limits=cfg.limits,
             ssl=server_tls,
             sasl=server_sasl,
+            authorizer=AclAuthorizer(cfg.security.super_users) if cfg.security.authorizer_class else None,
+            denied=handlers.denied_response,
         )
         await self.server.start()
         log.info(
