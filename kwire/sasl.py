@@ -157,8 +157,9 @@ def _xor(a: bytes, b: bytes) -> bytes:
 
 
 class _ScramServer:
-    def __init__(self, mechanism: str, store: CredentialStore) -> None:
+    def __init__(self, mechanism: str, store: CredentialStore, random_bytes: Callable[[int], bytes]) -> None:
         self.mechanism, self.store = mechanism, store
+        self.random_bytes = random_bytes
         self.h = SCRAM_HASHES[mechanism]
         self.step = 0
         self.user = ""
@@ -182,11 +183,14 @@ class _ScramServer:
                 raise SaslAuthenticationError("SCRAM client-first message lacks n= or r=")
             self.user = _unescape_user(attrs["n"])
             cred = self.store.scram(self.mechanism, self.user)
-            self.cred = cred or scram_credential(
-                self.mechanism, os.urandom(8).hex(), os.urandom(16), SCRAM_ITERATIONS
+            # An unknown user gets a decoy (no PBKDF2 spent on it; its proof can never verify), so the
+            # exchange looks the same as for a wrong password.
+            size = hashlib.new(self.h).digest_size
+            self.cred = cred or ScramCredential(
+                self.random_bytes(16), self.random_bytes(size), self.random_bytes(size), SCRAM_ITERATIONS
             )
             self.known = cred is not None
-            self.nonce = attrs["r"] + base64.b64encode(os.urandom(18)).decode().rstrip("=")
+            self.nonce = attrs["r"] + base64.b64encode(self.random_bytes(18)).decode().rstrip("=")
             self.server_first = f"r={self.nonce},s={_b64(self.cred.salt)},i={self.cred.iterations}"
             self.step = 1
             return self.server_first.encode(), False
@@ -253,6 +257,7 @@ class SaslServerConfig:
     mechanisms: tuple[str, ...]
     credentials: CredentialStore
     reauth_ms: int = 0
+    random_bytes: Callable[[int], bytes] = os.urandom  # nonces and decoy salts (fixed only in tests/fuzzing)
 
 
 class ServerSession:
@@ -292,7 +297,9 @@ class ServerSession:
             return SaslHandshakeResponse(ErrorCode.ILLEGAL_SASL_STATE, enabled)
         self.mechanism = mech
         creds = self.config.credentials
-        self._exchange = _PlainServer(creds) if mech == "PLAIN" else _ScramServer(mech, creds)
+        self._exchange = (
+            _PlainServer(creds) if mech == "PLAIN" else _ScramServer(mech, creds, self.config.random_bytes)
+        )
         return SaslHandshakeResponse(ErrorCode.NONE, enabled)
 
     def authenticate(

@@ -172,6 +172,7 @@ _SASL = SaslServerConfig(
     ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"),
     JaasCredentials({"alice": "alice-secret", "": "x"}),
     reauth_ms=1000,
+    random_bytes=lambda n: b"\x07" * n,  # contract 2: deterministic nonces (server nonce "BwcH...")
 )
 
 
