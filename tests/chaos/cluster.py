@@ -6,6 +6,9 @@ Contracts:
    append is a line in ``acks-<id>.txt``) and the test-only slow-disk hook (``slow-<id>`` holds the fsync delay).
 3. ``disk_node`` (when given and tmpfs can be mounted) keeps its log directory on a small tmpfs of its own.
 4. Processes are signalled only by their own pid; :meth:`ChaosCluster.close` leaves none running and unmounts.
+5. ``kafka_nodes`` run Apache Kafka's own controller (tests.interop.kafka's jars and JVM flags) instead of kraftd,
+   formatted by Kafka's StorageTool; they have no load generator and no slow-disk hook, and the harness never
+   picks them for the slow-disk or disk-full faults.
 """
 
 from __future__ import annotations
@@ -38,9 +41,18 @@ def try_mount_tmpfs(path: Path, size_mb: int) -> bool:
 
 
 class ChaosCluster:
-    def __init__(self, root: Path, n: int, *, disk_node: int | None = None, tmpfs_mb: int = 24) -> None:
+    def __init__(
+        self,
+        root: Path,
+        n: int,
+        *,
+        disk_node: int | None = None,
+        tmpfs_mb: int = 24,
+        kafka_nodes: frozenset[int] = frozenset(),
+    ) -> None:
         self.root = root
         self.n = n
+        self.kafka_nodes = kafka_nodes
         self.ids = list(range(1, n + 1))
         self.ports = dict(zip(self.ids, free_ports(n), strict=True))
         self.proxy = Proxy()
@@ -71,11 +83,20 @@ class ChaosCluster:
                 "controller.quorum.voters": voters,
                 "controller.quorum.election.timeout.ms": str(ELECTION_MS),
                 "controller.quorum.fetch.timeout.ms": str(FETCH_MS),
-                "metadata.log.segment.bytes": str(1 << 20),
-                "kraftd.test.fsync.delay.file": str(self.slow_file(i)),
             }
+            if i in kafka_nodes:
+                props["log.dirs"] = str(self.data_dir(i))
+            else:
+                props["metadata.log.segment.bytes"] = str(1 << 20)
+                props["kraftd.test.fsync.delay.file"] = str(self.slow_file(i))
             self.config(i).write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-            format_directory(load_config(self.config(i)), CLUSTER_ID)
+            if i in kafka_nodes:
+                from tests.interop.kafka import run_tool
+
+                args = ["format", "-t", CLUSTER_ID, "-c", str(self.config(i))]
+                run_tool("kafka.tools.StorageTool", args, workdir=self.root).check()
+            else:
+                format_directory(load_config(self.config(i)), CLUSTER_ID)
 
     # ---- files
     def data_dir(self, i: int) -> Path:
@@ -95,8 +116,14 @@ class ChaosCluster:
 
     # ---- processes
     def start(self, i: int, *, load: bool = True) -> None:
-        args = [KRAFTD, "start", str(self.config(i))]
-        if load:
+        if i in self.kafka_nodes:
+            from tests.interop.kafka import DEFAULT_VERSION, JVM_OPTS, classpath, log_config
+
+            args = ["java", *JVM_OPTS, *log_config(self.root / f"log4j-{i}", DEFAULT_VERSION)]
+            args += ["-cp", classpath(DEFAULT_VERSION), "kafka.Kafka", str(self.config(i))]
+        else:
+            args = [KRAFTD, "start", str(self.config(i))]
+        if load and i not in self.kafka_nodes:
             args += [
                 "--load-ack-file",
                 str(self.ack_file(i)),
@@ -105,6 +132,8 @@ class ChaosCluster:
                 "--load-record-size",
                 "64",
             ]
+            if self.kafka_nodes:  # Kafka's controller replays every record: give it valid NoOpRecords
+                args.append("--load-noop-records")
         with self.log_file(i).open("ab") as out:
             self.procs[i] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=self.root)
 

@@ -178,7 +178,12 @@ class Schedule:
 
     def slow_disk(self) -> None:
         old = self._leader()
-        victim = old[0] if old is not None and self.rng.random() < 0.5 else self.rng.choice(self.c.ids)
+        kraftd = [i for i in self.c.ids if i not in self.c.kafka_nodes]
+        victim = (
+            old[0]
+            if old is not None and old[0] in kraftd and self.rng.random() < 0.5
+            else self.rng.choice(kraftd)
+        )
         delay = self.rng.choice([50, 200, 800])
         hold = self._hold()
         self.t.log(f"slow disk: node {victim} fsync +{delay} ms for {hold:.1f}s")
