@@ -8,7 +8,7 @@ Measures, each in a fresh quorum:
 Targets (goals, not gates): >= 100k records/s batched; p99 <= 2 ms at linger 0 with one in flight;
 failover <= fetch timeout (2000 ms) + 250 ms.
 
-Usage: python bench/quorum.py [--json] [--seconds S] [--rounds N]
+Usage: .venv/bin/python bench/quorum.py [--json] [--seconds S] [--rounds N]
 """
 
 from __future__ import annotations

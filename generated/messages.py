@@ -22,6 +22,8 @@ from generated.fetch_response import FetchResponse
 from generated.fetch_snapshot_request import FetchSnapshotRequest
 from generated.fetch_snapshot_response import FetchSnapshotResponse
 from generated.kraft_version_record import KRaftVersionRecord
+from generated.kraftd_append_request import KraftdAppendRequest
+from generated.kraftd_append_response import KraftdAppendResponse
 from generated.leader_change_message import LeaderChangeMessage
 from generated.metadata_request import MetadataRequest
 from generated.metadata_response import MetadataResponse
@@ -64,6 +66,8 @@ ALL_CLASSES: tuple[type, ...] = (
     FetchSnapshotRequest,
     FetchSnapshotResponse,
     KRaftVersionRecord,
+    KraftdAppendRequest,
+    KraftdAppendResponse,
     LeaderChangeMessage,
     MetadataRequest,
     MetadataResponse,
@@ -335,6 +339,19 @@ API_SPECS: dict[int, ApiSpec] = {
         name="ReadOffset",
         request=ReadOffsetRequest,
         response=ReadOffsetResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    651: ApiSpec(
+        api_key=651,
+        name="KraftdAppend",
+        request=KraftdAppendRequest,
+        response=KraftdAppendResponse,
         lowest_version=0,
         highest_version=0,
         lowest_flexible_version=0,

@@ -85,6 +85,10 @@ class KraftConfig:
     retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
     append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    metrics_port: int = (
+        -1
+    )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
+    log_dirs: tuple[Path, ...] = ()  # log.dirs (or log.dir) when set; kraft-storage formats each of them
     unknown_keys: tuple[str, ...] = field(default=())
     limits: ListenerLimits = field(default_factory=ListenerLimits)
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
@@ -297,7 +301,8 @@ _KNOWN = frozenset(
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
-    "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file".split()
+    "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
+    "metrics.port".split()
 )
 
 
@@ -340,10 +345,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             )
     security = listener_security(props, names[0], proto_map[names[0]], ConfigError)
 
-    log_dir = props.get("metadata.log.dir", "").strip()
-    if not log_dir:
-        dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir")) or [DEFAULT_LOG_DIR]
-        log_dir = dirs[0]
+    dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir"))
+    log_dir = props.get("metadata.log.dir", "").strip() or (dirs or [DEFAULT_LOG_DIR])[0]
 
     voters = parse_voters(props.get("controller.quorum.voters"))
     bootstrap = tuple(
@@ -394,6 +397,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             props, "controller.quorum.append.linger.ms", _QUORUM_DEFAULTS.append_linger_ms, 0
         ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
+        metrics_port=_int(props, "metrics.port", -1, -1),
+        log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
         security=security,
         test_fsync_delay_file=Path(props["kraftd.test.fsync.delay.file"])

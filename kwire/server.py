@@ -92,6 +92,16 @@ class _Close(Exception):
     """Internal: the response for this request cannot be produced; close the connection."""
 
 
+@dataclass(slots=True)
+class ServerStats:
+    """Running totals for metrics: bytes read and written (frames with their length prefix), connections."""
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    connections_open: int = 0
+    connections_total: int = 0
+
+
 class KafkaServer:
     def __init__(
         self,
@@ -149,6 +159,7 @@ class KafkaServer:
         # connection id -> (has completed a request, when it last did / when it connected)
         self._last_done: dict[int, tuple[bool, float]] = {}
         self._ids = itertools.count(1)
+        self.stats = ServerStats()
 
     @property
     def port(self) -> int:
@@ -196,9 +207,12 @@ class KafkaServer:
         task = asyncio.create_task(self._serve(reader, writer, info))
         self._conns[cid] = (writer, task)
         self._last_done[cid] = (False, time.monotonic())
+        self.stats.connections_open += 1
+        self.stats.connections_total += 1
         try:
             await asyncio.wait({task})  # never raises, even when close() cancels the connection task
         finally:
+            self.stats.connections_open -= 1
             self._conns.pop(cid, None)
             self._last_done.pop(cid, None)
             writer.close()
@@ -264,6 +278,7 @@ class KafkaServer:
                 if not data:
                     break
                 last_active = time.monotonic()
+                self.stats.bytes_in += len(data)
                 for frame in decoder.feed(data):
                     parsed = parse_request(frame, self.served)
                     if parsed.trailing:
@@ -311,7 +326,9 @@ class KafkaServer:
                 self.warn("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
                 writer.close()
                 return
-            writer.write(encode_frame(payload))
+            frame = encode_frame(payload)
+            self.stats.bytes_out += len(frame)
+            writer.write(frame)
             await writer.drain()
             if session is not None and session.close_after_response:
                 writer.close()  # contract 7: a refused SASL exchange ends the connection after its answer

@@ -36,7 +36,7 @@ CONTROLLERS = 2
 BROKERS = 1
 
 
-def _hosts(text: str) -> list[tuple[str, int]]:
+def parse_hosts(text: str) -> list[tuple[str, int]]:
     out = []
     for item in (p.strip() for p in text.split(",")):
         host, sep, port = item.rpartition(":")
@@ -138,6 +138,7 @@ async def fetch_quorum(
     help="Client properties: security.protocol, ssl.* (PEM stores), sasl.mechanism and sasl.jaas.config.",
 )
 @click.option("--timeout-ms", default=10000, show_default=True, hidden=True)
+@click.version_option(package_name="kraftd", prog_name="kraft-metadata-quorum")
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -146,9 +147,21 @@ def main(
     command_config: str | None,
     timeout_ms: int,
 ) -> None:
+    ctx.obj = (bootstrap_server, bootstrap_controller, timeout_ms, command_config)
+
+
+_Obj = tuple[str | None, str | None, int, str | None]
+
+
+def _target(
+    obj: _Obj,
+) -> tuple[list[tuple[str, int]], int, int, SSLContext | None, SaslClientConfig | None]:
+    """Contract 1, checked when a sub-command runs (so ``describe --help`` needs no bootstrap flag); the
+    ``--command-config`` client properties give TLS and SASL settings."""
+    bootstrap_server, bootstrap_controller, timeout_ms, command_config = obj
     if (bootstrap_server is None) == (bootstrap_controller is None):
         raise click.UsageError("Exactly one of --bootstrap-server or --bootstrap-controller must be given.")
-    hosts = _hosts(bootstrap_server or bootstrap_controller or "")
+    hosts = parse_hosts(bootstrap_server or bootstrap_controller or "")
     ssl, sasl = None, None
     if command_config is not None:
         try:
@@ -158,7 +171,7 @@ def main(
             sasl = client_sasl(props, ConfigError)
         except KraftError as exc:
             raise click.ClickException(f"--command-config {command_config}: {exc}") from None
-    ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms, ssl, sasl)
+    return hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms, ssl, sasl
 
 
 @main.command(help="Describe the metadata quorum info")
@@ -166,13 +179,8 @@ def main(
 @click.option("--replication", is_flag=True, help="Detailed information about the status of replication.")
 @click.option("--human-readable", is_flag=True, help="Human-readable output (with --replication).")
 @click.pass_obj
-def describe(
-    obj: tuple[list[tuple[str, int]], int, int, SSLContext | None, SaslClientConfig | None],
-    status: bool,
-    replication: bool,
-    human_readable: bool,
-) -> None:
-    hosts, endpoint_type, timeout_ms, ssl, sasl = obj
+def describe(obj: _Obj, status: bool, replication: bool, human_readable: bool) -> None:
+    hosts, endpoint_type, timeout_ms, ssl, sasl = _target(obj)
     if status and replication:
         raise click.ClickException(
             "Only one of --status or --replication should be specified with describe sub-command"

@@ -27,6 +27,7 @@ class FormatError(KraftError):
 
 
 @click.group(help="The kraftd storage tool (Kafka's kafka-storage verbs).")
+@click.version_option(package_name="kraftd", prog_name="kraft-storage")
 def main() -> None:
     pass
 
@@ -112,12 +113,20 @@ def format_directory(
             "--standalone, --initial-controllers, or --no-initial-controllers."
         )
     log_dir = config.metadata_log_dir
-    if read_meta(log_dir) is not None or meta_path(log_dir).exists():
-        if ignore_formatted:
-            return f"All of the log directories are already formatted ({log_dir})."
+    # Kafka's Formatter formats metadata.log.dir and every directory of log.dirs (each its own directory id).
+    extra = [d for d in dict.fromkeys(config.log_dirs) if d != log_dir]
+    done = [d for d in [log_dir, *extra] if read_meta(d) is not None or meta_path(d).exists()]
+    if done and not ignore_formatted:
         raise FormatError(
-            f"Log directory {log_dir} is already formatted. Use --ignore-formatted to ignore this directory."
+            f"Log directory {done[0]} is already formatted. Use --ignore-formatted to ignore this directory."
         )
+    if log_dir in done:
+        for d in extra:
+            if d not in done:
+                meta = read_meta(log_dir)
+                assert meta is not None
+                write_meta(d, MetaProperties(meta.cluster_id, config.node_id, random_uuid()))
+        return f"All of the log directories are already formatted ({', '.join(map(str, done))})."
 
     voters: list[BootstrapVoter] = []
     directory_id = random_uuid()
@@ -132,12 +141,19 @@ def format_directory(
             directory_id = mine.directory_id
 
     write_meta(log_dir, MetaProperties(cluster_id, config.node_id, directory_id))
+    for d in extra:
+        if d not in done:
+            write_meta(d, MetaProperties(cluster_id, config.node_id, random_uuid()))
     pdir = partition_dir(log_dir)
     pdir.mkdir(exist_ok=True)
     kraft_version = 1 if voters else 0
     if voters:
         write_bootstrap_checkpoint(pdir, voters, now_ms=int(time.time() * 1000))
-    return f"Formatting metadata directory {log_dir} with kraft.version {kraft_version}."
+    lines = [f"Formatting metadata directory {log_dir} with kraft.version {kraft_version}."]
+    lines += [
+        f"Formatting data directory {d} with kraft.version {kraft_version}." for d in extra if d not in done
+    ]
+    return "\n".join(lines)
 
 
 @main.command(help="Get information about the metadata log directory of this node.")

@@ -5,7 +5,9 @@ Contracts:
    :data:`SERVED` at their full generated ranges.
 2. DescribeQuorum is answered by the leader; elsewhere the partition carries NOT_LEADER_OR_FOLLOWER (top-level
    NONE), as Kafka's controllers answer. A topic/partition other than ``__cluster_metadata``-0 gets
-   UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners.
+   UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners. Below v2 the answer (ours or
+   the leader's, relayed) carries no Nodes and zero directory ids, as Kafka's
+   RaftUtil.singletonDescribeQuorumResponse writes it for the request's version (:func:`describe_quorum_for`).
 3. DescribeCluster answers with the controller nodes, ``controller_id`` = the current leader (-1 unknown) and
    echoes the requested endpoint type (we answer brokers' questions with the controllers, deliberately).
 4. Metadata lists the controller nodes as brokers, ``controller_id`` = the leader, the cluster id and no topics:
@@ -35,6 +37,7 @@ from kwire.errors import ErrorCode, LocalProtocolError
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
+KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 SERVED: tuple[int, ...] = (
     FETCH,
     METADATA,
@@ -44,6 +47,7 @@ SERVED: tuple[int, ...] = (
     END_QUORUM,
     DESCRIBE_QUORUM,
     DESCRIBE_CLUSTER,
+    KRAFTD_APPEND,
 )
 CORE_APIS = frozenset({FETCH, VOTE, BEGIN_QUORUM, END_QUORUM})
 
@@ -114,6 +118,19 @@ def describe_quorum_response(
     return dq.DescribeQuorumResponse(
         error_message=None, topics=[dq.TopicData(METADATA_TOPIC, [part])], nodes=nodes
     )
+
+
+def describe_quorum_for(resp: dq.DescribeQuorumResponse, version: int) -> dq.DescribeQuorumResponse:
+    """Contract 2: the fields ``version`` lacks (Nodes, ReplicaDirectoryId: v2+) left at their defaults."""
+    if version >= 2:
+        return resp
+    zero = uuid.UUID(int=0)
+    for topic in resp.topics:
+        for part in topic.partitions:
+            for replica in (*part.current_voters, *part.observers):
+                replica.replica_directory_id = zero
+    resp.nodes = []
+    return resp
 
 
 def describe_cluster_response(req: DescribeClusterRequest, view: ClusterView) -> DescribeClusterResponse:

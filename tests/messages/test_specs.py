@@ -89,7 +89,9 @@ APIS: dict[str, tuple[int, str, str, list[str]]] = {
     "RemoveRaftVoter": (81, "0", "0+", ["controller", "broker"]),
     "UpdateRaftVoter": (82, "0", "0+", ["controller"]),
     "ReadOffset": (650, "0", "0+", ["controller"]),
+    "KraftdAppend": (651, "0", "0+", ["controller"]),
 }
+PRIVATE = ("ReadOffset", "KraftdAppend")  # kraftd's own RPCs, never shipped by Kafka
 DATA = {
     "RequestHeader": ("header", "1-2", "2+"),
     "ResponseHeader": ("header", "0-1", "1+"),
@@ -133,11 +135,13 @@ def test_data_and_header_facts(name: str) -> None:
     assert "apiKey" not in spec
 
 
-def test_read_offset_key_is_clear_of_kafka() -> None:
-    key = ALL["ReadOffsetRequest"]["apiKey"]
-    kafka_keys = {s["apiKey"] for n, s in ALL.items() if "apiKey" in s and not n.startswith("ReadOffset")}
+@pytest.mark.parametrize("api", PRIVATE)
+def test_private_keys_are_clear_of_kafka(api: str) -> None:
+    key = ALL[api + "Request"]["apiKey"]
+    kafka_keys = {s["apiKey"] for n, s in ALL.items() if "apiKey" in s and not n.startswith(PRIVATE)}
     assert key not in kafka_keys
     assert 200 <= key <= 32767  # well beyond Kafka's dense range (keys run into the 90s today)
+    assert len({ALL[p + "Request"]["apiKey"] for p in PRIVATE}) == len(PRIVATE)
 
 
 PORT_TYPES = {
