@@ -349,7 +349,7 @@ class ControllerNode:
             self._request_flush()
 
     def _slow_disk(self, run: Any) -> Any:
-        """Contract 10: the test-only fsync delay (``kraftd.test.fsync.delay.file``), read on every flush."""
+        """Contract 11: the test-only fsync delay (``kraftd.test.fsync.delay.file``), read on every flush."""
         path = self.config.test_fsync_delay_file
         if path is None:
             return run
