@@ -40,6 +40,8 @@ from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import ConfigError, Endpoint, KraftConfig
+from kraftd.controller.features import bootstrap_feature_records, resolve_features
+from kraftd.controller.machine import MetadataController
 from kraftd.core import messages as core_messages
 from kraftd.core.client import RaftClient
 from kraftd.core.config import QuorumConfig
@@ -62,14 +64,19 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import admin, handlers, observe
+from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, observe
+from kraftd.shell.controller_admin import ControllerAdmin
+from kraftd.shell.controller_glue import ControllerGlue
+from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
+from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.authz import AclAuthorizer
 from kwire.errors import ErrorCode
+from kwire.metadata_frame import encode_record
 from kwire.tls import TlsConfigError, client_context, server_context
 
 log = logging.getLogger("kraftd.node")
@@ -164,6 +171,14 @@ class ControllerNode:
         self.client = RaftClient(core)
         server_tls, self.peer_tls = tls_contexts(cfg)
         server_sasl, self.peer_sasl = sasl_settings(cfg.security, ConfigError)
+        bootstrap = read_bootstrap_metadata(cfg.metadata_log_dir)
+        if bootstrap is None:
+            levels = resolve_features(None, {})
+            bootstrap = [encode_record(r, 0) for r in bootstrap_feature_records(levels)]
+        self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
+        self.client.register(self.controller)
+        self.rpcs = ControllerRpcs(self)
+        self.ctl_admin = ControllerAdmin(self)
         self.observer = observe.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         name = cfg.controller_listener_names[0]
@@ -200,6 +215,7 @@ class ControllerNode:
             self.cluster_id,
         )
         self._driver = asyncio.create_task(self._drive())
+        self._spawn(self.rpcs.run_periodic())
 
     @property
     def core(self) -> RaftNode:
@@ -250,6 +266,9 @@ class ControllerNode:
         for peer in [*self.peers.values(), *self._forwarders.values()]:
             with contextlib.suppress(Exception):
                 await peer.close()
+        if getattr(self, "rpcs", None) is not None:
+            with contextlib.suppress(Exception):
+                await self.rpcs.close()
         if getattr(self, "server", None) is not None:
             await self.server.close()
         if self.storage is not None:
@@ -290,11 +309,16 @@ class ControllerNode:
             self.fatal = exc
             self._spawn(self._shutdown())
 
+    def spawn_task(self, coro: Any) -> None:
+        """Run ``coro`` as a task the node owns (cancelled on stop)."""
+        self._spawn(coro)
+
     def _step(self, event: Event) -> None:
         before = self.observer.snapshot()
         effects = self.client.step(event)
         self.observer.step(before, event, effects)
         self._execute(effects)
+        self.controller.after_step()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -384,7 +408,22 @@ class ControllerNode:
     def cluster_view(self) -> handlers.ClusterView:
         nodes: dict[int, tuple[Endpoint, ...]] = dict(self.setup.endpoints)
         nodes[self.config.node_id] = self.config.advertised_controller_listeners
-        return handlers.ClusterView(self.cluster_id, nodes, self.known_leader())
+        image = self.controller.machine.committed
+        name = self.config.controller_listener_names[0]
+        if image.controllers and set(image.controllers) >= set(nodes):
+            nodes = {
+                cid: tuple(
+                    Endpoint(n, h, p) for n, h, p, _ in sorted(c.listeners, key=lambda e: e[0] != name)
+                )
+                for cid, c in image.controllers.items()
+                if cid in nodes
+            }
+        brokers = {
+            bid: (Endpoint(*b.listeners[0][:3]), b.rack)
+            for bid, b in image.brokers.items()
+            if not b.fenced and b.listeners
+        }
+        return handlers.ClusterView(self.cluster_id, nodes, self.known_leader(), brokers or None)
 
     async def _handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         key = header.request_api_key
@@ -404,6 +443,10 @@ class ControllerNode:
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
             return handlers.describe_cluster_response(body, self.cluster_view())
+        if key in controller_rpcs.APIS:
+            return await self.rpcs.handle(key, body, header.request_api_version)
+        if key in controller_admin.APIS:
+            return await self.ctl_admin.handle(key, body)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
             return handlers.metadata_response(body, self.cluster_view())
@@ -443,11 +486,14 @@ class ControllerNode:
             return None
 
     # ------------------------------------------------------------------ RaftClient (contract 7)
-    async def append(self, records: list[bytes]) -> int:
-        """Append as leader; resolves with the last offset once committed."""
+    async def append(self, records: list[bytes], on_range: Any = None) -> int:
+        """Append as leader; resolves with the last offset once committed. ``on_range`` (if given) is called
+        with the OffsetRange synchronously, before anything else can append."""
         if self._stopped.is_set():
             raise NotLeaderError("the node is stopped")
         rng = self.client.append(records)
+        if on_range is not None:
+            on_range(rng)
         t0 = time.perf_counter()
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append((rng.last, fut))
