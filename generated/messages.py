@@ -75,6 +75,10 @@ from generated.remove_topic_record import RemoveTopicRecord
 from generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from generated.request_header import RequestHeader
 from generated.response_header import ResponseHeader
+from generated.sasl_authenticate_request import SaslAuthenticateRequest
+from generated.sasl_authenticate_response import SaslAuthenticateResponse
+from generated.sasl_handshake_request import SaslHandshakeRequest
+from generated.sasl_handshake_response import SaslHandshakeResponse
 from generated.snapshot_footer_record import SnapshotFooterRecord
 from generated.snapshot_header_record import SnapshotHeaderRecord
 from generated.topic_record import TopicRecord
@@ -161,6 +165,10 @@ ALL_CLASSES: tuple[type, ...] = (
     RemoveUserScramCredentialRecord,
     RequestHeader,
     ResponseHeader,
+    SaslAuthenticateRequest,
+    SaslAuthenticateResponse,
+    SaslHandshakeRequest,
+    SaslHandshakeResponse,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
     TopicRecord,
@@ -249,6 +257,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    17: ApiSpec(
+        api_key=17,
+        name="SaslHandshake",
+        request=SaslHandshakeRequest,
+        response=SaslHandshakeResponse,
+        lowest_version=0,
+        highest_version=1,
+        lowest_flexible_version=None,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     18: ApiSpec(
         api_key=18,
         name="ApiVersions",
@@ -283,6 +304,19 @@ API_SPECS: dict[int, ApiSpec] = {
         lowest_version=1,
         highest_version=6,
         lowest_flexible_version=4,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    36: ApiSpec(
+        api_key=36,
+        name="SaslAuthenticate",
+        request=SaslAuthenticateRequest,
+        response=SaslAuthenticateResponse,
+        lowest_version=0,
+        highest_version=2,
+        lowest_flexible_version=2,
         listeners=frozenset(["broker", "controller"]),
         latest_version_unstable=False,
         request_header_versions=(),

@@ -8,7 +8,8 @@ Contracts:
    :class:`ConfigError` whose message names the offending key and the form it expects.
 3. Keys we do not know are logged as warnings (never an error) and kept in ``KraftConfig.unknown_keys``; a short
    list of Kafka keys that make no sense for this controller is accepted silently.
-4. Only the ``controller`` role and the ``PLAINTEXT`` security protocol are supported; anything else fails.
+4. Only the ``controller`` role is supported; the controller listener may be PLAINTEXT, SSL, SASL_PLAINTEXT or
+   SASL_SSL (kraftd.security reads their ``ssl.*`` / ``sasl.*`` keys).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from kraftd.core.config import QuorumConfig
+from kraftd.security import PROTOCOLS, ListenerSecurity, is_security_key, listener_security
 from kwire.errors import KraftError
+from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUEST_BYTES, ListenerLimits
 
 log = logging.getLogger("kraftd.config")
 
@@ -91,6 +94,10 @@ class KraftConfig:
     )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
     log_dirs: tuple[Path, ...] = ()  # log.dirs (or log.dir) when set; kraft-storage formats each of them
     unknown_keys: tuple[str, ...] = field(default=())
+    limits: ListenerLimits = field(default_factory=ListenerLimits)
+    security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
+    test_fsync_delay_file: Path | None = None
 
     @property
     def controller_listener(self) -> Endpoint:
@@ -286,7 +293,7 @@ def _protocol_map(raw: str | None, controller_names: list[str]) -> dict[str, str
 # Kafka keys that are valid in a server.properties but have no effect on this controller (contract 3).
 _TOLERATED = frozenset(
     "num.network.threads num.io.threads socket.send.buffer.bytes socket.receive.buffer.bytes "
-    "socket.request.max.bytes num.partitions num.recovery.threads.per.data.dir offsets.topic.replication.factor "
+    "num.partitions num.recovery.threads.per.data.dir offsets.topic.replication.factor "
     "share.coordinator.state.topic.replication.factor share.coordinator.state.topic.min.isr "
     "transaction.state.log.replication.factor transaction.state.log.min.isr log.retention.hours "
     "log.segment.bytes log.retention.check.interval.ms inter.broker.listener.name".split()
@@ -300,6 +307,7 @@ _KNOWN = frozenset(
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
+    "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
     "metrics.port".split()
 )
 
@@ -336,10 +344,12 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
                 f"listener.security.protocol.map: no entry for listener {endpoint.name!r}; "
                 "expected a comma-separated list of NAME:PROTOCOL covering every listener"
             )
-        if endpoint.name in names and proto != "PLAINTEXT":
+        if endpoint.name in names and proto not in PROTOCOLS:
             raise ConfigError(
-                f"listener.security.protocol.map: {endpoint.name}:{proto} is not supported; expected PLAINTEXT"
+                f"listener.security.protocol.map: {endpoint.name}:{proto} is not supported; "
+                f"expected one of {', '.join(PROTOCOLS)}"
             )
+    security = listener_security(props, names[0], proto_map[names[0]], ConfigError)
 
     dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir"))
     log_dir = props.get("metadata.log.dir", "").strip() or (dirs or [DEFAULT_LOG_DIR])[0]
@@ -360,7 +370,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             "expected id@host:port,... including this node"
         )
 
-    unknown = tuple(k for k in props if k not in _KNOWN and k not in _TOLERATED)
+    unknown = tuple(k for k in props if k not in _KNOWN and k not in _TOLERATED and not is_security_key(k))
     for key in unknown:
         log.warning("unknown configuration key %r ignored", key)
 
@@ -407,6 +417,15 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         metrics_port=_int(props, "metrics.port", -1, -1),
         log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
+        security=security,
+        test_fsync_delay_file=Path(props["kraftd.test.fsync.delay.file"])
+        if props.get("kraftd.test.fsync.delay.file", "").strip()
+        else None,
+        limits=ListenerLimits(
+            max_request_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_REQUEST_BYTES, 1),
+            idle_ms=_int(props, "connections.max.idle.ms", DEFAULT_IDLE_MS, 1),
+            max_connections=_int(props, "max.connections", DEFAULT_MAX_CONNECTIONS, 1),
+        ),
     )
 
 

@@ -20,6 +20,12 @@ Contracts:
    n-th consecutive failed attempt the next waits base·2^(n-1), capped at max, with ±20% jitter; a successful
    negotiation resets it. ``send`` on a closed connection reconnects (waiting out the backoff).
 6. ``close()`` fails every pending request with NetworkError; later ``send`` calls raise NetworkError.
+7. With ``ssl`` (a client context from kwire.tls) the connection is TLS; the certificate is checked against
+   ``server_hostname`` (default: ``host``) when the context checks host names. Handshake failures are
+   NetworkError like any failed connect.
+8. With ``sasl`` every new connection authenticates (SaslHandshake, SaslAuthenticate) right after ApiVersions;
+   a failure raises kwire.sasl.SaslAuthenticationError (Kafka's code) and the connection is dropped. When the
+   server reports a session lifetime, ``send`` re-authenticates in band once 90% of it has passed (KIP-368).
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ import asyncio
 import random
 import time
 from collections.abc import Mapping
+from ssl import SSLContext
 from typing import Any
 
 from generated.api_versions_request import ApiVersionsRequest
@@ -46,6 +53,7 @@ from kwire.errors import (
 )
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
 from kwire.headers import decode_response, encode_request, peek_correlation_id
+from kwire.sasl import SaslClientConfig, client_exchange
 
 
 def all_apis() -> dict[int, VersionRange]:
@@ -86,6 +94,9 @@ class KafkaClient:
         reconnect_backoff_max_ms: int = 1000,
         max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
         rng: random.Random | None = None,
+        ssl: SSLContext | None = None,
+        server_hostname: str | None = None,
+        sasl: SaslClientConfig | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
@@ -97,6 +108,10 @@ class KafkaClient:
         self._backoff_max = reconnect_backoff_max_ms / 1000
         self._max_frame = max_frame_size
         self._rng = rng or random.Random()
+        self._ssl = ssl
+        self._server_hostname = server_hostname
+        self._sasl = sasl
+        self._reauth_at: float | None = None
         self._conn: _Connection | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
         self._failures = 0
@@ -149,7 +164,13 @@ class KafkaClient:
 
     async def _open_and_negotiate(self) -> NegotiatedVersions:
         reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(self.host, self.port), self.connect_timeout
+            asyncio.open_connection(
+                self.host,
+                self.port,
+                ssl=self._ssl,
+                server_hostname=(self._server_hostname or self.host) if self._ssl is not None else None,
+            ),
+            self.connect_timeout,
         )
         conn = _Connection(reader, writer, self._max_frame)
         conn.reader_task = asyncio.create_task(self._read_loop(conn))
@@ -168,8 +189,22 @@ class KafkaClient:
                 continue
             if resp.error_code != ErrorCode.NONE:
                 raise ErrorResponse(ErrorCode.from_code(resp.error_code), "ApiVersions request refused")
-            return negotiate(self._ours, resp)
+            negotiated = negotiate(self._ours, resp)
+            if self._sasl is not None:
+                await self._authenticate(conn, negotiated)
+            return negotiated
         raise ApiNotSupportedError("ApiVersions negotiation did not converge")
+
+    async def _authenticate(self, conn: _Connection, nv: NegotiatedVersions) -> None:
+        """Contract 8: SASL on this connection; re-authenticate at 90% of the session lifetime."""
+        assert self._sasl is not None
+
+        async def request(message: Any) -> Any:
+            api_key = type(message).API_KEY
+            return await self._request(conn, message, nv.version_for(api_key), self.connect_timeout)
+
+        lifetime_ms = await client_exchange(request, self._sasl)
+        self._reauth_at = time.monotonic() + lifetime_ms * 0.9 / 1000 if lifetime_ms > 0 else None
 
     # ------------------------------------------------------------ requests
 
@@ -182,6 +217,13 @@ class KafkaClient:
         if not self.connected or self.versions is None:
             await self.connect()
         assert self.versions is not None and self._conn is not None
+        if self._reauth_at is not None and time.monotonic() >= self._reauth_at:
+            self._reauth_at = None
+            try:
+                await self._authenticate(self._conn, self.versions)
+            except KraftError as exc:
+                self._conn.fail_all(NetworkError(f"re-authentication failed: {exc}"))
+                raise
         if version is None:
             version = self.versions.version_for(api_key)
         else:

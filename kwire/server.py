@@ -17,6 +17,19 @@ Contracts:
 3. A handler that raises, or returns something that is not the API's response class, or a response that cannot
    be encoded at the request's version, closes the connection with a log line (no partial frame is written).
 4. ``close()`` stops accepting, closes every connection and cancels in-flight handler calls.
+5. ``limits`` (kwire.limits.ListenerLimits) bounds frame size, idle time, connections held and requests per
+   connection; connections over ``max_connections`` are shed as kwire.limits contract 2 says. The per-connection
+   WARNING of contract 1 goes through a RateLimitedWarning shared by the whole server.
+6. With ``ssl`` (a server context from kwire.tls) every connection first completes a TLS handshake within
+   ``limits.handshake_timeout``; a failed handshake (plaintext client, untrusted or expired certificate, wrong
+   CA) closes that connection with one rate-limited WARNING naming the peer and the reason.
+7. With ``sasl`` (kwire.sasl) the listener serves SaslHandshake v1 and SaslAuthenticate v0-2 and each connection
+   must authenticate before any API but ApiVersions (kwire.sasl contract 1: refused requests close the
+   connection unanswered; a refused SASL exchange closes it after its answer, with one WARNING). Without
+   ``sasl`` those two APIs are not served.
+8. With ``authorizer`` (kwire.authz) every request but ApiVersions/SASL/Metadata is checked against the
+   connection's principal (SASL user, else TLS subject, else ANONYMOUS); a denied one is answered with
+   ``denied(api_key, request)`` (the caller's CLUSTER_AUTHORIZATION_FAILED response) and logged (rate-limited).
 """
 
 from __future__ import annotations
@@ -24,8 +37,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from ssl import SSLContext, SSLError
 from typing import Any
 
 from generated.api_versions_request import ApiVersionsRequest
@@ -39,13 +54,16 @@ from kwire.apiversions import (
     unsupported_version_response,
     valid_client_software,
 )
+from kwire.authz import ANONYMOUS, Authorizer, tls_principal
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
-from kwire.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import ParsedRequest, encode_response, parse_request
+from kwire.limits import DEFAULT_MAX_IN_FLIGHT, ListenerLimits, RateLimitedWarning
+from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
 log = logging.getLogger("kwire.server")
 
-DEFAULT_MAX_IN_FLIGHT = 16
+__all__ = ["DEFAULT_MAX_IN_FLIGHT", "ConnectionInfo", "KafkaServer"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,17 +111,41 @@ class KafkaServer:
         host: str = "127.0.0.1",
         port: int = 0,
         listener: str = "controller",
-        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
-        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_frame_size: int | None = None,
+        max_in_flight: int | None = None,
         supported_features: Mapping[str, VersionRange] = DEFAULT_SUPPORTED_FEATURES,
         finalized_features: FinalizedFeatures | None = None,
         read_chunk: int = 65536,
+        limits: ListenerLimits | None = None,
+        ssl: SSLContext | None = None,
+        sasl: SaslServerConfig | None = None,
+        authorizer: Authorizer | None = None,
+        denied: Callable[[int, Any], Any] | None = None,
     ) -> None:
+        limits = limits or ListenerLimits()
+        max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
+        max_in_flight = limits.max_in_flight if max_in_flight is None else max_in_flight
         if max_in_flight < 1:
             raise LocalProtocolError("max_in_flight must be at least 1")
+        self.limits = limits
+        self._ssl = ssl
+        self.warn = RateLimitedWarning(log)
         self._handler = handler
-        served = dict(controller_apis(listener) if served is None else served)
+        if served is None:  # contract 7: by default only SASL listeners offer the SASL APIs
+            served = {
+                k: v
+                for k, v in controller_apis(listener).items()
+                if k not in (SASL_HANDSHAKE, SASL_AUTHENTICATE)
+            }
+        served = dict(served)
         served.setdefault(API_VERSIONS_KEY, (0, 4))
+        if sasl is not None:
+            served[SASL_HANDSHAKE] = (1, 1)
+            served[SASL_AUTHENTICATE] = (0, 2)
+        self._sasl = sasl
+        if authorizer is not None and denied is None:
+            raise LocalProtocolError("an authorizer needs a denied(api_key, request) response builder")
+        self._authorizer, self._denied = authorizer, denied
         self.served: Mapping[int, VersionRange] = served
         self._host, self._port = host, port
         self.listener = listener
@@ -114,6 +156,8 @@ class KafkaServer:
         self._chunk = read_chunk
         self._server: asyncio.Server | None = None
         self._conns: dict[int, tuple[asyncio.StreamWriter, asyncio.Task[None]]] = {}
+        # connection id -> (has completed a request, when it last did / when it connected)
+        self._last_done: dict[int, tuple[bool, float]] = {}
         self._ids = itertools.count(1)
         self.stats = ServerStats()
 
@@ -156,8 +200,13 @@ class KafkaServer:
         peer = writer.get_extra_info("peername") or ("?", 0)
         local = writer.get_extra_info("sockname") or ("?", 0)
         info = ConnectionInfo(cid, (peer[0], peer[1]), (local[0], local[1]), self.listener)
+        if len(self._conns) >= self.limits.max_connections:
+            self._shed_one()
+        if self._ssl is not None and not await self._handshake(writer, info):
+            return
         task = asyncio.create_task(self._serve(reader, writer, info))
         self._conns[cid] = (writer, task)
+        self._last_done[cid] = (False, time.monotonic())
         self.stats.connections_open += 1
         self.stats.connections_total += 1
         try:
@@ -165,7 +214,36 @@ class KafkaServer:
         finally:
             self.stats.connections_open -= 1
             self._conns.pop(cid, None)
+            self._last_done.pop(cid, None)
             writer.close()
+
+    async def _handshake(self, writer: asyncio.StreamWriter, info: ConnectionInfo) -> bool:
+        """Contract 6."""
+        assert self._ssl is not None
+        try:
+            await writer.start_tls(self._ssl, ssl_handshake_timeout=self.limits.handshake_timeout_ms / 1000)
+            return True
+        except (SSLError, OSError, TimeoutError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            detail = getattr(exc, "verify_message", None)  # e.g. "certificate has expired"
+            if detail:
+                reason = f"{reason} ({detail})"
+            self.warn(
+                "TLS handshake with %s:%d failed (connection %d): %s", *info.peer, info.connection_id, reason
+            )
+            writer.transport.abort()
+            return False
+
+    def _shed_one(self) -> None:
+        """Contract 5 / kwire.limits contract 2: close the connection whose last completed request is oldest."""
+        victim = min(self._last_done, key=self._last_done.__getitem__, default=None)
+        if victim is None:
+            return
+        writer, task = self._conns[victim]
+        self._last_done.pop(victim, None)
+        self.warn("max.connections (%d) reached: closing connection %d", self.limits.max_connections, victim)
+        writer.transport.abort()
+        task.cancel()
 
     async def _serve(
         self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, info: ConnectionInfo
@@ -173,13 +251,33 @@ class KafkaServer:
         decoder = FrameDecoder(self._max_frame)
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Task[bytes] | None] = asyncio.Queue()
-        write_task = asyncio.create_task(self._write_in_order(order, writer, info))
+        session = ServerSession(self._sasl) if self._sasl is not None else None
+        tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
+
+        def principal() -> str:
+            if session is not None and session.principal is not None:
+                return f"User:{session.principal}"
+            return tls_user or ANONYMOUS
+
+        write_task = asyncio.create_task(self._write_in_order(order, writer, info, session))
         in_flight: set[asyncio.Task[bytes]] = set()
+        idle = self.limits.idle_ms / 1000
+        last_active = time.monotonic()
         try:
             while not write_task.done():
-                data = await reader.read(self._chunk)
+                try:
+                    data = await asyncio.wait_for(reader.read(self._chunk), idle)
+                except TimeoutError:
+                    _, last_done = self._last_done.get(info.connection_id, (False, 0.0))
+                    if in_flight or time.monotonic() - max(last_active, last_done) < idle:
+                        continue
+                    log.debug(
+                        "closing connection %d: idle for %d ms", info.connection_id, self.limits.idle_ms
+                    )
+                    break
                 if not data:
                     break
+                last_active = time.monotonic()
                 self.stats.bytes_in += len(data)
                 for frame in decoder.feed(data):
                     parsed = parse_request(frame, self.served)
@@ -191,13 +289,15 @@ class KafkaServer:
                             parsed.spec.name,
                             parsed.api_version,
                         )
+                    if session is not None:
+                        session.admit(parsed.api_key, int(time.time() * 1000))
                     await slots.acquire()
-                    t = asyncio.create_task(self._respond(parsed, info))
+                    t = asyncio.create_task(self._respond(parsed, info, session, principal))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
                     order.put_nowait(t)
         except KraftError as exc:
-            log.warning("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
+            self.warn("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
         except (ConnectionError, OSError):
             pass
         finally:
@@ -214,6 +314,7 @@ class KafkaServer:
         order: asyncio.Queue[asyncio.Task[bytes] | None],
         writer: asyncio.StreamWriter,
         info: ConnectionInfo,
+        session: ServerSession | None = None,
     ) -> None:
         while True:
             task = await order.get()
@@ -222,15 +323,26 @@ class KafkaServer:
             try:
                 payload = await task
             except Exception as exc:  # _Close, or anything unexpected: never leave the client waiting
-                log.warning("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
+                self.warn("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
                 writer.close()
                 return
             frame = encode_frame(payload)
             self.stats.bytes_out += len(frame)
             writer.write(frame)
             await writer.drain()
+            if session is not None and session.close_after_response:
+                writer.close()  # contract 7: a refused SASL exchange ends the connection after its answer
+                return
+            if info.connection_id in self._last_done:
+                self._last_done[info.connection_id] = (True, time.monotonic())
 
-    async def _respond(self, req: ParsedRequest, info: ConnectionInfo) -> bytes:
+    async def _respond(
+        self,
+        req: ParsedRequest,
+        info: ConnectionInfo,
+        session: ServerSession | None = None,
+        principal: Callable[[], str] | None = None,
+    ) -> bytes:
         try:
             if req.unsupported_api_versions:
                 # KIP-511: a v0 body (and v0 header) whatever version the client asked for.
@@ -240,6 +352,19 @@ class KafkaServer:
             version = req.api_version
             if req.api_key == API_VERSIONS_KEY:
                 body: Any = self._api_versions(req.body, version)
+            elif session is not None and req.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+                body = self._sasl_step(session, req, info)
+            elif (
+                self._authorizer is not None
+                and self._denied is not None
+                and not self._authorizer.authorize(
+                    who := (principal() if principal else ANONYMOUS), req.api_key
+                )
+            ):
+                self.warn(
+                    "connection %d: %s may not call %s (denied)", info.connection_id, who, req.spec.name
+                )
+                body = self._denied(req.api_key, req.body)
             else:
                 try:
                     body = await self._handler(req.header, req.body, info)
@@ -252,6 +377,23 @@ class KafkaServer:
             return encode_response(req.api_key, version, req.correlation_id, body)
         except KraftError as exc:
             raise _Close(f"cannot encode the {req.spec.name} response: {exc}") from exc
+
+    def _sasl_step(self, session: ServerSession, req: ParsedRequest, info: ConnectionInfo) -> Any:
+        if req.api_key == SASL_HANDSHAKE:
+            body: Any = session.handshake(req.body)
+        else:
+            body = session.authenticate(req.body, req.api_version, int(time.time() * 1000))
+        if body.error_code != ErrorCode.NONE:
+            self.warn(
+                "SASL authentication of connection %d from %s:%d failed: %s %s",
+                info.connection_id,
+                *info.peer,
+                ErrorCode.from_code(body.error_code).name,
+                getattr(body, "error_message", None) or f"(mechanism {req.body.mechanism!r})",
+            )
+        elif req.api_key == SASL_AUTHENTICATE and session.authenticated:
+            log.debug("connection %d authenticated as %s", info.connection_id, session.principal)
+        return body
 
     def _api_versions(self, request: ApiVersionsRequest, version: int) -> Any:
         epoch, finalized = self._finalized() if self._finalized is not None else (-1, {})

@@ -40,7 +40,7 @@ def main() -> None:
     pass
 
 
-async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = None) -> int:
+async def _run(node: ControllerNode, load: tuple[Path, int, int, int, bool] | None = None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
 
@@ -53,9 +53,11 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = N
     await node.start()
     load_task = None
     if load is not None:
-        path, in_flight, size, batch = load
+        path, in_flight, size, batch, noop = load
         load_task = asyncio.ensure_future(
-            run_load(node, path, in_flight=in_flight, record_size=size, stop=stop, batch=batch)
+            run_load(
+                node, path, in_flight=in_flight, record_size=size, stop=stop, batch=batch, noop_frames=noop
+            )
         )
     stopped = asyncio.ensure_future(node.wait_stopped())
     waiter = asyncio.ensure_future(stop.wait())
@@ -87,6 +89,7 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = N
 @click.option("--load-in-flight", default=1, hidden=True)
 @click.option("--load-record-size", default=100, hidden=True)
 @click.option("--load-batch", default=1, hidden=True, help="Records per append.")
+@click.option("--load-noop-records", is_flag=True, hidden=True, help="Values as framed NoOpRecords.")
 def start(
     config_path: str,
     log_level: str,
@@ -96,6 +99,7 @@ def start(
     load_in_flight: int,
     load_record_size: int,
     load_batch: int,
+    load_noop_records: bool,
 ) -> None:
     configure_logging(log_level, log_dir)
     try:
@@ -103,7 +107,7 @@ def start(
         node = ControllerNode(config, fsync=not no_fsync)
         load = None
         if load_ack_file is not None:
-            load = (load_ack_file, load_in_flight, load_record_size, load_batch)
+            load = (load_ack_file, load_in_flight, load_record_size, load_batch, load_noop_records)
         code = asyncio.run(_run(node, load))
     except (ConfigError, StorageError, ListenError) as exc:
         if isinstance(exc, LogIOError):

@@ -27,12 +27,14 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from ssl import SSLContext
 
 import click
 
 from kraftd.config import load_config
 from kraftd.storage.uuids import random_uuid, uuid_to_str
 from kwire.errors import KraftError
+from kwire.sasl import SaslClientConfig
 from tools.quorum_cli import fetch_quorum
 from tools.quorum_report import QuorumInfo, status_report
 from tools.storage_cli import format_directory
@@ -101,6 +103,8 @@ class LocalQuorum:
         self.configs: list[Path] = []
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.load = load
+        self.client_ssl: SSLContext | None = None  # for describe() against TLS listeners
+        self.client_sasl: SaslClientConfig | None = None  # and SASL ones
         for i, port in enumerate(self.ports):
             cfg = write_properties(
                 root / f"server-{i + 1}.properties", i + 1, port, self.data_dir(i + 1), self.voters, extra
@@ -158,7 +162,7 @@ class LocalQuorum:
 
     def describe(self, timeout_ms: int = 5000, hosts: list[int] | None = None) -> tuple[str, QuorumInfo]:
         targets = [("127.0.0.1", self.ports[i - 1]) for i in (hosts or self.node_ids())]
-        return asyncio.run(fetch_quorum(targets, 2, timeout_ms))
+        return asyncio.run(fetch_quorum(targets, 2, timeout_ms, self.client_ssl, self.client_sasl))
 
     def wait_leader(
         self, timeout: float = 20, hosts: list[int] | None = None, exclude: int | None = None

@@ -17,6 +17,8 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
+from pathlib import Path
+from ssl import SSLContext
 from typing import Any
 
 import click
@@ -24,10 +26,14 @@ import click
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from kraftd.config import ConfigError, parse_properties
+from kraftd.security import client_sasl, client_tls
 from kraftd.shell.transport import PeerConnection, PeerError
 from kraftd.storage.uuids import uuid_from_str
 from kwire.client import request_once
 from kwire.errors import ErrorCode, KraftError
+from kwire.sasl import SaslClientConfig
+from kwire.tls import client_context
 from tools.quorum_report import QuorumInfo, Replica, replication_report, status_report
 
 CONTROLLERS = 2
@@ -45,7 +51,11 @@ def parse_hosts(text: str) -> list[tuple[str, int]]:
 
 
 async def fetch_quorum(
-    hosts: list[tuple[str, int]], endpoint_type: int, timeout_ms: int
+    hosts: list[tuple[str, int]],
+    endpoint_type: int,
+    timeout_ms: int,
+    ssl: SSLContext | None = None,
+    sasl: SaslClientConfig | None = None,
 ) -> tuple[str, QuorumInfo]:
     """The cluster id and the leader's DescribeQuorum answer (contract 3)."""
     deadline = time.monotonic() + timeout_ms / 1000
@@ -54,7 +64,9 @@ async def fetch_quorum(
         if time.monotonic() > deadline:
             break
         for host, port in hosts:
-            conn = PeerConnection(host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms)
+            conn = PeerConnection(
+                host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms, ssl=ssl, sasl=sasl
+            )
             try:
                 cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type))
             except PeerError as exc:
@@ -70,7 +82,12 @@ async def fetch_quorum(
                 last_error = "no active controller is known yet"
                 continue
             conn = PeerConnection(
-                leader.host, leader.port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms
+                leader.host,
+                leader.port,
+                client_id="kraft-metadata-quorum",
+                timeout_ms=timeout_ms,
+                ssl=ssl,
+                sasl=sasl,
             )
             try:
                 req = DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
@@ -120,7 +137,9 @@ async def fetch_quorum(
 @click.option("--bootstrap-server", help="A comma-separated list of host:port pairs of the cluster.")
 @click.option("--bootstrap-controller", help="A comma-separated list of host:port pairs of the controllers.")
 @click.option(
-    "--command-config", type=click.Path(exists=True, dir_okay=False), help="Accepted for compatibility."
+    "--command-config",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Client properties: security.protocol, ssl.* (PEM stores), sasl.mechanism and sasl.jaas.config.",
 )
 @click.option("--timeout-ms", default=10000, show_default=True, hidden=True)
 @click.version_option(package_name="kraftd", prog_name="kraft-metadata-quorum")
@@ -132,16 +151,31 @@ def main(
     command_config: str | None,
     timeout_ms: int,
 ) -> None:
-    ctx.obj = (bootstrap_server, bootstrap_controller, timeout_ms)
+    ctx.obj = (bootstrap_server, bootstrap_controller, timeout_ms, command_config)
 
 
-def _target(obj: tuple[str | None, str | None, int]) -> tuple[list[tuple[str, int]], int, int]:
-    """Contract 1, checked when a sub-command runs (so ``describe --help`` needs no bootstrap flag)."""
-    bootstrap_server, bootstrap_controller, timeout_ms = obj
+_Obj = tuple[str | None, str | None, int, str | None]
+
+
+def _target(
+    obj: _Obj,
+) -> tuple[list[tuple[str, int]], int, int, SSLContext | None, SaslClientConfig | None]:
+    """Contract 1, checked when a sub-command runs (so ``describe --help`` needs no bootstrap flag); the
+    ``--command-config`` client properties give TLS and SASL settings."""
+    bootstrap_server, bootstrap_controller, timeout_ms, command_config = obj
     if (bootstrap_server is None) == (bootstrap_controller is None):
         raise click.UsageError("Exactly one of --bootstrap-server or --bootstrap-controller must be given.")
     hosts = parse_hosts(bootstrap_server or bootstrap_controller or "")
-    return hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms
+    ssl, sasl = None, None
+    if command_config is not None:
+        try:
+            props = parse_properties(Path(command_config).read_text("latin-1"))
+            tls = client_tls(props, ConfigError)
+            ssl = client_context(tls) if tls is not None else None
+            sasl = client_sasl(props, ConfigError)
+        except KraftError as exc:
+            raise click.ClickException(f"--command-config {command_config}: {exc}") from None
+    return hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms, ssl, sasl
 
 
 @main.command(help="Describe the metadata quorum info")
@@ -149,10 +183,8 @@ def _target(obj: tuple[str | None, str | None, int]) -> tuple[list[tuple[str, in
 @click.option("--replication", is_flag=True, help="Detailed information about the status of replication.")
 @click.option("--human-readable", is_flag=True, help="Human-readable output (with --replication).")
 @click.pass_obj
-def describe(
-    obj: tuple[str | None, str | None, int], status: bool, replication: bool, human_readable: bool
-) -> None:
-    hosts, endpoint_type, timeout_ms = _target(obj)
+def describe(obj: _Obj, status: bool, replication: bool, human_readable: bool) -> None:
+    hosts, endpoint_type, timeout_ms, ssl, sasl = _target(obj)
     if status and replication:
         raise click.ClickException(
             "Only one of --status or --replication should be specified with describe sub-command"
@@ -164,7 +196,7 @@ def describe(
     if status and human_readable:
         raise click.ClickException("The option --human-readable is only supported along with --replication")
     try:
-        cluster_id, info = asyncio.run(fetch_quorum(hosts, endpoint_type, timeout_ms))
+        cluster_id, info = asyncio.run(fetch_quorum(hosts, endpoint_type, timeout_ms, ssl, sasl))
         text = (
             status_report(cluster_id, info)
             if status
@@ -206,12 +238,14 @@ async def remove_voter(
 @click.option("--dry-run", is_flag=True, help="True if we should print what would be done, but not do it.")
 @click.pass_obj
 def remove_controller(
-    obj: tuple[str | None, str | None, int],
+    obj: _Obj,
     controller_id: int,
     controller_directory_id: str,
     dry_run: bool,
 ) -> None:
-    hosts, _, timeout_ms = _target(obj)
+    hosts, _, timeout_ms, ssl, sasl = _target(obj)
+    if ssl is not None or sasl is not None:
+        raise click.ClickException("remove-controller does not support TLS or SASL --command-config yet")
     try:
         dir_id = uuid_from_str(controller_directory_id)
     except (ValueError, KraftError) as exc:

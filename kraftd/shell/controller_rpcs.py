@@ -261,6 +261,8 @@ class ControllerRpcs:
                 peer.port,
                 client_id=f"controller-registration-{self.node.config.node_id}",
                 timeout_ms=3000,
+                ssl=self.node.peer_tls,  # the controller listener's TLS/SASL, as every peer connection
+                sasl=self.node.peer_sasl,
             )
         try:
             await self._registering.request(req)

@@ -15,6 +15,9 @@ Contracts:
 4. Metadata lists the image's unfenced brokers when there are any, else the controller nodes (deliberately, so
    kafka-python can bootstrap at a controller), ``controller_id`` = the leader, the cluster id and no topics:
    each requested topic gets UNKNOWN_TOPIC_OR_PARTITION.
+5. With an authorizer (``authorizer.class.name``), a refused request gets :func:`denied_response`: the Raft
+   RPCs their error response with CLUSTER_AUTHORIZATION_FAILED, DescribeQuorum/DescribeCluster that top-level
+   error code.
 """
 
 from __future__ import annotations
@@ -30,9 +33,10 @@ from generated.messages import API_SPECS
 from generated.metadata_request import MetadataRequest
 from generated.metadata_response import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
 from kraftd.config import Endpoint
+from kraftd.core import messages as core_messages
 from kraftd.core.client import QuorumInfo, ReplicaInfo
 from kraftd.core.types import METADATA_PARTITION, METADATA_TOPIC
-from kwire.errors import ErrorCode
+from kwire.errors import ErrorCode, LocalProtocolError
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
@@ -192,3 +196,15 @@ def metadata_response(req: MetadataRequest, view: ClusterView) -> MetadataRespon
     return MetadataResponse(
         brokers=brokers, cluster_id=view.cluster_id, controller_id=view.leader_id, topics=topics
     )
+
+
+def denied_response(api_key: int, request: object) -> object:
+    """Contract 5: the answer to a request the authorizer refused (CLUSTER_AUTHORIZATION_FAILED)."""
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    if api_key in CORE_APIS:
+        return core_messages.error_response(request, code)
+    if api_key == DESCRIBE_QUORUM:
+        return dq.DescribeQuorumResponse(error_code=code, error_message=code.message)
+    if api_key == DESCRIBE_CLUSTER:
+        return DescribeClusterResponse(error_code=code, error_message=code.message)
+    raise LocalProtocolError(f"no denied response for api key {api_key}")

@@ -8,6 +8,9 @@ Contracts:
 2. While the node is not the leader the workers idle (10 ms polls); appends that fail are not recorded.
 3. ``in_flight`` workers each keep one append of ``batch`` records outstanding; the generator stops when
    ``stop`` is set.
+4. With ``noop_frames`` every value is a framed metadata NoOpRecord (frame version 1, api key 20, version 0)
+   whose one unknown tagged field (tag 0) carries the id and padding, so a real Kafka controller in the quorum
+   replays it as a no-op; :func:`record_id_of` reads both forms.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from typing import NamedTuple
 from kraftd.core.replication import NotLeaderError
 from kraftd.shell.node import ControllerNode
 from kwire.errors import KraftError
+from kwire.varint import decode_unsigned_varint, encode_unsigned_varint
 
 
 class Ack(NamedTuple):
@@ -43,7 +47,21 @@ def parse_ack_line(line: str) -> Ack:
     return Ack(int(a), int(b), prefix, int(seq), int(ms), int(us))
 
 
+NOOP_FRAME = b"\x01\x14\x00"  # frame version 1, NoOpRecord (api key 20), version 0
+
+
+def noop_frame(payload: bytes) -> bytes:
+    """Contract 4: a NoOpRecord whose tagged field 0 holds ``payload``."""
+    return NOOP_FRAME + b"\x01\x00" + encode_unsigned_varint(len(payload)) + payload
+
+
 def record_id_of(value: bytes) -> str:
+    if value.startswith(NOOP_FRAME + b"\x01\x00"):
+        try:
+            size, pos = decode_unsigned_varint(value, len(NOOP_FRAME) + 2)
+        except KraftError:
+            return ""
+        value = value[pos : pos + size]
     return value.split(b".", 1)[0].decode("ascii", "replace")
 
 
@@ -55,6 +73,7 @@ async def run_load(
     record_size: int,
     stop: asyncio.Event,
     batch: int = 1,
+    noop_frames: bool = False,
 ) -> None:
     me = node.config.node_id
     prefix = f"{me}p{os.getpid()}"
@@ -72,6 +91,8 @@ async def run_load(
                 values = [
                     f"{prefix}-{s}".encode().ljust(record_size, b".") for s in range(first_seq, next_seq)
                 ]
+                if noop_frames:
+                    values = [noop_frame(v) for v in values]
                 t0 = time.perf_counter()
                 try:
                     last = await node.append(values)

@@ -10,7 +10,9 @@ Contracts (numbers continue kraftd.shell's):
 6. Requests for Vote/BeginQuorumEpoch/EndQuorumEpoch/Fetch go to the core and are answered with its
    SendResponse; the rest are answered by kraftd.shell.handlers.
 7. :meth:`ControllerNode.append` resolves with the last offset once the high watermark passes it and fails
-   with NotLeaderError if the records can no longer commit (AppendFailed, stop).
+   with NotLeaderError if the records can no longer commit (AppendFailed, stop) or when the leader or epoch
+   changes first (a deposed leader's high watermark, advanced as a follower, covers the new leader's records at
+   those offsets: resolving then would acknowledge records that were truncated away).
 8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
    :meth:`wait_stopped` re-raises it.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
@@ -19,6 +21,8 @@ Contracts (numbers continue kraftd.shell's):
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
 10. ApiVersions (v3+) finalizes kraft.version at the quorum's level when it is above 0, as Kafka's controllers
    do; its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
+11. Only when the test-only key ``kraftd.test.fsync.delay.file`` is set, every log flush first sleeps (in its
+   worker thread) for the number of ms that file holds at that moment: the chaos harness's slow disk.
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ import contextlib
 import logging
 import random
 import time
+from ssl import SSLContext
 from typing import Any
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
-from kraftd.config import Endpoint, KraftConfig
+from kraftd.config import ConfigError, Endpoint, KraftConfig
 from kraftd.controller.features import bootstrap_feature_records, resolve_features
 from kraftd.controller.machine import MetadataController
 from kraftd.core import messages as core_messages
@@ -61,6 +66,7 @@ from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
+from kraftd.security import sasl_settings
 from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, observe
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
@@ -72,12 +78,25 @@ from kraftd.shell.statemachine import RecordsState
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kraftd.storage.layout import NodeStorage, open_node_storage
+from kwire.authz import AclAuthorizer
 from kwire.errors import ErrorCode
 from kwire.metadata_frame import encode_record
+from kwire.tls import TlsConfigError, client_context, server_context
 
 log = logging.getLogger("kraftd.node")
 
 FORWARD_CLIENT = "kraftd-forward-"
+
+
+def tls_contexts(cfg: KraftConfig) -> tuple[SSLContext | None, SSLContext | None]:
+    """Server and peer-client TLS contexts of the controller listener (None for PLAINTEXT / SASL_PLAINTEXT)."""
+    tls = cfg.security.tls
+    if tls is None:
+        return None, None
+    try:
+        return server_context(tls), client_context(tls)
+    except TlsConfigError as exc:
+        raise ConfigError(str(exc)) from None
 
 
 def now_ms() -> int:
@@ -95,6 +114,7 @@ class ControllerNode:
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_token = 1
         self._waiters: list[tuple[int, asyncio.Future[int]]] = []
+        self._last_leader: tuple[int, int] | None = None
         self._flushing = False
         self._flush_again = False
         self._tick_queued = False
@@ -163,6 +183,8 @@ class ControllerNode:
             kraft_version=self.setup.kraft_version,
         )
         self.client = RaftClient(core)
+        server_tls, self.peer_tls = tls_contexts(cfg)
+        server_sasl, self.peer_sasl = sasl_settings(cfg.security, ConfigError)
         bootstrap = read_bootstrap_metadata(cfg.metadata_log_dir)
         if bootstrap is None:
             levels = resolve_features(None, {})
@@ -184,6 +206,8 @@ class ControllerNode:
                     ep.port,
                     client_id=f"raft-client-{cfg.node_id}",
                     timeout_ms=cfg.request_timeout_ms,
+                    ssl=self.peer_tls,
+                    sasl=self.peer_sasl,
                 )
         bind = cfg.controller_listener
         self.server = KafkaServer(
@@ -192,6 +216,11 @@ class ControllerNode:
             host=bind.host or "0.0.0.0",
             port=bind.port,
             finalized_features=self._finalized_features,
+            limits=cfg.limits,
+            ssl=server_tls,
+            sasl=server_sasl,
+            authorizer=AclAuthorizer(cfg.security.super_users) if cfg.security.authorizer_class else None,
+            denied=handlers.denied_response,
         )
         await start_listening(self, bind)
         log.info(
@@ -366,7 +395,7 @@ class ControllerNode:
     async def _flush(self, target: int, run: Any) -> None:
         assert self.storage is not None
         try:
-            await asyncio.to_thread(run)
+            await asyncio.to_thread(self._slow_disk(run))
         except BaseException as exc:  # noqa: BLE001 - contract 8
             log.critical("node %d: log flush failed, stopping: %s", self.config.node_id, exc)
             self.fatal = exc
@@ -378,6 +407,23 @@ class ControllerNode:
         if self._flush_again:
             self._flush_again = False
             self._request_flush()
+
+    def _slow_disk(self, run: Any) -> Any:
+        """Contract 11: the test-only fsync delay (``kraftd.test.fsync.delay.file``), read on every flush."""
+        path = self.config.test_fsync_delay_file
+        if path is None:
+            return run
+
+        def delayed() -> None:
+            try:
+                delay_ms = int(path.read_text().strip() or 0)
+            except (OSError, ValueError):
+                delay_ms = 0
+            if delay_ms > 0:
+                time.sleep(delay_ms / 1000)
+            run()
+
+        return delayed
 
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
@@ -466,6 +512,8 @@ class ControllerNode:
                 target.port,
                 client_id=f"{FORWARD_CLIENT}{self.config.node_id}",
                 timeout_ms=self.config.request_timeout_ms,
+                ssl=self.peer_tls,
+                sasl=self.peer_sasl,
             )
             self._forwarders[leader] = conn
         try:
@@ -523,6 +571,20 @@ class ControllerNode:
 
     def _on_leader(self, leader: LeaderAndEpoch) -> None:
         log.info("node %d: leader is %d in epoch %d", self.config.node_id, leader.leader_id, leader.epoch)
+        # Contract 7: appends are only ever pending while this node leads one epoch; any change of leader or epoch
+        # ends that epoch, and a later high watermark counts the new leader's records, not ours.
+        changed = (leader.leader_id, leader.epoch) != self._last_leader
+        self._last_leader = (leader.leader_id, leader.epoch)
+        if changed and self._waiters:
+            waiters, self._waiters = self._waiters, []
+            for off, fut in waiters:
+                if not fut.done():
+                    fut.set_exception(
+                        NotLeaderError(
+                            f"leadership changed (leader {leader.leader_id}, epoch {leader.epoch}) "
+                            f"before offset {off} committed"
+                        )
+                    )
         self._leader_changed.set()
         self._leader_changed = asyncio.Event()
 

@@ -12,6 +12,7 @@ Contracts:
 
 from __future__ import annotations
 
+from ssl import SSLContext
 from typing import Any
 
 from kwire.client import KafkaClient
@@ -22,6 +23,7 @@ from kwire.errors import (
     RequestTimeoutError,
     UnsupportedVersionError,
 )
+from kwire.sasl import SaslClientConfig
 from kwire.server import ConnectionInfo, KafkaServer
 
 __all__ = ["ConnectionInfo", "KafkaServer", "ListenError", "PeerConnection", "PeerError"]
@@ -38,15 +40,27 @@ class PeerError(KraftError):
 class PeerConnection:
     """One outbound connection to a peer (contract 2)."""
 
-    def __init__(self, host: str, port: int, *, client_id: str, timeout_ms: int) -> None:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        client_id: str,
+        timeout_ms: int,
+        ssl: SSLContext | None = None,
+        sasl: SaslClientConfig | None = None,
+    ) -> None:
         self.host = host
         self.port = port
+        self.ssl = ssl
         self._client = KafkaClient(
             host,
             port,
             client_id=client_id,
             request_timeout=timeout_ms / 1000,
             connect_timeout=timeout_ms / 1000,
+            ssl=ssl,
+            sasl=sasl,
         )
 
     async def request(self, message: Any) -> Any:

@@ -6,7 +6,8 @@ Contracts:
 2. ``data_version`` 1 (kraft.version 1) writes leaderId, leaderEpoch, votedId, votedDirectoryId;
    ``data_version`` 0 (static voters) writes clusterId "", leaderId, leaderEpoch, votedId, appliedOffset 0 and
    currentVoters. Both are read back; any other version or a missing ``data_version`` is MalformedFileError.
-3. A missing file reads as None (a freshly formatted node).
+3. A missing file reads as None (a freshly formatted node); bytes that are not a UTF-8 JSON object are
+   MalformedFileError (never a bare decoding error).
 """
 
 from __future__ import annotations
@@ -69,13 +70,17 @@ class QuorumStateFile:
 
     def read(self) -> ElectionStateRecord | None:
         try:
-            with self.path.open("r", encoding="utf-8") as f:
-                line = f.readline()
+            with self.path.open("rb") as f:
+                raw = f.readline()
         except FileNotFoundError:
             return None
         try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
+            obj = json.loads(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise MalformedFileError(
+                f"{self.path}: not UTF-8 text: {exc.reason} at byte {exc.start}"
+            ) from None
+        except (json.JSONDecodeError, RecursionError) as exc:
             raise MalformedFileError(f"{self.path}: not JSON: {exc}") from None
         if not isinstance(obj, dict):
             raise MalformedFileError(f"{self.path}: expected a JSON object")

@@ -149,7 +149,26 @@ def test_bootstrap_servers_alone_are_enough() -> None:
         ({"controller.quorum.fetch.timeout.ms": "0"}, "controller.quorum.fetch.timeout.ms", ">= 1"),
         ({"controller.quorum.append.linger.ms": "fast"}, "controller.quorum.append.linger.ms", "integer"),
         ({"metadata.log.segment.bytes": "10"}, "metadata.log.segment.bytes", ">= 1024"),
-        ({"listener.security.protocol.map": "CONTROLLER:SSL"}, "listener.security.protocol.map", "PLAINTEXT"),
+        ({"listener.security.protocol.map": "CONTROLLER:SSL"}, "ssl.keystore.location", "PEM file"),
+        (
+            {"listener.security.protocol.map": "CONTROLLER:KERBEROS"},
+            "listener.security.protocol.map",
+            "SASL_SSL",
+        ),
+        (
+            {"listener.security.protocol.map": "CONTROLLER:SSL", "ssl.keystore.type": "JKS"},
+            "ssl.keystore.type",
+            "PEM",
+        ),
+        (
+            {
+                "listener.security.protocol.map": "CONTROLLER:SSL",
+                "ssl.keystore.location": "k.pem",
+                "ssl.client.auth": "maybe",
+            },
+            "ssl.client.auth",
+            "required",
+        ),
         (
             {"listener.security.protocol.map": "OTHER:PLAINTEXT"},
             "listener.security.protocol.map",

@@ -76,6 +76,8 @@ APIS: dict[str, tuple[int, str, str, list[str]]] = {
     "ApiVersions": (18, "0-4", "3+", ["broker", "controller"]),
     "Fetch": (1, "4-18", "12+", ["broker", "controller"]),
     "Metadata": (3, "4-13", "9+", ["broker"]),
+    "SaslHandshake": (17, "0-1", "none", ["broker", "controller"]),
+    "SaslAuthenticate": (36, "0-2", "2+", ["broker", "controller"]),
     "Vote": (52, "0-2", "0+", ["controller"]),
     "BeginQuorumEpoch": (53, "0-1", "1+", ["controller"]),
     "EndQuorumEpoch": (54, "0-1", "1+", ["controller"]),

@@ -27,6 +27,8 @@ from generated.read_offset_request import PartitionData as ROPartition
 from generated.read_offset_request import ReadOffsetRequest
 from generated.read_offset_request import TopicData as ROTopic
 from generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from generated.sasl_authenticate_request import SaslAuthenticateRequest
+from generated.sasl_handshake_request import SaslHandshakeRequest
 from generated.update_features_request import UpdateFeaturesRequest
 from tools.conformance.runner import METADATA_TOPIC, describe_quorum_request
 
@@ -185,6 +187,10 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
         )
     if api_key == 3:
         return MetadataRequest(topics=[])
+    if api_key == 17:  # a PLAINTEXT listener answers ILLEGAL_SASL_STATE; a SASL one starts an exchange
+        return SaslHandshakeRequest("PLAIN")
+    if api_key == 36:  # outside an exchange: ILLEGAL_SASL_STATE
+        return SaslAuthenticateRequest(b"")
     if api_key == 18:
         if version >= 3:
             return ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0")

@@ -1,0 +1,27 @@
+"""The CI chaos run (about two minutes): seeded faults on real 3- and 5-node quorums, then every check.
+
+Longer runs: ``scripts/chaos.sh --minutes 60 [--nodes 5] [--seed S]`` (writes a report).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.chaos.run import chaos_run, summary
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
+
+
+@pytest.mark.parametrize(("nodes", "seconds", "seed"), [(3, 75, 2), (5, 45, 5)])
+def test_seeded_chaos_run_loses_nothing(tmp_path: Path, nodes: int, seconds: int, seed: int) -> None:
+    r = chaos_run(tmp_path, nodes=nodes, seconds=seconds, seed=seed, hold=(1.0, 4.0), gap=(1.0, 3.0))
+    print("\n" + summary(r))
+    assert r["records_acked"] > 200, summary(r)
+    assert r["records_lost"] == 0 and r["duplicates"] == 0, (r["lost_sample"], summary(r))
+    assert not r["divergent"], r["divergent"]
+    assert r["caught_up"], summary(r)
+    assert not r["liveness_violations"], r["liveness_violations"]
+    assert not r["unexpected_deaths"], r["unexpected_deaths"]
+    assert sum(r["faults"].values()) >= 5, r["faults"]
