@@ -87,6 +87,7 @@ class ControllerNode:
         self._stopped = asyncio.Event()
         self._done = asyncio.Event()
         self._leader_changed = asyncio.Event()
+        self._first_commit_epoch = -1
         self._driver: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.storage: NodeStorage | None = None
@@ -363,6 +364,14 @@ class ControllerNode:
         return await fut
 
     def _commit(self, hwm: int) -> None:
+        if self.core.role is Role.LEADER and self._first_commit_epoch != self.core.epoch:
+            self._first_commit_epoch = self.core.epoch
+            log.info(
+                "node %d: high watermark %d is the first commit as leader of epoch %d",
+                self.config.node_id,
+                hwm,
+                self.core.epoch,
+            )
         keep = []
         for last, fut in self._waiters:
             if last < hwm:
