@@ -35,7 +35,9 @@ appender.out.layout.pattern = %d{UNIX_MILLIS} %p %c{1} %m%n
 rootLogger.level = INFO
 rootLogger.appenderRef.out.ref = OUT
 """
-FIRST_HW = re.compile(rb"^(\d+) INFO LeaderState \[RaftManager id=(\d+)\] High watermark set to .* for the first time for epoch (\d+)")
+FIRST_HW = re.compile(
+    rb"^(\d+) INFO LeaderState \[RaftManager id=(\d+)\] High watermark set to .* for the first time for epoch (\d+)"
+)
 STATS = re.compile(
     rb"Throughput \(bytes/second\): ([\d.]+), Latency \(ms\): ([\d.]+) p75 ([\d.]+) p99 ([\d.]+) p999"
 )
@@ -203,7 +205,13 @@ class KafkaRaftQuorum:
             if found:
                 return found[0]
             time.sleep(0.05)
-        raise TimeoutError(f"Kafka raft: no leader committed in an epoch above {after_epoch} within {timeout}s")
+        raise TimeoutError(
+            f"Kafka raft: no leader committed in an epoch above {after_epoch} within {timeout}s"
+        )
+
+    def committed_offset(self, tails: dict[int, SegmentTail]) -> int:
+        """The median of the nodes' log end offsets: what a majority holds (close to the high watermark)."""
+        return sorted(t.log_end_offset() for t in tails.values())[len(tails) // 2]
 
     def stats(self, node_id: int) -> tuple[float, float, float, float] | None:
         """The last printed (bytes/s, p75 ms, p99 ms, p999 ms) of ``node_id``, if any."""
