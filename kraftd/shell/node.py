@@ -10,8 +10,9 @@ Contracts (numbers continue kraftd.shell's):
    the same LogFlushed, fed after the fsync returned, without the thread round trip.
 6. Requests for Vote/BeginQuorumEpoch/EndQuorumEpoch/Fetch go to the core and are answered with its
    SendResponse; the rest are answered by kraftd.shell.handlers.
-7. :meth:`ControllerNode.append` resolves with the last offset once the high watermark passes it and fails
-   with NotLeaderError if the records can no longer commit (AppendFailed, stop).
+7. :meth:`ControllerNode.append` resolves with the last offset once the high watermark passes it and the
+   committed batch there carries the append's epoch; it fails with NotLeaderError if the records can no longer
+   commit (AppendFailed, stop) or another leader's batch committed at that offset.
 8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
    :meth:`wait_stopped` re-raises it.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
@@ -81,7 +82,7 @@ class ControllerNode:
         self._deadline = 0
         self._pending: dict[int, asyncio.Future[Any]] = {}
         self._next_token = 1
-        self._waiters: list[tuple[int, asyncio.Future[int]]] = []
+        self._waiters: list[tuple[int, int, asyncio.Future[int]]] = []  # last offset, epoch, future
         self._flushing = False
         self._flush_again = False
         self._tick_queued = False
@@ -197,7 +198,7 @@ class ControllerNode:
         for fut in self._pending.values():
             if not fut.done():
                 fut.cancel()
-        for _, fut in self._waiters:
+        for _, _, fut in self._waiters:
             if not fut.done():
                 fut.set_exception(NotLeaderError("the node stopped"))
         self._waiters.clear()
@@ -364,7 +365,7 @@ class ControllerNode:
             raise NotLeaderError("the node is stopped")
         rng = self.client.append(records)
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiters.append((rng.last, fut))
+        self._waiters.append((rng.last, rng.epoch, fut))
         if not self._tick_queued:  # one queued Tick is enough to schedule the linger deadline
             self._tick_queued = True
             self._events.put_nowait(Tick(now_ms()))
@@ -380,22 +381,34 @@ class ControllerNode:
                 self.core.epoch,
             )
         keep = []
-        for last, fut in self._waiters:
-            if last < hwm:
-                if not fut.done():
-                    fut.set_result(last)
+        for last, epoch, fut in self._waiters:
+            if last >= hwm:
+                keep.append((last, epoch, fut))
+            elif fut.done():
+                continue
+            elif self._holds(last, epoch):
+                fut.set_result(last)
             else:
-                keep.append((last, fut))
+                fut.set_exception(
+                    NotLeaderError(f"the record at offset {last} was replaced by another leader's")
+                )
         self._waiters = keep
+
+    def _holds(self, offset: int, epoch: int) -> bool:
+        """Contract 7: the committed batch at ``offset`` is the one appended in ``epoch`` (same offset and epoch
+        means the same entry, Raft's log matching); a leader deposed before its append committed may see the
+        offset committed with another leader's batch after truncating its own."""
+        found = self.core.log.read(offset, 1)
+        return bool(found) and found[0].epoch == epoch
 
     def _fail_range(self, first: int, last: int) -> None:
         keep = []
-        for off, fut in self._waiters:
+        for off, epoch, fut in self._waiters:
             if first <= off <= last:
                 if not fut.done():
                     fut.set_exception(NotLeaderError(f"records up to offset {off} will not commit"))
             else:
-                keep.append((off, fut))
+                keep.append((off, epoch, fut))
         self._waiters = keep
 
     def _on_leader(self, leader: LeaderAndEpoch) -> None:

@@ -12,6 +12,7 @@ import pytest
 from kraftd.config import load_config
 from kraftd.core.batches import data_batch
 from kraftd.core.events import LogFlushed, Tick
+from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import Role
 from kraftd.shell.inbox import EventInbox
 from kraftd.shell.node import ControllerNode
@@ -115,3 +116,26 @@ def test_a_new_leader_logs_its_first_commit_of_the_epoch(
         asyncio.run(run())
     lines = [r.getMessage() for r in caplog.records if "first commit as leader" in r.getMessage()]
     assert len(lines) == 1 and lines[0].startswith("node 1: high watermark ") and lines[0].endswith("epoch 1")
+
+
+def test_an_append_replaced_by_another_leaders_batch_is_not_acknowledged(tmp_path: Path) -> None:
+    """A deposed leader's uncommitted append at offset 1 was truncated; the new leader's batch at offset 1
+    committed. The old append must fail, not resolve as if its record had committed."""
+
+    async def run() -> None:
+        node = lonely_voter(tmp_path)
+        await node.start()
+        try:
+            node.core.log.append(data_batch(0, 2, [b"theirs-0", b"theirs-1"], 0))
+            loop = asyncio.get_running_loop()
+            replaced, kept, later = loop.create_future(), loop.create_future(), loop.create_future()
+            node._waiters.extend([(1, 1, replaced), (1, 2, kept), (5, 2, later)])
+            node._commit(2)
+            assert kept.result() == 1
+            with pytest.raises(NotLeaderError):
+                replaced.result()
+            assert not later.done() and [w[0] for w in node._waiters] == [5]
+        finally:
+            await node.stop(graceful=False)
+
+    asyncio.run(run())
