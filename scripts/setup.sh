@@ -12,3 +12,5 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q -e '.[test]'
   touch "$stamp"
 fi
+# The real Apache Kafka jars the interop tests run against (Maven Central; seconds when already fetched).
+scripts/fetch_kafka.sh
