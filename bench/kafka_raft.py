@@ -45,16 +45,19 @@ BATCH_HEAD = struct.Struct(">qi")  # base offset, batch length (bytes after this
 
 
 def kafka_classpath() -> str | None:
-    """The Kafka 4.3.1 classpath: $KAFKA_CLASSPATH, the file scripts/fetch_kafka.sh writes, or /tmp/kprobe/jars."""
+    """Kafka 4.3.1's classpath: $KAFKA_CLASSPATH, else the interop harness's (scripts/fetch_kafka.sh); None when
+    java or the jars are missing."""
     env = os.environ.get("KAFKA_CLASSPATH")
     if env:
         return env
-    root = Path(__file__).resolve().parent.parent
-    for f in (root / "tests" / "interop" / "classpath.txt", root / ".kafka" / "classpath.txt"):
-        if f.exists():
-            return f.read_text().strip()
-    jars = sorted(Path("/tmp/kprobe/jars").glob("*.jar"))
-    return ":".join(map(str, jars)) if jars else None
+    import pytest
+
+    from tests.interop.kafka import classpath
+
+    try:
+        return classpath()
+    except (pytest.skip.Exception, pytest.fail.Exception):
+        return None
 
 
 class SegmentTail:
