@@ -1,7 +1,7 @@
 """Codec benchmark: our generated encoders/decoders against kafka-python 3.0.12, measured in the same run.
 
-    python bench/codec.py          # a table of operations per second and ratios
-    python bench/codec.py --json   # one machine-readable line
+    .venv/bin/python bench/codec.py          # a table of operations per second and ratios
+    .venv/bin/python bench/codec.py --json   # one machine-readable line
 
 Targets (issue #2 §6, a goal, not a CI gate): encode >= 10x and decode >= 2x kafka-python on every case.
 Both sides encode the same field values (the kafka-python object is built from ours by tests/oracle/bridge.py) and

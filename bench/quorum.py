@@ -13,7 +13,7 @@ systems interleaved in the same run (so a noisy neighbour hurts them alike):
    new leader's log line for its epoch's first high watermark; kraftd's first acknowledged append too);
 4. graceful hand-off: the same with SIGTERM (the leader resigns with EndQuorumEpoch).
 
-Usage: python bench/quorum.py [--vs-kafka] [--json] [--seconds S] [--kills N] [--handoffs N] [--repeat R]
+Usage: .venv/bin/python bench/quorum.py [--vs-kafka] [--json] [--seconds S] [--kills N] [--handoffs N] [--repeat R]
 """
 
 from __future__ import annotations

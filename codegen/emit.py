@@ -85,6 +85,7 @@ class Loaded:
 def load_specs(specs_dir: Path) -> list[Loaded]:
     out: list[Loaded] = []
     modules: dict[str, str] = {}
+    api_keys: dict[tuple[str, int], str] = {}
     for path in sorted(specs_dir.glob("*.json")):
         spec = parse_file(path)
         validate(spec)
@@ -94,6 +95,13 @@ def load_specs(specs_dir: Path) -> list[Loaded]:
                 f"{path}: name: module name {mod!r} collides with {modules.get(mod, 'a reserved name')}"
             )
         modules[mod] = str(path)
+        if spec.api_key is not None and spec.type in ("request", "response", "metadata"):
+            key = (spec.type, spec.api_key)
+            if key in api_keys:
+                raise SpecError(
+                    f"{path}: apiKey: {spec.type} api key {spec.api_key} is already used by {api_keys[key]}"
+                )
+            api_keys[key] = str(path)
         out.append(Loaded(spec, f"{specs_dir.name}/{path.name}", mod))
     return out
 
@@ -183,11 +191,17 @@ def render_registry(env: Environment, items: list[Loaded], package: str, specs_n
                 "resp_hv": repr(_header_ranges(resp)),
             }
         )
+    records = sorted(
+        (i.spec.api_key, i.spec.name, i.spec.valid.lo, i.spec.valid.hi)
+        for i in items
+        if i.spec.type == "metadata" and i.spec.api_key is not None and i.spec.valid is not None
+    )
     text = env.get_template("messages.py.j2").render(
         sources=f"{specs_name}/*.json",
         package=package,
         modules=[{"module": i.module, "name": i.spec.name} for i in items],
         apis=apis,
+        records=records,
     )
     return ruff_format(text, "messages.py")
 

@@ -17,6 +17,8 @@ Every failure raises :class:`SpecError` naming the file and the field. Rules, nu
 12. headerVersions, if given, covers 0+ contiguously (request/response specs only).
 13. Struct names are unique in a file (also checked in parse for redefinitions and common structs) and do
     not shadow a name the generated module uses; field attributes do not shadow generated methods.
+14. A "metadata" spec (a KRaft metadata record) needs an apiKey in 0..32767 (the frame carries it as an
+    unsigned varint and the registry is keyed by it); api keys are unique per spec type (checked in emit).
 """
 
 from __future__ import annotations
@@ -207,6 +209,8 @@ def validate(spec: MessageSpec) -> None:
         raise SpecError(f"{spec.path}: type: unknown message type {spec.type!r}")
     if spec.type in ("request", "response") and spec.api_key is None:
         raise SpecError(f"{spec.path}: apiKey: required for {spec.type} specs")
+    if spec.type == "metadata" and (spec.api_key is None or not 0 <= spec.api_key <= 0x7FFF):
+        raise SpecError(f"{spec.path}: apiKey: metadata record specs need an apiKey in 0..32767")
     if spec.header_versions is not None:
         _check_header_versions(spec)
     seen: dict[str, StructSpec] = {}

@@ -5,80 +5,176 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generated.abort_transaction_record import AbortTransactionRecord
+from generated.access_control_entry_record import AccessControlEntryRecord
 from generated.add_raft_voter_request import AddRaftVoterRequest
 from generated.add_raft_voter_response import AddRaftVoterResponse
+from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from generated.alter_partition_request import AlterPartitionRequest
+from generated.alter_partition_response import AlterPartitionResponse
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
 from generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from generated.begin_quorum_epoch_response import BeginQuorumEpochResponse
+from generated.begin_transaction_record import BeginTransactionRecord
+from generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from generated.broker_heartbeat_response import BrokerHeartbeatResponse
+from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from generated.broker_registration_request import BrokerRegistrationRequest
+from generated.broker_registration_response import BrokerRegistrationResponse
+from generated.clear_elr_record import ClearElrRecord
+from generated.client_quota_record import ClientQuotaRecord
+from generated.config_record import ConfigRecord
+from generated.controller_registration_request import ControllerRegistrationRequest
+from generated.controller_registration_response import ControllerRegistrationResponse
+from generated.create_partitions_request import CreatePartitionsRequest
+from generated.create_partitions_response import CreatePartitionsResponse
+from generated.create_topics_request import CreateTopicsRequest
+from generated.create_topics_response import CreateTopicsResponse
+from generated.delegation_token_record import DelegationTokenRecord
+from generated.delete_topics_request import DeleteTopicsRequest
+from generated.delete_topics_response import DeleteTopicsResponse
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from generated.end_quorum_epoch_response import EndQuorumEpochResponse
+from generated.end_transaction_record import EndTransactionRecord
+from generated.envelope_request import EnvelopeRequest
+from generated.envelope_response import EnvelopeResponse
+from generated.feature_level_record import FeatureLevelRecord
+from generated.fence_broker_record import FenceBrokerRecord
 from generated.fetch_request import FetchRequest
 from generated.fetch_response import FetchResponse
 from generated.fetch_snapshot_request import FetchSnapshotRequest
 from generated.fetch_snapshot_response import FetchSnapshotResponse
+from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from generated.incremental_alter_configs_response import IncrementalAlterConfigsResponse
 from generated.kraft_version_record import KRaftVersionRecord
+from generated.kraftd_append_request import KraftdAppendRequest
+from generated.kraftd_append_response import KraftdAppendResponse
 from generated.leader_change_message import LeaderChangeMessage
 from generated.metadata_request import MetadataRequest
 from generated.metadata_response import MetadataResponse
+from generated.no_op_record import NoOpRecord
+from generated.partition_change_record import PartitionChangeRecord
+from generated.partition_record import PartitionRecord
+from generated.producer_ids_record import ProducerIdsRecord
 from generated.quorum_state_data import QuorumStateData
 from generated.read_offset_request import ReadOffsetRequest
 from generated.read_offset_response import ReadOffsetResponse
+from generated.register_broker_record import RegisterBrokerRecord
+from generated.register_controller_record import RegisterControllerRecord
+from generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
+from generated.remove_delegation_token_record import RemoveDelegationTokenRecord
 from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from generated.remove_raft_voter_response import RemoveRaftVoterResponse
+from generated.remove_topic_record import RemoveTopicRecord
+from generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
 from generated.request_header import RequestHeader
 from generated.response_header import ResponseHeader
 from generated.snapshot_footer_record import SnapshotFooterRecord
 from generated.snapshot_header_record import SnapshotHeaderRecord
+from generated.topic_record import TopicRecord
+from generated.unfence_broker_record import UnfenceBrokerRecord
+from generated.unregister_broker_record import UnregisterBrokerRecord
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdateFeaturesResponse
 from generated.update_raft_voter_request import UpdateRaftVoterRequest
 from generated.update_raft_voter_response import UpdateRaftVoterResponse
+from generated.user_scram_credential_record import UserScramCredentialRecord
 from generated.vote_request import VoteRequest
 from generated.vote_response import VoteResponse
 from generated.voters_record import VotersRecord
+from generated.zk_migration_state_record import ZkMigrationStateRecord
 
 ALL_CLASSES: tuple[type, ...] = (
+    AbortTransactionRecord,
+    AccessControlEntryRecord,
     AddRaftVoterRequest,
     AddRaftVoterResponse,
+    AllocateProducerIdsRequest,
+    AllocateProducerIdsResponse,
+    AlterPartitionRequest,
+    AlterPartitionResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
+    BeginTransactionRecord,
+    BrokerHeartbeatRequest,
+    BrokerHeartbeatResponse,
+    BrokerRegistrationChangeRecord,
+    BrokerRegistrationRequest,
+    BrokerRegistrationResponse,
+    ClearElrRecord,
+    ClientQuotaRecord,
+    ConfigRecord,
+    ControllerRegistrationRequest,
+    ControllerRegistrationResponse,
+    CreatePartitionsRequest,
+    CreatePartitionsResponse,
+    CreateTopicsRequest,
+    CreateTopicsResponse,
+    DelegationTokenRecord,
+    DeleteTopicsRequest,
+    DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
+    EndTransactionRecord,
+    EnvelopeRequest,
+    EnvelopeResponse,
+    FeatureLevelRecord,
+    FenceBrokerRecord,
     FetchRequest,
     FetchResponse,
     FetchSnapshotRequest,
     FetchSnapshotResponse,
+    IncrementalAlterConfigsRequest,
+    IncrementalAlterConfigsResponse,
     KRaftVersionRecord,
+    KraftdAppendRequest,
+    KraftdAppendResponse,
     LeaderChangeMessage,
     MetadataRequest,
     MetadataResponse,
+    NoOpRecord,
+    PartitionChangeRecord,
+    PartitionRecord,
+    ProducerIdsRecord,
     QuorumStateData,
     ReadOffsetRequest,
     ReadOffsetResponse,
+    RegisterBrokerRecord,
+    RegisterControllerRecord,
+    RemoveAccessControlEntryRecord,
+    RemoveDelegationTokenRecord,
     RemoveRaftVoterRequest,
     RemoveRaftVoterResponse,
+    RemoveTopicRecord,
+    RemoveUserScramCredentialRecord,
     RequestHeader,
     ResponseHeader,
     SnapshotFooterRecord,
     SnapshotHeaderRecord,
+    TopicRecord,
+    UnfenceBrokerRecord,
+    UnregisterBrokerRecord,
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
     UpdateRaftVoterRequest,
     UpdateRaftVoterResponse,
+    UserScramCredentialRecord,
     VoteRequest,
     VoteResponse,
     VotersRecord,
+    ZkMigrationStateRecord,
 )
 
 _BY_NAME: dict[str, type] = {cls.__name__: cls for cls in ALL_CLASSES}
@@ -166,6 +262,58 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    19: ApiSpec(
+        api_key=19,
+        name="CreateTopics",
+        request=CreateTopicsRequest,
+        response=CreateTopicsResponse,
+        lowest_version=2,
+        highest_version=7,
+        lowest_flexible_version=5,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    20: ApiSpec(
+        api_key=20,
+        name="DeleteTopics",
+        request=DeleteTopicsRequest,
+        response=DeleteTopicsResponse,
+        lowest_version=1,
+        highest_version=6,
+        lowest_flexible_version=4,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    37: ApiSpec(
+        api_key=37,
+        name="CreatePartitions",
+        request=CreatePartitionsRequest,
+        response=CreatePartitionsResponse,
+        lowest_version=0,
+        highest_version=3,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    44: ApiSpec(
+        api_key=44,
+        name="IncrementalAlterConfigs",
+        request=IncrementalAlterConfigsRequest,
+        response=IncrementalAlterConfigsResponse,
+        lowest_version=0,
+        highest_version=1,
+        lowest_flexible_version=1,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     52: ApiSpec(
         api_key=52,
         name="Vote",
@@ -218,6 +366,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    56: ApiSpec(
+        api_key=56,
+        name="AlterPartition",
+        request=AlterPartitionRequest,
+        response=AlterPartitionResponse,
+        lowest_version=2,
+        highest_version=3,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     57: ApiSpec(
         api_key=57,
         name="UpdateFeatures",
@@ -227,6 +388,19 @@ API_SPECS: dict[int, ApiSpec] = {
         highest_version=2,
         lowest_flexible_version=0,
         listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    58: ApiSpec(
+        api_key=58,
+        name="Envelope",
+        request=EnvelopeRequest,
+        response=EnvelopeResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
         latest_version_unstable=False,
         request_header_versions=(),
         response_header_versions=(),
@@ -253,6 +427,58 @@ API_SPECS: dict[int, ApiSpec] = {
         highest_version=2,
         lowest_flexible_version=0,
         listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    62: ApiSpec(
+        api_key=62,
+        name="BrokerRegistration",
+        request=BrokerRegistrationRequest,
+        response=BrokerRegistrationResponse,
+        lowest_version=0,
+        highest_version=4,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    63: ApiSpec(
+        api_key=63,
+        name="BrokerHeartbeat",
+        request=BrokerHeartbeatRequest,
+        response=BrokerHeartbeatResponse,
+        lowest_version=0,
+        highest_version=2,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    67: ApiSpec(
+        api_key=67,
+        name="AllocateProducerIds",
+        request=AllocateProducerIdsRequest,
+        response=AllocateProducerIdsResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    70: ApiSpec(
+        api_key=70,
+        name="ControllerRegistration",
+        request=ControllerRegistrationRequest,
+        response=ControllerRegistrationResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
         latest_version_unstable=False,
         request_header_versions=(),
         response_header_versions=(),
@@ -309,6 +535,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    651: ApiSpec(
+        api_key=651,
+        name="KraftdAppend",
+        request=KraftdAppendRequest,
+        response=KraftdAppendResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
 }
 
 
@@ -316,3 +555,48 @@ def by_api_key(key: int) -> tuple[type, type]:
     """(request class, response class) of api ``key`` (KeyError if unknown)."""
     spec = API_SPECS[key]
     return spec.request, spec.response
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRecordSpec:
+    """One KRaft metadata record type: the api key its frame carries, its class and its versions."""
+
+    api_key: int
+    cls: type
+    lowest_version: int
+    highest_version: int
+
+
+METADATA_RECORDS: dict[int, MetadataRecordSpec] = {
+    0: MetadataRecordSpec(0, RegisterBrokerRecord, 0, 4),
+    1: MetadataRecordSpec(1, UnregisterBrokerRecord, 0, 0),
+    2: MetadataRecordSpec(2, TopicRecord, 0, 0),
+    3: MetadataRecordSpec(3, PartitionRecord, 0, 2),
+    4: MetadataRecordSpec(4, ConfigRecord, 0, 0),
+    5: MetadataRecordSpec(5, PartitionChangeRecord, 0, 2),
+    7: MetadataRecordSpec(7, FenceBrokerRecord, 0, 0),
+    8: MetadataRecordSpec(8, UnfenceBrokerRecord, 0, 0),
+    9: MetadataRecordSpec(9, RemoveTopicRecord, 0, 0),
+    10: MetadataRecordSpec(10, DelegationTokenRecord, 0, 0),
+    11: MetadataRecordSpec(11, UserScramCredentialRecord, 0, 0),
+    12: MetadataRecordSpec(12, FeatureLevelRecord, 0, 0),
+    14: MetadataRecordSpec(14, ClientQuotaRecord, 0, 0),
+    15: MetadataRecordSpec(15, ProducerIdsRecord, 0, 0),
+    17: MetadataRecordSpec(17, BrokerRegistrationChangeRecord, 0, 3),
+    18: MetadataRecordSpec(18, AccessControlEntryRecord, 0, 0),
+    19: MetadataRecordSpec(19, RemoveAccessControlEntryRecord, 0, 0),
+    20: MetadataRecordSpec(20, NoOpRecord, 0, 0),
+    21: MetadataRecordSpec(21, ZkMigrationStateRecord, 0, 0),
+    22: MetadataRecordSpec(22, RemoveUserScramCredentialRecord, 0, 0),
+    23: MetadataRecordSpec(23, BeginTransactionRecord, 0, 0),
+    24: MetadataRecordSpec(24, EndTransactionRecord, 0, 0),
+    25: MetadataRecordSpec(25, AbortTransactionRecord, 0, 0),
+    26: MetadataRecordSpec(26, RemoveDelegationTokenRecord, 0, 0),
+    27: MetadataRecordSpec(27, RegisterControllerRecord, 0, 0),
+    28: MetadataRecordSpec(28, ClearElrRecord, 0, 0),
+}
+
+
+def metadata_record_classes() -> dict[int, type]:
+    """Api key -> generated class of every metadata record type (for the metadata frame decoder)."""
+    return {key: spec.cls for key, spec in METADATA_RECORDS.items()}

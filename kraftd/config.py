@@ -82,6 +82,10 @@ class KraftConfig:
     retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
     append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    metrics_port: int = (
+        -1
+    )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
+    log_dirs: tuple[Path, ...] = ()  # log.dirs (or log.dir) when set; kraft-storage formats each of them
     unknown_keys: tuple[str, ...] = field(default=())
 
     @property
@@ -289,7 +293,8 @@ _KNOWN = frozenset(
     "listener.security.protocol.map metadata.log.dir log.dirs log.dir controller.quorum.voters "
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
-    "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes".split()
+    "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
+    "metrics.port".split()
 )
 
 
@@ -330,10 +335,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
                 f"listener.security.protocol.map: {endpoint.name}:{proto} is not supported; expected PLAINTEXT"
             )
 
-    log_dir = props.get("metadata.log.dir", "").strip()
-    if not log_dir:
-        dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir")) or [DEFAULT_LOG_DIR]
-        log_dir = dirs[0]
+    dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir"))
+    log_dir = props.get("metadata.log.dir", "").strip() or (dirs or [DEFAULT_LOG_DIR])[0]
 
     voters = parse_voters(props.get("controller.quorum.voters"))
     bootstrap = tuple(
@@ -384,6 +387,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             props, "controller.quorum.append.linger.ms", _QUORUM_DEFAULTS.append_linger_ms, 0
         ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
+        metrics_port=_int(props, "metrics.port", -1, -1),
+        log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
     )
 

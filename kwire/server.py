@@ -74,6 +74,16 @@ class _Close(Exception):
     """Internal: the response for this request cannot be produced; close the connection."""
 
 
+@dataclass(slots=True)
+class ServerStats:
+    """Running totals for metrics: bytes read and written (frames with their length prefix), connections."""
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    connections_open: int = 0
+    connections_total: int = 0
+
+
 class KafkaServer:
     def __init__(
         self,
@@ -105,6 +115,7 @@ class KafkaServer:
         self._server: asyncio.Server | None = None
         self._conns: dict[int, tuple[asyncio.StreamWriter, asyncio.Task[None]]] = {}
         self._ids = itertools.count(1)
+        self.stats = ServerStats()
 
     @property
     def port(self) -> int:
@@ -147,9 +158,12 @@ class KafkaServer:
         info = ConnectionInfo(cid, (peer[0], peer[1]), (local[0], local[1]), self.listener)
         task = asyncio.create_task(self._serve(reader, writer, info))
         self._conns[cid] = (writer, task)
+        self.stats.connections_open += 1
+        self.stats.connections_total += 1
         try:
             await asyncio.wait({task})  # never raises, even when close() cancels the connection task
         finally:
+            self.stats.connections_open -= 1
             self._conns.pop(cid, None)
             writer.close()
 
@@ -166,6 +180,7 @@ class KafkaServer:
                 data = await reader.read(self._chunk)
                 if not data:
                     break
+                self.stats.bytes_in += len(data)
                 for frame in decoder.feed(data):
                     parsed = parse_request(frame, self.served)
                     if parsed.trailing:
@@ -210,7 +225,9 @@ class KafkaServer:
                 log.warning("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
                 writer.close()
                 return
-            writer.write(encode_frame(payload))
+            frame = encode_frame(payload)
+            self.stats.bytes_out += len(frame)
+            writer.write(frame)
             await writer.drain()
 
     async def _respond(self, req: ParsedRequest, info: ConnectionInfo) -> bytes:

@@ -15,7 +15,7 @@ for v in $versions; do
   cp_file=$dir/classpath.txt
   if [ -f "$cp_file" ]; then
     complete=1
-    IFS=: read -r -a jars < "$cp_file"
+    IFS=: read -r -a jars < "$cp_file" || true  # the file has no trailing newline
     for j in "${jars[@]}"; do [ -f "$j" ] || { complete=0; break; }; done
     [ $complete = 1 ] && continue
   fi

@@ -9,8 +9,20 @@ fi
 stamp=.venv/.kraftd-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q -e '.[test]'
+  .venv/bin/python -m pip install -q -e '.[test,spark]'
   touch "$stamp"
+fi
+# Headless Chromium for the Spark report's screenshot test (tests/spark/test_analytics.py): Debian's package,
+# installed only where apt-get is usable (root); the test fails under CI=true without it.
+if ! command -v chromium >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
+  { apt-get update -qq && apt-get install -y -qq chromium; } >/dev/null 2>&1 \
+    || echo "setup: could not install chromium (the report screenshot test will skip outside CI)" >&2
+fi
+# tcpdump for the capture-decoding interop test (tests/interop/test_conformance.py): only when it is missing and
+# only as root on Debian/Ubuntu; otherwise that one test skips (the proxy-recorded capture test needs nothing).
+if ! command -v tcpdump >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  { apt-get install -y -q tcpdump || { apt-get update -q && apt-get install -y -q tcpdump; }; } >/dev/null 2>&1 \
+    || echo "setup: could not install tcpdump; the tcpdump capture test will skip" >&2
 fi
 # The real Apache Kafka jars the interop tests run against (Maven Central; seconds when already fetched).
 scripts/fetch_kafka.sh

@@ -4,6 +4,9 @@
 2. kwire/ never imports kraftd or tools; kwire.errors and kwire.codec import nothing of ours.
 3. kraftd/core never imports the shell (kraftd.shell, kraftd.storage, kraftd.config), the simulator or tools.
 4. Nothing below tools/ imports tools.
+5. kraftd/controller (the metadata state machine) imports only generated, kwire and kraftd.core (and itself):
+   never the shell, storage, config, simulator or tools, and no IO modules.
+6. The Spark pipeline (kraft_spark/) sits on top: nothing in generated, kwire, kraftd, tools or codegen imports it.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = ("generated", "kwire", "kraftd", "tools", "codegen")
+OURS = ("generated", "kwire", "kraftd", "tools", "codegen", "kraft_spark")
 
 
 def _imports(path: Path, root: Path = ROOT) -> set[str]:
@@ -89,6 +92,21 @@ def test_core_never_imports_shell_sim_or_tools() -> None:
 def test_core_imports_no_io_modules() -> None:
     io_modules = ("asyncio", "socket", "os", "time", "threading", "subprocess", "selectors", "pathlib", "io")
     assert _violations("kraftd/core", allowed=(), forbidden=io_modules) == []
+
+
+def test_controller_depends_only_on_core_kwire_generated() -> None:
+    allowed = ("generated", "kwire", "kraftd.core", "kraftd.controller")
+    assert _violations("kraftd/controller", allowed=allowed) == []
+
+
+def test_controller_imports_no_io_modules() -> None:
+    io_modules = ("asyncio", "socket", "os", "time", "threading", "subprocess", "selectors", "pathlib", "io")
+    assert _violations("kraftd/controller", allowed=(), forbidden=io_modules) == []
+
+
+def test_nothing_below_the_pipeline_imports_it() -> None:
+    for package in ("generated", "kwire", "kraftd", "tools", "codegen"):
+        assert _violations(package, allowed=(), forbidden=("kraft_spark",)) == []
 
 
 def test_checker_sees_planted_violations(tmp_path: Path) -> None:

@@ -89,6 +89,7 @@ def dump_buffer(data: bytes, *, print_data: bool = False) -> tuple[list[str], bo
 
 
 @click.command(help="Print the record batches of kraftd/Kafka log segments and snapshot files.")
+@click.version_option(package_name="kraftd", prog_name="kraft-dump-log")
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--print-data-log", is_flag=True, help="Print the bytes of data records (hex).")
 def main(files: tuple[Path, ...], print_data_log: bool) -> None:

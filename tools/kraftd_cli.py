@@ -6,8 +6,8 @@ Contracts:
    after a fatal storage error (a failed fsync stops the node rather than acknowledging anything).
 2. ``start --load-ack-file F`` (hidden, for tests and bench/quorum.py) also runs kraftd.shell.loadgen while
    this node leads.
-3. ``perf`` appends fixed-size records through the leader's RaftClient in-process and prints committed
-   records per second; it is run against a node it starts itself from a server.properties.
+3. ``perf --bootstrap-controller host:port`` is a client of a running quorum (tools.perf_client): it appends
+   NoOpRecords through the leader over the wire and prints commit throughput and latency percentiles.
 """
 
 from __future__ import annotations
@@ -17,35 +17,39 @@ import json
 import logging
 import signal
 import sys
-import time
 from pathlib import Path
 
 import click
 
 from kraftd.config import ConfigError, load_config
 from kraftd.shell.loadgen import run_load
+from kraftd.shell.logging_setup import configure as configure_logging
 from kraftd.shell.node import ControllerNode
+from kraftd.shell.transport import ListenError
 from kraftd.storage.errors import LogIOError, StorageError
+from kwire.errors import KraftError
+from tools.perf_client import run_perf
+from tools.quorum_cli import parse_hosts
+
+log = logging.getLogger("kraftd.main")
 
 
 @click.group(help="The kraftd KRaft controller.")
+@click.version_option(package_name="kraftd", prog_name="kraftd")
 def main() -> None:
     pass
-
-
-def _setup_logging(level: str) -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="[%(asctime)s] %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
 
 
 async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = None) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
+
+    def on_signal(sig: signal.Signals) -> None:
+        log.info("received %s, stopping", sig.name)
+        stop.set()
+
     for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     await node.start()
     load_task = None
     if load is not None:
@@ -71,6 +75,11 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = N
 @main.command(help="Start a controller from a server.properties file.")
 @click.argument("config_path", metavar="SERVER_PROPERTIES")
 @click.option("--log-level", default="INFO", show_default=True)
+@click.option(
+    "--log-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write the log to DIR/server.log (rotated at 100 MB, 10 files kept).",
+)
 @click.option("--no-fsync", is_flag=True, hidden=True, help="Testing only: skip fsync.")
 @click.option(
     "--load-ack-file", type=click.Path(path_type=Path), hidden=True, help="Generate load while leading."
@@ -81,13 +90,14 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int] | None = N
 def start(
     config_path: str,
     log_level: str,
+    log_dir: Path | None,
     no_fsync: bool,
     load_ack_file: Path | None,
     load_in_flight: int,
     load_record_size: int,
     load_batch: int,
 ) -> None:
-    _setup_logging(log_level)
+    configure_logging(log_level, log_dir)
     try:
         config = load_config(config_path)
         node = ControllerNode(config, fsync=not no_fsync)
@@ -95,7 +105,7 @@ def start(
         if load_ack_file is not None:
             load = (load_ack_file, load_in_flight, load_record_size, load_batch)
         code = asyncio.run(_run(node, load))
-    except (ConfigError, StorageError) as exc:
+    except (ConfigError, StorageError, ListenError) as exc:
         if isinstance(exc, LogIOError):
             click.echo(f"kraftd: fatal storage error: {exc}", err=True)
             sys.exit(2)
@@ -104,66 +114,35 @@ def start(
     sys.exit(code)
 
 
-async def _perf(
-    node: ControllerNode, records: int, size: int, in_flight: int, timeout: float
-) -> dict[str, float]:
-    await node.start()
-    try:
-        leader = await node.wait_for_leader(timeout)
-        deadline = time.monotonic() + timeout
-        while node.core.leader_id() != node.config.node_id:
-            if time.monotonic() > deadline:
-                raise click.ClickException(
-                    f"node {node.config.node_id} is not the leader (leader {leader.leader_id})"
-                )
-            await asyncio.sleep(0.05)
-        value = b"x" * size
-        latencies: list[float] = []
-        sent = 0
-
-        async def worker() -> None:
-            nonlocal sent
-            while sent < records:
-                sent += 1
-                t0 = time.perf_counter()
-                await node.append([value])
-                latencies.append(time.perf_counter() - t0)
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(in_flight)))
-        elapsed = time.perf_counter() - start
-        latencies.sort()
-        return {
-            "records": float(records),
-            "seconds": elapsed,
-            "records_per_sec": records / elapsed if elapsed else 0.0,
-            "p50_ms": latencies[len(latencies) // 2] * 1000,
-            "p99_ms": latencies[min(len(latencies) - 1, int(len(latencies) * 0.99))] * 1000,
-        }
-    finally:
-        await node.stop(graceful=True)
-
-
-@main.command(help="Append records through this node's RaftClient (it must become the leader).")
-@click.argument("config_path", metavar="SERVER_PROPERTIES")
-@click.option("--records", default=10000, show_default=True)
-@click.option("--record-size", default=100, show_default=True)
-@click.option("--in-flight", default=1000, show_default=True, help="Appends awaiting commit at once.")
-@click.option("--timeout", default=30.0, show_default=True)
-@click.option("--json", "as_json", is_flag=True)
+@main.command(help="Append NoOpRecords through the leader of a RUNNING quorum and report commit throughput.")
+@click.option(
+    "--bootstrap-controller",
+    required=True,
+    help="A comma-separated list of host:port pairs of the controllers (as kafka-metadata-quorum).",
+)
+@click.option("--records", default=10000, show_default=True, help="Records to commit.")
+@click.option("--batch", default=1, show_default=True, help="Records per append request.")
+@click.option("--in-flight", default=64, show_default=True, help="Append requests awaiting commit at once.")
+@click.option("--timeout", default=60.0, show_default=True, help="Seconds for the whole run.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON line.")
 def perf(
-    config_path: str, records: int, record_size: int, in_flight: int, timeout: float, as_json: bool
+    bootstrap_controller: str, records: int, batch: int, in_flight: int, timeout: float, as_json: bool
 ) -> None:
-    _setup_logging("WARNING")
+    hosts = parse_hosts(bootstrap_controller)
     try:
-        node = ControllerNode(load_config(config_path))
-        result = asyncio.run(_perf(node, records, record_size, in_flight, timeout))
-    except (ConfigError, StorageError) as exc:
+        result = asyncio.run(
+            run_perf(
+                hosts, records=records, batch=max(1, batch), in_flight=max(1, in_flight), timeout=timeout
+            )
+        )
+    except KraftError as exc:
         raise click.ClickException(str(exc)) from None
     if as_json:
         click.echo(json.dumps(result))
     else:
         click.echo(
-            f"{int(result['records'])} records in {result['seconds']:.2f}s: {result['records_per_sec']:.0f} records/s, "
-            f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms"
+            f"{int(result['records'])} records committed in {result['seconds']:.2f}s: "
+            f"{result['records_per_sec']:.0f} records/s; commit latency p50 {result['p50_ms']:.2f} ms, "
+            f"p95 {result['p95_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms, max {result['max_ms']:.2f} ms "
+            f"({int(result['appends'])} appends of up to {batch} records, {int(result['retries'])} retried)"
         )

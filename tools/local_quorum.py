@@ -1,12 +1,18 @@
 """A local 3-controller quorum on loopback: the README's "run a local quorum" command, tests and benchmarks.
 
-``python -m tools.local_quorum`` (what scripts/quorum.sh runs) formats temporary directories, starts three
-``kraftd`` processes on 127.0.0.1, waits for a leader, prints ``describe --status`` and keeps running until
-Ctrl-C (then stops every process with SIGTERM and removes the directories).
+``python -m tools.local_quorum`` (what scripts/quorum.sh runs) formats temporary directories with a fresh
+cluster id, starts three ``kraftd`` processes on 127.0.0.1, waits for a leader, prints ``describe --status``
+and keeps running until Ctrl-C (then stops every process with SIGTERM and removes the directories; with
+``--dir DIR`` the data and logs are kept in DIR).
 
 Contracts:
 1. Every wait is bounded; processes are only ever signalled by their own pid.
 2. :class:`LocalQuorum` never leaves a process running after :meth:`LocalQuorum.stop_all` returns.
+3. :meth:`LocalQuorum.wait_leader` accepts only an answer carrying this quorum's own cluster id while all of
+   its processes run: a node that exits fails the wait at once (:class:`NodeExited`, with its log's tail),
+   and a quorum of another cluster answering on the same ports never counts as ours.
+4. ``main`` exits 1 with one message on stderr when its nodes do not come up or a node exits while it runs,
+   and then keeps the directory (node-N.log) whatever ``--dir`` says; each node's pid is in node-N.pid.
 """
 
 from __future__ import annotations
@@ -25,11 +31,19 @@ from pathlib import Path
 import click
 
 from kraftd.config import load_config
+from kraftd.storage.uuids import random_uuid, uuid_to_str
+from kwire.errors import KraftError
 from tools.quorum_cli import fetch_quorum
 from tools.quorum_report import QuorumInfo, status_report
 from tools.storage_cli import format_directory
 
-CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"
+CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"  # the tests' fixed id; main() formats every run with a fresh one
+
+
+class NodeExited(RuntimeError):
+    """A node of the local quorum is no longer running (contract 3)."""
+
+
 KRAFTD = str(Path(sys.executable).with_name("kraftd"))
 
 
@@ -78,8 +92,10 @@ class LocalQuorum:
         ports: list[int] | None = None,
         extra: dict[str, str] | None = None,
         load: tuple[int, int] | tuple[int, int, int] | None = None,
+        cluster_id: str = CLUSTER_ID,
     ) -> None:
         self.root = root
+        self.cluster_id = cluster_id
         self.ports = ports or free_ports(n)
         self.voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(self.ports))
         self.configs: list[Path] = []
@@ -89,7 +105,7 @@ class LocalQuorum:
             cfg = write_properties(
                 root / f"server-{i + 1}.properties", i + 1, port, self.data_dir(i + 1), self.voters, extra
             )
-            format_directory(load_config(cfg), CLUSTER_ID)
+            format_directory(load_config(cfg), cluster_id)
             self.configs.append(cfg)
 
     def node_ids(self) -> list[int]:
@@ -112,6 +128,15 @@ class LocalQuorum:
             args += ["--load-record-size", str(size), "--load-batch", str(rest[0] if rest else 1)]
         with self.log_file(node_id).open("ab") as out:
             self.procs[node_id] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=self.root)
+        (self.root / f"node-{node_id}.pid").write_text(f"{self.procs[node_id].pid}\n")
+
+    def check_running(self) -> None:
+        """Raise :class:`NodeExited` naming the first started node that is no longer running."""
+        for node_id, proc in sorted(self.procs.items()):
+            code = proc.poll()
+            if code is not None:
+                tail = self.log_file(node_id).read_text(errors="replace")[-1500:].strip()
+                raise NodeExited(f"node {node_id} exited with code {code}; the end of its log:\n{tail}")
 
     def start_all(self) -> None:
         for node_id in self.node_ids():
@@ -141,9 +166,12 @@ class LocalQuorum:
         deadline = time.monotonic() + timeout
         last: Exception | None = None
         while time.monotonic() < deadline:
+            self.check_running()
             try:
-                _, info = self.describe(2000, hosts)
-                if info.leader_id >= 0 and info.leader_id != exclude:
+                cluster_id, info = self.describe(2000, hosts)
+                if cluster_id != self.cluster_id:
+                    last = RuntimeError(f"a quorum of another cluster ({cluster_id}) answers on these ports")
+                elif info.leader_id >= 0 and info.leader_id != exclude:
                     return info
             except Exception as exc:  # noqa: BLE001 - retried until the deadline
                 last = exc
@@ -158,11 +186,17 @@ class LocalQuorum:
 
 @click.command(help="Start a local 3-controller quorum on loopback until Ctrl-C.")
 @click.option("--base-port", default=9093, show_default=True, help="Ports base, base+1, base+2.")
-@click.option("--dir", "root", type=click.Path(path_type=Path), help="Keep data here instead of a temp dir.")
-def main(base_port: int, root: Path | None) -> None:
+@click.option(
+    "--dir",
+    "root",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Keep data and node logs (node-N.log) in DIR instead of a temporary directory removed on exit.",
+)
+@click.option("--timeout", default=30.0, show_default=True, help="Seconds to wait for a leader.")
+def main(base_port: int, root: Path | None, timeout: float) -> None:
     tmp = root or Path(tempfile.mkdtemp(prefix="kraftd-quorum-"))
     tmp.mkdir(parents=True, exist_ok=True)
-    quorum = LocalQuorum(tmp, ports=[base_port, base_port + 1, base_port + 2])
+    cluster_id = uuid_to_str(random_uuid())
     stop = False
 
     def on_signal(signum: int, frame: object) -> None:
@@ -171,19 +205,32 @@ def main(base_port: int, root: Path | None) -> None:
 
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGTERM, on_signal)
-    quorum.start_all()
+    failure: str | None = None
+    quorum: LocalQuorum | None = None
     try:
-        quorum.wait_leader(timeout=30)
-        cluster_id, info = quorum.describe()
-        click.echo(f"Local quorum running in {tmp} (logs: node-N.log); Ctrl-C stops it.\n")
+        quorum = LocalQuorum(tmp, ports=[base_port, base_port + 1, base_port + 2], cluster_id=cluster_id)
+        quorum.start_all()
+        quorum.wait_leader(timeout=timeout)
+        _, info = quorum.describe()
+        click.echo(
+            f"Local quorum (cluster {cluster_id}) running in {tmp} (logs: node-N.log); Ctrl-C stops it.\n"
+        )
         click.echo(f"$ kraft-metadata-quorum --bootstrap-controller 127.0.0.1:{base_port} describe --status")
         click.echo(status_report(cluster_id, info), nl=False)
-        while not stop and all(p.poll() is None for p in quorum.procs.values()):
+        while not stop:
+            quorum.check_running()
             time.sleep(0.2)
+    except (NodeExited, TimeoutError, KraftError, OSError) as exc:
+        if not stop:  # Ctrl-C reaches the nodes too; one that exits on it is not a failure
+            failure = str(exc)
     finally:
-        quorum.stop_all()
-        if root is None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        if quorum is not None:
+            quorum.stop_all()
+    if failure is not None:
+        click.echo(f"local quorum failed: {failure}\nlogs kept in {tmp}", err=True)
+        sys.exit(1)
+    if root is None:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 if __name__ == "__main__":

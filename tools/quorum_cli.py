@@ -30,7 +30,7 @@ CONTROLLERS = 2
 BROKERS = 1
 
 
-def _hosts(text: str) -> list[tuple[str, int]]:
+def parse_hosts(text: str) -> list[tuple[str, int]]:
     out = []
     for item in (p.strip() for p in text.split(",")):
         host, sep, port = item.rpartition(":")
@@ -119,6 +119,7 @@ async def fetch_quorum(
     "--command-config", type=click.Path(exists=True, dir_okay=False), help="Accepted for compatibility."
 )
 @click.option("--timeout-ms", default=10000, show_default=True, hidden=True)
+@click.version_option(package_name="kraftd", prog_name="kraft-metadata-quorum")
 @click.pass_context
 def main(
     ctx: click.Context,
@@ -127,10 +128,16 @@ def main(
     command_config: str | None,
     timeout_ms: int,
 ) -> None:
+    ctx.obj = (bootstrap_server, bootstrap_controller, timeout_ms)
+
+
+def _target(obj: tuple[str | None, str | None, int]) -> tuple[list[tuple[str, int]], int, int]:
+    """Contract 1, checked when a sub-command runs (so ``describe --help`` needs no bootstrap flag)."""
+    bootstrap_server, bootstrap_controller, timeout_ms = obj
     if (bootstrap_server is None) == (bootstrap_controller is None):
         raise click.UsageError("Exactly one of --bootstrap-server or --bootstrap-controller must be given.")
-    hosts = _hosts(bootstrap_server or bootstrap_controller or "")
-    ctx.obj = (hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms)
+    hosts = parse_hosts(bootstrap_server or bootstrap_controller or "")
+    return hosts, CONTROLLERS if bootstrap_controller else BROKERS, timeout_ms
 
 
 @main.command(help="Describe the metadata quorum info")
@@ -139,9 +146,9 @@ def main(
 @click.option("--human-readable", is_flag=True, help="Human-readable output (with --replication).")
 @click.pass_obj
 def describe(
-    obj: tuple[list[tuple[str, int]], int, int], status: bool, replication: bool, human_readable: bool
+    obj: tuple[str | None, str | None, int], status: bool, replication: bool, human_readable: bool
 ) -> None:
-    hosts, endpoint_type, timeout_ms = obj
+    hosts, endpoint_type, timeout_ms = _target(obj)
     if status and replication:
         raise click.ClickException(
             "Only one of --status or --replication should be specified with describe sub-command"

@@ -1,7 +1,8 @@
 """``kraft-storage``: format, inspect and generate ids for a controller's metadata log directory.
 
 Mirrors Kafka's ``kafka-storage`` verbs and flags: ``format --cluster-id ID --config FILE (--standalone |
---initial-controllers ... | --no-initial-controllers) [--ignore-formatted]``, ``info --config FILE``,
+--initial-controllers ... | --no-initial-controllers) [--ignore-formatted] [--release-version V]
+[--feature name=level ...]``, ``info --config FILE``,
 ``random-uuid``. Exit status 0 on success, 1 with one message on stderr otherwise.
 """
 
@@ -14,12 +15,21 @@ from pathlib import Path
 import click
 
 from kraftd.config import ConfigError, KraftConfig, load_config
+from kraftd.controller.features import (
+    KRAFT_VERSION,
+    bootstrap_feature_records,
+    mv_name,
+    parse_feature_flags,
+    resolve_features,
+)
 from kraftd.storage.bootstrap import BootstrapVoter, parse_initial_controllers, write_bootstrap_checkpoint
+from kraftd.storage.bootstrap_metadata import write_bootstrap_metadata
 from kraftd.storage.errors import StorageError
 from kraftd.storage.layout import partition_dir
 from kraftd.storage.meta import MetaProperties, meta_path, read_meta, write_meta
 from kraftd.storage.uuids import random_uuid, uuid_from_str, uuid_to_str
 from kwire.errors import KraftError
+from kwire.metadata_frame import encode_record
 
 
 class FormatError(KraftError):
@@ -27,6 +37,7 @@ class FormatError(KraftError):
 
 
 @click.group(help="The kraftd storage tool (Kafka's kafka-storage verbs).")
+@click.version_option(package_name="kraftd", prog_name="kraft-storage")
 def main() -> None:
     pass
 
@@ -56,6 +67,14 @@ def _load(config: str) -> KraftConfig:
 @click.option(
     "--no-initial-controllers", "-N", is_flag=True, help="Join an existing quorum later as an observer."
 )
+@click.option(
+    "--release-version",
+    "-r",
+    help="The release version for the initial feature settings (e.g. 4.0 or 4.0-IV1; default 4.3-IV0).",
+)
+@click.option(
+    "--feature", "-f", "features", multiple=True, help="A feature=level setting; may be given several times."
+)
 def format(  # noqa: A001 - the verb is Kafka's
     config_path: str,
     cluster_id: str,
@@ -63,6 +82,8 @@ def format(  # noqa: A001 - the verb is Kafka's
     standalone: bool,
     initial_controllers: str | None,
     no_initial_controllers: bool,
+    release_version: str | None,
+    features: tuple[str, ...],
 ) -> None:
     config = _load(config_path)
     try:
@@ -73,6 +94,8 @@ def format(  # noqa: A001 - the verb is Kafka's
             initial_controllers=initial_controllers,
             no_initial_controllers=no_initial_controllers,
             ignore_formatted=ignore_formatted,
+            release_version=release_version,
+            features=features,
         )
     except KraftError as exc:
         raise click.ClickException(str(exc)) from None
@@ -87,8 +110,11 @@ def format_directory(
     initial_controllers: str | None = None,
     no_initial_controllers: bool = False,
     ignore_formatted: bool = False,
+    release_version: str | None = None,
+    features: tuple[str, ...] = (),
 ) -> str:
-    """Write meta.properties (and the bootstrap checkpoint when voters are given); return what was done."""
+    """Write meta.properties, bootstrap.checkpoint (finalized features) and, when voters are given, the
+    bootstrap snapshot; return what was done."""
     if sum((standalone, initial_controllers is not None, no_initial_controllers)) > 1:
         raise FormatError(
             "Only one of --standalone, --initial-controllers, --no-initial-controllers may be given."
@@ -111,13 +137,31 @@ def format_directory(
             "Because controller.quorum.voters is not set on this controller, you must specify one of: "
             "--standalone, --initial-controllers, or --no-initial-controllers."
         )
-    log_dir = config.metadata_log_dir
-    if read_meta(log_dir) is not None or meta_path(log_dir).exists():
-        if ignore_formatted:
-            return f"All of the log directories are already formatted ({log_dir})."
+    overrides = parse_feature_flags(features)
+    levels = resolve_features(release_version, overrides)
+    kraft_flag = standalone or initial_controllers is not None or no_initial_controllers
+    if overrides.get(KRAFT_VERSION, 0) > 0 and (config.quorum_voters or not kraft_flag):
         raise FormatError(
-            f"Log directory {log_dir} is already formatted. Use --ignore-formatted to ignore this directory."
+            f"Cannot set kraft.version to {overrides[KRAFT_VERSION]} unless controller.quorum.voters is empty "
+            "and one of the flags --standalone, --initial-controllers, or --no-initial-controllers is used. "
+            "For dynamic controllers support, try using one of --standalone, --initial-controllers, or "
+            "--no-initial-controllers and removing controller.quorum.voters."
         )
+    log_dir = config.metadata_log_dir
+    # Kafka's Formatter formats metadata.log.dir and every directory of log.dirs (each its own directory id).
+    extra = [d for d in dict.fromkeys(config.log_dirs) if d != log_dir]
+    done = [d for d in [log_dir, *extra] if read_meta(d) is not None or meta_path(d).exists()]
+    if done and not ignore_formatted:
+        raise FormatError(
+            f"Log directory {done[0]} is already formatted. Use --ignore-formatted to ignore this directory."
+        )
+    if log_dir in done:
+        for d in extra:
+            if d not in done:
+                meta = read_meta(log_dir)
+                assert meta is not None
+                write_meta(d, MetaProperties(meta.cluster_id, config.node_id, random_uuid()))
+        return f"All of the log directories are already formatted ({', '.join(map(str, done))})."
 
     voters: list[BootstrapVoter] = []
     directory_id = random_uuid()
@@ -132,12 +176,25 @@ def format_directory(
             directory_id = mine.directory_id
 
     write_meta(log_dir, MetaProperties(cluster_id, config.node_id, directory_id))
+    for d in extra:
+        if d not in done:
+            write_meta(d, MetaProperties(cluster_id, config.node_id, random_uuid()))
     pdir = partition_dir(log_dir)
     pdir.mkdir(exist_ok=True)
+    now_ms = int(time.time() * 1000)
+    records = [encode_record(r, 0) for r in bootstrap_feature_records(levels)]
+    write_bootstrap_metadata(log_dir, records, now_ms=now_ms)
     kraft_version = 1 if voters else 0
     if voters:
-        write_bootstrap_checkpoint(pdir, voters, now_ms=int(time.time() * 1000))
-    return f"Formatting metadata directory {log_dir} with kraft.version {kraft_version}."
+        write_bootstrap_checkpoint(pdir, voters, now_ms=now_ms)
+    mv = mv_name(levels["metadata.version"])
+    lines = [
+        f"Formatting metadata directory {log_dir} with metadata.version {mv} (kraft.version {kraft_version})."
+    ]
+    lines += [
+        f"Formatting data directory {d} with kraft.version {kraft_version}." for d in extra if d not in done
+    ]
+    return "\n".join(lines)
 
 
 @main.command(help="Get information about the metadata log directory of this node.")

@@ -13,6 +13,9 @@ Invariants:
    is durable (node invariant 3); its HWM is min(leader HWM, own flushed offset) and never decreases.
 5. Records handed to ``append`` get offsets at once; if the leader loses its epoch before they are
    written they are reported with ``AppendFailed`` and never commit.
+6. Check-quorum (KIP-595): a leader resigns when a majority of voters (itself included) has not fetched
+   within the check-quorum timeout; a leader that is the only voter is that majority alone and never
+   resigns for it (Kafka's LeaderState exempts a one-voter set).
 """
 
 from __future__ import annotations
@@ -121,7 +124,8 @@ def poll_leader(node: RaftNode, d: Leader) -> None:
     from kraftd.core import quorum_rpcs
 
     now = node.now
-    if node.shutting_down or (now >= d.check_quorum_deadline and not node.bugs.no_check_quorum):
+    quorum_lost = now >= d.check_quorum_deadline and not _sole_voter(node)
+    if node.shutting_down or (quorum_lost and not node.bugs.no_check_quorum):
         quorum_rpcs.resign(node, d)
         return
     if d.linger_deadline is not None and now >= d.linger_deadline:
@@ -133,6 +137,11 @@ def poll_leader(node: RaftNode, d: Leader) -> None:
         if now >= p.deadline:
             del d.parked[token]
             respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
+
+
+def _sole_voter(node: RaftNode) -> bool:
+    """A leader that is the only voter is its own majority: check-quorum never expires (invariant 6)."""
+    return node.is_voter and len(node.voters.voters) == 1
 
 
 def on_flushed(node: RaftNode, offset: int) -> None:
@@ -209,7 +218,8 @@ def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
             ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, None, diverging
         )
     rid = m.fetch_replica_id(msg)
-    _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
+    if rid >= 0:  # a negative id is no replica (a tool, a consumer): never an observer (Kafka LeaderState)
+        _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
     found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
     if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
         return m.fetch_response(

@@ -5,10 +5,15 @@ Contracts:
    :data:`SERVED` at their full generated ranges.
 2. DescribeQuorum is answered by the leader; elsewhere the partition carries NOT_LEADER_OR_FOLLOWER (top-level
    NONE), as Kafka's controllers answer. A topic/partition other than ``__cluster_metadata``-0 gets
-   UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners.
-3. DescribeCluster answers with the controller nodes, ``controller_id`` = the current leader (-1 unknown) and
-   echoes the requested endpoint type (we answer brokers' questions with the controllers, deliberately).
-4. Metadata lists the controller nodes as brokers, ``controller_id`` = the leader, the cluster id and no topics:
+   UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners. Below v2 the answer (ours or
+   the leader's, relayed) carries no Nodes and zero directory ids, as Kafka's
+   RaftUtil.singletonDescribeQuorumResponse writes it for the request's version (:func:`describe_quorum_for`).
+3. DescribeCluster answers with the controller nodes (from the image's RegisterControllerRecords once every
+   quorum node has registered, else the configured voters), ``controller_id`` = the current leader (-1 unknown)
+   and echoes the requested endpoint type. Asked for brokers (endpoint type 1) while the image holds unfenced
+   brokers, it lists those brokers instead: only nodes that will answer the client's next request.
+4. Metadata lists the image's unfenced brokers when there are any, else the controller nodes (deliberately, so
+   kafka-python can bootstrap at a controller), ``controller_id`` = the leader, the cluster id and no topics:
    each requested topic gets UNKNOWN_TOPIC_OR_PARTITION.
 """
 
@@ -31,7 +36,13 @@ from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
+# Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
+# BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
+# CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope.
+CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58)
+KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 SERVED: tuple[int, ...] = (
+    *CONTROLLER_RPCS,
     FETCH,
     METADATA,
     API_VERSIONS,
@@ -40,6 +51,7 @@ SERVED: tuple[int, ...] = (
     END_QUORUM,
     DESCRIBE_QUORUM,
     DESCRIBE_CLUSTER,
+    KRAFTD_APPEND,
 )
 CORE_APIS = frozenset({FETCH, VOTE, BEGIN_QUORUM, END_QUORUM})
 
@@ -55,6 +67,7 @@ class ClusterView:
     cluster_id: str
     nodes: dict[int, tuple[Endpoint, ...]]  # node id -> listeners, controller listener first
     leader_id: int
+    brokers: dict[int, tuple[Endpoint, str | None]] | None = None  # unfenced brokers: first listener, rack
 
 
 def _replica(r: ReplicaInfo) -> dq.ReplicaState:
@@ -112,13 +125,35 @@ def describe_quorum_response(
     )
 
 
+def describe_quorum_for(resp: dq.DescribeQuorumResponse, version: int) -> dq.DescribeQuorumResponse:
+    """Contract 2: the fields ``version`` lacks (Nodes, ReplicaDirectoryId: v2+) left at their defaults."""
+    if version >= 2:
+        return resp
+    zero = uuid.UUID(int=0)
+    for topic in resp.topics:
+        for part in topic.partitions:
+            for replica in (*part.current_voters, *part.observers):
+                replica.replica_directory_id = zero
+    resp.nodes = []
+    return resp
+
+
+BROKER_ENDPOINT = 1
+
+
 def describe_cluster_response(req: DescribeClusterRequest, view: ClusterView) -> DescribeClusterResponse:
     """Contract 3."""
-    brokers = [
-        DescribeClusterBroker(node_id, eps[0].host, eps[0].port, None, False)
-        for node_id, eps in sorted(view.nodes.items())
-        if eps
-    ]
+    if req.endpoint_type == BROKER_ENDPOINT and view.brokers:
+        brokers = [
+            DescribeClusterBroker(node_id, ep.host, ep.port, rack, False)
+            for node_id, (ep, rack) in sorted(view.brokers.items())
+        ]
+    else:
+        brokers = [
+            DescribeClusterBroker(node_id, eps[0].host, eps[0].port, None, False)
+            for node_id, eps in sorted(view.nodes.items())
+            if eps
+        ]
     return DescribeClusterResponse(
         error_code=ErrorCode.NONE,
         error_message=None,
@@ -131,11 +166,17 @@ def describe_cluster_response(req: DescribeClusterRequest, view: ClusterView) ->
 
 def metadata_response(req: MetadataRequest, view: ClusterView) -> MetadataResponse:
     """Contract 4."""
-    brokers = [
-        MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)
-        for node_id, eps in sorted(view.nodes.items())
-        if eps
-    ]
+    if view.brokers:
+        brokers = [
+            MetadataResponseBroker(node_id, ep.host, ep.port, rack)
+            for node_id, (ep, rack) in sorted(view.brokers.items())
+        ]
+    else:
+        brokers = [
+            MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)
+            for node_id, eps in sorted(view.nodes.items())
+            if eps
+        ]
     topics = [
         MetadataResponseTopic(
             error_code=ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, name=t.name, topic_id=t.topic_id

@@ -19,6 +19,8 @@ Contracts (numbers continue kraftd.shell's):
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get
    the leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
+10. ApiVersions (v3+) finalizes kraft.version at the quorum's level when it is above 0, as Kafka's controllers
+   do; its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint, KraftConfig
+from kraftd.controller.features import bootstrap_feature_records, resolve_features
+from kraftd.controller.machine import MetadataController
 from kraftd.core import messages as core_messages
 from kraftd.core.client import RaftClient
 from kraftd.core.config import QuorumConfig
@@ -51,17 +55,24 @@ from kraftd.core.effects import (
     SetDeadline,
     TruncateLog,
 )
-from kraftd.core.events import LogFlushed, RequestReceived, ResponseReceived, Shutdown, Tick
+from kraftd.core.events import Event, LogFlushed, RequestReceived, ResponseReceived, Shutdown, Tick
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
-from kraftd.shell import handlers
+from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, observe
+from kraftd.shell.controller_admin import ControllerAdmin
+from kraftd.shell.controller_glue import ControllerGlue
+from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.inbox import EventInbox
+from kraftd.shell.metrics import NodeMetrics, start_listening
+from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
+from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
+from kwire.metadata_frame import encode_record
 
 log = logging.getLogger("kraftd.node")
 
@@ -96,6 +107,9 @@ class ControllerNode:
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
         self._forwarders: dict[int, PeerConnection] = {}
+        self._applied = -1  # the last committed offset the shell has seen (contract 10)
+        self.metrics = NodeMetrics()
+        self.metrics_port: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -115,6 +129,7 @@ class ControllerNode:
         cfg = self.config
         for cut in storage.log.recovery_cuts:
             log.warning("recovered log: %s", cut.describe())
+        observe.log_loaded(cfg.node_id, cfg.metadata_log_dir, storage)
         self.setup = quorum_setup(cfg, storage)
         self.mirror = DiskMirror(storage, self.setup)
         self.cluster_id = storage.meta.cluster_id
@@ -138,6 +153,16 @@ class ControllerNode:
             now_ms=now_ms(),
         )
         self.client = RaftClient(core)
+        bootstrap = read_bootstrap_metadata(cfg.metadata_log_dir)
+        if bootstrap is None:
+            levels = resolve_features(None, {})
+            bootstrap = [encode_record(r, 0) for r in bootstrap_feature_records(levels)]
+        self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
+        self.client.register(self.controller)
+        self.rpcs = ControllerRpcs(self)
+        self.ctl_admin = ControllerAdmin(self)
+        self.observer = observe.NodeObserver(core)
+        self.netlog = NetLog(cfg.node_id, self.cluster_id)
         name = cfg.controller_listener_names[0]
         for node_id, eps in self.setup.endpoints.items():
             ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
@@ -150,9 +175,13 @@ class ControllerNode:
                 )
         bind = cfg.controller_listener
         self.server = KafkaServer(
-            self._handle, handlers.supported_versions(), host=bind.host or "0.0.0.0", port=bind.port
+            self.metrics.instrument(self._handle),
+            handlers.supported_versions(),
+            host=bind.host or "0.0.0.0",
+            port=bind.port,
+            finalized_features=self._finalized_features,
         )
-        await self.server.start()
+        await start_listening(self, bind)
         log.info(
             "node %d listening on %s:%d (cluster %s)",
             cfg.node_id,
@@ -161,6 +190,7 @@ class ControllerNode:
             self.cluster_id,
         )
         self._driver = asyncio.create_task(self._drive())
+        self._spawn(self.rpcs.run_periodic())
 
     @property
     def core(self) -> RaftNode:
@@ -172,6 +202,12 @@ class ControllerNode:
 
     async def stop(self, graceful: bool = True) -> None:
         """Resign (EndQuorumEpoch) if leading, then close everything (bounded by the request timeout)."""
+        if not self._closing:
+            log.info(
+                "node %d: shutting down%s",
+                self.config.node_id,
+                " (resigning first if leading)" if graceful else "",
+            )
         if graceful and not self._stopped.is_set() and self._driver is not None:
             self._events.put_nowait(Shutdown(now_ms()))
             limit = time.monotonic() + self.config.request_timeout_ms / 1000
@@ -205,10 +241,16 @@ class ControllerNode:
         for peer in [*self.peers.values(), *self._forwarders.values()]:
             with contextlib.suppress(Exception):
                 await peer.close()
+        if getattr(self, "rpcs", None) is not None:
+            with contextlib.suppress(Exception):
+                await self.rpcs.close()
         if getattr(self, "server", None) is not None:
             await self.server.close()
         if self.storage is not None:
             self.storage.close()
+        self.metrics.close()
+        if getattr(self, "observer", None) is not None:
+            self.observer.log_stopped()
         self._done.set()
 
     async def wait_stopped(self) -> None:
@@ -220,21 +262,37 @@ class ControllerNode:
     # ------------------------------------------------------------------ driver (contract 4)
     async def _drive(self) -> None:
         try:
-            self._execute(self.client.step(Tick(now_ms())))
+            self._step(Tick(now_ms()))
+            measures = self.observer.measures
             while not self._stopped.is_set():
                 timeout = max(0.0, (self._deadline - now_ms()) / 1000)
+                idle_from = time.perf_counter()
                 event = await self._events.get(timeout)
                 if event is None:
                     event = Tick(now_ms())
+                busy_from = time.perf_counter()
+                measures.idle_s.add(busy_from - idle_from)
                 if isinstance(event, Tick):
                     self._tick_queued = False
-                self._execute(self.client.step(event))
+                self._step(event)
+                measures.busy_s.add(time.perf_counter() - busy_from)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
             log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
             self.fatal = exc
             self._spawn(self._shutdown())
+
+    def spawn_task(self, coro: Any) -> None:
+        """Run ``coro`` as a task the node owns (cancelled on stop)."""
+        self._spawn(coro)
+
+    def _step(self, event: Event) -> None:
+        before = self.observer.snapshot()
+        effects = self.client.step(event)
+        self.observer.step(before, event, effects)
+        self._execute(effects)
+        self.controller.after_step()
 
     def _spawn(self, coro: Any) -> None:
         task = asyncio.ensure_future(coro)
@@ -300,16 +358,35 @@ class ControllerNode:
         if peer is None:
             resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
         else:
+            where = f"{peer.host}:{peer.port}"
             try:
                 resp = await peer.request(message)
+                self.netlog.reached(dest, where)
+                self.netlog.sent_rejected(dest, where, message, resp)
             except PeerError as exc:
+                self.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
                 resp = core_messages.error_response(message, ErrorCode(exc.error_code))
         self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
 
     def cluster_view(self) -> handlers.ClusterView:
         nodes: dict[int, tuple[Endpoint, ...]] = dict(self.setup.endpoints)
         nodes[self.config.node_id] = self.config.advertised_controller_listeners
-        return handlers.ClusterView(self.cluster_id, nodes, self.known_leader())
+        image = self.controller.machine.committed
+        name = self.config.controller_listener_names[0]
+        if image.controllers and set(image.controllers) >= set(nodes):
+            nodes = {
+                cid: tuple(
+                    Endpoint(n, h, p) for n, h, p, _ in sorted(c.listeners, key=lambda e: e[0] != name)
+                )
+                for cid, c in image.controllers.items()
+                if cid in nodes
+            }
+        brokers = {
+            bid: (Endpoint(*b.listeners[0][:3]), b.rack)
+            for bid, b in image.brokers.items()
+            if not b.fenced and b.listeners
+        }
+        return handlers.ClusterView(self.cluster_id, nodes, self.known_leader(), brokers or None)
 
     async def _handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         key = header.request_api_key
@@ -321,20 +398,31 @@ class ControllerNode:
                 quorum = None
                 forwarded = await self._forward(header, body)
                 if forwarded is not None:
-                    return forwarded
-            return handlers.describe_quorum_response(body, quorum, self.cluster_view())
+                    return handlers.describe_quorum_for(forwarded, header.request_api_version)
+            return handlers.describe_quorum_for(
+                handlers.describe_quorum_response(body, quorum, self.cluster_view()),
+                header.request_api_version,
+            )
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
             return handlers.describe_cluster_response(body, self.cluster_view())
+        if key in controller_rpcs.APIS:
+            return await self.rpcs.handle(key, body, header.request_api_version)
+        if key in controller_admin.APIS:
+            return await self.ctl_admin.handle(key, body)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
             return handlers.metadata_response(body, self.cluster_view())
+        if key == admin.KRAFTD_APPEND:
+            return await admin.handle_append(self, body)
         token = self._next_token
         self._next_token += 1
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[token] = fut
         self._events.put_nowait(RequestReceived(now_ms(), token, body))
-        return await fut
+        resp = await fut
+        self.netlog.answered(info.peer, body, resp)
+        return resp
 
     async def _forward(self, header: RequestHeader, body: Any) -> Any | None:
         """Contract 9: relay a client's DescribeQuorum to the leader, once; None when that is not possible."""
@@ -359,19 +447,34 @@ class ControllerNode:
             return None
 
     # ------------------------------------------------------------------ RaftClient (contract 7)
-    async def append(self, records: list[bytes]) -> int:
-        """Append as leader; resolves with the last offset once committed."""
+    async def append(self, records: list[bytes], on_range: Any = None) -> int:
+        """Append as leader; resolves with the last offset once committed. ``on_range`` (if given) is called
+        with the OffsetRange synchronously, before anything else can append."""
         if self._stopped.is_set():
             raise NotLeaderError("the node is stopped")
         rng = self.client.append(records)
+        if on_range is not None:
+            on_range(rng)
+        t0 = time.perf_counter()
         fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append((rng.last, rng.epoch, fut))
         if not self._tick_queued:  # one queued Tick is enough to schedule the linger deadline
             self._tick_queued = True
             self._events.put_nowait(Tick(now_ms()))
-        return await fut
+        last = await fut
+        self.observer.measures.commit_latency_ms.add((time.perf_counter() - t0) * 1000)
+        return last
+
+    def _finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
+        """Contract 10: kraft.version at the level the quorum runs, once above 0 (Kafka's
+        KRaftMetadataCache.features), with the last committed offset as the epoch."""
+        kraft_version = self.setup.kraft_version
+        if kraft_version <= 0:
+            return -1, {}
+        return max(self._applied, 0), {"kraft.version": (kraft_version, kraft_version)}
 
     def _commit(self, hwm: int) -> None:
+        self._applied = max(self._applied, hwm - 1)
         if self.core.role is Role.LEADER and self._first_commit_epoch != self.core.epoch:
             self._first_commit_epoch = self.core.epoch
             log.info(

@@ -24,7 +24,11 @@ from kwire.errors import (
 )
 from kwire.server import ConnectionInfo, KafkaServer
 
-__all__ = ["ConnectionInfo", "KafkaServer", "PeerConnection", "PeerError"]
+__all__ = ["ConnectionInfo", "KafkaServer", "ListenError", "PeerConnection", "PeerError"]
+
+
+class ListenError(KraftError):
+    """A listener cannot bind (port in use, address not local): the node cannot start."""
 
 
 class PeerError(KraftError):

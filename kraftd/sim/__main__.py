@@ -1,6 +1,6 @@
 """``python -m kraftd.sim``: replay one seed, or sweep many over worker processes.
 
-python -m kraftd.sim --scenario zombie_leader --seed 42       # one seed, trace on failure
+python -m kraftd.sim --scenario zombie_leader --seed 42       # replay one seed and print its trace
 python -m kraftd.sim --seeds 0-9999 --workers 2               # every scenario, round robin
 python -m kraftd.sim --seeds 0-499 --bug no_check_quorum      # show a planted bug being caught
 """
@@ -30,12 +30,20 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--bug", choices=["ack_before_flush", "commit_old_epoch", "no_check_quorum", "double_vote"]
     )
-    p.add_argument("--verbose", action="store_true")
+    p.add_argument(
+        "--verbose", action="store_true", help="sweeps: print every seed's line, not only failures"
+    )
+    p.add_argument(
+        "--trace-lines",
+        type=int,
+        default=400,
+        help="replay: how many of the last events to print (default 400)",
+    )
     args = p.parse_args(argv)
     bugs = BugFlags(**{args.bug: True}) if args.bug else BugFlags()
     if args.seed is not None:
         name = (args.scenario or ["chaos"])[0]
-        r = run_seed(name, args.seed, bugs)
+        r = run_seed(name, args.seed, bugs, trace_len=max(1, args.trace_lines), keep_trace=True)
         print(r.report())
         return 0 if r.ok else 1
     sweep = run_many(args.seeds, args.scenario, args.workers, bugs)

@@ -40,8 +40,9 @@ class Workload:
 
 
 class Harness:
-    def __init__(self, seed: int, bugs: BugFlags | None = None) -> None:
+    def __init__(self, seed: int, bugs: BugFlags | None = None, trace_len: int = 120) -> None:
         self.seed = seed
+        self.trace_len = trace_len
         self.rng = random.Random(seed)
         self.bugs = bugs or BugFlags()
         self.cluster: Cluster | None = None
@@ -63,7 +64,15 @@ class Harness:
         oids = list(range(voters, voters + observers))
         cfg = QuorumConfig(bugs=self.bugs, fetch_max_bytes=fetch_max_bytes or 8 * 1024 * 1024)
         checker = Checker(tuple(vids), check_monotonic_epoch, check_majority_hwm)
-        c = Cluster(rng, vids, oids, cfg, checker, max_storage_delay_ms=rng.choice([0, 2, 5, 20]))
+        c = Cluster(
+            rng,
+            vids,
+            oids,
+            cfg,
+            checker,
+            max_storage_delay_ms=rng.choice([0, 2, 5, 20]),
+            trace_len=self.trace_len,
+        )
         c.net.faults = faults or NetworkFaults(
             max_delay_ms=rng.choice([2, 5, 10, 30]),
             disconnect_rate=rng.choice([0.0, 0.01, 0.05]),

@@ -29,7 +29,10 @@ class SeedResult:
 
     def report(self) -> str:
         if self.ok:
-            return f"ok   {self.scenario} seed={self.seed} events={self.events} virtual={self.virtual_ms}ms"
+            head = f"ok   {self.scenario} seed={self.seed} events={self.events} virtual={self.virtual_ms}ms"
+            if not self.trace:
+                return head
+            return "\n".join([head, f"  last {len(self.trace)} events:", *(f"    {t}" for t in self.trace)])
         lines = [
             f"FAIL {self.scenario} seed={self.seed}: {self.error}",
             f"  replay: python -m kraftd.sim --scenario {self.scenario} --seed {self.seed}"
@@ -40,8 +43,11 @@ class SeedResult:
         return "\n".join(lines)
 
 
-def run_seed(scenario: str, seed: int, bugs: BugFlags | None = None) -> SeedResult:
-    h = Harness(seed, bugs)
+def run_seed(
+    scenario: str, seed: int, bugs: BugFlags | None = None, trace_len: int = 120, keep_trace: bool = False
+) -> SeedResult:
+    """One seed; the trace (last ``trace_len`` events) is kept on failure, and on success with keep_trace."""
+    h = Harness(seed, bugs, trace_len)
     planted = tuple(f.name for f in fields(BugFlags) if getattr(h.bugs, f.name))
     try:
         SCENARIOS[scenario](h)
@@ -63,6 +69,7 @@ def run_seed(scenario: str, seed: int, bugs: BugFlags | None = None) -> SeedResu
         scenario,
         seed,
         True,
+        trace=tuple(c.trace) if keep_trace else (),
         events=c.events,
         virtual_ms=c.now,
         commit_wait_ms=h.max_commit_wait_ms,

@@ -265,6 +265,31 @@ def figure8(h: Harness) -> None:
     h.wait_commit()
 
 
+def steady_leader(h: Harness, voters: int) -> None:
+    """A fault-free quorum of ``voters`` keeps one leader in one epoch across several check-quorum timeouts
+    while it commits (a lone voter is its own majority: Kafka's LeaderState exempts it from check-quorum);
+    then a random voter crashes and restarts and the quorum commits again."""
+    c = h.setup(
+        voters, observers=h.rng.randint(0, 2), faults=NetworkFaults(max_delay_ms=h.rng.choice([2, 10, 30]))
+    )
+    lead = h.wait_leader()
+    h.wait_commit()
+    leader_id, epoch = lead.local.id, lead.epoch
+    h.run(2 * c.config.check_quorum_timeout_ms + h.rng.randint(0, 1000))
+    now = c.leader()
+    if now is None or now.local.id != leader_id or now.epoch != epoch or c.max_epoch() != epoch:
+        got = "none" if now is None else f"n{now.local.id} e{now.epoch}"
+        raise ScenarioFailure(
+            f"{voters}-voter quorum churned without faults: was n{leader_id} e{epoch}, now {got}"
+        )
+    h.wait_commit()
+    victim = h.rng.choice(c.voter_ids)
+    c.crash(victim)
+    h.run(h.rng.randint(10, 1000))
+    c.start(victim)
+    h.wait_commit()
+
+
 def _leads(h: Harness, node_id: int, min_epoch: int) -> bool:
     core = h.c.nodes[node_id].core
     return core is not None and core.role is Role.LEADER and core.epoch >= min_epoch
@@ -287,4 +312,6 @@ SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "zombie_leader": zombie_leader,
     "chaos": chaos,
     "figure8": figure8,
+    # one scenario per quorum size, so a round-robin sweep runs 1, 2, 3, 4 and 5 voters alike
+    **{f"steady_leader_{n}v": partial(steady_leader, voters=n) for n in range(1, 6)},
 }

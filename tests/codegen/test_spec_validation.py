@@ -47,6 +47,7 @@ CASES = {
     "invalid_message_name": ("name", "capitalized"),
     "reserved_field_name": ("Encode", "clashes with a generated method"),
     "reserved_struct_name": ("UUID", "reserved"),
+    "metadata_without_api_key": ("apiKey", "metadata record specs need an apiKey"),
 }
 
 
@@ -98,3 +99,17 @@ def test_numbers_and_booleans_coerced() -> None:
 def test_invalid_json_names_file() -> None:
     with pytest.raises(SpecError, match="broken.json"):
         parse_text("{ nope", "broken.json")
+
+
+def test_duplicate_metadata_api_key_names_both_files(tmp_path: Path) -> None:
+    # Rule 14: two metadata record specs may not share an api key (the frame decoder is keyed by it).
+    from codegen.emit import load_specs
+
+    rec = '{"apiKey": 7, "type": "metadata", "name": "%s", "validVersions": "0", "flexibleVersions": "0+",'
+    rec += ' "fields": []}'
+    (tmp_path / "ARecord.json").write_text(rec % "ARecord")
+    (tmp_path / "BRecord.json").write_text(rec % "BRecord")
+    with pytest.raises(
+        SpecError, match=r"BRecord.json: apiKey: metadata api key 7 is already used by .*ARecord"
+    ):
+        load_specs(tmp_path)

@@ -298,3 +298,34 @@ def test_end_quorum_epoch_timeout_sends_prevotes_at_once() -> None:
     out = n.step(RequestReceived(10, 1, m.end_quorum_request("c", 2, 1, [ReplicaKey(1)])))  # first preferred
     assert n.role is Role.PROSPECTIVE
     assert sorted(e.destination for e in sent(out, m.VoteRequest)) == [2, 3]
+
+
+def test_sole_voter_leader_is_exempt_from_check_quorum() -> None:
+    """Kafka's LeaderState.timeUntilCheckQuorumExpires returns Long.MAX_VALUE when the voter set has one
+    voter (KafkaRaftClient.pollLeader then never resigns): nobody else can fetch, so a lone leader must not
+    resign for lack of fetches. Before the fix it resigned every check-quorum timeout (~3 s)."""
+    n = node(voters=(1,))
+    n.step(Tick(0))
+    n.step(LogFlushed(1, n.log.end_offset))
+    assert n.role is Role.LEADER and n.epoch == 1
+    t = 0
+    for _ in range(40):  # 40 x 1 s: > 10 check-quorum timeouts
+        t += 1000
+        n.step(Tick(t))
+        n.step(AppendRecords(t, (b"x",)))
+        n.step(LogFlushed(t, n.log.end_offset))
+    assert n.role is Role.LEADER and n.epoch == 1
+    assert n.high_watermark == n.log.end_offset
+
+
+def test_two_voter_leader_still_resigns_without_fetches() -> None:
+    """The exemption is for the sole voter only: a 2-voter leader needs its peer (Kafka LeaderState)."""
+    n = node(voters=(1, 2))
+    out = n.step(Tick(2000))
+    (pre,) = sent(out, m.VoteRequest)
+    out = n.step(ResponseReceived(2001, 2, pre.request_id, vote_resp(True, n.epoch)))
+    (real,) = sent(out, m.VoteRequest)
+    n.step(ResponseReceived(2002, 2, real.request_id, vote_resp(True, n.epoch)))
+    assert n.role is Role.LEADER
+    n.step(Tick(2002 + n.config.check_quorum_timeout_ms))
+    assert n.role is Role.RESIGNED

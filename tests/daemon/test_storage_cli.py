@@ -124,3 +124,39 @@ def test_entry_point_runs_as_a_process() -> None:
     exe = Path(sys.executable).with_name("kraft-storage")
     out = subprocess.run([str(exe), "random-uuid"], capture_output=True, text=True, timeout=30, check=True)
     assert len(out.stdout.strip()) == 22
+
+
+def test_format_formats_every_directory_of_log_dirs(tmp_path: Path) -> None:
+    """Kafka's StorageTool/Formatter formats metadata.log.dir and each log.dirs entry, every one with the same
+    cluster id and node id and its own directory id."""
+    dirs = [tmp_path / "a", tmp_path / "b"]
+    cfg = write_properties(
+        tmp_path / "s.properties",
+        1,
+        19093,
+        tmp_path / "meta",
+        voters="1@127.0.0.1:19093",
+        extra={"log.dirs": ",".join(map(str, dirs))},
+    )
+    code, out = run("format", "--cluster-id", CLUSTER, "--config", str(cfg))
+    assert code == 0, out
+    metas = [read_meta(d) for d in [tmp_path / "meta", *dirs]]
+    assert all(m is not None and (m.cluster_id, m.node_id) == (CLUSTER, 1) for m in metas)
+    assert len({m.directory_id for m in metas if m is not None}) == 3
+    assert all(f"Formatting data directory {d}" in out for d in dirs)
+    code, out = run("format", "--cluster-id", CLUSTER, "--config", str(cfg))
+    assert code == 1 and "already formatted" in out
+
+
+def test_every_tool_prints_its_version_and_describe_help_works() -> None:
+    bindir = Path(sys.executable).parent
+    for tool in ("kraftd", "kraft-storage", "kraft-metadata-quorum", "kraft-dump-log"):
+        out = subprocess.run([str(bindir / tool), "--version"], capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0 and out.stdout.strip() == f"{tool}, version 0.1.0", out.stderr
+    out = subprocess.run(
+        [str(bindir / "kraft-metadata-quorum"), "describe", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert out.returncode == 0 and "--status" in out.stdout and "--replication" in out.stdout, out.stderr

@@ -11,6 +11,7 @@ import re
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -44,9 +45,24 @@ def settle(q: MixedQuorum) -> None:
     assert_logs_agree(q)
 
 
+def quiesce(q: MixedQuorum, timeout: float = 30) -> None:
+    """Wait until the high watermark stops moving for a second: kraftd controllers write their own
+    RegisterControllerRecords in their first seconds, so two dumps taken apart must wait for that."""
+    deadline = time.monotonic() + timeout
+    last = -1
+    while time.monotonic() < deadline:
+        hwm = q.wait_leader().high_watermark
+        if hwm == last:
+            return
+        last = hwm
+        time.sleep(1.0)
+    raise AssertionError(f"the log kept growing for {timeout}s")
+
+
 def test_kafka_dump_log_reads_kraftd_segments_and_checkpoints(kraftd_quorum: MixedQuorum) -> None:
     q = kraftd_quorum
     settle(q)
+    quiesce(q)
     for node in q.nodes:
         files = metadata_files(q, node.node_id)
         assert any(f.suffix == ".checkpoint" for f in files), files

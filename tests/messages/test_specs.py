@@ -87,7 +87,49 @@ APIS: dict[str, tuple[int, str, str, list[str]]] = {
     "RemoveRaftVoter": (81, "0", "0+", ["controller", "broker"]),
     "UpdateRaftVoter": (82, "0", "0+", ["controller"]),
     "ReadOffset": (650, "0", "0+", ["controller"]),
+    "KraftdAppend": (651, "0", "0+", ["controller"]),
+    # Controller RPCs of the metadata state machine (kafka-clients-4.3.1.jar common/message/*.json).
+    "CreateTopics": (19, "2-7", "5+", ["broker", "controller"]),
+    "DeleteTopics": (20, "1-6", "4+", ["broker", "controller"]),
+    "CreatePartitions": (37, "0-3", "2+", ["broker", "controller"]),
+    "IncrementalAlterConfigs": (44, "0-1", "1+", ["broker", "controller"]),
+    "AlterPartition": (56, "2-3", "0+", ["controller"]),
+    "Envelope": (58, "0", "0+", ["controller"]),
+    "BrokerRegistration": (62, "0-4", "0+", ["controller"]),
+    "BrokerHeartbeat": (63, "0-2", "0+", ["controller"]),
+    "AllocateProducerIds": (67, "0", "0+", ["controller"]),
+    "ControllerRegistration": (70, "0", "0+", ["controller"]),
 }
+# KRaft metadata records as kafka-metadata-4.3.1.jar ships them: name -> (apiKey, validVersions); all flexible 0+.
+METADATA = {
+    "RegisterBrokerRecord": (0, "0-4"),
+    "UnregisterBrokerRecord": (1, "0"),
+    "TopicRecord": (2, "0"),
+    "PartitionRecord": (3, "0-2"),
+    "ConfigRecord": (4, "0"),
+    "PartitionChangeRecord": (5, "0-2"),
+    "FenceBrokerRecord": (7, "0"),
+    "UnfenceBrokerRecord": (8, "0"),
+    "RemoveTopicRecord": (9, "0"),
+    "DelegationTokenRecord": (10, "0"),
+    "UserScramCredentialRecord": (11, "0"),
+    "FeatureLevelRecord": (12, "0"),
+    "ClientQuotaRecord": (14, "0"),
+    "ProducerIdsRecord": (15, "0"),
+    "BrokerRegistrationChangeRecord": (17, "0-3"),
+    "AccessControlEntryRecord": (18, "0"),
+    "RemoveAccessControlEntryRecord": (19, "0"),
+    "NoOpRecord": (20, "0"),
+    "ZkMigrationRecord": (21, "0"),
+    "RemoveUserScramCredentialRecord": (22, "0"),
+    "BeginTransactionRecord": (23, "0"),
+    "EndTransactionRecord": (24, "0"),
+    "AbortTransactionRecord": (25, "0"),
+    "RemoveDelegationTokenRecord": (26, "0"),
+    "RegisterControllerRecord": (27, "0"),
+    "ClearElrRecord": (28, "0"),
+}
+PRIVATE = ("ReadOffset", "KraftdAppend")  # kraftd's own RPCs, never shipped by Kafka
 DATA = {
     "RequestHeader": ("header", "1-2", "2+"),
     "ResponseHeader": ("header", "0-1", "1+"),
@@ -101,14 +143,27 @@ DATA = {
 
 
 def test_file_set() -> None:
-    expected = {f"{a}{kind}" for a in APIS for kind in ("Request", "Response")} | set(DATA)
+    expected = {f"{a}{kind}" for a in APIS for kind in ("Request", "Response")} | set(DATA) | set(METADATA)
     assert set(ALL) == expected
+
+
+@pytest.mark.parametrize("stem", sorted(METADATA))
+def test_metadata_record_facts(stem: str) -> None:
+    key, valid = METADATA[stem]
+    spec = ALL[stem]
+    assert (spec["type"], spec["apiKey"], spec["validVersions"], spec["flexibleVersions"]) == (
+        "metadata",
+        key,
+        valid,
+        "0+",
+    )
 
 
 @pytest.mark.parametrize("stem", sorted(ALL))
 def test_file_named_after_spec_and_no_header_versions(stem: str) -> None:
     spec = ALL[stem]
-    assert spec["name"] == stem
+    # ZkMigrationRecord.json holds ZkMigrationStateRecord, as Kafka's file does.
+    assert spec["name"] == ("ZkMigrationStateRecord" if stem == "ZkMigrationRecord" else stem)
     assert "headerVersions" not in spec
 
 
@@ -131,11 +186,13 @@ def test_data_and_header_facts(name: str) -> None:
     assert "apiKey" not in spec
 
 
-def test_read_offset_key_is_clear_of_kafka() -> None:
-    key = ALL["ReadOffsetRequest"]["apiKey"]
-    kafka_keys = {s["apiKey"] for n, s in ALL.items() if "apiKey" in s and not n.startswith("ReadOffset")}
+@pytest.mark.parametrize("api", PRIVATE)
+def test_private_keys_are_clear_of_kafka(api: str) -> None:
+    key = ALL[api + "Request"]["apiKey"]
+    kafka_keys = {s["apiKey"] for n, s in ALL.items() if "apiKey" in s and not n.startswith(PRIVATE)}
     assert key not in kafka_keys
     assert 200 <= key <= 32767  # well beyond Kafka's dense range (keys run into the 90s today)
+    assert len({ALL[p + "Request"]["apiKey"] for p in PRIVATE}) == len(PRIVATE)
 
 
 PORT_TYPES = {
@@ -154,6 +211,11 @@ PORT_TYPES = {
     "UpdateRaftVoterResponse": "int32",
     "DescribeClusterResponse": "int32",
     "MetadataResponse": "int32",
+    # Broker and controller listeners of the metadata state machine: uint16, as Kafka ships them.
+    "BrokerRegistrationRequest": "uint16",
+    "ControllerRegistrationRequest": "uint16",
+    "RegisterBrokerRecord": "uint16",
+    "RegisterControllerRecord": "uint16",
 }
 
 

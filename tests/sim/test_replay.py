@@ -30,7 +30,12 @@ def test_failure_report_names_seed_scenario_and_trace() -> None:
 
 def test_cli_replays_one_seed(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--scenario", "initial_election", "--seed", "3"]) == 0
-    assert "ok   initial_election seed=3" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "ok   initial_election seed=3" in out
+    lines = out.splitlines()  # a replay prints its trace without --verbose
+    assert lines[1].startswith("  last ") and len(lines) > 50 and " leader e" in out
+    assert main(["--scenario", "initial_election", "--seed", "3", "--trace-lines", "10"]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 12
     assert main(["--scenario", "zombie_leader", "--seed", "1", "--bug", "no_check_quorum"]) == 1
     assert "FAIL zombie_leader seed=1" in capsys.readouterr().out
 

@@ -1,0 +1,157 @@
+"""Spark pipeline benchmark: the ``kraft`` source on local[1]/local[2] against a single-process decode loop over
+the same files, and a simulator sweep on Spark against ``python -m kraftd.sim --workers 2``, measured in one run.
+
+    python bench/spark.py                 # a table
+    python bench/spark.py --json          # one machine-readable line
+    python bench/spark.py --records 400000 --seeds 400
+
+Spark session start-up is reported on its own line and is not in any rate. Every Spark rate is the best of
+``--repeat`` timed runs after one warm-up run (which starts the Python workers). The DataFrame is fully
+materialised (every column, the ``noop`` sink), not just counted. Goal (issue #12): Spark local[2] within 1.5x of
+the single-process rate on 2 cores, and local[2] ~2x local[1].
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from generated.leader_change_message import LeaderChangeMessage, Voter  # noqa: E402
+from kraft_spark.decode import decode_file, find_files  # noqa: E402
+from kraftd.storage.log import MetadataLog  # noqa: E402
+from kwire.control import ControlRecordType, control_key  # noqa: E402
+from kwire.records import Record, build_batch, build_data_batch  # noqa: E402
+
+NO_OP = bytes([1, 20, 0, 0])
+FEATURE = bytes([1, 12, 0, len("metadata.version") + 1]) + b"metadata.version" + b"\x00\x1e\x00"
+
+
+def make_logs(root: Path, records: int, segments: int) -> Path:
+    """``records`` records over about ``segments`` segment files: batches of 50 metadata records, and a
+    LeaderChange control batch every 20 batches."""
+    part = root / "n1" / "__cluster_metadata-0"
+    part.mkdir(parents=True)
+    (root / "n1" / "meta.properties").write_text("version=1\nnode.id=1\ncluster.id=bench\n")
+    per_batch = 50
+    approx_bytes = records * (len(NO_OP) + 8) + records // per_batch * 61
+    log = MetadataLog(part, max(approx_bytes // segments, 4096), fsync=False)
+    offset, epoch, n = 0, 1, 0
+    lc = LeaderChangeMessage(0, 1, [Voter(1), Voter(2), Voter(3)], [Voter(1), Voter(2)])
+    while offset < records:
+        if n % 20 == 0:
+            rec = Record(0, 0, control_key(ControlRecordType.LEADER_CHANGE), lc.encode(0))
+            log.append(
+                build_batch(
+                    [rec],
+                    base_offset=offset,
+                    partition_leader_epoch=epoch,
+                    base_timestamp=offset,
+                    is_control=True,
+                )
+            )
+            offset += 1
+        values = [FEATURE if i % 10 == 0 else NO_OP for i in range(per_batch)]
+        log.append(
+            build_data_batch(values, base_offset=offset, partition_leader_epoch=epoch, timestamp=offset)
+        )
+        offset += per_batch
+        n += 1
+    log.flush()
+    log.close()
+    return root
+
+
+def single_process(root: Path, repeat: int) -> tuple[int, float]:
+    best = float("inf")
+    count = 0
+    for _ in range(repeat):
+        start = time.perf_counter()
+        count = sum(1 for f in find_files(root) for _ in decode_file(f))
+        best = min(best, time.perf_counter() - start)
+    return count, best
+
+
+def spark_decode(spark: Any, root: Path, repeat: int) -> tuple[int, float]:
+    df = spark.read.format("kraft").load(str(root))
+    df.write.format("noop").mode("overwrite").save()  # warm-up: Python workers start here
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        best = min(best, time.perf_counter() - start)
+    return df.count(), best
+
+
+def spark_sweep(spark: Any, seeds: int, repeat: int) -> float:
+    from kraft_spark.sweep import sweep
+
+    sweep(spark, range(0, 8)).write.format("noop").mode("overwrite").save()  # warm-up
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        sweep(spark, range(0, seeds)).write.format("noop").mode("overwrite").save()
+        best = min(best, time.perf_counter() - start)
+    return seeds / best
+
+
+def cli_sweep(seeds: int) -> float:
+    cmd = [sys.executable, "-m", "kraftd.sim", "--seeds", f"0-{seeds - 1}", "--workers", "2"]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    m = re.search(r"([\d.]+) seeds/s", done.stdout)
+    if m is None:
+        raise SystemExit(f"kraftd.sim printed no rate: {done.stdout[-500:]} {done.stderr[-500:]}")
+    return float(m.group(1))
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=200_000)
+    p.add_argument("--segments", type=int, default=8)
+    p.add_argument("--seeds", type=int, default=200)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    from kraft_spark.session import build_session
+
+    out: dict[str, Any] = {"records": args.records, "seeds": args.seeds, "cpus": os.cpu_count()}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = make_logs(Path(tmp), args.records, args.segments)
+        out["files"] = len(find_files(root))
+        rows, secs = single_process(root, args.repeat)
+        out["rows"] = rows
+        out["single_process_rows_per_s"] = rows / secs
+        for master in ("local[1]", "local[2]"):
+            start = time.perf_counter()
+            spark = build_session(master, "bench-spark")
+            spark.range(1).count()
+            out[f"{master}_startup_s"] = time.perf_counter() - start
+            n, secs = spark_decode(spark, root, args.repeat)
+            assert n == rows, f"Spark saw {n} rows, the loop {rows}"
+            out[f"{master}_rows_per_s"] = n / secs
+            if master == "local[2]":
+                out["local[2]_sweep_seeds_per_s"] = spark_sweep(spark, args.seeds, args.repeat)
+            spark.stop()
+    out["cli_sweep_workers2_seeds_per_s"] = cli_sweep(args.seeds)
+    out["decode_local2_vs_single"] = out["local[2]_rows_per_s"] / out["single_process_rows_per_s"]
+    out["decode_local2_vs_local1"] = out["local[2]_rows_per_s"] / out["local[1]_rows_per_s"]
+    out["sweep_spark_vs_cli"] = out["local[2]_sweep_seeds_per_s"] / out["cli_sweep_workers2_seeds_per_s"]
+    if args.json:
+        print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}))
+        return
+    for k, v in out.items():
+        print(f"{k:36} {v:,.2f}" if isinstance(v, float) else f"{k:36} {v}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,229 @@
+"""Broker lifecycle on the active controller: registration, heartbeats, fencing, controlled shutdown.
+
+Pure functions of the latest (uncommitted) image plus the leader's in-memory heartbeat table; each returns the
+records to append (one atomic batch) and the answer to give once they commit. Semantics of Kafka 4.3.1's
+ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, reduced to what is listed here:
+
+1. BrokerRegistration: wrong cluster id -> INCONSISTENT_CLUSTER_ID; a live registration (heartbeat within the
+   session timeout) of the same id with another incarnation -> DUPLICATE_BROKER_REGISTRATION; a finalized
+   feature level outside the broker's supported range -> UNSUPPORTED_VERSION. Otherwise a RegisterBrokerRecord
+   (fenced) with a broker epoch above every epoch this id had and above the image offset; a broker that was
+   registered already first loses its leaderships and ISR memberships as in 3.
+2. BrokerHeartbeat: an unknown id -> BROKER_ID_NOT_REGISTERED; another epoch -> STALE_BROKER_EPOCH. A fenced
+   broker that does not want fencing and has replayed its own registration record is unfenced
+   (BrokerRegistrationChangeRecord Fenced=-1) and leads the partitions of its replicas that had no leader.
+3. Fencing (session timeout, or WantFence): Fenced=1, the broker leaves every ISR it is in (unless it is the
+   last member) and its leaderships move to the first live ISR member (-1 when none).
+5. AllocateProducerIds: a registered broker at its current epoch gets the next block of 1000 producer ids
+   (ProducerIdsRecord with the new next id); otherwise BROKER_ID_NOT_REGISTERED / STALE_BROKER_EPOCH.
+4. Controlled shutdown (WantShutDown): a fenced broker may shut down at once; an unfenced one is marked
+   InControlledShutdown=1, loses its leaderships and ISR memberships as in 3, and is told ShouldShutDown once
+   it leads nothing, at which point it is fenced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from generated.broker_registration_request import BrokerRegistrationRequest
+from generated.partition_change_record import PartitionChangeRecord
+from generated.producer_ids_record import ProducerIdsRecord
+from generated.register_broker_record import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
+from kraftd.controller.image import MetadataImage
+from kwire.errors import ErrorCode
+
+PRODUCER_ID_BLOCK = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
+DEFAULT_SESSION_TIMEOUT_MS = 9000  # broker.session.timeout.ms
+NO_LEADER = -1
+NO_LEADER_CHANGE = -2
+
+
+@dataclass(slots=True)
+class Heartbeats:
+    """The leader's in-memory view of broker liveness (never replicated; rebuilt by a new leader)."""
+
+    session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
+    last_ms: dict[int, int] = field(default_factory=dict)
+
+    def touch(self, broker_id: int, now_ms: int) -> None:
+        self.last_ms[broker_id] = now_ms
+
+    def alive(self, broker_id: int, now_ms: int) -> bool:
+        last = self.last_ms.get(broker_id)
+        return last is not None and now_ms - last < self.session_timeout_ms
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    records: list[Any]
+    error: ErrorCode = ErrorCode.NONE
+    broker_epoch: int = -1
+    is_caught_up: bool = False
+    is_fenced: bool = True
+    should_shut_down: bool = False
+
+
+def register(
+    image: MetadataImage, req: BrokerRegistrationRequest, cluster_id: str, hb: Heartbeats, now_ms: int
+) -> Outcome:
+    """Contract 1."""
+    if req.cluster_id != cluster_id:
+        return Outcome([], ErrorCode.INCONSISTENT_CLUSTER_ID)
+    old = image.brokers.get(req.broker_id)
+    if old is not None and old.incarnation_id != req.incarnation_id and hb.alive(req.broker_id, now_ms):
+        return Outcome([], ErrorCode.DUPLICATE_BROKER_REGISTRATION)
+    supported = {f.name: (f.min_supported_version, f.max_supported_version) for f in req.features}
+    for name, level in image.features.items():
+        lo, hi = supported.get(name, (0, 0))
+        if not lo <= level <= hi:
+            return Outcome([], ErrorCode.UNSUPPORTED_VERSION)
+    epoch = max(image.offset + 1, (old.epoch + 1) if old is not None else 0)
+    record = RegisterBrokerRecord(
+        broker_id=req.broker_id,
+        incarnation_id=req.incarnation_id,
+        broker_epoch=epoch,
+        end_points=[
+            BrokerEndpoint(name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol)
+            for e in req.listeners
+        ],
+        features=[
+            BrokerFeature(
+                name=f.name,
+                min_supported_version=f.min_supported_version,
+                max_supported_version=f.max_supported_version,
+            )
+            for f in req.features
+        ],
+        rack=req.rack,
+        fenced=True,
+        in_controlled_shutdown=False,
+        log_dirs=list(req.log_dirs),
+    )
+    hb.touch(req.broker_id, now_ms)
+    # A broker registering again (a restart) leads nothing and leaves the ISRs first, as on an unclean shutdown.
+    moves = remove_from_partitions(image, req.broker_id) if old is not None else []
+    return Outcome([*moves, record], broker_epoch=epoch)
+
+
+def heartbeat(image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int) -> Outcome:
+    """Contracts 2 and 4 (and 3 for WantFence)."""
+    b = image.brokers.get(req.broker_id)
+    if b is None:
+        return Outcome([], ErrorCode.BROKER_ID_NOT_REGISTERED)
+    if b.epoch != req.broker_epoch:
+        return Outcome([], ErrorCode.STALE_BROKER_EPOCH)
+    hb.touch(req.broker_id, now_ms)
+    caught_up = req.current_metadata_offset >= b.registration_offset
+    if req.want_shut_down:
+        if b.fenced:
+            return Outcome([], broker_epoch=b.epoch, is_caught_up=caught_up, should_shut_down=True)
+        records: list[Any] = []
+        if not b.in_controlled_shutdown:
+            records.append(
+                BrokerRegistrationChangeRecord(
+                    broker_id=b.broker_id, broker_epoch=b.epoch, in_controlled_shutdown=1
+                )
+            )
+        moves = remove_from_partitions(image, b.broker_id)
+        records += moves
+        done = not moves and not _leads_anything(image, b.broker_id)
+        if done:
+            records.append(
+                BrokerRegistrationChangeRecord(broker_id=b.broker_id, broker_epoch=b.epoch, fenced=1)
+            )
+        return Outcome(
+            records, broker_epoch=b.epoch, is_caught_up=caught_up, is_fenced=done, should_shut_down=done
+        )
+    if req.want_fence:
+        if b.fenced:
+            return Outcome([], broker_epoch=b.epoch, is_caught_up=caught_up)
+        return Outcome(fence(image, b.broker_id), broker_epoch=b.epoch, is_caught_up=caught_up)
+    if b.fenced and caught_up and not b.in_controlled_shutdown:
+        records = [BrokerRegistrationChangeRecord(broker_id=b.broker_id, broker_epoch=b.epoch, fenced=-1)]
+        records += elect_offline(image, b.broker_id)
+        return Outcome(records, broker_epoch=b.epoch, is_caught_up=True, is_fenced=False)
+    return Outcome([], broker_epoch=b.epoch, is_caught_up=caught_up, is_fenced=b.fenced)
+
+
+def fence(image: MetadataImage, broker_id: int) -> list[Any]:
+    """Contract 3: the records that fence ``broker_id`` and move its partitions away."""
+    b = image.brokers[broker_id]
+    return [
+        BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, fenced=1),
+        *remove_from_partitions(image, broker_id),
+    ]
+
+
+def expired(image: MetadataImage, hb: Heartbeats, now_ms: int) -> list[int]:
+    """Unfenced brokers whose session timed out (a new leader starts their clocks at its first check)."""
+    out = []
+    for bid, b in sorted(image.brokers.items()):
+        if b.fenced:
+            continue
+        if bid not in hb.last_ms:
+            hb.touch(bid, now_ms)
+        elif not hb.alive(bid, now_ms):
+            out.append(bid)
+    return out
+
+
+def _live(image: MetadataImage, broker_id: int) -> bool:
+    b = image.brokers.get(broker_id)
+    return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+
+def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
+    return any(p.leader == broker_id for t in image.topics.values() for p in t.partitions.values())
+
+
+def remove_from_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
+    """Shrink every ISR holding ``broker_id`` (never to empty) and move its leaderships (contract 3)."""
+    records: list[Any] = []
+    for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
+        for pid, p in sorted(t.partitions.items()):
+            if broker_id not in p.isr:
+                continue
+            isr = [r for r in p.isr if r != broker_id] or p.isr
+            leader = p.leader
+            if p.leader == broker_id:
+                leader = next((r for r in isr if r != broker_id and _live(image, r)), NO_LEADER)
+            if isr == p.isr and leader == p.leader:
+                continue
+            records.append(
+                PartitionChangeRecord(
+                    partition_id=pid,
+                    topic_id=tid,
+                    isr=isr if isr != p.isr else None,
+                    leader=leader if leader != p.leader else NO_LEADER_CHANGE,
+                )
+            )
+    return records
+
+
+def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
+    """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced)."""
+    records: list[Any] = []
+    for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
+        for pid, p in sorted(t.partitions.items()):
+            if p.leader == NO_LEADER and broker_id in p.isr:
+                records.append(PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=broker_id))
+    return records
+
+
+def allocate_producer_ids(
+    image: MetadataImage, broker_id: int, broker_epoch: int
+) -> tuple[list[Any], ErrorCode, int]:
+    """Contract 5: (records, error, first id of the block)."""
+    b = image.brokers.get(broker_id)
+    if b is None:
+        return [], ErrorCode.BROKER_ID_NOT_REGISTERED, -1
+    if b.epoch != broker_epoch:
+        return [], ErrorCode.STALE_BROKER_EPOCH, -1
+    start = image.next_producer_id
+    record = ProducerIdsRecord(
+        broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=start + PRODUCER_ID_BLOCK
+    )
+    return [record], ErrorCode.NONE, start

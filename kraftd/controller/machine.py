@@ -1,0 +1,182 @@
+"""The metadata state machine a controller runs on top of the Raft log (Kafka's QuorumController, sans-IO).
+
+Contracts:
+1. ``committed`` is built only by replaying committed batches (:meth:`replay`), on every node alike; each record
+   goes through :func:`kraftd.controller.apply.apply_record` exactly once (offsets at or below the image's
+   offset are skipped, so a batch delivered twice is harmless).
+2. Leadership: after :meth:`become_leader` the controller is *active* only once the high watermark has reached
+   the log end offset it had when elected (a new leader replays to the end before writing). Until then, and on
+   every non-leader, :meth:`latest` is the committed image and writes are refused with NOT_CONTROLLER.
+3. The active leader keeps ``uncommitted``: the committed image plus its own appended, not yet committed,
+   records; writes are validated against it (:meth:`latest`) and applied to it when appended
+   (:meth:`on_appended`). Losing leadership discards it.
+4. Activation (:meth:`activation_records`): the first time the leader becomes active it returns the records
+   Kafka's controller writes on activation, to append as one atomic batch: an AbortTransactionRecord if a
+   metadata transaction was left open; and, when the log holds no metadata.version, the bootstrap records
+   (BeginTransactionRecord "Bootstrap records", the bootstrap FeatureLevelRecords, the cluster-level
+   ``min.insync.replicas`` ConfigRecord when eligible.leader.replicas.version >= 1, EndTransactionRecord; the
+   transaction markers only from metadata.version 3.6-IV1 on), as ActivationRecordsGenerator does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from generated.abort_transaction_record import AbortTransactionRecord
+from generated.begin_transaction_record import BeginTransactionRecord
+from generated.config_record import ConfigRecord
+from generated.end_transaction_record import EndTransactionRecord
+from kraftd.controller.apply import apply_record
+from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS, record_version
+from kraftd.controller.image import MetadataImage
+from kraftd.core.log import LogBatch
+from kwire.errors import KraftError
+from kwire.metadata_frame import decode_metadata_record, encode_record
+from kwire.records import decode_batch
+
+BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER; resource name "" is the cluster default
+
+
+class NotControllerError(KraftError):
+    """This node is not the active controller (Kafka's NOT_CONTROLLER)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Decoded:
+    offset: int
+    api_key: int
+    version: int
+    record: Any
+
+
+UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
+
+
+def decode_batches(batches: Iterable[LogBatch]) -> list[Decoded]:
+    """The metadata records of ``batches`` (control batches skipped), with their offsets. A value that is not a
+    metadata record (e.g. written by ``kraftd perf``) is returned as raw bytes under api key -1 and kept."""
+    out: list[Decoded] = []
+    for b in batches:
+        if b.is_control:
+            continue
+        batch = decode_batch(b.data, verify_crc=False)
+        if batch.is_control:
+            continue
+        for rec in batch.records:
+            if rec.value is None:
+                continue
+            offset = batch.base_offset + rec.offset_delta
+            try:
+                key, version, obj = decode_metadata_record(rec.value)
+            except KraftError:
+                key, version, obj = UNDECODABLE, 0, bytes(rec.value)
+            out.append(Decoded(offset, key, version, obj))
+    return out
+
+
+class MetadataController:
+    def __init__(self, node_id: int, bootstrap: Sequence[bytes], *, min_insync_replicas: int = 1) -> None:
+        self.node_id = node_id
+        self.bootstrap = [decode_metadata_record(v) for v in bootstrap]
+        self.min_insync_replicas = min_insync_replicas
+        self.committed = MetadataImage()
+        self.uncommitted: MetadataImage | None = None
+        self.high_watermark = 0
+        self.leader_epoch = -1
+        self._leading = False
+        self._ready_at = 0
+        self._activated = False
+
+    # ---- replay (contract 1) ----------------------------------------------------------------------------------
+    def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
+        """Apply newly committed batches; returns how many records were applied."""
+        n = 0
+        for d in decode_batches(batches):
+            if d.offset <= self.committed.offset:
+                continue
+            apply_record(self.committed, d.offset, d.api_key, d.version, d.record)
+            n += 1
+        self.high_watermark = max(self.high_watermark, high_watermark)
+        return n
+
+    # ---- leadership (contracts 2, 3) --------------------------------------------------------------------------
+    def become_leader(self, epoch: int, log_end_offset: int) -> None:
+        self.leader_epoch = epoch
+        self._leading = True
+        self._ready_at = log_end_offset
+        self._activated = False
+        self.uncommitted = None
+
+    def resign(self, epoch: int) -> None:
+        self.leader_epoch = epoch
+        self._leading = False
+        self._activated = False
+        self.uncommitted = None
+
+    @property
+    def active(self) -> bool:
+        return self._leading and self._activated
+
+    def latest(self) -> MetadataImage:
+        """The image writes are validated against: the uncommitted view on the active leader."""
+        return self.uncommitted if self.active and self.uncommitted is not None else self.committed
+
+    def check_active(self) -> None:
+        if not self.active:
+            raise NotControllerError(f"node {self.node_id} is not the active controller")
+
+    # ---- activation (contract 4) ------------------------------------------------------------------------------
+    def activation_records(self) -> list[Any] | None:
+        """None until the leader has replayed to the end; then, once, the records to append (maybe empty)."""
+        if not self._leading or self._activated or self.high_watermark < self._ready_at:
+            return None
+        self._activated = True
+        self.uncommitted = self.committed.copy()
+        records: list[Any] = []
+        if self.committed.pending_transaction is not None:
+            records.append(AbortTransactionRecord(reason="controller failover"))
+        if self.committed.metadata_version == 0:
+            records += self._bootstrap_records()
+        return records
+
+    def _bootstrap_records(self) -> list[Any]:
+        features = [obj for _, _, obj in self.bootstrap]
+        levels = {f.name: f.feature_level for f in features}
+        mv = levels.get("metadata.version", 0)
+        records: list[Any] = list(features)
+        if levels.get(ELR_VERSION, 0) >= 1:
+            records.append(
+                ConfigRecord(
+                    resource_type=BROKER_RESOURCE,
+                    resource_name="",
+                    name="min.insync.replicas",
+                    value=str(self.min_insync_replicas),
+                )
+            )
+        if mv >= MV_METADATA_TRANSACTIONS:
+            records = [BeginTransactionRecord(name="Bootstrap records"), *records, EndTransactionRecord()]
+        return records
+
+    # ---- writes (contract 3) ----------------------------------------------------------------------------------
+    def write_metadata_version(self) -> int:
+        """The metadata.version new records are written for: the latest image's, or the bootstrap one."""
+        mv = self.latest().metadata_version
+        if mv == 0:
+            mv = next((o.feature_level for _, _, o in self.bootstrap if o.name == "metadata.version"), 0)
+        return mv
+
+    def encode(self, records: Sequence[Any]) -> list[bytes]:
+        """Frame records at the versions Kafka writes for the current metadata.version (features contract 5)."""
+        mv = self.write_metadata_version()
+        return [encode_record(r, record_version(type(r).API_KEY, mv)) for r in records]
+
+    def on_appended(self, first_offset: int, values: Sequence[bytes]) -> None:
+        """Apply the framed records the leader appended at ``first_offset``.. to the uncommitted view, decoded
+        exactly as every replica will decode them."""
+        if self.uncommitted is None:
+            return
+        for i, value in enumerate(values):
+            key, version, obj = decode_metadata_record(value)
+            apply_record(self.uncommitted, first_offset + i, key, version, obj)

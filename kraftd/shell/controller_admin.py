@@ -1,0 +1,221 @@
+"""Admin RPCs on the controller listener: Envelope (58) and what brokers forward in it, CreateTopics (19),
+DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44), UpdateFeatures (57).
+
+Contracts:
+1. Envelope: a broker forwards a client's request (header included) in RequestData; we parse it with the
+   versions served here, answer it as if it had arrived directly, and return the encoded response (header
+   included, the client's correlation id) in ResponseData. A request we cannot parse -> envelope error
+   INVALID_REQUEST; not the active controller -> envelope error NOT_CONTROLLER (the broker retries at the new
+   leader). The principal is not checked: kraftd runs without an authorizer (everything is allowed, as Kafka
+   with no ``authorizer.class.name``).
+2. Each admin request is validated against the latest image (kraftd.controller.topics / partitions), all records of
+   one request appended as one atomic batch, answered after commit; NOT_CONTROLLER per topic when this node is
+   not the active controller.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from generated.create_partitions_request import CreatePartitionsRequest
+from generated.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
+from generated.create_topics_request import CreateTopicsRequest
+from generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
+from generated.delete_topics_request import DeleteTopicsRequest
+from generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
+from generated.envelope_request import EnvelopeRequest
+from generated.envelope_response import EnvelopeResponse
+from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from generated.incremental_alter_configs_response import (
+    AlterConfigsResourceResponse,
+    IncrementalAlterConfigsResponse,
+)
+from generated.messages import API_SPECS
+from generated.update_features_request import UpdateFeaturesRequest
+from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
+from kraftd.controller import partitions, topics
+from kraftd.controller.machine import NotControllerError
+from kraftd.core.replication import NotLeaderError
+from kwire.errors import ErrorCode, KraftError
+from kwire.headers import encode_response, parse_request
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.controller")
+
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ENVELOPE = 19, 20, 37, 44, 58
+UPDATE_FEATURES = 57
+APIS: tuple[int, ...] = (
+    CREATE_TOPICS,
+    DELETE_TOPICS,
+    CREATE_PARTITIONS,
+    INCREMENTAL_ALTER_CONFIGS,
+    UPDATE_FEATURES,
+    ENVELOPE,
+)
+FORWARDABLE: dict[int, tuple[int, int]] = {
+    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
+    for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES)
+}
+
+
+class ControllerAdmin:
+    def __init__(self, node: ControllerNode) -> None:
+        self.node = node
+
+    @property
+    def machine(self) -> Any:
+        return self.node.controller.machine
+
+    async def handle(self, api_key: int, body: Any) -> Any:
+        if api_key == ENVELOPE:
+            return await self._envelope(body)
+        if api_key == CREATE_TOPICS:
+            return await self._create_topics(body)
+        if api_key == CREATE_PARTITIONS:
+            return await self._create_partitions(body)
+        if api_key == INCREMENTAL_ALTER_CONFIGS:
+            return await self._alter_configs(body)
+        if api_key == UPDATE_FEATURES:
+            return await self._update_features(body)
+        return await self._delete_topics(body)
+
+    async def _envelope(self, req: EnvelopeRequest) -> EnvelopeResponse:
+        if not self.machine.active:
+            return EnvelopeResponse(response_data=None, error_code=ErrorCode.NOT_CONTROLLER)
+        try:
+            inner = parse_request(bytes(req.request_data), FORWARDABLE)
+        except KraftError as exc:
+            log.info("envelope: cannot parse the forwarded request: %s", exc)
+            return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
+        body = await self.handle(inner.api_key, inner.body)
+        data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)
+        return EnvelopeResponse(response_data=data, error_code=ErrorCode.NONE)
+
+    async def _write(self, records: list[Any]) -> ErrorCode:
+        if not records:
+            return ErrorCode.NONE
+        try:
+            await self.node.controller.write(records)
+        except (NotControllerError, NotLeaderError):
+            return ErrorCode.NOT_CONTROLLER
+        return ErrorCode.NONE
+
+    async def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
+        if not self.machine.active:
+            return CreateTopicsResponse(
+                topics=[
+                    CreatableTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
+                    for t in req.topics
+                ]
+            )
+        records, results = topics.create_topics(self.machine.latest(), req, self.node.rng)
+        error = await self._write(records)
+        out = []
+        for r in results:
+            code = error if r.error == ErrorCode.NONE and error else r.error
+            ok = code == ErrorCode.NONE
+            out.append(
+                CreatableTopicResult(
+                    name=r.name,
+                    topic_id=r.topic_id,
+                    error_code=code,
+                    error_message=r.message,
+                    num_partitions=r.partitions if ok else -1,
+                    replication_factor=r.replication_factor if ok else -1,
+                    configs=[],
+                )
+            )
+            if ok and not req.validate_only:
+                log.info(
+                    "created topic %s (%d partitions, rf %d)", r.name, r.partitions, r.replication_factor
+                )
+        return CreateTopicsResponse(topics=out)
+
+    async def _create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
+        if not self.machine.active:
+            return CreatePartitionsResponse(
+                results=[
+                    CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER)
+                    for t in req.topics
+                ]
+            )
+        records, results = partitions.create_partitions(self.machine.latest(), req, self.node.rng)
+        error = await self._write(records)
+        return CreatePartitionsResponse(
+            results=[
+                CreatePartitionsTopicResult(
+                    name=name,
+                    error_code=error if code == ErrorCode.NONE and error else code,
+                    error_message=message,
+                )
+                for name, code, message in results
+            ]
+        )
+
+    async def _alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
+        if not self.machine.active:
+            return IncrementalAlterConfigsResponse(
+                responses=[
+                    AlterConfigsResourceResponse(
+                        error_code=ErrorCode.NOT_CONTROLLER,
+                        resource_type=r.resource_type,
+                        resource_name=r.resource_name,
+                    )
+                    for r in req.resources
+                ]
+            )
+        records, results = partitions.incremental_alter_configs(self.machine.latest(), req)
+        error = await self._write(records)
+        return IncrementalAlterConfigsResponse(
+            responses=[
+                AlterConfigsResourceResponse(
+                    error_code=error if code == ErrorCode.NONE and error else code,
+                    error_message=message,
+                    resource_type=rtype,
+                    resource_name=rname,
+                )
+                for rtype, rname, code, message in results
+            ]
+        )
+
+    async def _update_features(self, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
+        if not self.machine.active:
+            return UpdateFeaturesResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
+        updates = []
+        for u in req.feature_updates:
+            kind = u.upgrade_type if u.upgrade_type else 1
+            if u.allow_downgrade:
+                kind = 2
+            updates.append((u.feature, max(u.max_version_level, 0), kind))
+        records, results = partitions.update_features(self.machine.latest(), updates, req.validate_only)
+        error = await self._write(records)
+        first = next(((code, msg) for _, code, msg in results if code), (error, None))
+        return UpdateFeaturesResponse(
+            error_code=first[0],
+            error_message=first[1],
+            results=[
+                UpdatableFeatureResult(feature=name, error_code=code or error, error_message=msg)
+                for name, code, msg in results
+            ],
+        )
+
+    async def _delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
+        names = list(req.topic_names) + [t.name for t in req.topics if t.name is not None]
+        ids = [t.topic_id for t in req.topics if t.name is None]
+        if not self.machine.active:
+            return DeleteTopicsResponse(
+                responses=[DeletableTopicResult(name=n, error_code=ErrorCode.NOT_CONTROLLER) for n in names]
+            )
+        records, results = topics.delete_topics(self.machine.latest(), names, ids)
+        error = await self._write(records)
+        return DeleteTopicsResponse(
+            responses=[
+                DeletableTopicResult(
+                    name=n, topic_id=tid, error_code=error if code == ErrorCode.NONE and error else code
+                )
+                for n, tid, code in results
+            ]
+        )

@@ -1,0 +1,70 @@
+"""Shell glue between the Raft client and the metadata state machine (kraftd.controller).
+
+Contracts:
+1. The glue is a RaftClient listener: committed batches are replayed into the state machine synchronously inside
+   the core's step, on every node, and nowhere else (a record is applied in one place).
+2. After each step the shell calls :meth:`ControllerGlue.after_step`; when the state machine reports activation
+   records (first active leadership), they are appended as one batch and applied to the uncommitted view.
+3. :meth:`ControllerGlue.write` is how RPC handlers write: validated records -> one atomic append -> resolved
+   after commit; NotControllerError when this node is not the active controller.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from kraftd.controller.machine import MetadataController
+from kraftd.core.log import LogBatch
+from kraftd.core.types import LeaderAndEpoch, OffsetRange
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.controller")
+
+
+class ControllerGlue:
+    def __init__(self, node: ControllerNode, machine: MetadataController) -> None:
+        self.node = node
+        self.machine = machine
+
+    # ---- RaftListener (contract 1) ----------------------------------------------------------------------------
+    def handle_commit(self, batches: tuple[LogBatch, ...], high_watermark: int) -> None:
+        self.machine.replay(batches, high_watermark)
+
+    def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
+        if leader.leader_id == self.node.config.node_id:
+            self.machine.become_leader(leader.epoch, self.node.core.log.end_offset)
+        else:
+            self.machine.resign(leader.epoch)
+
+    # ---- activation (contract 2) ------------------------------------------------------------------------------
+    def after_step(self) -> None:
+        records = self.machine.activation_records()
+        if records:
+            log.info(
+                "node %d: controller activation, appending %d record(s) at epoch %d",
+                self.node.config.node_id,
+                len(records),
+                self.machine.leader_epoch,
+            )
+            self.node.spawn_task(self._append_logged(records))
+
+    async def _append_logged(self, records: Sequence[Any]) -> None:
+        try:
+            await self.write(records)
+        except Exception as exc:  # noqa: BLE001 - a lost leadership is normal; the next leader activates
+            log.warning("node %d: activation records did not commit: %s", self.node.config.node_id, exc)
+
+    # ---- writes (contract 3) ----------------------------------------------------------------------------------
+    async def write(self, records: Sequence[Any]) -> int:
+        """Append ``records`` atomically as the active controller; the last offset once committed."""
+        self.machine.check_active()
+        values = self.machine.encode(records)
+
+        def applied(rng: OffsetRange) -> None:
+            self.machine.on_appended(rng.first, values)
+
+        return await self.node.append(values, on_range=applied)

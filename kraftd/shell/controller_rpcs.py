@@ -1,0 +1,272 @@
+"""Controller RPCs served on the controller listener: BrokerRegistration (62), BrokerHeartbeat (63),
+ControllerRegistration (70), AllocateProducerIds (67), AlterPartition (56), plus the periodic duties of the active controller.
+
+Contracts:
+1. Every answer is computed from the state machine's latest image and, when it carries records, given only
+   after those records commit (kraftd.shell.controller_glue contract 3); a node that is not the active
+   controller answers NOT_CONTROLLER, as Kafka's controller does, and the broker looks for the new leader.
+2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3).
+3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
+   (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
+   leader; this is what DescribeCluster with ``--bootstrap-controller`` reports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
+from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from generated.alter_partition_request import AlterPartitionRequest
+from generated.alter_partition_response import AlterPartitionResponse
+from generated.alter_partition_response import PartitionData as ApPartitionData
+from generated.alter_partition_response import TopicData as ApTopicData
+from generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from generated.broker_heartbeat_response import BrokerHeartbeatResponse
+from generated.broker_registration_request import BrokerRegistrationRequest
+from generated.broker_registration_response import BrokerRegistrationResponse
+from generated.controller_registration_request import ControllerRegistrationRequest
+from generated.controller_registration_request import Feature as CtlFeature
+from generated.controller_registration_request import Listener as CtlListener
+from generated.controller_registration_response import ControllerRegistrationResponse
+from generated.register_controller_record import (
+    ControllerEndpoint,
+    ControllerFeature,
+    RegisterControllerRecord,
+)
+from kraftd.controller import brokers, partitions
+from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
+from kraftd.controller.machine import NotControllerError
+from kraftd.core.replication import NotLeaderError
+from kraftd.shell.transport import PeerConnection, PeerError
+from kwire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.controller")
+
+BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION, ALLOCATE_PRODUCER_IDS = 62, 63, 70, 67
+ALTER_PARTITION = 56
+APIS: tuple[int, ...] = (
+    BROKER_REGISTRATION,
+    BROKER_HEARTBEAT,
+    CONTROLLER_REGISTRATION,
+    ALLOCATE_PRODUCER_IDS,
+    ALTER_PARTITION,
+)
+PLAINTEXT = 0
+
+
+class ControllerRpcs:
+    def __init__(self, node: ControllerNode) -> None:
+        self.node = node
+        self.heartbeats = brokers.Heartbeats()
+        self.incarnation_id = uuid.uuid4()
+        self._registering: PeerConnection | None = None
+
+    @property
+    def machine(self) -> Any:
+        return self.node.controller.machine
+
+    def now_ms(self) -> int:
+        from kraftd.shell.node import now_ms
+
+        return now_ms()
+
+    async def handle(self, api_key: int, body: Any, version: int = 0) -> Any:
+        if api_key == ALTER_PARTITION:
+            return await self._alter_partition(body, version)
+        if api_key == BROKER_REGISTRATION:
+            return await self._register_broker(body)
+        if api_key == BROKER_HEARTBEAT:
+            return await self._heartbeat(body)
+        if api_key == ALLOCATE_PRODUCER_IDS:
+            return await self._allocate_producer_ids(body)
+        return await self._register_controller(body)
+
+    async def _write(self, records: list[Any]) -> ErrorCode:
+        if not records:
+            return ErrorCode.NONE
+        try:
+            await self.node.controller.write(records)
+        except (NotControllerError, NotLeaderError):
+            return ErrorCode.NOT_CONTROLLER
+        return ErrorCode.NONE
+
+    async def _register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
+        if not self.machine.active:
+            return BrokerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        out = brokers.register(
+            self.machine.latest(), req, self.node.cluster_id, self.heartbeats, self.now_ms()
+        )
+        error = out.error or await self._write(out.records)
+        if error:
+            return BrokerRegistrationResponse(error_code=error)
+        log.info("registered broker %d at epoch %d", req.broker_id, out.broker_epoch)
+        return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=out.broker_epoch)
+
+    async def _heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+        if not self.machine.active:
+            return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        out = brokers.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
+        error = out.error or await self._write(out.records)
+        if error:
+            return BrokerHeartbeatResponse(error_code=error)
+        if out.records:
+            log.info(
+                "broker %d heartbeat: %d record(s), fenced=%s", req.broker_id, len(out.records), out.is_fenced
+            )
+        return BrokerHeartbeatResponse(
+            error_code=ErrorCode.NONE,
+            is_caught_up=out.is_caught_up,
+            is_fenced=out.is_fenced,
+            should_shut_down=out.should_shut_down,
+        )
+
+    async def _alter_partition(self, req: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
+        if not self.machine.active:
+            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        records, top, results = partitions.alter_partition(self.machine.latest(), req, version)
+        error = top or await self._write(records)
+        if error:
+            return AlterPartitionResponse(error_code=error)
+        by_topic: dict[Any, list[ApPartitionData]] = {}
+        for tid, pid, code, state in results:
+            part = ApPartitionData(partition_index=pid, error_code=code)
+            if state is not None:
+                part.leader_id, part.leader_epoch, part.isr = (
+                    state.leader,
+                    state.leader_epoch,
+                    list(state.isr),
+                )
+                part.leader_recovery_state, part.partition_epoch = (
+                    state.leader_recovery_state,
+                    state.partition_epoch,
+                )
+            by_topic.setdefault(tid, []).append(part)
+        return AlterPartitionResponse(
+            error_code=ErrorCode.NONE,
+            topics=[ApTopicData(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()],
+        )
+
+    async def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
+        if not self.machine.active:
+            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        records, error, start = brokers.allocate_producer_ids(
+            self.machine.latest(), req.broker_id, req.broker_epoch
+        )
+        error = error or await self._write(records)
+        if error:
+            return AllocateProducerIdsResponse(error_code=error)
+        return AllocateProducerIdsResponse(
+            error_code=ErrorCode.NONE, producer_id_start=start, producer_id_len=brokers.PRODUCER_ID_BLOCK
+        )
+
+    async def _register_controller(
+        self, req: ControllerRegistrationRequest
+    ) -> ControllerRegistrationResponse:
+        if not self.machine.active:
+            return ControllerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        if self.machine.latest().metadata_version < MV_CONTROLLER_REGISTRATION:
+            return ControllerRegistrationResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
+        record = RegisterControllerRecord(
+            controller_id=req.controller_id,
+            incarnation_id=req.incarnation_id,
+            zk_migration_ready=req.zk_migration_ready,
+            end_points=[
+                ControllerEndpoint(
+                    name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
+                )
+                for e in req.listeners
+            ],
+            features=[
+                ControllerFeature(
+                    name=f.name,
+                    min_supported_version=f.min_supported_version,
+                    max_supported_version=f.max_supported_version,
+                )
+                for f in req.features
+            ],
+        )
+        error = await self._write([record])
+        return ControllerRegistrationResponse(error_code=error, error_message=None)
+
+    # ---- periodic duties (contracts 2, 3) ---------------------------------------------------------------------
+    async def run_periodic(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            try:
+                await self._fence_expired()
+                await self._ensure_registered()
+            except Exception as exc:  # noqa: BLE001 - a duty that fails is retried next second
+                log.debug("periodic controller duty failed: %s", exc)
+
+    async def _fence_expired(self) -> None:
+        if not self.machine.active:
+            self.heartbeats.last_ms.clear()
+            return
+        image = self.machine.latest()
+        for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
+            log.info("fencing broker %d: no heartbeat within the session timeout", bid)
+            await self._write(brokers.fence(self.machine.latest(), bid))
+
+    def _registration(self) -> ControllerRegistrationRequest:
+        cfg = self.node.config
+        return ControllerRegistrationRequest(
+            controller_id=cfg.node_id,
+            incarnation_id=self.incarnation_id,
+            zk_migration_ready=False,
+            listeners=[
+                CtlListener(
+                    name=e.name,
+                    host=e.host,
+                    port=e.port if e.port else self.node.port,
+                    security_protocol=PLAINTEXT,
+                )
+                for e in cfg.advertised_controller_listeners
+            ],
+            features=[
+                CtlFeature(name=n, min_supported_version=lo, max_supported_version=hi)
+                for n, (lo, hi) in sorted(supported_ranges().items())
+            ],
+        )
+
+    async def _ensure_registered(self) -> None:
+        image = self.machine.committed
+        if image.metadata_version < MV_CONTROLLER_REGISTRATION:
+            return
+        mine = image.controllers.get(self.node.config.node_id)
+        if mine is not None and mine.incarnation_id == self.incarnation_id:
+            return
+        req = self._registration()
+        if self.machine.active:
+            await self._register_controller(req)
+            return
+        leader = self.node.known_leader()
+        peer = self.node.peers.get(leader)
+        if leader < 0 or peer is None:
+            return
+        if self._registering is None or (self._registering.host, self._registering.port) != (
+            peer.host,
+            peer.port,
+        ):
+            if self._registering is not None:
+                await self._registering.close()
+            self._registering = PeerConnection(
+                peer.host,
+                peer.port,
+                client_id=f"controller-registration-{self.node.config.node_id}",
+                timeout_ms=3000,
+            )
+        try:
+            await self._registering.request(req)
+        except PeerError:
+            return
+
+    async def close(self) -> None:
+        if self._registering is not None:
+            await self._registering.close()

@@ -1,0 +1,183 @@
+"""Prometheus metrics (``metrics.port``): Kafka's raft-metrics under the names a JMX exporter gives them,
+process metrics, and per-api-key request, byte and connection metrics.
+
+Contracts:
+1. Raft gauges are read on the node's event loop at scrape time (the HTTP server runs in its own thread and
+   never touches the core directly); a scrape that cannot reach the loop within 2 s omits them.
+2. Names: ``kafka_server_raft_metrics_<kafka metric name with '-' as '_'>`` for Kafka's ``raft-metrics``
+   group (KafkaRaftMetrics): current_leader, current_epoch, current_vote, high_watermark, log_end_offset,
+   log_end_epoch, number_of_voters, number_of_observers, uncommitted_voter_change, commit_latency_avg/max,
+   election_latency_avg/max, fetch_records_rate, append_records_rate, poll_idle_ratio_avg; current_state is
+   one gauge per Kafka state name (label ``state``) that is 1 for the current state.
+3. Request metrics are per api key name (label ``request``, Kafka's RequestMetrics naming): a counter of
+   requests and a latency histogram; ApiVersions is answered inside kwire's server and is not counted.
+   Socket-server metrics count bytes in and out and open connections of the controller listener.
+4. Every registry is per node (two nodes in one process do not mix), plus the process collector.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+from generated.messages import API_SPECS
+from kraftd.config import Endpoint
+from kraftd.core.states import Leader, Unattached
+from kraftd.core.types import Role
+from kraftd.shell.transport import ListenError
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.node")
+RAFT = "kafka_server_raft_metrics_"
+SOCKET = "kafka_server_socket_server_metrics_"
+STATES = ("leader", "candidate", "prospective", "voted", "follower", "unattached", "observer", "resigned")
+
+Handler = Callable[[Any, Any, Any], Awaitable[Any]]
+
+
+def current_state(node: ControllerNode) -> str:
+    """Kafka's QuorumState names: a non-voter following is an observer; an unattached voter that voted is
+    'voted'."""
+    core = node.core
+    if not core.is_voter and core.role in (Role.FOLLOWER, Role.UNATTACHED):
+        return "observer"
+    if core.role is Role.UNATTACHED and isinstance(core.data, Unattached) and core.election.voted_key:
+        return "voted"
+    return core.role.value
+
+
+def raft_values(node: ControllerNode) -> dict[str, float]:
+    core, m = node.core, node.observer.measures
+    d = core.data
+    observers = sum(1 for rid in d.replicas if not core.voters.has_id(rid)) if isinstance(d, Leader) else 0
+    vote = core.election.voted_key
+    return {
+        "current_leader": float(core.leader_id()),
+        "current_epoch": float(core.epoch),
+        "current_vote": float(vote.id if vote is not None else -1),
+        "high_watermark": float(core.high_watermark),
+        "log_end_offset": float(core.log.end_offset),
+        "log_end_epoch": float(core.log.last_epoch),
+        "number_of_voters": float(len(core.voters.voters)),
+        "number_of_observers": float(observers),
+        # kraftd's voter set is fixed at format time (no AddRaftVoter/RemoveRaftVoter yet): never pending.
+        "uncommitted_voter_change": 0.0,
+        "commit_latency_avg": m.commit_latency_ms.avg(),
+        "commit_latency_max": m.commit_latency_ms.max(),
+        "election_latency_avg": m.election_latency_ms.avg(),
+        "election_latency_max": m.election_latency_ms.max(),
+        "fetch_records_rate": m.fetch_records.rate(),
+        "append_records_rate": m.append_records.rate(),
+        "poll_idle_ratio_avg": m.poll_idle_ratio(),
+    }
+
+
+class RaftCollector(Collector):
+    """Contracts 1-2 (and the socket-server totals, read the same way)."""
+
+    def __init__(self, node: ControllerNode, loop: asyncio.AbstractEventLoop) -> None:
+        self.node = node
+        self.loop = loop
+
+    async def _read(self) -> tuple[dict[str, float], str, tuple[int, int, int]]:
+        s = self.node.server.stats
+        return raft_values(self.node), current_state(self.node), (s.bytes_in, s.bytes_out, s.connections_open)
+
+    def collect(self) -> Iterator[Any]:
+        try:
+            values, state, (b_in, b_out, conns) = asyncio.run_coroutine_threadsafe(
+                self._read(), self.loop
+            ).result(2)
+        except Exception:  # noqa: BLE001 - contract 1: the loop is gone or busy; omit the raft gauges
+            return
+        for name, value in values.items():
+            yield GaugeMetricFamily(RAFT + name, f"Kafka raft-metrics {name.replace('_', '-')}", value=value)
+        g = GaugeMetricFamily(
+            RAFT + "current_state", "Kafka raft-metrics current-state (1 = current)", labels=["state"]
+        )
+        for s in STATES:
+            g.add_metric([s], 1.0 if s == state else 0.0)
+        yield g
+        yield CounterMetricFamily(
+            SOCKET + "incoming_byte", "Bytes read by the controller listener", value=b_in
+        )
+        yield CounterMetricFamily(
+            SOCKET + "outgoing_byte", "Bytes written by the controller listener", value=b_out
+        )
+        yield GaugeMetricFamily(
+            SOCKET + "connection_count", "Open connections to the controller listener", value=conns
+        )
+
+
+class NodeMetrics:
+    """One node's registry, request instrumentation and HTTP endpoint (contracts 3-4)."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        ProcessCollector(registry=self.registry)
+        self.requests = Counter(
+            "kafka_network_request_metrics_requests",
+            "Requests received, by api",
+            ["request"],
+            registry=self.registry,
+        )
+        self.latency = Histogram(
+            "kafka_network_request_metrics_total_time_seconds",
+            "Time from receiving a request to having its response, by api",
+            ["request"],
+            registry=self.registry,
+            buckets=(0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
+        )
+        self._http: Any = None
+
+    def instrument(self, handler: Handler) -> Handler:
+        async def timed(header: Any, body: Any, info: Any) -> Any:
+            spec = API_SPECS.get(header.request_api_key)
+            name = spec.name if spec is not None else str(header.request_api_key)
+            t0 = time.perf_counter()
+            try:
+                return await handler(header, body, info)
+            finally:
+                self.requests.labels(name).inc()
+                self.latency.labels(name).observe(time.perf_counter() - t0)
+
+        return timed
+
+    def serve(self, node: ControllerNode, host: str, port: int) -> int:
+        """Start the HTTP endpoint; returns the bound port (``port`` 0 picks a free one)."""
+        self.registry.register(RaftCollector(node, asyncio.get_running_loop()))
+        server, _thread = start_http_server(port, host, registry=self.registry)
+        self._http = server
+        bound: int = server.server_address[1]
+        return bound
+
+    def close(self) -> None:
+        if self._http is not None:
+            self._http.shutdown()
+            self._http.server_close()
+            self._http = None
+
+
+async def start_listening(node: ControllerNode, bind: Endpoint) -> None:
+    """Open the controller listener, then the metrics endpoint when ``metrics.port`` >= 0; a port that cannot
+    be bound is a :class:`ListenError` (one line for the operator, no traceback)."""
+    try:
+        await node.server.start()
+    except OSError as exc:
+        raise ListenError(f"cannot listen on {bind}: {exc.strerror or exc}") from None
+    port = node.config.metrics_port
+    if port >= 0:
+        try:
+            node.metrics_port = node.metrics.serve(node, bind.host or "0.0.0.0", port)
+        except OSError as exc:
+            raise ListenError(f"metrics.port: cannot listen on port {port}: {exc.strerror or exc}") from None
+        log.info("node %d: Prometheus metrics on port %d", node.config.node_id, node.metrics_port)

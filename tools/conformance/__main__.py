@@ -1,0 +1,5 @@
+"""``python -m tools.conformance``: the same as ``kraft-conformance``."""
+
+from tools.conformance.cli import main
+
+main()

@@ -1,0 +1,216 @@
+"""Request builders shared by the checks: harmless probes for every API, and crafted Raft messages.
+
+Contracts:
+1. :func:`harmless_request` builds, for each API we have a spec for, a request the target must answer without
+   changing any state: reads, or Raft/voter RPCs naming a topic that is not ``__cluster_metadata`` (rejected by
+   Kafka's topic-partition validation, RaftUtil.hasValidTopicPartition) or a wrong cluster id (rejected by
+   KafkaRaftClient.hasValidClusterId) before any election or log state is read.
+2. The Raft builders fill exactly the fields Kafka's KafkaRaftClient sets for the same message.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from generated import add_raft_voter_request as arv
+from generated import begin_quorum_epoch_request as bqe
+from generated import end_quorum_epoch_request as eqe
+from generated import fetch_request as fr
+from generated import fetch_snapshot_request as fs
+from generated import update_raft_voter_request as urv
+from generated import vote_request as vr
+from generated.api_versions_request import ApiVersionsRequest
+from generated.describe_cluster_request import DescribeClusterRequest
+from generated.metadata_request import MetadataRequest
+from generated.read_offset_request import PartitionData as ROPartition
+from generated.read_offset_request import ReadOffsetRequest
+from generated.read_offset_request import TopicData as ROTopic
+from generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from generated.update_features_request import UpdateFeaturesRequest
+from tools.conformance.runner import METADATA_TOPIC, describe_quorum_request
+
+METADATA_TOPIC_ID = uuid.UUID(int=1)
+OTHER_TOPIC = "conformance-not-a-raft-topic"
+WRONG_CLUSTER = "conformance-wrong-cluster"
+ZERO = uuid.UUID(int=0)
+
+
+def vote(
+    cluster_id: str | None,
+    *,
+    epoch: int,
+    candidate: int,
+    candidate_dir: uuid.UUID = ZERO,
+    voter: int = -1,
+    voter_dir: uuid.UUID = ZERO,
+    last_epoch: int,
+    last_offset: int,
+    pre_vote: bool = False,
+    topic: str = METADATA_TOPIC,
+) -> vr.VoteRequest:
+    part = vr.PartitionData(
+        partition_index=0,
+        replica_epoch=epoch,
+        replica_id=candidate,
+        replica_directory_id=candidate_dir,
+        voter_directory_id=voter_dir,
+        last_offset_epoch=last_epoch,
+        last_offset=last_offset,
+        pre_vote=pre_vote,
+    )
+    return vr.VoteRequest(cluster_id=cluster_id, voter_id=voter, topics=[vr.TopicData(topic, [part])])
+
+
+def begin_epoch(
+    cluster_id: str | None, *, leader: int, epoch: int, voter: int = -1, topic: str = METADATA_TOPIC
+) -> bqe.BeginQuorumEpochRequest:
+    part = bqe.PartitionData(partition_index=0, leader_id=leader, leader_epoch=epoch)
+    return bqe.BeginQuorumEpochRequest(
+        cluster_id=cluster_id, voter_id=voter, topics=[bqe.TopicData(topic, [part])]
+    )
+
+
+def end_epoch(
+    cluster_id: str | None, *, leader: int, epoch: int, topic: str = METADATA_TOPIC
+) -> eqe.EndQuorumEpochRequest:
+    part = eqe.PartitionData(partition_index=0, leader_id=leader, leader_epoch=epoch)
+    return eqe.EndQuorumEpochRequest(cluster_id=cluster_id, topics=[eqe.TopicData(topic, [part])])
+
+
+def fetch(
+    cluster_id: str | None,
+    *,
+    epoch: int,
+    offset: int,
+    last_epoch: int,
+    replica: int = -1,
+    topic_id: uuid.UUID = METADATA_TOPIC_ID,
+    topic: str = METADATA_TOPIC,
+    max_bytes: int = 1 << 20,
+) -> fr.FetchRequest:
+    part = fr.FetchPartition(
+        partition=0,
+        current_leader_epoch=epoch,
+        fetch_offset=offset,
+        last_fetched_epoch=last_epoch,
+        log_start_offset=-1,
+        partition_max_bytes=max_bytes,
+    )
+    return fr.FetchRequest(
+        cluster_id=cluster_id,
+        replica_id=replica,
+        replica_state=fr.ReplicaState(replica_id=replica, replica_epoch=-1),
+        max_wait_ms=0,
+        min_bytes=0,
+        max_bytes=max_bytes,
+        topics=[fr.FetchTopic(topic=topic, topic_id=topic_id, partitions=[part])],
+    )
+
+
+def fetch_snapshot(
+    cluster_id: str | None,
+    *,
+    epoch: int,
+    end_offset: int,
+    snapshot_epoch: int,
+    position: int,
+    replica: int = -1,
+    topic: str = METADATA_TOPIC,
+    max_bytes: int = 1 << 20,
+) -> fs.FetchSnapshotRequest:
+    part = fs.PartitionSnapshot(
+        partition=0,
+        current_leader_epoch=epoch,
+        snapshot_id=fs.SnapshotId(end_offset=end_offset, epoch=snapshot_epoch),
+        position=position,
+    )
+    return fs.FetchSnapshotRequest(
+        cluster_id=cluster_id,
+        replica_id=replica,
+        max_bytes=max_bytes,
+        topics=[fs.TopicSnapshot(topic, [part])],
+    )
+
+
+def add_voter(
+    cluster_id: str | None,
+    *,
+    voter: int,
+    voter_dir: uuid.UUID,
+    host: str,
+    port: int,
+    listener: str = "CONTROLLER",
+) -> arv.AddRaftVoterRequest:
+    return arv.AddRaftVoterRequest(
+        cluster_id=cluster_id,
+        timeout_ms=5000,
+        voter_id=voter,
+        voter_directory_id=voter_dir,
+        listeners=[arv.Listener(listener, host, port)],
+        ack_when_committed=True,
+    )
+
+
+def remove_voter(cluster_id: str | None, *, voter: int, voter_dir: uuid.UUID) -> RemoveRaftVoterRequest:
+    return RemoveRaftVoterRequest(cluster_id=cluster_id, voter_id=voter, voter_directory_id=voter_dir)
+
+
+def update_voter(
+    cluster_id: str | None,
+    *,
+    epoch: int,
+    voter: int,
+    voter_dir: uuid.UUID,
+    host: str,
+    port: int,
+    listener: str = "CONTROLLER",
+) -> urv.UpdateRaftVoterRequest:
+    return urv.UpdateRaftVoterRequest(
+        cluster_id=cluster_id,
+        current_leader_epoch=epoch,
+        voter_id=voter,
+        voter_directory_id=voter_dir,
+        listeners=[urv.Listener(listener, host, port)],
+        kraft_version_feature=urv.KRaftVersionFeature(0, 1),
+    )
+
+
+def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
+    """Contract 1; None for an API this module has no harmless form of."""
+    if api_key == 1:
+        last = 0 if version >= 12 else -1  # LastFetchedEpoch (12+) is not ignorable
+        return fetch(
+            cluster_id, epoch=-1, offset=0, last_epoch=last, topic=OTHER_TOPIC, topic_id=uuid.uuid4()
+        )
+    if api_key == 3:
+        return MetadataRequest(topics=[])
+    if api_key == 18:
+        if version >= 3:
+            return ApiVersionsRequest(client_software_name="kraft-conformance", client_software_version="1.0")
+        return ApiVersionsRequest()
+    if api_key == 52:
+        return vote(cluster_id, epoch=0, candidate=0, last_epoch=0, last_offset=0, topic=OTHER_TOPIC)
+    if api_key == 53:
+        return begin_epoch(cluster_id, leader=0, epoch=0, topic=OTHER_TOPIC)
+    if api_key == 54:
+        return end_epoch(cluster_id, leader=0, epoch=0, topic=OTHER_TOPIC)
+    if api_key == 55:
+        return describe_quorum_request()
+    if api_key == 57:
+        return UpdateFeaturesRequest(timeout_ms=5000, feature_updates=[], validate_only=version >= 1)
+    if api_key == 59:
+        return fetch_snapshot(
+            cluster_id, epoch=0, end_offset=0, snapshot_epoch=0, position=0, topic=OTHER_TOPIC
+        )
+    if api_key == 60:
+        return DescribeClusterRequest(endpoint_type=2 if version >= 1 else 1)
+    if api_key == 80:
+        return add_voter(WRONG_CLUSTER, voter=0, voter_dir=uuid.uuid4(), host="127.0.0.1", port=1)
+    if api_key == 81:
+        return remove_voter(WRONG_CLUSTER, voter=0, voter_dir=uuid.uuid4())
+    if api_key == 82:
+        return update_voter(WRONG_CLUSTER, epoch=0, voter=0, voter_dir=uuid.uuid4(), host="127.0.0.1", port=1)
+    if api_key == 650:
+        return ReadOffsetRequest(cluster_id=cluster_id, topics=[ROTopic(OTHER_TOPIC, [ROPartition(0)])])
+    return None

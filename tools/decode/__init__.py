@@ -1,0 +1,1 @@
+"""``kraft-decode``: decode captured Kafka-protocol traffic (pcap / pcapng) with the generated codecs."""
