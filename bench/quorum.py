@@ -44,8 +44,9 @@ from tools.local_quorum import LocalQuorum, free_ports  # noqa: E402
 RECORD_SIZE = 100
 FETCH_TIMEOUT_MS = 2000
 ROOTS: list[Path] = []
+# Either log layout: "[ts] INFO kraftd.node: msg" or Kafka's "[ts] INFO msg (kraftd.node)".
 FIRST_COMMIT = re.compile(
-    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] INFO kraftd\.node: node (\d+): high watermark \d+ is the first "
+    r"^\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\] INFO .*node (\d+): high watermark \d+ is the first "
     r"commit as leader of epoch (\d+)"
 )
 
