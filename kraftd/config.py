@@ -82,6 +82,10 @@ class KraftConfig:
     retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
     append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    retention_bytes: int = _QUORUM_DEFAULTS.retention_bytes
+    retention_ms: int = _QUORUM_DEFAULTS.retention_ms
+    snapshot_interval_ms: int = _QUORUM_DEFAULTS.snapshot_interval_ms
+    snapshot_max_record_bytes: int = _QUORUM_DEFAULTS.snapshot_max_record_bytes
     metrics_port: int = (
         -1
     )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
@@ -289,6 +293,8 @@ _TOLERATED = frozenset(
 )
 
 _KNOWN = frozenset(
+    "metadata.max.retention.bytes metadata.max.retention.ms metadata.log.max.snapshot.interval.ms "
+    "metadata.log.max.record.bytes.between.snapshots "
     "node.id process.roles controller.listener.names listeners advertised.listeners "
     "listener.security.protocol.map metadata.log.dir log.dirs log.dir controller.quorum.voters "
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
@@ -387,6 +393,17 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             props, "controller.quorum.append.linger.ms", _QUORUM_DEFAULTS.append_linger_ms, 0
         ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
+        retention_bytes=_int(props, "metadata.max.retention.bytes", _QUORUM_DEFAULTS.retention_bytes, -1),
+        retention_ms=_int(props, "metadata.max.retention.ms", _QUORUM_DEFAULTS.retention_ms, -1),
+        snapshot_interval_ms=_int(
+            props, "metadata.log.max.snapshot.interval.ms", _QUORUM_DEFAULTS.snapshot_interval_ms, 0
+        ),
+        snapshot_max_record_bytes=_int(
+            props,
+            "metadata.log.max.record.bytes.between.snapshots",
+            _QUORUM_DEFAULTS.snapshot_max_record_bytes,
+            1,
+        ),
         metrics_port=_int(props, "metrics.port", -1, -1),
         log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,

@@ -16,13 +16,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+import uuid
 from typing import Any
 
 import click
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
+from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from kraftd.shell.transport import PeerConnection, PeerError
+from kraftd.storage.uuids import uuid_from_str
+from kwire.client import request_once
 from kwire.errors import ErrorCode, KraftError
 from tools.quorum_report import QuorumInfo, Replica, replication_report, status_report
 
@@ -171,4 +175,55 @@ def describe(
     click.echo(text, nl=False)
 
 
-__all__ = ["main", "fetch_quorum"]
+async def remove_voter(
+    hosts: list[tuple[str, int]], voter_id: int, directory_id: uuid.UUID, timeout_ms: int
+) -> None:
+    """RemoveRaftVoter to the controllers in turn until the leader answers (others say NOT_LEADER_OR_FOLLOWER)."""
+    req = RemoveRaftVoterRequest(cluster_id=None, voter_id=voter_id, voter_directory_id=directory_id)
+    last = "no controller answered"
+    for host, port in hosts:
+        try:
+            resp = await request_once(
+                host, port, req, timeout=timeout_ms / 1000, client_id="kraft-metadata-quorum"
+            )
+        except (KraftError, OSError, TimeoutError) as exc:
+            last = f"{host}:{port}: {exc}"
+            continue
+        code = ErrorCode(resp.error_code)
+        if code == ErrorCode.NONE:
+            return
+        last = f"{code.name}" + (f": {resp.error_message}" if resp.error_message else "")
+        if code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
+            break
+    raise KraftError(f"removing controller {voter_id} failed: {last}")
+
+
+@main.command("remove-controller", help="Removes a controller from the KRaft controller cluster.")
+@click.option("--controller-id", type=int, required=True, help="The id of the controller to remove.")
+@click.option(
+    "--controller-directory-id", required=True, help="The directory id of the controller to remove."
+)
+@click.option("--dry-run", is_flag=True, help="True if we should print what would be done, but not do it.")
+@click.pass_obj
+def remove_controller(
+    obj: tuple[str | None, str | None, int],
+    controller_id: int,
+    controller_directory_id: str,
+    dry_run: bool,
+) -> None:
+    hosts, _, timeout_ms = _target(obj)
+    try:
+        dir_id = uuid_from_str(controller_directory_id)
+    except (ValueError, KraftError) as exc:
+        raise click.ClickException(f"--controller-directory-id: {exc}") from None
+    if not dry_run:
+        try:
+            asyncio.run(remove_voter(hosts, controller_id, dir_id, timeout_ms))
+        except KraftError as exc:
+            raise click.ClickException(str(exc)) from None
+    # Kafka 4.3.1's tool prints its prefix with a trailing space, then " KRaft controller": two spaces.
+    prefix = "DRY RUN of removing " if dry_run else "Removed "
+    click.echo(f"{prefix} KRaft controller {controller_id} with directory id {controller_directory_id}")
+
+
+__all__ = ["main", "fetch_quorum", "remove_voter"]

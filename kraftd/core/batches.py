@@ -3,15 +3,20 @@
 Invariants:
 1. Data batches hold the caller's values as record values (null keys), offsets base..base+n-1, CreateTime.
 2. The leader's epoch-start batch is a control batch holding one LeaderChange record
-   (LeaderChangeMessage at schema version 0, Kafka's on-disk convention; kwire.control writes it).
+   (LeaderChangeMessage at schema version 0, Kafka's on-disk convention; kwire.control writes it), followed
+   by KRaftVersion and Voters records when the voter set came from the bootstrap checkpoint (KIP-853).
 3. ``split_batches`` reads batch headers and verifies each CRC; bad framing or a CRC mismatch raises
    ``CorruptRecordError`` and nothing is appended.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from generated.leader_change_message import LeaderChangeMessage, Voter
 from kraftd.core.log import LogBatch
+from kraftd.core.types import VoterSet
+from kraftd.core.voters import kraft_version_record, voters_record
 from kwire.control import ControlRecordType, build_control_batch
 from kwire.errors import CorruptRecordError
 from kwire.records import build_data_batch, peek_batch
@@ -25,21 +30,41 @@ def data_batch(base_offset: int, epoch: int, values: list[bytes], timestamp_ms: 
 
 
 def leader_change_batch(
-    base_offset: int, epoch: int, leader_id: int, voters: list[int], granting: list[int], timestamp_ms: int
+    base_offset: int,
+    epoch: int,
+    leader_id: int,
+    voters: list[int],
+    granting: list[int],
+    timestamp_ms: int,
+    bootstrap: tuple[int, VoterSet] | None = None,
 ) -> LogBatch:
+    """Invariant 2; with ``bootstrap`` = (kraft.version, voter set) the same batch also carries KRaftVersion
+    and Voters records, as a KIP-853 leader writes them when its voter set came from the bootstrap
+    checkpoint rather than the log (so the set is replicated)."""
     msg = LeaderChangeMessage(
         version=0,
         leader_id=leader_id,
         voters=[Voter(voter_id=v) for v in voters],
         granting_voters=[Voter(voter_id=v) for v in granting],
     )
+    entries: list[tuple[ControlRecordType, Any]] = [(ControlRecordType.LEADER_CHANGE, msg)]
+    if bootstrap is not None:
+        version, voter_set = bootstrap
+        entries.append((ControlRecordType.KRAFT_VERSION, kraft_version_record(version)))
+        entries.append((ControlRecordType.KRAFT_VOTERS, voters_record(voter_set)))
     data = build_control_batch(
-        [(ControlRecordType.LEADER_CHANGE, msg)],
-        base_offset=base_offset,
-        partition_leader_epoch=epoch,
-        timestamp=timestamp_ms,
+        entries, base_offset=base_offset, partition_leader_epoch=epoch, timestamp=timestamp_ms
     )
-    return LogBatch(base_offset, base_offset, epoch, data, True)
+    return LogBatch(base_offset, base_offset + len(entries) - 1, epoch, data, True)
+
+
+def control_batch(
+    base_offset: int, epoch: int, entries: list[tuple[ControlRecordType, Any]], timestamp_ms: int
+) -> LogBatch:
+    data = build_control_batch(
+        entries, base_offset=base_offset, partition_leader_epoch=epoch, timestamp=timestamp_ms
+    )
+    return LogBatch(base_offset, base_offset + len(entries) - 1, epoch, data, True)
 
 
 def split_batches(data: bytes) -> list[LogBatch]:

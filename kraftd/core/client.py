@@ -9,6 +9,11 @@ Contract for the shell (the daemon wraps each method with asyncio):
    ``AppendFailed`` covering them is emitted. Call ``step(Tick(now))`` after appending so the linger
    deadline is scheduled.
 3. ``describe_quorum()`` returns what DescribeQuorum needs; it raises ``NotLeaderError`` on a non-leader.
+4. Snapshots (KIP-630): the state machine calls ``create_snapshot(end_offset, values)`` with the records that
+   rebuild its state as of ``end_offset`` (a committed batch boundary it has applied), typically when
+   ``snapshot_due()`` says so; the core never looks inside the values. A listener that also defines
+   ``handle_load_snapshot(snapshot)`` is called with a snapshot to replace its state with (on start and when a
+   follower fetched one), before the ``handle_commit`` calls that continue after it.
 """
 
 from __future__ import annotations
@@ -16,11 +21,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol
 
-from kraftd.core.effects import ApplyCommitted, Effect, LeaderChanged
+from kraftd.core.effects import ApplyCommitted, Effect, LeaderChanged, SnapshotLoaded
 from kraftd.core.events import Event
 from kraftd.core.log import LogBatch
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
+from kraftd.core.snapshots import Snapshot
 from kraftd.core.states import Leader
 from kraftd.core.types import LeaderAndEpoch, OffsetRange
 
@@ -66,10 +72,27 @@ class RaftClient:
             elif isinstance(e, LeaderChanged):
                 for lst in self._listeners:
                     lst.handle_leader_change(e.leader)
+            elif isinstance(e, SnapshotLoaded):
+                for lst in self._listeners:
+                    load = getattr(lst, "handle_load_snapshot", None)
+                    if load is not None:
+                        load(e.snapshot)
         return effects
 
     def append(self, records: list[bytes]) -> OffsetRange:
         return self.node.append(records)
+
+    def create_snapshot(self, end_offset: int, values: list[bytes]) -> Snapshot:
+        """Contract 4; raises SnapshotOffsetError for an offset that is not a committed batch boundary past
+        the latest snapshot. Call ``step(Tick(now))`` afterwards to get the effects."""
+        return self.node.create_snapshot(end_offset, values)
+
+    def snapshot_due(self) -> bool:
+        return self.node.snapshot_due()
+
+    @property
+    def latest_snapshot(self) -> Snapshot | None:
+        return self.node.snapshot
 
     @property
     def leader_and_epoch(self) -> LeaderAndEpoch:

@@ -20,9 +20,20 @@ class BugFlags:
     commit_old_epoch: bool = False  # advance the HWM before a record of the leader's own epoch commits
     no_check_quorum: bool = False  # a leader cut off from the majority never resigns
     double_vote: bool = False  # grant a second, different vote in one epoch
+    snapshot_missing_record: bool = False  # a snapshot leaves out the state machine's last record
+    reconfig_before_commit: bool = False  # change voters before committing in the own epoch (KIP-853)
+    two_uncommitted_changes: bool = False  # accept a voter change while another is uncommitted
 
     def any(self) -> bool:
-        return self.ack_before_flush or self.commit_old_epoch or self.no_check_quorum or self.double_vote
+        return (
+            self.ack_before_flush
+            or self.commit_old_epoch
+            or self.no_check_quorum
+            or self.double_vote
+            or self.snapshot_missing_record
+            or self.reconfig_before_commit
+            or self.two_uncommitted_changes
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,6 +51,16 @@ class QuorumConfig:
     # A follower whose fetch timer expired waits a random [0, this) before its first pre-votes: followers of
     # one leader time out together, and Prospectives that pre-vote each other at once split the vote.
     prospective_jitter_ms: int = 150
+    # KIP-630: the log before the latest snapshot is deleted once it holds more than retention_bytes or its
+    # oldest batch is older than retention_ms (metadata.max.retention.bytes/.ms; -1 disables that bound).
+    retention_bytes: int = 100 * 1024 * 1024
+    retention_ms: int = 7 * 24 * 3600 * 1000
+    # When the state machine should snapshot (metadata.log.max.snapshot.interval.ms and
+    # metadata.log.max.record.bytes.between.snapshots): see RaftClient.snapshot_due.
+    snapshot_interval_ms: int = 3600 * 1000
+    snapshot_max_record_bytes: int = 20 * 1024 * 1024
+    # The default listener (first of controller.listener.names): voters must keep listening on it (KIP-853).
+    listener_name: str = "CONTROLLER"
     bugs: BugFlags = field(default_factory=BugFlags)
 
     @property

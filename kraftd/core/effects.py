@@ -2,14 +2,18 @@
 
 Execution contract ("persist, then send, then apply"):
 1. Effects are executed in list order. The core orders them: ``PersistElectionState`` first, then log
-   effects (``TruncateLog``, ``AppendBatches``, ``FlushLog``), then messages (``SendRequest``,
+   effects (``TruncateLog``, ``AppendBatches``, ``FlushLog``, ``WriteSnapshot``, ``InstallSnapshot``,
+   ``DeleteLogBefore``), then messages (``SendRequest``,
    ``SendResponse``), then notifications (``ApplyCommitted``, ``LeaderChanged``), ``SetDeadline`` last.
 2. ``PersistElectionState`` must be durable (fsync) before any later effect of the same step is executed:
    a vote or a new epoch is never visible to a peer before it is on disk (Kafka's durableTransitionTo).
 3. ``TruncateLog``/``AppendBatches`` change the log immediately (page cache). ``FlushLog`` may complete
    later; its completion is reported with ``LogFlushed``. Data not yet flushed may be lost on a crash.
 4. ``SetDeadline`` is the latest time at which the shell must deliver a ``Tick``; earlier is harmless.
-5. ``ApplyCommitted`` batches are contiguous and each is reported once per core instance.
+5. ``ApplyCommitted`` batches are contiguous and each is reported once per core instance; a ``SnapshotLoaded``
+   comes before the first ``ApplyCommitted`` that follows its end offset.
+6. ``WriteSnapshot``/``InstallSnapshot`` are durable before any later effect of the same step (a log start
+   that moves past records is always covered by a durable snapshot).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kraftd.core.log import LogBatch
+from kraftd.core.snapshots import Snapshot
 from kraftd.core.types import ElectionState, LeaderAndEpoch
 
 
@@ -46,6 +51,30 @@ class FlushLog:
 
 
 @dataclass(frozen=True, slots=True)
+class WriteSnapshot:
+    """Make ``snapshot`` durable as ``<end offset>-<epoch>.checkpoint`` (.part, fsync, rename) before any later
+    effect of the step; the log is unchanged."""
+
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class InstallSnapshot:
+    """A fetched snapshot replaces the whole log: write it as WriteSnapshot does, then empty the log so it
+    starts at the snapshot's end offset."""
+
+    snapshot: Snapshot
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteLogBefore:
+    """The log now starts at ``offset`` (a snapshot covers everything below): delete segments wholly below it
+    and snapshots older than the latest one."""
+
+    offset: int
+
+
+@dataclass(frozen=True, slots=True)
 class SendRequest:
     destination: int
     request_id: int
@@ -62,6 +91,13 @@ class SendResponse:
 class ApplyCommitted:
     batches: tuple[LogBatch, ...]
     high_watermark: int
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotLoaded:
+    """Listeners replace their state with ``snapshot``; ApplyCommitted continues after its end offset."""
+
+    snapshot: Snapshot
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +124,12 @@ Effect = (
     | TruncateLog
     | AppendBatches
     | FlushLog
+    | WriteSnapshot
+    | InstallSnapshot
+    | DeleteLogBefore
     | SendRequest
     | SendResponse
+    | SnapshotLoaded
     | ApplyCommitted
     | LeaderChanged
     | AppendFailed
@@ -101,6 +141,10 @@ _ORDER: dict[type, int] = {
     TruncateLog: 1,
     AppendBatches: 1,
     FlushLog: 1,
+    WriteSnapshot: 1,
+    InstallSnapshot: 1,
+    DeleteLogBefore: 1,
+    SnapshotLoaded: 3,
     SendRequest: 2,
     SendResponse: 2,
     ApplyCommitted: 3,

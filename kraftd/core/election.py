@@ -20,31 +20,26 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kraftd.core import messages as m
-from kraftd.core import replication
+from kraftd.core.context import NodeContext
 from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.states import Candidate, Follower, Prospective, Unattached
 from kraftd.core.types import NO_LEADER, ZERO_UUID, ElectionState, ReplicaKey, Role
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.core.node import RaftNode
-
 _RETRY_BACKOFF_BASE_MS = 100
 
 
-def poll_unattached(node: RaftNode, d: Unattached) -> None:
-    if node.is_voter:
-        single = node.voters.ids == (node.local.id,)
-        if (single or node.now >= d.election_deadline) and not node.shutting_down:
-            to_prospective(node)
-        return
-    replication.discover_leader(node)
+def poll_unattached(node: NodeContext, d: Unattached) -> None:
+    """A voter's Unattached timer (observers look for the leader instead: replication)."""
+    single = node.voters.ids == (node.local.id,)
+    if (single or node.now >= d.election_deadline) and not node.shutting_down:
+        to_prospective(node)
 
 
-def to_prospective(node: RaftNode, jitter: bool = False) -> None:
+def to_prospective(node: NodeContext, jitter: bool = False) -> None:
     """``jitter`` is for a follower's fetch timeout (invariant 6)."""
     leader = node.leader_id() if node.role in (Role.FOLLOWER, Role.UNATTACHED) else NO_LEADER
     data = Prospective(node.election_deadline(), leader, {node.local.id})
@@ -54,25 +49,25 @@ def to_prospective(node: RaftNode, jitter: bool = False) -> None:
     node.transition(Role.PROSPECTIVE, data, node.election)
 
 
-def to_candidate(node: RaftNode) -> None:
+def to_candidate(node: NodeContext) -> None:
     state = ElectionState(node.epoch + 1, NO_LEADER, node.local)
     node.transition(Role.CANDIDATE, Candidate(node.election_deadline(), {node.local.id}), state)
 
 
-def _lost(node: RaftNode, d: Prospective) -> None:
+def _lost(node: NodeContext, d: Prospective) -> None:
     if d.leader_id >= 0:
         node.to_follower(node.epoch, d.leader_id)
     else:
         node.to_unattached(node.epoch)
 
 
-def election_backoff_ms(node: RaftNode) -> int:
+def election_backoff_ms(node: NodeContext) -> int:
     retries = max(1, node.election_retries)
     bound = 2 << min(20, retries - 1)
     return int(min(_RETRY_BACKOFF_BASE_MS * node.rng.randrange(bound), node.config.election_backoff_max_ms))
 
 
-def poll_election(node: RaftNode, d: Prospective | Candidate) -> None:
+def poll_election(node: NodeContext, d: Prospective | Candidate) -> None:
     majority = node.voters.majority()
     can_still_win = len(node.voters.voters) - len(d.rejected) >= majority
     if isinstance(d, Prospective):
@@ -85,7 +80,7 @@ def poll_election(node: RaftNode, d: Prospective | Candidate) -> None:
         return
     if len(d.granted) >= majority:
         node.election_retries = 0
-        replication.become_leader(node, tuple(sorted(d.granted)))
+        node.become_leader(tuple(sorted(d.granted)))
     elif d.backoff_until is not None:
         if node.now >= d.backoff_until:
             to_prospective(node)
@@ -99,7 +94,7 @@ def poll_election(node: RaftNode, d: Prospective | Candidate) -> None:
         _send_votes(node, d, pre_vote=False)
 
 
-def _send_votes(node: RaftNode, d: Prospective | Candidate, pre_vote: bool) -> None:
+def _send_votes(node: NodeContext, d: Prospective | Candidate, pre_vote: bool) -> None:
     last = OffsetAndEpoch(node.log.end_offset, node.log.last_epoch)
     for voter in node.voters.voters:
         if voter.id in d.granted or voter.id in d.rejected or not node.can_send(voter.id):
@@ -108,7 +103,7 @@ def _send_votes(node: RaftNode, d: Prospective | Candidate, pre_vote: bool) -> N
         node.send(voter.id, req)
 
 
-def handle_vote_request(node: RaftNode, msg: Any) -> Any:
+def handle_vote_request(node: NodeContext, msg: Any) -> Any:
     if msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id:
         return m.vote_response(ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.NONE, NO_LEADER, -1, False)
     part = m.single_partition(msg)
@@ -136,11 +131,11 @@ def handle_vote_request(node: RaftNode, msg: Any) -> Any:
     return m.vote_response(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch, granted)
 
 
-def _reject(node: RaftNode, code: ErrorCode) -> Any:
+def _reject(node: NodeContext, code: ErrorCode) -> Any:
     return m.vote_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, False)
 
 
-def can_grant(node: RaftNode, candidate: ReplicaKey, last: OffsetAndEpoch, pre_vote: bool) -> bool:
+def can_grant(node: NodeContext, candidate: ReplicaKey, last: OffsetAndEpoch, pre_vote: bool) -> bool:
     """The per-state grant rules (invariants 3 and 4)."""
     up_to_date = (last.epoch, last.offset) >= (node.log.last_epoch, node.log.end_offset)
     role, d = node.role, node.data
@@ -160,7 +155,7 @@ def can_grant(node: RaftNode, candidate: ReplicaKey, last: OffsetAndEpoch, pre_v
     return up_to_date
 
 
-def handle_vote_response(node: RaftNode, source: int, request: Any, resp: Any) -> None:
+def handle_vote_response(node: NodeContext, source: int, request: Any, resp: Any) -> None:
     d = node.data
     if not isinstance(d, Prospective | Candidate):
         return

@@ -3,11 +3,11 @@ cache. The shell mirrors it on disk through the log effects and loads it back on
 
 Invariants:
 1. Batches are contiguous: each batch starts at the previous batch's ``last_offset + 1``; the first starts
-   at ``start_offset`` (0 until KIP-630 snapshots move it).
+   at ``start_offset`` (0 until a KIP-630 snapshot moves it; then the snapshot's end offset).
 2. Batch epochs never decrease along the log; the epoch cache maps each epoch to its first offset.
 3. ``end_offset`` is exclusive (Kafka's log end offset); ``last_epoch`` is the epoch of the last batch, or
    ``start_epoch`` (the snapshot's epoch, 0 without one) for an empty log.
-4. Truncation removes whole batches only.
+4. Truncation removes whole batches only; so does advancing the start, which only moves to a batch boundary.
 """
 
 from __future__ import annotations
@@ -127,3 +127,41 @@ class ReplicatedLog:
 
     def epoch_start_offsets(self) -> list[tuple[int, int]]:
         return list(self._epochs)
+
+    def epoch_at(self, offset: int) -> int:
+        """The epoch of the batch holding ``offset``; ``start_epoch`` below the first batch."""
+        i = bisect_right(self._bases, offset) - 1
+        return self.batches[i].epoch if i >= 0 and offset < self.end_offset else self.start_epoch
+
+    def is_boundary(self, offset: int) -> bool:
+        """True when ``offset`` is the start of a batch, the log start or the log end."""
+        if offset in (self.start_offset, self.end_offset):
+            return True
+        i = bisect_left(self._bases, offset)
+        return i < len(self._bases) and self._bases[i] == offset
+
+    def advance_start(self, offset: int, epoch: int) -> None:
+        """Drop every batch below ``offset`` (a batch boundary at or below the end) (invariant 4)."""
+        if offset <= self.start_offset:
+            return
+        if offset > self.end_offset or not self.is_boundary(offset):
+            raise LogInconsistencyError(f"cannot start the log at {offset}")
+        keep = bisect_left(self._bases, offset)
+        del self.batches[:keep]
+        del self._bases[:keep]
+        self.start_offset, self.start_epoch = offset, epoch
+        first = self._bases[0] if self._bases else offset
+        self._epochs = [
+            (e, max(o, first))
+            for i, (e, o) in enumerate(self._epochs)
+            if i + 1 == len(self._epochs) or self._epochs[i + 1][1] > first
+        ]
+        if not self.batches:
+            self._epochs = []
+
+    def reset(self, offset: int, epoch: int) -> None:
+        """Forget every batch; the log is empty and starts at (offset, epoch) (a loaded snapshot's id)."""
+        self.batches.clear()
+        self._bases.clear()
+        self._epochs.clear()
+        self.start_offset, self.start_epoch = offset, epoch

@@ -19,6 +19,8 @@ import generated.end_quorum_epoch_request as EREQ
 import generated.end_quorum_epoch_response as ERESP
 import generated.fetch_request as FREQ
 import generated.fetch_response as FRESP
+import generated.fetch_snapshot_request as SREQ
+import generated.fetch_snapshot_response as SRESP
 import generated.vote_request as VREQ
 import generated.vote_response as VRESP
 from kraftd.core.log import LogBatch, OffsetAndEpoch
@@ -33,6 +35,8 @@ EndQuorumEpochRequest = EREQ.EndQuorumEpochRequest
 EndQuorumEpochResponse = ERESP.EndQuorumEpochResponse
 FetchRequest = FREQ.FetchRequest
 FetchResponse = FRESP.FetchResponse
+FetchSnapshotRequest = SREQ.FetchSnapshotRequest
+FetchSnapshotResponse = SRESP.FetchSnapshotResponse
 
 
 def _dir(key: ReplicaKey) -> Any:
@@ -57,6 +61,12 @@ def single_partition(msg: Any) -> Any | None:
     if len(topics) != 1:
         return None
     t = topics[0]
+    if isinstance(msg, FetchSnapshotRequest | FetchSnapshotResponse):
+        if t.name != METADATA_TOPIC or len(t.partitions) != 1:
+            return None
+        p = t.partitions[0]
+        index = p.partition if isinstance(msg, FetchSnapshotRequest) else p.index
+        return p if index == METADATA_PARTITION else None
     if isinstance(msg, FetchResponse):
         if t.topic_id != METADATA_TOPIC_ID and t.topic != METADATA_TOPIC:
             return None
@@ -208,6 +218,7 @@ def fetch_response(
     high_watermark: int,
     batches: list[LogBatch] | None = None,
     diverging: OffsetAndEpoch | None = None,
+    snapshot: OffsetAndEpoch | None = None,
 ) -> Any:
     responses = []
     if error == ErrorCode.NONE:
@@ -220,8 +231,63 @@ def fetch_response(
         )
         if diverging is not None:
             part.diverging_epoch = FRESP.EpochEndOffset(epoch=diverging.epoch, end_offset=diverging.offset)
+        if snapshot is not None:
+            part.snapshot_id = FRESP.SnapshotId(end_offset=snapshot.offset, epoch=snapshot.epoch)
         responses = [FRESP.FetchableTopicResponse(topic_id=METADATA_TOPIC_ID, partitions=[part])]
     return FetchResponse(error_code=int(error), responses=responses)
+
+
+def snapshot_id_of(part: Any) -> OffsetAndEpoch:
+    return OffsetAndEpoch(part.snapshot_id.end_offset, part.snapshot_id.epoch)
+
+
+def fetch_snapshot_request(
+    cluster_id: str | None,
+    local: ReplicaKey,
+    epoch: int,
+    snapshot: OffsetAndEpoch,
+    position: int,
+    max_bytes: int,
+) -> Any:
+    part = SREQ.PartitionSnapshot(
+        partition=METADATA_PARTITION,
+        current_leader_epoch=epoch,
+        snapshot_id=SREQ.SnapshotId(end_offset=snapshot.offset, epoch=snapshot.epoch),
+        position=position,
+        replica_directory_id=_dir(local),
+    )
+    return FetchSnapshotRequest(
+        cluster_id=cluster_id,
+        replica_id=local.id,
+        max_bytes=max_bytes,
+        topics=[SREQ.TopicSnapshot(name=METADATA_TOPIC, partitions=[part])],
+    )
+
+
+def fetch_snapshot_response(
+    error: ErrorCode,
+    part_error: ErrorCode,
+    leader_id: int,
+    epoch: int,
+    snapshot: OffsetAndEpoch | None = None,
+    size: int = 0,
+    position: int = 0,
+    chunk: bytes = b"",
+) -> Any:
+    topics = []
+    if error == ErrorCode.NONE:
+        sid = snapshot if snapshot is not None else OffsetAndEpoch(-1, -1)
+        part = SRESP.PartitionSnapshot(
+            index=METADATA_PARTITION,
+            error_code=int(part_error),
+            snapshot_id=SRESP.SnapshotId(end_offset=sid.offset, epoch=sid.epoch),
+            current_leader=SRESP.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=epoch),
+            size=size,
+            position=position,
+            unaligned_records=chunk,
+        )
+        topics = [SRESP.TopicSnapshot(name=METADATA_TOPIC, partitions=[part])]
+    return FetchSnapshotResponse(error_code=int(error), topics=topics)
 
 
 _RESPONSE_OF: dict[type, Any] = {
@@ -229,6 +295,7 @@ _RESPONSE_OF: dict[type, Any] = {
     BeginQuorumEpochRequest: lambda e: begin_quorum_response(e, ErrorCode.NONE, -1, -1),
     EndQuorumEpochRequest: lambda e: end_quorum_response(e, ErrorCode.NONE, -1, -1),
     FetchRequest: lambda e: fetch_response(e, ErrorCode.NONE, -1, -1, -1),
+    FetchSnapshotRequest: lambda e: fetch_snapshot_response(e, ErrorCode.NONE, -1, -1),
 }
 
 

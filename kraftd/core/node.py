@@ -2,31 +2,21 @@
 
 Drive it with ``step(event) -> list[Effect]`` (see kraftd.core.events / kraftd.core.effects).
 
-Invariants (numbers are cited by the handlers):
-1. Election state changes only inside ``_transition`` (or the vote-recording helper), which emits
-   ``PersistElectionState`` ordered before every message of the same step: nothing a peer can observe
-   (a vote, a new epoch, a leader claim) precedes durability (Kafka's durableTransitionTo).
-2. At most one request per destination is in flight; an unanswered request expires after the request
-   timeout and is handled as a REQUEST_TIMED_OUT response. Responses to requests of an earlier role
-   instance are ignored (the in-flight table is cleared on every transition).
-3. A follower reports (fetch offset) only log it has flushed, so the leader's HWM counts durable copies
-   (Raft thesis §3.8; BugFlags.ack_before_flush breaks this).
-4. The leader's HWM is the largest offset flushed by a majority of voters, moves only forward and only
-   once it passes the epoch start offset (Raft thesis §3.6.2; BugFlags.commit_old_epoch breaks this).
-5. The election timeout is re-armed randomized in [T, 2T) on every entry to Unattached, Prospective,
-   Candidate and Resigned.
+This module is the dispatcher: the only one that knows every handler module. It routes events and
+responses to them and implements the hooks of :class:`kraftd.core.context.NodeContext`, whose numbered
+invariants the handlers cite.
 """
 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
 from typing import Any
 
-from kraftd.core import election, quorum_rpcs, replication
+from kraftd.core import election, quorum_rpcs, replication, snapshotting, voter_rpcs
 from kraftd.core import messages as m
 from kraftd.core.config import QuorumConfig
-from kraftd.core.effects import Effect, LeaderChanged, PersistElectionState, SendRequest, SetDeadline, ordered
+from kraftd.core.context import NodeContext
+from kraftd.core.effects import Effect, LeaderChanged, SetDeadline, ordered
 from kraftd.core.events import (
     AppendRecords,
     Event,
@@ -37,28 +27,13 @@ from kraftd.core.events import (
     Tick,
 )
 from kraftd.core.log import ReplicatedLog
-from kraftd.core.states import Candidate, Follower, Leader, Prospective, Resigned, RoleData, Unattached
-from kraftd.core.transitions import IllegalTransitionError, check_transition
-from kraftd.core.types import (
-    NO_LEADER,
-    ElectionState,
-    LeaderAndEpoch,
-    OffsetRange,
-    ReplicaKey,
-    Role,
-    VoterSet,
-)
+from kraftd.core.snapshots import Snapshot
+from kraftd.core.states import Candidate, Follower, Leader, Prospective, Resigned
+from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, OffsetRange, ReplicaKey, VoterSet
 from kwire.errors import ErrorCode
 
 
-@dataclass(slots=True)
-class Inflight:
-    destination: int
-    message: Any
-    deadline: int
-
-
-class RaftNode:
+class RaftNode(NodeContext):
     def __init__(
         self,
         *,
@@ -70,64 +45,47 @@ class RaftNode:
         election_state: ElectionState | None = None,
         log: ReplicatedLog | None = None,
         now_ms: int = 0,
+        kraft_version: int = 0,
+        snapshot: Snapshot | None = None,
     ) -> None:
-        self.local = local
-        self.voters = voters
-        self.config = config
-        self.bugs = config.bugs
-        self.rng = rng
-        self.cluster_id = cluster_id
-        self.log = log if log is not None else ReplicatedLog()
-        self.flushed = self.log.end_offset  # a loaded log is durable
-        self.high_watermark = self.log.start_offset
-        self.applied = self.log.start_offset
-        self.now = now_ms
-        self.out: list[Effect] = []
-        self.inflight: dict[int, Inflight] = {}
-        self.backoff: dict[int, int] = {}
-        self.shutting_down = False
-        self._next_request_id = 1
-        self.election_retries = 0
-        self.discovery_cursor = 0
-        self.follower_leader_hwm = 0
+        super().__init__(
+            local=local,
+            voters=voters,
+            config=config,
+            rng=rng,
+            cluster_id=cluster_id,
+            election_state=election_state,
+            log=log,
+            now_ms=now_ms,
+            kraft_version=kraft_version,
+            snapshot=snapshot,
+        )
         self._last_leader = LeaderAndEpoch(NO_LEADER, -1)
-        self.role, self.data, self.election = self._initial(election_state or ElectionState())
 
-    # ----- start-up (Kafka's QuorumState.initialize) -----
-    def _initial(self, e: ElectionState) -> tuple[Role, RoleData, ElectionState]:
-        if e.epoch < self.log.last_epoch:
-            e = ElectionState(self.log.last_epoch)
-            self.out.append(PersistElectionState(e))
-            return Role.UNATTACHED, Unattached(self.election_deadline()), e
-        if e.leader_id == self.local.id and self.is_voter:
-            others = {v for v in self.voters.ids if v != self.local.id}
-            return Role.RESIGNED, Resigned(self.election_deadline(), [], others), e
-        if e.leader_id >= 0 and e.leader_id != self.local.id:
-            return Role.FOLLOWER, Follower(e.leader_id, self.now + self.config.fetch_timeout_ms), e
-        return Role.UNATTACHED, Unattached(self.election_deadline()), e
+    # ----- hooks (NodeContext) -----
+    def become_leader(self, granting: tuple[int, ...]) -> None:
+        replication.become_leader(self, granting)
 
-    @property
-    def is_voter(self) -> bool:
-        return self.voters.is_voter(self.local)
+    def resign(self, d: Leader) -> None:
+        quorum_rpcs.resign(self, d)
 
-    @property
-    def epoch(self) -> int:
-        return self.election.epoch
+    def send_begin_quorum(self, d: Leader) -> None:
+        quorum_rpcs.send_begin_quorum(self, d)
 
-    def leader_id(self) -> int:
+    def to_prospective(self, jitter: bool = False) -> None:
+        election.to_prospective(self, jitter)
+
+    def leave_leader(self, d: Leader) -> None:
+        voter_rpcs.abandon_voter_change(self, d)
+        replication.leave_leader(self, d)
+
+    def append_control(self, entries: list[tuple[Any, Any]]) -> None:
         d = self.data
-        if isinstance(d, Leader | Resigned):
-            return self.local.id
-        if isinstance(d, Follower | Unattached | Prospective):
-            return d.leader_id
-        return NO_LEADER
+        assert isinstance(d, Leader)
+        replication.append_control(self, d, entries)
 
-    def leader_and_epoch(self) -> LeaderAndEpoch:
-        return LeaderAndEpoch(self.leader_id(), self.epoch)
-
-    def election_deadline(self) -> int:
-        t = self.config.election_timeout_ms
-        return self.now + t + self.rng.randrange(t)
+    def send_fetch_snapshot(self, d: Follower) -> None:
+        snapshotting.send_fetch_snapshot(self, d)
 
     # ----- the entry point -----
     def step(self, event: Event) -> list[Effect]:
@@ -150,8 +108,18 @@ class RaftNode:
         """Accept records as leader; raises NotLeaderError otherwise. Effects follow on the next poll."""
         return replication.append(self, records)
 
+    def create_snapshot(self, end_offset: int, values: list[bytes]) -> Snapshot:
+        """The state machine's snapshot of every record below ``end_offset`` (a committed batch boundary);
+        effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""
+        return snapshotting.create_snapshot(self, end_offset, values)
+
+    def snapshot_due(self) -> bool:
+        return snapshotting.snapshot_due(self)
+
     def poll(self) -> list[Effect]:
         self._expire_inflight()
+        if isinstance(self.data, Leader):
+            voter_rpcs.poll_voter_change(self, self.data)  # may request a resignation the loop carries out
         for _ in range(8):  # a single-voter quorum walks Unattached -> ... -> Leader in one poll
             before = (self.role, self.epoch)
             self._poll_role()
@@ -177,8 +145,10 @@ class RaftNode:
             election.poll_election(self, d)
         elif isinstance(d, Resigned):
             quorum_rpcs.poll_resigned(self, d)
-        else:
+        elif self.is_voter:
             election.poll_unattached(self, d)
+        else:
+            replication.discover_leader(self)
 
     # ----- messages -----
     def _on_request(self, ev: RequestReceived) -> None:
@@ -191,6 +161,12 @@ class RaftNode:
             resp = quorum_rpcs.handle_begin_quorum(self, msg)
         elif isinstance(msg, m.EndQuorumEpochRequest):
             resp = quorum_rpcs.handle_end_quorum(self, msg)
+        elif isinstance(msg, m.FetchSnapshotRequest):
+            resp = snapshotting.handle_fetch_snapshot_request(self, msg)
+        elif isinstance(msg, voter_rpcs.UpdateRaftVoterRequest):
+            resp = voter_rpcs.handle_update_voter(self, msg)
+        elif isinstance(msg, voter_rpcs.RemoveRaftVoterRequest):
+            resp = voter_rpcs.handle_remove_voter(self, ev.token, msg)
         else:
             return
         if resp is not None:
@@ -199,17 +175,19 @@ class RaftNode:
     def _on_response(self, ev: ResponseReceived) -> None:
         inf = self.inflight.get(ev.request_id)
         if inf is None or inf.destination != ev.source:
-            return  # duplicate, expired or from a previous role instance (invariant 2)
+            return  # duplicate, expired or from a previous role instance (context invariant 2)
         del self.inflight[ev.request_id]
         self._dispatch_response(ev.source, inf.message, ev.message)
 
     def _dispatch_response(self, source: int, request: Any, resp: Any) -> None:
         if resp.error_code != ErrorCode.NONE and resp.error_code != ErrorCode.UNSUPPORTED_VERSION:
-            self.backoff[source] = self.now + self.config.retry_backoff_ms
+            self.back_off(source)
         if isinstance(request, m.VoteRequest):
             election.handle_vote_response(self, source, request, resp)
         elif isinstance(request, m.FetchRequest):
             replication.handle_fetch_response(self, source, resp)
+        elif isinstance(request, m.FetchSnapshotRequest):
+            snapshotting.handle_fetch_snapshot_response(self, source, resp)
         elif isinstance(request, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):
             quorum_rpcs.handle_epoch_response(self, source, request, resp)
 
@@ -221,66 +199,6 @@ class RaftNode:
                     inf.destination, inf.message, m.error_response(inf.message, ErrorCode.REQUEST_TIMED_OUT)
                 )
 
-    def can_send(self, dest: int) -> bool:
-        if self.backoff.get(dest, 0) > self.now:
-            return False
-        return not any(i.destination == dest for i in self.inflight.values())
-
-    def send(self, dest: int, message: Any) -> None:
-        rid = self._next_request_id
-        self._next_request_id += 1
-        self.inflight[rid] = Inflight(dest, message, self.now + self.config.request_timeout_ms)
-        self.out.append(SendRequest(dest, rid, message))
-
-    # ----- transitions (invariant 1) -----
-    def transition(self, role: Role, data: RoleData, new: ElectionState) -> None:
-        check_transition(self.role, role, self.epoch, new.epoch, self.is_voter)
-        if isinstance(self.data, Leader):
-            replication.leave_leader(self, self.data)
-        if new != self.election:
-            self.out.append(PersistElectionState(new))
-        self.election = new
-        self.role = role
-        self.data = data
-        self.inflight.clear()
-        self.backoff.clear()
-        # Requests the old role queued in this step would be answered into the void (invariant 2).
-        self.out = [e for e in self.out if not isinstance(e, SendRequest)]
-
-    def record_vote(self, candidate: ReplicaKey) -> None:
-        """Unattached/Prospective grant a standard vote: durable before the response (invariant 1)."""
-        new = ElectionState(self.epoch, NO_LEADER, candidate)
-        if self.role not in (Role.UNATTACHED, Role.PROSPECTIVE):
-            raise IllegalTransitionError(f"{self.role.value} cannot record a vote")
-        self.election = new
-        self.out.append(PersistElectionState(new))
-
-    def to_unattached(self, epoch: int) -> None:
-        voted = self.election.voted_key if epoch == self.epoch else None
-        state = ElectionState(epoch, NO_LEADER, voted)
-        self.transition(Role.UNATTACHED, Unattached(self.election_deadline()), state)
-
-    def to_follower(self, epoch: int, leader_id: int) -> None:
-        voted = self.election.voted_key if epoch == self.epoch else None
-        state = ElectionState(epoch, leader_id, voted)
-        self.transition(Role.FOLLOWER, Follower(leader_id, self.now + self.config.fetch_timeout_ms), state)
-
-    def maybe_transition(self, leader_id: int, epoch: int) -> None:
-        """React to a peer's (leader id, epoch): follow a newer leader, adopt a newer epoch, or follow the
-        leader of our own epoch once it is known (Kafka's maybeTransition)."""
-        if epoch < self.epoch:
-            return
-        known = leader_id >= 0 and leader_id != self.local.id
-        if epoch > self.epoch:
-            if known:
-                self.to_follower(epoch, leader_id)
-            else:
-                self.to_unattached(epoch)
-            return
-        no_leader = self.leader_id() < 0
-        if known and no_leader and self.role in (Role.UNATTACHED, Role.PROSPECTIVE, Role.CANDIDATE):
-            self.to_follower(epoch, leader_id)
-
     # ----- timers -----
     def _deadline(self) -> int:
         now = self.now
@@ -289,6 +207,8 @@ class RaftNode:
         d = self.data
         if isinstance(d, Leader):
             cands += [d.check_quorum_deadline, d.begin_quorum_deadline]
+            if d.voter_change is not None:
+                cands.append(d.voter_change.deadline)
             cands += [p.deadline for p in d.parked.values()]
             if d.linger_deadline is not None:
                 cands.append(d.linger_deadline)

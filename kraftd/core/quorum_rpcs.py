@@ -14,27 +14,25 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kraftd.core import messages as m
+from kraftd.core.context import NodeContext
 from kraftd.core.states import Follower, Leader, Resigned
 from kraftd.core.types import ZERO_UUID, ReplicaKey, Role
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.core.node import RaftNode
 
-
-def resign(node: RaftNode, d: Leader) -> None:
+def resign(node: NodeContext, d: Leader) -> None:
     others = [p for i, p in d.replicas.items() if node.voters.has_id(i) and i != node.local.id]
     others.sort(key=lambda p: (-p.end_offset, p.key.id))
     preferred = [p.key for p in others]
     unacked = {v for v in node.voters.ids if v != node.local.id}
-    data = Resigned(node.election_deadline(), preferred, unacked, node.shutting_down)
+    data = Resigned(node.election_deadline(), preferred, unacked, node.shutting_down or d.resign_requested)
     node.transition(Role.RESIGNED, data, node.election)
 
 
-def poll_resigned(node: RaftNode, d: Resigned) -> None:
+def poll_resigned(node: NodeContext, d: Resigned) -> None:
     for v in node.voters.voters:
         if v.id in d.unacked and node.can_send(v.id):
             node.send(v.id, m.end_quorum_request(node.cluster_id, node.local.id, node.epoch, d.preferred))
@@ -42,7 +40,7 @@ def poll_resigned(node: RaftNode, d: Resigned) -> None:
         node.to_unattached(node.epoch + 1)
 
 
-def send_begin_quorum(node: RaftNode, d: Leader) -> None:
+def send_begin_quorum(node: NodeContext, d: Leader) -> None:
     stale = node.now - node.config.begin_quorum_resend_ms
     for v in node.voters.voters:
         if v.id == node.local.id:
@@ -52,7 +50,7 @@ def send_begin_quorum(node: RaftNode, d: Leader) -> None:
             node.send(v.id, m.begin_quorum_request(node.cluster_id, v, node.local.id, node.epoch))
 
 
-def _check(node: RaftNode, msg: Any, build: Any) -> tuple[Any, Any]:
+def _check(node: NodeContext, msg: Any, build: Any) -> tuple[Any, Any]:
     """(early response, partition): cluster id and topic/partition validation."""
     if msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id:
         return build(ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.NONE, -1, -1), None
@@ -66,7 +64,7 @@ def _check(node: RaftNode, msg: Any, build: Any) -> tuple[Any, Any]:
     return None, part
 
 
-def handle_begin_quorum(node: RaftNode, msg: Any) -> Any:
+def handle_begin_quorum(node: NodeContext, msg: Any) -> Any:
     build = m.begin_quorum_response
     early, part = _check(node, msg, build)
     if early is not None:
@@ -81,14 +79,14 @@ def handle_begin_quorum(node: RaftNode, msg: Any) -> Any:
     return build(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch)
 
 
-def end_epoch_backoff_ms(node: RaftNode, preferred: list[ReplicaKey]) -> int:
+def end_epoch_backoff_ms(node: NodeContext, preferred: list[ReplicaKey]) -> int:
     position = next((i for i, k in enumerate(preferred) if k.matches(node.local)), -1)
     if position <= 0:  # first, or not named at all: campaign at once (Kafka's indexOf rule)
         return 0
     return min(node.config.election_backoff_max_ms, node.config.retry_backoff_ms << (position - 1))
 
 
-def handle_end_quorum(node: RaftNode, msg: Any) -> Any:
+def handle_end_quorum(node: NodeContext, msg: Any) -> Any:
     build = m.end_quorum_response
     early, part = _check(node, msg, build)
     if early is not None:
@@ -102,7 +100,7 @@ def handle_end_quorum(node: RaftNode, msg: Any) -> Any:
     return build(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch)
 
 
-def handle_epoch_response(node: RaftNode, source: int, request: Any, resp: Any) -> None:
+def handle_epoch_response(node: NodeContext, source: int, request: Any, resp: Any) -> None:
     if resp.error_code != ErrorCode.NONE:
         return
     part = m.single_partition(resp)

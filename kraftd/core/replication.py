@@ -2,8 +2,8 @@
 and the follower's fetch loop (KIP-595 pull-based replication).
 
 Invariants:
-1. A new leader appends a LeaderChange control batch at once; its epoch start offset is the log end
-   before that batch. The HWM is the majority-th largest flushed offset among voters (the leader counts its
+1. A new leader appends a LeaderChange control batch at once (with KRaftVersion and Voters when its voter
+   set is the bootstrap one, kraft.version 1); its epoch start offset is the log end before that batch. The HWM is the majority-th largest flushed offset among voters (the leader counts its
    own flushed offset), moves only forward, and only once it exceeds the epoch start offset.
 2. A Fetch is answered at once on error, divergence or data; otherwise it waits (long poll) up to its max
    wait, and is completed early by new data or an HWM change.
@@ -13,17 +13,20 @@ Invariants:
    is durable (node invariant 3); its HWM is min(leader HWM, own flushed offset) and never decreases.
 5. Records handed to ``append`` get offsets at once; if the leader loses its epoch before they are
    written they are reported with ``AppendFailed`` and never commit.
-6. Check-quorum (KIP-595): a leader resigns when a majority of voters (itself included) has not fetched
+6. A follower answered with something it cannot act on (a snapshot id it cannot fetch, records that fail
+   the batch checks or do not extend its log) sends nothing to that leader for the retry backoff.
+7. Check-quorum (KIP-595): a leader resigns when a majority of voters (itself included) has not fetched
    within the check-quorum timeout; a leader that is the only voter is that majority alone and never
-   resigns for it (Kafka's LeaderState exempts a one-voter set).
+   resigns for it (Kafka's LeaderState exempts a one-voter set), also after the set shrank to one (KIP-853).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kraftd.core import batches
 from kraftd.core import messages as m
+from kraftd.core.context import NodeContext
 from kraftd.core.effects import (
     AppendBatches,
     AppendFailed,
@@ -32,13 +35,10 @@ from kraftd.core.effects import (
     SendResponse,
     TruncateLog,
 )
-from kraftd.core.log import LogBatch, LogInconsistencyError
-from kraftd.core.states import Follower, Leader, ParkedFetch, ReplicaProgress
+from kraftd.core.log import LogBatch, LogInconsistencyError, OffsetAndEpoch
+from kraftd.core.states import Follower, Leader, ParkedFetch, ReplicaProgress, SnapshotFetch
 from kraftd.core.types import ElectionState, OffsetRange, Role
 from kwire.errors import CorruptRecordError, ErrorCode, KraftError
-
-if TYPE_CHECKING:
-    from kraftd.core.node import RaftNode
 
 
 class NotLeaderError(KraftError):
@@ -50,7 +50,7 @@ class RecordTooLargeError(KraftError):
 
 
 # ----- leader -----
-def become_leader(node: RaftNode, granting: tuple[int, ...]) -> None:
+def become_leader(node: NodeContext, granting: tuple[int, ...]) -> None:
     now = node.now
     data = Leader(
         epoch_start_offset=node.log.end_offset,
@@ -63,21 +63,25 @@ def become_leader(node: RaftNode, granting: tuple[int, ...]) -> None:
             data.replicas[v.id] = ReplicaProgress(v)
     state = ElectionState(node.epoch, node.local.id, node.election.voted_key)
     node.transition(Role.LEADER, data, state)
+    hist = node.voter_history
+    bootstrap = None
+    if hist.kraft_version >= 1 and hist.latest_offset() < 0:
+        bootstrap = (hist.kraft_version, hist.latest())
     batch = batches.leader_change_batch(
-        node.log.end_offset, node.epoch, node.local.id, list(node.voters.ids), list(granting), now
+        node.log.end_offset, node.epoch, node.local.id, list(node.voters.ids), list(granting), now, bootstrap
     )
     _write(node, data, [batch])
 
 
-def _write(node: RaftNode, d: Leader, new: list[LogBatch]) -> None:
+def _write(node: NodeContext, d: Leader, new: list[LogBatch]) -> None:
     for b in new:
-        node.log.append(b)
+        node.log_append(b)
     node.out.append(AppendBatches(tuple(new)))
     node.out.append(FlushLog(node.log.end_offset))
     _complete_parked(node, d)
 
 
-def leave_leader(node: RaftNode, d: Leader) -> None:
+def leave_leader(node: NodeContext, d: Leader) -> None:
     if d.pending:
         first = node.log.end_offset
         node.out.append(AppendFailed(first, first + len(d.pending) - 1, node.epoch))
@@ -87,7 +91,7 @@ def leave_leader(node: RaftNode, d: Leader) -> None:
         respond(node, token, _not_leader(node))
 
 
-def append(node: RaftNode, records: list[bytes]) -> OffsetRange:
+def append(node: NodeContext, records: list[bytes]) -> OffsetRange:
     d = node.data
     if not isinstance(d, Leader) or node.shutting_down:
         raise NotLeaderError(f"node {node.local.id} is not the leader")
@@ -104,14 +108,14 @@ def append(node: RaftNode, records: list[bytes]) -> OffsetRange:
     return OffsetRange(first, first + len(records) - 1, node.epoch)
 
 
-def append_or_fail(node: RaftNode, records: list[bytes]) -> None:
+def append_or_fail(node: NodeContext, records: list[bytes]) -> None:
     try:
         append(node, records)
     except KraftError:
         node.out.append(AppendFailed(-1, -1, node.epoch))
 
 
-def _drain(node: RaftNode, d: Leader) -> None:
+def _drain(node: NodeContext, d: Leader) -> None:
     if d.pending:
         batch = batches.data_batch(node.log.end_offset, node.epoch, d.pending, node.now)
         d.pending = []
@@ -120,18 +124,22 @@ def _drain(node: RaftNode, d: Leader) -> None:
     d.linger_deadline = None
 
 
-def poll_leader(node: RaftNode, d: Leader) -> None:
-    from kraftd.core import quorum_rpcs
+def append_control(node: NodeContext, d: Leader, entries: list[tuple[Any, Any]]) -> None:
+    """A control batch right after the records already accepted (they are written first, in order)."""
+    _drain(node, d)
+    _write(node, d, [batches.control_batch(node.log.end_offset, node.epoch, entries, node.now)])
 
+
+def poll_leader(node: NodeContext, d: Leader) -> None:
     now = node.now
     quorum_lost = now >= d.check_quorum_deadline and not _sole_voter(node)
-    if node.shutting_down or (quorum_lost and not node.bugs.no_check_quorum):
-        quorum_rpcs.resign(node, d)
+    if d.resign_requested or node.shutting_down or (quorum_lost and not node.bugs.no_check_quorum):
+        node.resign(d)
         return
     if d.linger_deadline is not None and now >= d.linger_deadline:
         _drain(node, d)
     if now >= d.begin_quorum_deadline:
-        quorum_rpcs.send_begin_quorum(node, d)
+        node.send_begin_quorum(d)
         d.begin_quorum_deadline = now + node.config.begin_quorum_resend_ms
     for token, p in list(d.parked.items()):
         if now >= p.deadline:
@@ -139,12 +147,12 @@ def poll_leader(node: RaftNode, d: Leader) -> None:
             respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
 
 
-def _sole_voter(node: RaftNode) -> bool:
-    """A leader that is the only voter is its own majority: check-quorum never expires (invariant 6)."""
+def _sole_voter(node: NodeContext) -> bool:
+    """A leader that is the only voter is its own majority: check-quorum never expires (invariant 7)."""
     return node.is_voter and len(node.voters.voters) == 1
 
 
-def on_flushed(node: RaftNode, offset: int) -> None:
+def on_flushed(node: NodeContext, offset: int) -> None:
     node.flushed = max(node.flushed, min(offset, node.log.end_offset))
     d = node.data
     if isinstance(d, Leader):
@@ -153,8 +161,10 @@ def on_flushed(node: RaftNode, offset: int) -> None:
         _advance_follower_hwm(node, node.follower_leader_hwm)
 
 
-def update_high_watermark(node: RaftNode, d: Leader) -> None:
-    ends = [node.flushed]
+def update_high_watermark(node: NodeContext, d: Leader) -> None:
+    ends = (
+        [node.flushed] if node.is_voter else []
+    )  # a leader removed from the set does not count (KAFKA-16530)
     ends += [p.end_offset for i, p in d.replicas.items() if node.voters.has_id(i)]
     ends.sort(reverse=True)
     candidate = ends[node.voters.majority() - 1]
@@ -164,37 +174,38 @@ def update_high_watermark(node: RaftNode, d: Leader) -> None:
         _complete_parked(node, d)
 
 
-def maybe_apply(node: RaftNode) -> None:
+def maybe_apply(node: NodeContext) -> None:
     if node.high_watermark > node.applied:
         done = node.log.batches_between(node.applied, node.high_watermark)
         if done:
             node.applied = done[-1].next_offset  # whole batches only; a partial one waits
+            node.bytes_since_snapshot += sum(len(b.data) for b in done if not b.is_control)
             node.out.append(ApplyCommitted(tuple(done), node.high_watermark))
 
 
-def _not_leader(node: RaftNode, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> Any:
+def _not_leader(node: NodeContext, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOLLOWER) -> Any:
     """A partition-level Fetch error; like Kafka it carries no high watermark (-1)."""
     return m.fetch_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, -1)
 
 
-def _fetch_data(node: RaftNode, offset: int, max_bytes: int) -> Any:
+def _fetch_data(node: NodeContext, offset: int, max_bytes: int) -> Any:
     found = node.log.read(offset, min(max_bytes, node.config.fetch_max_bytes))
     return m.fetch_response(
         ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, found
     )
 
 
-def _complete_parked(node: RaftNode, d: Leader) -> None:
+def _complete_parked(node: NodeContext, d: Leader) -> None:
     for token, p in list(d.parked.items()):
         del d.parked[token]
         respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
 
 
-def respond(node: RaftNode, token: int, message: Any) -> None:
+def respond(node: NodeContext, token: int, message: Any) -> None:
     node.out.append(SendResponse(token, message))
 
 
-def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
+def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
     if msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id:
         return m.fetch_response(ErrorCode.INCONSISTENT_CLUSTER_ID, ErrorCode.NONE, -1, -1, -1)
     part = m.single_partition(msg)
@@ -212,7 +223,19 @@ def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
         return _not_leader(node)
     if node.shutting_down:
         return _not_leader(node, ErrorCode.BROKER_NOT_AVAILABLE)
-    diverging = node.log.validate(offset, last_epoch)
+    snap = node.snapshot
+    diverging = node.log.validate(offset, last_epoch) if offset >= node.log.start_offset else None
+    below_start = offset < node.log.start_offset or (diverging is not None and diverging.epoch < 0)
+    if below_start and snap is not None and node.log.start_offset > 0:
+        # The log the follower needs is gone: point it at the snapshot that replaced it (KIP-630).
+        return m.fetch_response(
+            ErrorCode.NONE,
+            ErrorCode.NONE,
+            node.local.id,
+            node.epoch,
+            node.high_watermark,
+            snapshot=snap.snapshot_id,
+        )
     if diverging is not None:
         return m.fetch_response(
             ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, None, diverging
@@ -229,7 +252,7 @@ def handle_fetch_request(node: RaftNode, token: int, msg: Any) -> Any | None:
     return None
 
 
-def _track_replica(node: RaftNode, d: Leader, key: Any, offset: int) -> None:
+def _track_replica(node: NodeContext, d: Leader, key: Any, offset: int) -> None:
     now = node.now
     voter = node.voters.is_voter(key)
     p = d.replicas.get(key.id)
@@ -240,16 +263,12 @@ def _track_replica(node: RaftNode, d: Leader, key: Any, offset: int) -> None:
         if not node.voters.has_id(rid) and now - q.last_fetch_ms > node.config.observer_session_timeout_ms:
             del d.replicas[rid]
     if voter and key.id != node.local.id:
-        d.fetched_voters.add(key.id)
-        needed = node.voters.majority() - (1 if node.is_voter else 0)
-        if len(d.fetched_voters) >= needed:
-            d.fetched_voters.clear()
-            d.check_quorum_deadline = now + node.config.check_quorum_timeout_ms
+        node.note_voter_fetch(d, key.id)
         update_high_watermark(node, d)
 
 
 # ----- follower and observer -----
-def send_fetch(node: RaftNode, dest: int) -> None:
+def send_fetch(node: NodeContext, dest: int) -> None:
     req = m.fetch_request(
         node.cluster_id,
         node.local,
@@ -263,21 +282,22 @@ def send_fetch(node: RaftNode, dest: int) -> None:
     node.send(dest, req)
 
 
-def poll_follower(node: RaftNode, d: Follower) -> None:
-    from kraftd.core import election
-
+def poll_follower(node: NodeContext, d: Follower) -> None:
     if node.now >= d.fetch_deadline and not node.shutting_down:
         if node.is_voter:
-            election.to_prospective(node, jitter=not d.ended_by_leader)
+            node.to_prospective(jitter=not d.ended_by_leader)
         else:
             node.to_unattached(node.epoch)
+        return
+    if d.snapshot_fetch is not None:
+        node.send_fetch_snapshot(d)
         return
     ready = node.flushed >= node.log.end_offset or node.bugs.ack_before_flush
     if ready and node.can_send(d.leader_id):
         send_fetch(node, d.leader_id)
 
 
-def discover_leader(node: RaftNode) -> None:
+def discover_leader(node: NodeContext) -> None:
     """An observer with no leader asks the voters in turn; any of them names the leader."""
     if any(True for _ in node.inflight.values()):
         return
@@ -288,7 +308,7 @@ def discover_leader(node: RaftNode) -> None:
         send_fetch(node, dest)
 
 
-def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
+def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
     if resp.error_code != ErrorCode.NONE:
         return  # backoff already applied; the fetch timer decides when to give up
     part = m.single_partition(resp)
@@ -296,20 +316,30 @@ def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
         return
     leader, epoch = part.current_leader.leader_id, part.current_leader.leader_epoch
     if part.error_code != ErrorCode.NONE:
-        node.backoff[source] = node.now + node.config.retry_backoff_ms
+        node.back_off(source)
         node.maybe_transition(leader, epoch)
         return
     node.maybe_transition(leader, epoch)
     d = node.data
     if not isinstance(d, Follower) or epoch != node.epoch or d.leader_id != source:
         return
+    snap = part.snapshot_id
+    if snap.end_offset >= 0 or snap.epoch >= 0:
+        # The leader's log starts past our fetch offset: fetch its snapshot (kraftd.core.snapshotting). A
+        # snapshot id we cannot use is retried only after the backoff (invariant 6), never at once.
+        sid = OffsetAndEpoch(snap.end_offset, snap.epoch)
+        if sid.offset > node.log.start_offset and 0 <= sid.epoch <= node.epoch:
+            d.snapshot_fetch = SnapshotFetch(sid)
+        else:
+            node.back_off(source)
+        _fetched(node, d, -1)
+        return
     div = part.diverging_epoch
     if div.epoch >= 0 or div.end_offset >= 0:
         own = node.log.end_offset_for_epoch(div.epoch)
         target = max(min(div.end_offset, own.offset), node.log.start_offset)
         if target < node.log.end_offset:
-            end = node.log.truncate_to(target)
-            node.flushed = min(node.flushed, end)
+            end = node.log_truncate(target)
             node.out.append(TruncateLog(end))
         _fetched(node, d, part.high_watermark)
         return
@@ -317,17 +347,19 @@ def handle_fetch_response(node: RaftNode, source: int, resp: Any) -> None:
         try:
             fresh = _validated(node, batches.split_batches(part.records))
         except (CorruptRecordError, LogInconsistencyError):
-            node.backoff[source] = node.now + node.config.retry_backoff_ms
+            node.back_off(source)
             return
+        if not fresh:  # nothing past our log end: asking again at once would get the same (invariant 6)
+            node.back_off(source)
         for b in fresh:
-            node.log.append(b)
+            node.log_append(b)
         if fresh:
             node.out.append(AppendBatches(tuple(fresh)))
             node.out.append(FlushLog(node.log.end_offset))
     _fetched(node, d, part.high_watermark)
 
 
-def _validated(node: RaftNode, got: list[LogBatch]) -> list[LogBatch]:
+def _validated(node: NodeContext, got: list[LogBatch]) -> list[LogBatch]:
     """The batches that extend the log, checked before any is appended (log invariants 1-2)."""
     fresh = [b for b in got if b.base_offset >= node.log.end_offset]
     expect, last_epoch = node.log.end_offset, node.log.last_epoch
@@ -338,14 +370,14 @@ def _validated(node: RaftNode, got: list[LogBatch]) -> list[LogBatch]:
     return fresh
 
 
-def _fetched(node: RaftNode, d: Follower, leader_hwm: int) -> None:
+def _fetched(node: NodeContext, d: Follower, leader_hwm: int) -> None:
     d.has_fetched = True
     d.fetch_deadline = node.now + node.config.fetch_timeout_ms
     node.follower_leader_hwm = leader_hwm
     _advance_follower_hwm(node, leader_hwm)
 
 
-def _advance_follower_hwm(node: RaftNode, leader_hwm: int) -> None:
+def _advance_follower_hwm(node: NodeContext, leader_hwm: int) -> None:
     hwm = min(leader_hwm, node.flushed)
     if hwm > node.high_watermark:
         node.high_watermark = hwm

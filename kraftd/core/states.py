@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.types import NO_LEADER, ReplicaKey
 
 
@@ -66,6 +67,15 @@ class ParkedFetch:
 
 
 @dataclass(slots=True)
+class PendingVoterChange:
+    """A voter change whose answer waits until its Voters record (at ``offset``) commits."""
+
+    token: int
+    offset: int
+    deadline: int
+
+
+@dataclass(slots=True)
 class Leader:
     epoch_start_offset: int
     check_quorum_deadline: int
@@ -77,6 +87,16 @@ class Leader:
     pending_bytes: int = 0
     linger_deadline: int | None = None
     parked: dict[int, ParkedFetch] = field(default_factory=dict)
+    voter_change: PendingVoterChange | None = None  # at most one (KIP-853)
+    resign_requested: bool = False  # removed from the committed voter set (KIP-853)
+
+
+@dataclass(slots=True)
+class SnapshotFetch:
+    """A FetchSnapshot transfer in progress: the bytes received so far of snapshot ``snapshot_id``."""
+
+    snapshot_id: OffsetAndEpoch
+    received: bytearray = field(default_factory=bytearray)
 
 
 @dataclass(slots=True)
@@ -85,6 +105,7 @@ class Follower:
     fetch_deadline: int
     has_fetched: bool = False
     ended_by_leader: bool = False  # an EndQuorumEpoch set fetch_deadline (its backoff orders the voters)
+    snapshot_fetch: SnapshotFetch | None = None  # set while the leader's log starts past ours (KIP-630)
 
 
 @dataclass(slots=True)

@@ -3,7 +3,8 @@
 Invariants:
 1. Every role change of a node goes through :func:`check_transition`; anything not in ``TRANSITIONS`` raises
    :class:`IllegalTransitionError`.
-2. Observers (replicas outside the voter set) only ever hold UNATTACHED or FOLLOWER.
+2. Observers (replicas outside the voter set) only ever hold UNATTACHED or FOLLOWER, except that a leader
+   removed from the voter set (KIP-853) resigns: Leader -> Resigned.
 3. The epoch never decreases; a transition that keeps the epoch must be listed in ``SAME_EPOCH``
    (e.g. Prospective -> Follower of the already-known leader, Candidate -> Follower of the winner).
 4. Entering Prospective or Resigned never changes the epoch (``KEEP_EPOCH``).
@@ -50,7 +51,7 @@ class IllegalTransitionError(LocalProtocolError):
 def check_transition(src: Role, dst: Role, src_epoch: int, dst_epoch: int, is_voter: bool) -> None:
     if dst not in TRANSITIONS[src]:
         raise IllegalTransitionError(f"{src.value} -> {dst.value} is not a legal transition")
-    if not is_voter and dst not in OBSERVER_ROLES:
+    if not is_voter and dst not in OBSERVER_ROLES and (src, dst) != (L, R):  # a removed leader resigns
         raise IllegalTransitionError(f"an observer cannot become {dst.value}")
     if dst_epoch < src_epoch:
         raise IllegalTransitionError(f"{src.value} -> {dst.value}: epoch {src_epoch} -> {dst_epoch}")

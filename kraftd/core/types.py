@@ -68,11 +68,31 @@ class OffsetRange:
 
 
 @dataclass(frozen=True, slots=True)
+class Listener:
+    """One endpoint a voter is reached at (VotersRecord / AddRaftVoter listeners)."""
+
+    name: str
+    host: str
+    port: int
+
+
+@dataclass(frozen=True, slots=True)
 class VoterSet:
-    """The voters of the quorum. KIP-853 will replace this value from VotersRecord batches in the log; the
-    core only asks the questions below, so a log-derived voter set slots in without changing callers."""
+    """The voters of the quorum (KIP-853: the latest VotersRecord in the log, or the bootstrap set) and, where
+    known, each voter's listeners (``listeners``: (voter id, endpoints) pairs)."""
 
     voters: tuple[ReplicaKey, ...]
+    listeners: tuple[tuple[int, tuple[Listener, ...]], ...] = ()
+
+    def endpoints_of(self, node_id: int) -> tuple[Listener, ...]:
+        return next((eps for i, eps in self.listeners if i == node_id), ())
+
+    def without(self, key: ReplicaKey) -> VoterSet:
+        keep = tuple(v for v in self.voters if not (v.id == key.id and v.matches(key)))
+        return VoterSet(keep, tuple((i, e) for i, e in self.listeners if i != key.id))
+
+    def with_voter(self, key: ReplicaKey, endpoints: tuple[Listener, ...]) -> VoterSet:
+        return VoterSet((*self.voters, key), (*self.listeners, (key.id, endpoints)))
 
     @property
     def ids(self) -> tuple[int, ...]:

@@ -15,8 +15,11 @@ import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kraftd.controller.machine import MetadataController
+from kraftd.controller.apply import apply_record
+from kraftd.controller.image import MetadataImage
+from kraftd.controller.machine import MetadataController, decode_batches
 from kraftd.core.log import LogBatch
+from kraftd.core.snapshots import Snapshot
 from kraftd.core.types import LeaderAndEpoch, OffsetRange
 
 if TYPE_CHECKING:
@@ -33,6 +36,16 @@ class ControllerGlue:
     # ---- RaftListener (contract 1) ----------------------------------------------------------------------------
     def handle_commit(self, batches: tuple[LogBatch, ...], high_watermark: int) -> None:
         self.machine.replay(batches, high_watermark)
+
+    def handle_load_snapshot(self, snapshot: Snapshot) -> None:
+        """KIP-630: a snapshot (fetched from the leader, or the latest on disk at start) replaces the committed
+        image; replay continues after its end offset."""
+        image = MetadataImage()
+        for d in decode_batches(snapshot.batches):
+            apply_record(image, d.offset, d.api_key, d.version, d.record)
+        image.offset = snapshot.snapshot_id.offset - 1
+        self.machine.committed = image
+        self.machine.uncommitted = None
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         if leader.leader_id == self.node.config.node_id:

@@ -36,6 +36,7 @@ from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
+FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 81, 82
 # Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
 # BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
 # CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope.
@@ -51,9 +52,14 @@ SERVED: tuple[int, ...] = (
     END_QUORUM,
     DESCRIBE_QUORUM,
     DESCRIBE_CLUSTER,
+    FETCH_SNAPSHOT,
+    REMOVE_RAFT_VOTER,
+    UPDATE_RAFT_VOTER,
     KRAFTD_APPEND,
 )
-CORE_APIS = frozenset({FETCH, VOTE, BEGIN_QUORUM, END_QUORUM})
+CORE_APIS = frozenset(
+    {FETCH, VOTE, BEGIN_QUORUM, END_QUORUM, FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER}
+)
 
 
 def supported_versions() -> dict[int, tuple[int, int]]:

@@ -46,14 +46,17 @@ from kraftd.core.effects import (
     AppendBatches,
     AppendFailed,
     ApplyCommitted,
+    DeleteLogBefore,
     Effect,
     FlushLog,
+    InstallSnapshot,
     LeaderChanged,
     PersistElectionState,
     SendRequest,
     SendResponse,
     SetDeadline,
     TruncateLog,
+    WriteSnapshot,
 )
 from kraftd.core.events import Event, LogFlushed, RequestReceived, ResponseReceived, Shutdown, Tick
 from kraftd.core.node import RaftNode
@@ -67,7 +70,8 @@ from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.inbox import EventInbox
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
-from kraftd.shell.persistence import DiskMirror, load_core_log, quorum_setup, to_core_state
+from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
+from kraftd.shell.statemachine import RecordsState
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kraftd.storage.layout import NodeStorage, open_node_storage
@@ -141,7 +145,15 @@ class ControllerNode:
             request_timeout_ms=cfg.request_timeout_ms,
             retry_backoff_ms=cfg.retry_backoff_ms,
             append_linger_ms=cfg.append_linger_ms,
+            retention_bytes=cfg.retention_bytes,
+            retention_ms=cfg.retention_ms,
+            snapshot_interval_ms=cfg.snapshot_interval_ms,
+            snapshot_max_record_bytes=cfg.snapshot_max_record_bytes,
+            listener_name=cfg.controller_listener_names[0],
         )
+        snapshot, core_log = load_snapshot_and_log(storage)
+        if snapshot is not None:
+            log.info("loaded snapshot %s", snapshot.snapshot_id)
         core = RaftNode(
             local=local,
             voters=self.setup.voters,
@@ -149,8 +161,10 @@ class ControllerNode:
             rng=self.rng,
             cluster_id=self.cluster_id,
             election_state=to_core_state(storage.election_state),
-            log=load_core_log(storage.log),
+            log=core_log,
+            snapshot=snapshot,
             now_ms=now_ms(),
+            kraft_version=self.setup.kraft_version,
         )
         self.client = RaftClient(core)
         bootstrap = read_bootstrap_metadata(cfg.metadata_log_dir)
@@ -161,6 +175,8 @@ class ControllerNode:
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
         self.ctl_admin = ControllerAdmin(self)
+        self.state = RecordsState()
+        self.client.register(self.state)
         self.observer = observe.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         name = cfg.controller_listener_names[0]
@@ -276,12 +292,24 @@ class ControllerNode:
                     self._tick_queued = False
                 self._step(event)
                 measures.busy_s.add(time.perf_counter() - busy_from)
+                self._maybe_snapshot()
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
             log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
             self.fatal = exc
             self._spawn(self._shutdown())
+
+    def _maybe_snapshot(self) -> None:
+        """KIP-630: snapshot the state machine when the core says one is due (record bytes or interval)."""
+        st = self.state
+        latest = self.client.latest_snapshot
+        newer = st.end_offset > (latest.snapshot_id.offset if latest else 0)
+        if not self.client.snapshot_due() or not newer or not st.snapshot_safe:
+            return
+        snap = self.client.create_snapshot(st.end_offset, list(st.values))
+        log.info("node %d: wrote snapshot %s", self.config.node_id, snap.snapshot_id)
+        self._step(Tick(now_ms()))
 
     def spawn_task(self, coro: Any) -> None:
         """Run ``coro`` as a task the node owns (cancelled on stop)."""
@@ -301,7 +329,15 @@ class ControllerNode:
 
     def _execute(self, effects: list[Effect]) -> None:
         for e in effects:
-            if isinstance(e, PersistElectionState | TruncateLog | AppendBatches):
+            if isinstance(
+                e,
+                PersistElectionState
+                | TruncateLog
+                | AppendBatches
+                | WriteSnapshot
+                | InstallSnapshot
+                | DeleteLogBefore,
+            ):
                 self.mirror.apply(e)
             elif isinstance(e, FlushLog):
                 self._request_flush()

@@ -5,8 +5,12 @@ Contracts:
 2. Election state maps 1:1 to quorum-state: epoch = leaderEpoch, leader id, voted key = (votedId,
    votedDirectoryId; the zero uuid means "unknown"). ``data_version`` 1 is written when the quorum was
    bootstrapped with directory ids (kraft.version 1), 0 with static ``controller.quorum.voters``.
-3. :meth:`DiskMirror.apply` executes TruncateLog/AppendBatches/PersistElectionState synchronously; anything it
-   cannot do raises (LogIOError is fatal).
+3. :meth:`DiskMirror.apply` executes TruncateLog/AppendBatches/PersistElectionState and the snapshot effects
+   (WriteSnapshot, InstallSnapshot, DeleteLogBefore) synchronously; anything it cannot do raises (LogIOError is
+   fatal).
+4. :func:`load_snapshot_and_log` gives the core the latest snapshot and the log after it; a disk log that cannot
+   continue after that snapshot (it ends before it or disagrees on its epoch) is emptied to start at its end,
+   exactly as the core would drop it.
 """
 
 from __future__ import annotations
@@ -15,16 +19,29 @@ import uuid
 from dataclasses import dataclass
 
 from kraftd.config import Endpoint, KraftConfig
-from kraftd.core.effects import AppendBatches, PersistElectionState, TruncateLog
+from kraftd.core.effects import (
+    AppendBatches,
+    DeleteLogBefore,
+    InstallSnapshot,
+    PersistElectionState,
+    TruncateLog,
+    WriteSnapshot,
+)
 from kraftd.core.log import LogBatch, ReplicatedLog
-from kraftd.core.types import NO_LEADER, ElectionState, ReplicaKey, VoterSet
+from kraftd.core.snapshots import Snapshot, log_agrees
+from kraftd.core.types import NO_LEADER, ElectionState, Listener, ReplicaKey, VoterSet
 from kraftd.storage import batches as batch_format
+from kraftd.storage import snapshots
 from kraftd.storage.bootstrap import read_bootstrap_checkpoint
 from kraftd.storage.errors import StorageNotReadyError
 from kraftd.storage.layout import NodeStorage
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.quorum_state import NOT_VOTED, ElectionStateRecord
 from kraftd.storage.uuids import ZERO_UUID
+
+DiskEffect = (
+    PersistElectionState | TruncateLog | AppendBatches | WriteSnapshot | InstallSnapshot | DeleteLogBefore
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +59,10 @@ def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
     if config.quorum_voters:
         name = config.controller_listener_names[0]
         return QuorumSetup(
-            VoterSet(tuple(ReplicaKey(v.node_id) for v in config.quorum_voters)),
+            VoterSet(
+                tuple(ReplicaKey(v.node_id) for v in config.quorum_voters),
+                tuple((v.node_id, (Listener(name, v.host, v.port),)) for v in config.quorum_voters),
+            ),
             {v.node_id: (Endpoint(name, v.host, v.port),) for v in config.quorum_voters},
             0,
         )
@@ -56,10 +76,24 @@ def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
             "controller.quorum.voters."
         )
     return QuorumSetup(
-        VoterSet(tuple(ReplicaKey(v.node_id, v.directory_id) for v in voters)),
+        VoterSet(
+            tuple(ReplicaKey(v.node_id, v.directory_id) for v in voters),
+            tuple((v.node_id, tuple(Listener(e.name, e.host, e.port) for e in v.endpoints)) for v in voters),
+        ),
         {v.node_id: v.endpoints for v in voters},
         version,
     )
+
+
+def load_snapshot_and_log(storage: NodeStorage) -> tuple[Snapshot | None, ReplicatedLog]:
+    """Contract 4."""
+    snapshots.delete_partial(storage.partition_dir)
+    snap = snapshots.latest_snapshot(storage.partition_dir)
+    core = load_core_log(storage.log)
+    if snap is not None and not log_agrees(core, snap.snapshot_id):
+        storage.log.reset_to(snap.snapshot_id.offset)
+        core = ReplicatedLog(snap.snapshot_id.offset, snap.snapshot_id.epoch)
+    return snap, core
 
 
 def load_core_log(disk: MetadataLog) -> ReplicatedLog:
@@ -108,8 +142,19 @@ class DiskMirror:
     def log(self) -> MetadataLog:
         return self.storage.log
 
-    def apply(self, effect: PersistElectionState | TruncateLog | AppendBatches) -> None:
-        if isinstance(effect, PersistElectionState):
+    def apply(self, effect: DiskEffect) -> None:
+        pdir = self.storage.partition_dir
+        fsync = self.storage.log.fsync_enabled
+        if isinstance(effect, WriteSnapshot):
+            snapshots.write_snapshot(pdir, effect.snapshot, fsync=fsync)
+        elif isinstance(effect, InstallSnapshot):
+            snapshots.write_snapshot(pdir, effect.snapshot, fsync=fsync)
+            self.storage.log.reset_to(effect.snapshot.snapshot_id.offset)
+            snapshots.delete_snapshots_before(pdir, effect.snapshot.snapshot_id.offset, fsync=fsync)
+        elif isinstance(effect, DeleteLogBefore):
+            self.storage.log.delete_before(effect.offset)
+            snapshots.delete_snapshots_before(pdir, effect.offset, fsync=fsync)
+        elif isinstance(effect, PersistElectionState):
             self.storage.quorum_state.write(to_record(effect.state, self.setup))
         elif isinstance(effect, TruncateLog):
             self.storage.log.truncate_to(effect.offset)

@@ -28,7 +28,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=_range, default=range(0, 100))
     p.add_argument("--workers", type=int, default=1)
     p.add_argument(
-        "--bug", choices=["ack_before_flush", "commit_old_epoch", "no_check_quorum", "double_vote"]
+        "--bug",
+        choices=[
+            "ack_before_flush",
+            "commit_old_epoch",
+            "no_check_quorum",
+            "double_vote",
+            "snapshot_missing_record",
+        ],
     )
     p.add_argument(
         "--verbose", action="store_true", help="sweeps: print every seed's line, not only failures"

@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import heapq
 import random
+import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.config import QuorumConfig
@@ -37,16 +39,22 @@ from kraftd.core.events import (
 from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
+from kraftd.core.snapshots import Snapshot
+from kraftd.core.states import Leader
 from kraftd.core.types import ElectionState, ReplicaKey, Role, VoterSet
+from kraftd.core.voters import control_entries
 from kraftd.sim.invariants import Checker, InvariantViolation
 from kraftd.sim.network import Network
+from kwire.control import ControlRecordType as CT
 from kwire.errors import ErrorCode
+from kwire.records import decode_batch
 
 
 @dataclass(slots=True)
 class Storage:
     election: ElectionState = field(default_factory=ElectionState)
     batches: list[LogBatch] = field(default_factory=list)
+    snapshot: Snapshot | None = None  # the latest durable snapshot (KIP-630)
 
     @property
     def end_offset(self) -> int:
@@ -60,6 +68,7 @@ class SimNode:
     core: RaftNode | None = None
     incarnation: int = 0
     tick_at: int | None = None
+    state: list[bytes] = field(default_factory=list)  # the state machine: committed data values (volatile)
 
 
 class Cluster:
@@ -72,11 +81,17 @@ class Cluster:
         checker: Checker,
         max_storage_delay_ms: int = 5,
         trace_len: int = 120,
+        kraft_version: int = 0,
     ) -> None:
         self.rng = rng
         self.now = 0
         self.voter_ids = voters
-        self.voter_set = VoterSet.of(*voters)
+        self.kraft_version = kraft_version
+        # kraft.version 1 (KIP-853): voters carry directory ids, so they can be removed.
+        self.keys = {
+            i: ReplicaKey(i, uuid.UUID(int=i + 1) if kraft_version else None) for i in [*voters, *observers]
+        }
+        self.voter_set = VoterSet(tuple(self.keys[i] for i in voters))
         self.config = config
         self.checker = checker
         self.net = Network(rng)
@@ -115,12 +130,20 @@ class Cluster:
     def start(self, node_id: int) -> None:
         n = self.nodes[node_id]
         n.incarnation += 1
-        log = ReplicatedLog()
+        snap = n.storage.snapshot
+        start = n.storage.batches[0].base_offset if n.storage.batches else 0
+        if snap is not None and not n.storage.batches:
+            start = snap.snapshot_id.offset
+        start_epoch = snap.snapshot_id.epoch if snap is not None and snap.snapshot_id.offset == start else 0
+        log = ReplicatedLog(start, start_epoch)
         for b in n.storage.batches:
             log.append(b)
+        n.state = []
         n.core = RaftNode(
-            local=ReplicaKey(node_id),
+            snapshot=snap,
+            local=self.keys[node_id],
             voters=self.voter_set,
+            kraft_version=self.kraft_version,
             config=self.config,
             rng=random.Random(self.rng.getrandbits(32)),
             cluster_id="sim",
@@ -161,6 +184,44 @@ class Cluster:
         self.deliver(node_id, Tick(self.now))
         return (r.last, r.epoch)
 
+    def snapshot(self, node_id: int) -> bool:
+        """The node's state machine snapshots everything it has applied (KIP-630); False when it cannot."""
+        n = self.nodes[node_id]
+        core = n.core
+        if core is None:
+            return False
+        latest = core.snapshot.snapshot_id.offset if core.snapshot is not None else 0
+        if core.applied <= latest or core.applied < core.log.start_offset:
+            return False
+        core.create_snapshot(core.applied, list(n.state))
+        self.trace.append(f"{self.now:>7} n{node_id} snapshot at {core.applied}")
+        self.deliver(node_id, Tick(self.now))
+        return True
+
+    def remove_voter(self, node_id: int) -> None:
+        """An operator's RemoveRaftVoter to the current leader (its answer is not awaited)."""
+        lead = self.leader()
+        if lead is None:
+            return
+        key = self.keys[node_id]
+        dir_id = key.directory_id or uuid.UUID(int=0)
+        req = RemoveRaftVoterRequest(cluster_id="sim", voter_id=key.id, voter_directory_id=dir_id)
+        self.trace.append(f"{self.now:>7} remove voter n{node_id} via n{lead.local.id}")
+        self.deliver(lead.local.id, RequestReceived(self.now, -1, req))
+
+    def _check_voter_change(self, nid: int, core: RaftNode, d: Leader, batches: tuple[LogBatch, ...]) -> None:
+        for b in batches:
+            if b.base_offset == d.epoch_start_offset:
+                continue  # the epoch-start batch restates the voters; it changes nothing
+            if not any(k == CT.KRAFT_VOTERS for _, k, _ in control_entries(b)):
+                continue
+            hist = core.voter_history.history
+            after = {k.id for k in hist[-1][1].voters}
+            before = {k.id for k in hist[-2][1].voters} if len(hist) > 1 else after
+            pending = sum(1 for off, _ in hist if off >= core.high_watermark)
+            committed_own = core.high_watermark > d.epoch_start_offset
+            self.checker.on_voter_change(nid, committed_own, pending, before, after)
+
     # ----- stepping a node -----
     def deliver(self, node_id: int, event: Event) -> None:
         n = self.nodes[node_id]
@@ -173,7 +234,8 @@ class Cluster:
         self._execute(n, core, out, event)
         if core.role is Role.LEADER:
             if before_role is not Role.LEADER:
-                self.checker.on_new_leader(node_id, core.epoch, core.log.batches)
+                snap_end = core.snapshot.snapshot_id.offset if core.snapshot is not None else 0
+                self.checker.on_new_leader(node_id, core.epoch, core.log.batches, snap_end)
             self.checker.on_leader_hwm(node_id, core.epoch, core.high_watermark)
         self.check_durable()
 
@@ -189,7 +251,8 @@ class Cluster:
             return
         self._durable_signature = signature
         durable = {i: n.storage.batches for i, n in self.nodes.items()}
-        self.checker.check_durable(durable, leaders)
+        ends = {i: n.storage.snapshot.snapshot_id.offset for i, n in self.nodes.items() if n.storage.snapshot}
+        self.checker.check_durable(durable, leaders, ends)
 
     def _execute(self, n: SimNode, core: RaftNode, out: list[fx.Effect], event: Event) -> None:
         nid = n.node_id
@@ -212,6 +275,8 @@ class Cluster:
                 n.storage.election = e.state
             elif isinstance(e, fx.AppendBatches):
                 self.checker.on_append(nid, core.log.batches, len(e.batches))
+                if isinstance(core.data, Leader):
+                    self._check_voter_change(nid, core, core.data, e.batches)
             elif isinstance(e, fx.TruncateLog):
                 removed = [b for b in n.storage.batches if b.next_offset > e.offset]
                 self.checker.on_truncate(nid, removed)
@@ -231,6 +296,21 @@ class Cluster:
                 self._send_response(nid, e)
             elif isinstance(e, fx.ApplyCommitted):
                 self.checker.on_apply(nid, e.batches, core.log.batches)
+                for b in e.batches:
+                    if not b.is_control:
+                        n.state.extend(r.value or b"" for r in decode_batch(b.data, verify_crc=False).records)
+            elif isinstance(e, fx.SnapshotLoaded):
+                n.state = e.snapshot.values()
+            elif isinstance(e, fx.WriteSnapshot | fx.InstallSnapshot):
+                sid = e.snapshot.snapshot_id
+                self.checker.on_snapshot(nid, sid.offset, e.snapshot.values())
+                n.storage.snapshot = e.snapshot
+                if isinstance(e, fx.InstallSnapshot):
+                    n.storage.batches = []
+                self.storage_version += 1
+            elif isinstance(e, fx.DeleteLogBefore):
+                n.storage.batches = [b for b in n.storage.batches if b.base_offset >= e.offset]
+                self.storage_version += 1
             elif isinstance(e, fx.SetDeadline):
                 if n.tick_at is None or e.at_ms != n.tick_at:
                     n.tick_at = e.at_ms
@@ -311,6 +391,8 @@ def _summary(msg: Any) -> str:
     name = type(msg).__name__
     if getattr(msg, "error_code", 0):
         return f"{name}(error={msg.error_code})"
+    if not hasattr(msg, "topics") and not hasattr(msg, "responses"):
+        return name  # the KIP-853 RPCs carry no partition
     part = m.single_partition(msg)
     if part is None:
         return name
@@ -325,6 +407,11 @@ def _summary(msg: Any) -> str:
         extra = f" diverging={div.end_offset}@{div.epoch}" if div.epoch >= 0 else ""
         n = len(part.records or b"")
         return f"{name}(err={part.error_code} e{part.current_leader.leader_epoch} hwm={part.high_watermark} bytes={n}{extra})"
+    if isinstance(msg, m.FetchSnapshotRequest):
+        return f"{name}({part.snapshot_id.end_offset}@{part.snapshot_id.epoch} pos={part.position})"
+    if isinstance(msg, m.FetchSnapshotResponse):
+        n = len(part.unaligned_records or b"")
+        return f"{name}(err={part.error_code} pos={part.position} bytes={n} size={part.size})"
     err = getattr(part, "error_code", 0)
     return f"{name}(leader={part.leader_id} e{part.leader_epoch}{f' err={err}' if err else ''})"
 

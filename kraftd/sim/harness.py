@@ -58,11 +58,19 @@ class Harness:
         check_monotonic_epoch: bool = True,
         check_majority_hwm: bool = True,
         fetch_max_bytes: int | None = None,
+        snapshots: bool = False,
+        kraft_version: int = 0,
     ) -> Cluster:
+        """``snapshots``: the nodes' state machines snapshot at random times and every snapshot deletes the
+        log it covers (retention 0), so lagging replicas must catch up with FetchSnapshot."""
         rng = self.rng
         vids = list(range(voters))
         oids = list(range(voters, voters + observers))
-        cfg = QuorumConfig(bugs=self.bugs, fetch_max_bytes=fetch_max_bytes or 8 * 1024 * 1024)
+        cfg = QuorumConfig(
+            bugs=self.bugs,
+            fetch_max_bytes=fetch_max_bytes or 8 * 1024 * 1024,
+            retention_bytes=0 if snapshots else QuorumConfig().retention_bytes,
+        )
         checker = Checker(tuple(vids), check_monotonic_epoch, check_majority_hwm)
         c = Cluster(
             rng,
@@ -72,6 +80,7 @@ class Harness:
             checker,
             max_storage_delay_ms=rng.choice([0, 2, 5, 20]),
             trace_len=self.trace_len,
+            kraft_version=kraft_version,
         )
         c.net.faults = faults or NetworkFaults(
             max_delay_ms=rng.choice([2, 5, 10, 30]),
@@ -83,7 +92,18 @@ class Harness:
         for i in [*vids, *oids]:
             c.start(i)
         self._schedule_append(c)
+        if snapshots:
+            self._schedule_snapshot(c)
         return c
+
+    def _schedule_snapshot(self, c: Cluster) -> None:
+        def tick() -> None:
+            up = [i for i in c.nodes if c.is_up(i)]
+            if up:
+                c.snapshot(self.rng.choice(up))
+            self._schedule_snapshot(c)
+
+        c.at(c.now + self.rng.randint(100, 800), tick)
 
     @property
     def c(self) -> Cluster:

@@ -11,6 +11,12 @@ RaftEventSimulationTest checks the same family).
 6. Each node's persisted epoch never decreases.
 7. A majority of voters has flushed (durably holds) every offset below each live leader's HWM.
 (0) The execution contract itself: no election state is persisted after a message of the same step left.
+9. Every snapshot (KIP-630) equals the replay of the committed log up to its end offset: its records are
+   exactly the committed data records below it, in order. Below a node's log start, its snapshot stands in
+   for the log in (2), (3), (4) and (7).
+10. Voter changes (KIP-853), checked whenever a leader appends a Voters record that changes its voter set: the
+   leader has committed a record of its own epoch, no other voter set is uncommitted in its log, and the new set
+   differs from the one in force by at most one voter.
 8. Pre-vote never changes an epoch: pre-vote requests carry the sender's persisted epoch, and answering a
    same-epoch pre-vote persists nothing (entering Prospective with a new epoch is rejected by the core's
    transition table, which the simulator reports as a failure).
@@ -52,6 +58,7 @@ class Checker:
     )
     committed: list[LogBatch] = field(default_factory=list)
     leader_hwm: dict[tuple[int, int], int] = field(default_factory=dict)  # (node, epoch) -> hwm
+    snapshot_ends: dict[int, int] = field(default_factory=dict)  # node -> end offset of its durable snapshot
 
     @property
     def committed_end(self) -> int:
@@ -78,13 +85,14 @@ class Checker:
         start = len(log_batches) - count
         for i in range(start, len(log_batches)):
             b = log_batches[i]
-            prev = _key(log_batches[i - 1]) if i > 0 else None
-            fact = (b.data, prev)
-            seen = self.registry.setdefault(_key(b), fact)
-            if seen != fact:
+            prev = _key(log_batches[i - 1]) if i > 0 else None  # None: first batch (after a snapshot)
+            seen = self.registry.setdefault(_key(b), (b.data, prev))
+            if seen[0] != b.data or (seen[1] is not None and prev is not None and seen[1] != prev):
                 raise InvariantViolation(
                     2, f"node {node}: batch {b.base_offset}@{b.epoch} differs from another copy"
                 )
+            if seen[1] is None and prev is not None:
+                self.registry[_key(b)] = (b.data, prev)
 
     def on_truncate(self, node: int, removed: list[LogBatch]) -> None:
         for b in removed:
@@ -120,10 +128,14 @@ class Checker:
         return lo
 
     # (3)
-    def on_new_leader(self, node: int, epoch: int, log_batches: list[LogBatch]) -> None:
+    def on_new_leader(
+        self, node: int, epoch: int, log_batches: list[LogBatch], snapshot_end: int = 0
+    ) -> None:
         self.note_leader(epoch, node)
-        n = len(self.committed)
-        if len(log_batches) < n or any(_key(log_batches[i]) != _key(self.committed[i]) for i in range(n)):
+        skip = self._index_of(snapshot_end) if log_batches and log_batches[0].base_offset > 0 else 0
+        need = self.committed[skip:]
+        n = len(need)
+        if len(log_batches) < n or any(_key(log_batches[i]) != _key(need[i]) for i in range(n)):
             raise InvariantViolation(
                 3, f"leader {node} of epoch {epoch} lacks committed data below {self.committed_end}"
             )
@@ -137,15 +149,21 @@ class Checker:
 
     # (7), (4: durable on a majority)
     def check_durable(
-        self, durable: dict[int, list[LogBatch]], leaders: list[tuple[int, int, list[LogBatch]]]
+        self,
+        durable: dict[int, list[LogBatch]],
+        leaders: list[tuple[int, int, list[LogBatch]]],
+        snapshot_ends: dict[int, int] | None = None,
     ) -> None:
         """(7) and (4): count the voters whose durable log holds the very batch that ends at the offset in
         question (by (2), the same batch at the same place means the same prefix)."""
         if not self.check_majority_hwm:
             return
+        self.snapshot_ends = snapshot_ends or {}
         for node, hwm, log in leaders:
             if hwm > 0:
-                held = self._holders(durable, _batch_ending_at(log, hwm))
+                # Below the leader's log start (a snapshot deleted it) the committed copy names the batch.
+                at = _batch_ending_at(log, hwm) or _batch_ending_at(self.committed, hwm)
+                held = self._holders(durable, at)
                 if held < self.majority():
                     raise InvariantViolation(7, f"leader {node} HWM {hwm} is durable on only {held} voters")
         if self.committed:
@@ -159,11 +177,44 @@ class Checker:
         if batch is None:
             return 0
         count = 0
+        ends = self.snapshot_ends
         for v in self.voters:
+            if ends.get(v, 0) >= batch.next_offset:  # a durable snapshot covers it (9)
+                count += 1
+                continue
             found = _batch_ending_at(durable.get(v, []), batch.next_offset)
             if found is not None and _key(found) == _key(batch) and found.data == batch.data:
                 count += 1
         return count
+
+    # (9)
+    def on_snapshot(self, node: int, end_offset: int, values: list[bytes]) -> None:
+        from kwire.records import decode_batch
+
+        idx = self._index_of(end_offset)
+        if idx > len(self.committed) or (idx == len(self.committed) and end_offset != self.committed_end):
+            raise InvariantViolation(9, f"node {node} snapshotted at {end_offset}, past the committed log")
+        want = [
+            r.value or b""
+            for b in self.committed[:idx]
+            if not b.is_control
+            for r in decode_batch(b.data, verify_crc=False).records
+        ]
+        if values != want:
+            raise InvariantViolation(
+                9, f"node {node}'s snapshot at {end_offset} holds {len(values)} records, the log {len(want)}"
+            )
+
+    # (10)
+    def on_voter_change(
+        self, node: int, own_epoch_committed: bool, uncommitted_sets: int, before: set[int], after: set[int]
+    ) -> None:
+        if not own_epoch_committed:
+            raise InvariantViolation(10, f"leader {node} changed voters before committing in its own epoch")
+        if uncommitted_sets > 1:
+            raise InvariantViolation(10, f"leader {node} holds {uncommitted_sets} uncommitted voter sets")
+        if len(before ^ after) > 1:
+            raise InvariantViolation(10, f"leader {node} changed voters {sorted(before)} -> {sorted(after)}")
 
     # (8)
     def on_prevote_sent(self, node: int, request_epoch: int, persisted_epoch: int) -> None:

@@ -12,6 +12,8 @@ Contracts:
 5. Recovery on open cuts a torn or corrupt tail after the last valid batch, deletes every later segment, logs each
    cut and keeps its description in ``recovery_cuts``; a corrupt batch is never served.
 6. :meth:`truncate_to` removes whole batches: every batch whose last offset is >= the target.
+7. The start only moves forward by whole segments (:meth:`delete_before`, once a snapshot covers them) or by
+   :meth:`reset_to` (a fetched snapshot replaces the whole log).
 """
 
 from __future__ import annotations
@@ -245,6 +247,43 @@ class MetadataLog:
         self.flushed_offset = min(self.flushed_offset, new_end)
         log.info("log truncated to end offset %d (requested %d)", new_end, offset)
         return new_end
+
+    def delete_before(self, offset: int) -> int:
+        """Delete every segment wholly below ``offset`` (a snapshot covers it); the active segment stays.
+        Returns the number of segments deleted (contract 7)."""
+        gone = 0
+        while len(self._segments) > 1 and self._segments[0].end_offset <= offset:
+            self._segments.pop(0).delete()
+            gone += 1
+        if gone:
+            self._generation += 1
+            first = self._segments[0].base_offset
+            kept = [
+                e
+                for i, e in enumerate(self._epochs)
+                if i + 1 == len(self._epochs) or self._epochs[i + 1].start_offset > first
+            ]
+            kept = [EpochEntry(e.epoch, max(e.start_offset, first)) for e in kept]
+            if kept != self._epochs:
+                self._epochs = kept
+                self._checkpoint.write(self._epochs)
+            if self.fsync_enabled:
+                fsync_dir(self.dir)
+            log.info("deleted %d log segment(s) below offset %d", gone, offset)
+        return gone
+
+    def reset_to(self, offset: int) -> None:
+        """Delete every segment; the log is empty and starts at ``offset`` (an installed snapshot's end)."""
+        self._generation += 1
+        for seg in self._segments:
+            seg.delete()
+        self._segments = [Segment(self.dir, offset)]
+        self._epochs = []
+        self._checkpoint.write(self._epochs)
+        if self.fsync_enabled:
+            fsync_dir(self.dir)
+        self.flushed_offset = offset
+        log.info("log reset to start at offset %d", offset)
 
     # ------------------------------------------------------------------ reads
     def read(self, offset: int, max_bytes: int, *, flushed_only: bool = False) -> bytes:

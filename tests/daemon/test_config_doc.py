@@ -28,6 +28,10 @@ NUMERIC = {
     "controller.quorum.append.linger.ms": "append_linger_ms",
     "metadata.log.segment.bytes": "segment_bytes",
     "metrics.port": "metrics_port",
+    "metadata.max.retention.bytes": "retention_bytes",
+    "metadata.max.retention.ms": "retention_ms",
+    "metadata.log.max.snapshot.interval.ms": "snapshot_interval_ms",
+    "metadata.log.max.record.bytes.between.snapshots": "snapshot_max_record_bytes",
 }
 
 

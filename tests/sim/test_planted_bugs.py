@@ -18,6 +18,9 @@ EXPECTED = {
     "commit_old_epoch": "invariant (3)",  # a later leader lacks the wrongly committed record
     "no_check_quorum": "zombie leader",
     "double_vote": "invariant (1)",
+    "snapshot_missing_record": "invariant (9)",  # the snapshot differs from the replay of the log
+    "reconfig_before_commit": "invariant (10)",  # the single-server membership bug
+    "two_uncommitted_changes": "invariant (10)",
 }
 
 

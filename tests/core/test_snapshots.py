@@ -1,0 +1,154 @@
+"""Snapshots (KIP-630 as shipped) in the core: creation at a committed offset, log cleaning, FetchSnapshot
+served and fetched in chunks, a follower behind the log start catching up, restart from a snapshot."""
+
+from __future__ import annotations
+
+import random
+import uuid
+
+import pytest
+
+from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
+from kraftd.core import effects as fx
+from kraftd.core import messages as m
+from kraftd.core.batches import split_batches
+from kraftd.core.events import RequestReceived
+from kraftd.core.log import OffsetAndEpoch
+from kraftd.core.snapshots import read_snapshot
+from kraftd.core.snapshotting import SnapshotOffsetError
+from kraftd.core.types import Listener
+from kraftd.core.voters import control_entries
+from kwire.control import ControlRecordType as CT
+from kwire.errors import ErrorCode
+from tests.core.pump import Pump
+
+KEYS = [ReplicaKey(i, uuid.UUID(int=100 + i)) for i in (1, 2, 3)]
+VOTERS = VoterSet(
+    tuple(KEYS), tuple((k.id, (Listener("CONTROLLER", "127.0.0.1", 9000 + k.id),)) for k in KEYS)
+)
+
+
+def grown_cluster(retention_bytes: int = 0, fetch_max_bytes: int = 300) -> tuple[Pump, RaftNode]:
+    """Voters 1-3 with 3 down; the leader has 40 committed records and a snapshot at its HWM."""
+    p = Pump(VOTERS, QuorumConfig(retention_bytes=retention_bytes, fetch_max_bytes=fetch_max_bytes))
+    for k in KEYS:
+        p.add(k)
+    p.down.add(3)
+    p.run(20_000, stop=lambda: p.leader() is not None and p.leader().high_watermark > 0)  # type: ignore[union-attr]
+    leader = p.leader()
+    assert leader is not None
+    for i in range(40):
+        leader.append([f"record-{i}".encode()])
+        p.run(
+            p.now + 1000,
+            stop=lambda: leader.high_watermark == leader.log.end_offset and not leader.data.pending,
+        )  # type: ignore[union-attr]
+    return p, leader
+
+
+def snapshot_values(n: RaftNode) -> list[bytes]:
+    """The 'state machine': every data record committed so far."""
+    from kwire.records import decode_batch
+
+    out = []
+    for b in n.log.batches_between(n.log.start_offset, n.high_watermark):
+        if not b.is_control:
+            out += [r.value or b"" for r in decode_batch(b.data).records]
+    return out
+
+
+def test_follower_behind_the_log_start_fetches_the_snapshot_in_chunks_and_resumes() -> None:
+    p, leader = grown_cluster()
+    hwm = leader.high_watermark
+    values = snapshot_values(leader)
+    snap = leader.create_snapshot(hwm, values)
+    out = leader.poll()
+    kinds = [type(e) for e in out if isinstance(e, fx.WriteSnapshot | fx.DeleteLogBefore)]
+    assert kinds == [fx.WriteSnapshot, fx.DeleteLogBefore]  # durable before the log start moves
+    assert leader.log.start_offset == hwm and snap.snapshot_id == OffsetAndEpoch(hwm, leader.epoch)
+    parsed = read_snapshot(snap.snapshot_id, snap.data)
+    assert parsed.values() == values and parsed.kraft_version == 1 and parsed.voters == VOTERS
+
+    p.down.discard(3)
+    p.run(p.now + 20_000, stop=lambda: p.nodes[3].log.end_offset == leader.log.end_offset)
+    three = p.nodes[3]
+    loaded = [e.snapshot for e in p.effects[3] if isinstance(e, fx.SnapshotLoaded)]
+    assert [s.snapshot_id for s in loaded] == [snap.snapshot_id]  # type: ignore[attr-defined]
+    installs = [e for e in p.effects[3] if isinstance(e, fx.InstallSnapshot)]
+    assert len(installs) == 1 and installs[0].snapshot.data == snap.data
+    chunks = [r for s, d, r in p.sent if s == 3 and isinstance(r, m.FetchSnapshotRequest)]
+    assert len(chunks) >= len(snap.data) // 300  # max bytes honoured: many chunks
+    positions = [m.single_partition(r).position for r in chunks]
+    assert positions == sorted(positions) and positions[0] == 0
+    assert three.log.start_offset == hwm and three.log.end_offset == leader.log.end_offset
+    assert three.voters == VOTERS  # voters came from the snapshot
+    # It keeps replicating after the snapshot.
+    leader.append([b"after"])
+    p.run(p.now + 2000, stop=lambda: three.high_watermark == leader.log.end_offset)
+    assert three.high_watermark == leader.log.end_offset
+
+
+def test_fetch_snapshot_errors() -> None:
+    p, leader = grown_cluster()
+    snap = leader.create_snapshot(leader.high_watermark, snapshot_values(leader))
+    leader.poll()
+    sid, size = snap.snapshot_id, len(snap.data)
+
+    def ask(epoch: int, sid: OffsetAndEpoch, pos: int, max_bytes: int = 1 << 20) -> object:
+        req = m.fetch_snapshot_request("c", KEYS[1], epoch, sid, pos, max_bytes)
+        (resp,) = [
+            e.message for e in leader.step(RequestReceived(p.now, 999, req)) if isinstance(e, fx.SendResponse)
+        ]
+        return m.single_partition(resp)
+
+    e = leader.epoch
+    assert ask(e - 1, sid, 0).error_code == ErrorCode.FENCED_LEADER_EPOCH  # type: ignore[attr-defined]
+    assert ask(e + 1, sid, 0).error_code == ErrorCode.UNKNOWN_LEADER_EPOCH  # type: ignore[attr-defined]
+    assert ask(e, OffsetAndEpoch(sid.offset - 1, sid.epoch), 0).error_code == ErrorCode.SNAPSHOT_NOT_FOUND  # type: ignore[attr-defined]
+    assert ask(e, sid, size).error_code == ErrorCode.POSITION_OUT_OF_RANGE  # type: ignore[attr-defined]
+    assert ask(e, sid, -1).error_code == ErrorCode.POSITION_OUT_OF_RANGE  # type: ignore[attr-defined]
+    part = ask(e, sid, 10, 7)
+    assert part.error_code == 0 and part.size == size and part.position == 10  # type: ignore[attr-defined]
+    assert part.unaligned_records == snap.data[10:17]  # type: ignore[attr-defined]
+    follower = p.nodes[3 - leader.local.id]  # the other live voter of 1 and 2
+    req = m.fetch_snapshot_request("c", KEYS[0], e, sid, 0, 100)
+    (resp,) = [
+        x.message for x in follower.step(RequestReceived(p.now, 5, req)) if isinstance(x, fx.SendResponse)
+    ]
+    assert m.single_partition(resp).error_code == ErrorCode.NOT_LEADER_OR_FOLLOWER  # only the leader serves
+
+
+def test_snapshot_only_at_a_committed_boundary_past_the_latest() -> None:
+    _, leader = grown_cluster(retention_bytes=-1)
+    hwm = leader.high_watermark
+    with pytest.raises(SnapshotOffsetError):
+        leader.create_snapshot(hwm + 1, [])
+    leader.create_snapshot(hwm, [b"x"])
+    leader.poll()
+    assert leader.log.start_offset == 0  # retention not exceeded: the log is kept
+    with pytest.raises(SnapshotOffsetError):
+        leader.create_snapshot(hwm, [b"x"])
+
+
+def test_restart_loads_the_snapshot_then_replays_the_log_after_it() -> None:
+    _, leader = grown_cluster(retention_bytes=-1)
+    snap = leader.create_snapshot(leader.high_watermark, [b"state"])
+    again = RaftNode(
+        local=KEYS[0],
+        voters=VoterSet.of(9),
+        config=QuorumConfig(),
+        rng=random.Random(1),
+        log=leader.log,
+        snapshot=read_snapshot(snap.snapshot_id, snap.data),
+        kraft_version=0,
+    )
+    out = again.poll()
+    loaded = [e.snapshot.values() for e in out if isinstance(e, fx.SnapshotLoaded)]
+    assert loaded == [[b"state"]]
+    assert again.voters == VOTERS  # the snapshot's voters win over the constructor's
+    assert again.applied == again.high_watermark == snap.snapshot_id.offset  # replay continues after it
+    assert [k for _, k, _ in control_entries(split_batches(snap.data)[0])] == [
+        CT.SNAPSHOT_HEADER,
+        CT.KRAFT_VERSION,
+        CT.KRAFT_VOTERS,
+    ]
