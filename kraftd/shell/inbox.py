@@ -1,0 +1,45 @@
+"""The driver's event inbox: a FIFO with one waiter that costs a future and a timer per wait, not a task.
+
+Contracts:
+1. Events come out in the order they were put, each exactly once.
+2. :meth:`EventInbox.get` returns the next event, or None once ``timeout`` seconds pass with none queued.
+3. ``put_nowait`` never blocks and may be called from any coroutine or callback on the loop's thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+
+from kraftd.core.events import Event
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+class EventInbox:
+    def __init__(self) -> None:
+        self._items: deque[Event] = deque()
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, event: Event) -> None:
+        self._items.append(event)
+        if self._waiter is not None:
+            _wake(self._waiter)
+
+    def qsize(self) -> int:
+        return len(self._items)
+
+    async def get(self, timeout: float) -> Event | None:
+        if not self._items:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _wake, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        return self._items.popleft() if self._items else None

@@ -1,0 +1,141 @@
+"""The shell's commit fast path: the driver's inbox, a non-leader's inline fsync, the first-commit log line."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from pathlib import Path
+
+import pytest
+
+from kraftd.config import load_config
+from kraftd.core.batches import data_batch
+from kraftd.core.events import LogFlushed, Tick
+from kraftd.core.replication import NotLeaderError
+from kraftd.core.types import Role
+from kraftd.shell.inbox import EventInbox
+from kraftd.shell.node import ControllerNode
+from kraftd.storage import fsio
+from kraftd.storage.errors import LogIOError
+from tests.daemon.cluster import CLUSTER_ID, free_ports
+from tests.daemon.conftest import write_properties
+from tools.storage_cli import format_directory
+
+
+def test_inbox_keeps_order_times_out_and_wakes_a_waiter() -> None:
+    async def run() -> None:
+        inbox = EventInbox()
+        t0 = time.monotonic()
+        assert await inbox.get(0.05) is None
+        assert time.monotonic() - t0 >= 0.04
+        inbox.put_nowait(Tick(1))
+        inbox.put_nowait(Tick(2))
+        assert [await inbox.get(1), await inbox.get(1)] == [Tick(1), Tick(2)]
+        waiter = asyncio.ensure_future(inbox.get(10))
+        await asyncio.sleep(0)
+        t0 = time.monotonic()
+        asyncio.get_running_loop().call_later(0.01, inbox.put_nowait, Tick(3))
+        assert await waiter == Tick(3)
+        assert time.monotonic() - t0 < 5
+        assert inbox.qsize() == 0
+
+    asyncio.run(run())
+
+
+def lonely_voter(tmp_path: Path) -> ControllerNode:
+    """Node 1 of a two-voter quorum whose other voter never runs: it never leads."""
+    cfg = tmp_path / "s.properties"
+    port, other = free_ports(2)
+    voters = f"1@127.0.0.1:{port},2@127.0.0.1:{other}"
+    write_properties(cfg, 1, port, tmp_path / "d", voters=voters)
+    format_directory(load_config(cfg), CLUSTER_ID)
+    return ControllerNode(load_config(cfg), seed=3)
+
+
+def test_a_non_leader_reports_a_flush_only_after_its_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def run() -> None:
+        node = lonely_voter(tmp_path)
+        await node.start()
+        try:
+            assert node.core.role is not Role.LEADER and node.storage is not None
+            log = node.storage.log
+            synced: list[tuple[int, int]] = []  # (log end offset, events queued) at each fsync
+            real = fsio.os.fsync
+
+            def watching(fd: int) -> None:
+                real(fd)
+                synced.append((log.end_offset, node._events.qsize()))
+
+            monkeypatch.setattr(fsio.os, "fsync", watching)
+            if node._driver is not None:
+                node._driver.cancel()  # the test reads the inbox itself
+                await asyncio.sleep(0)
+            log.append(data_batch(log.end_offset, 0, [b"x" * 10], 0).data)
+            end = log.end_offset
+            node._request_flush()
+            assert synced and synced[-1] == (end, 0)  # fsync first, with nothing reported yet
+            event = await node._events.get(1)
+            assert isinstance(event, LogFlushed) and event.offset == end and log.flushed_offset == end
+
+            def broken(fd: int) -> None:
+                raise OSError(5, "Input/output error")
+
+            monkeypatch.setattr(fsio.os, "fsync", broken)
+            log.append(data_batch(log.end_offset, 0, [b"y" * 10], 0).data)
+            with pytest.raises(LogIOError):
+                node._request_flush()
+            assert node._events.qsize() == 0 and log.flushed_offset == end  # nothing claimed durable
+        finally:
+            monkeypatch.undo()
+            await node.stop(graceful=False)
+
+    asyncio.run(run())
+
+
+def test_a_new_leader_logs_its_first_commit_of_the_epoch(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def run() -> None:
+        cfg = tmp_path / "one.properties"
+        (port,) = free_ports(1)
+        write_properties(cfg, 1, port, tmp_path / "one", voters=f"1@127.0.0.1:{port}")
+        format_directory(load_config(cfg), CLUSTER_ID)
+        node = ControllerNode(load_config(cfg), seed=1)
+        await node.start()
+        try:
+            await node.wait_for_leader(10)
+            await node.append([b"r"])
+            await node.append([b"s"])
+        finally:
+            await node.stop()
+
+    with caplog.at_level(logging.INFO, logger="kraftd.node"):
+        asyncio.run(run())
+    lines = [r.getMessage() for r in caplog.records if "first commit as leader" in r.getMessage()]
+    assert len(lines) == 1 and lines[0].startswith("node 1: high watermark ") and lines[0].endswith("epoch 1")
+
+
+def test_an_append_replaced_by_another_leaders_batch_is_not_acknowledged(tmp_path: Path) -> None:
+    """A deposed leader's uncommitted append at offset 1 was truncated; the new leader's batch at offset 1
+    committed. The old append must fail, not resolve as if its record had committed."""
+
+    async def run() -> None:
+        node = lonely_voter(tmp_path)
+        await node.start()
+        try:
+            node.core.log.append(data_batch(0, 2, [b"theirs-0", b"theirs-1"], 0))
+            loop = asyncio.get_running_loop()
+            replaced, kept, later = loop.create_future(), loop.create_future(), loop.create_future()
+            node._waiters.extend([(1, 1, replaced), (1, 2, kept), (5, 2, later)])
+            node._commit(2)
+            assert kept.result() == 1
+            with pytest.raises(NotLeaderError):
+                replaced.result()
+            assert not later.done() and [w[0] for w in node._waiters] == [5]
+        finally:
+            await node.stop(graceful=False)
+
+    asyncio.run(run())
