@@ -325,8 +325,23 @@ class MixedQuorum:
     def write_config(self, node: Node) -> None:
         node.config.write_text("".join(f"{k}={v}\n" for k, v in self.properties(node).items()))
 
+    @property
+    def release_version(self) -> str:
+        """One metadata.version for every node, whichever tool formats it: the first leader of an empty log writes
+        its own bootstrap checkpoint's level, and a Kafka 3.9 controller halts on a level it does not know."""
+        major, minor = self.version.split(".")[:2]
+        return f"{major}.{minor}-IV0"
+
     def format_args(self, node: Node) -> list[str]:
-        args = ["format", "-t", self.cluster_id, "-c", str(node.config)]
+        args = [
+            "format",
+            "-t",
+            self.cluster_id,
+            "-c",
+            str(node.config),
+            "--release-version",
+            self.release_version,
+        ]
         if self.bootstrap == "kip853":
             args += ["--initial-controllers", self.initial_controllers]
         return args

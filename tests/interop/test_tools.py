@@ -59,12 +59,25 @@ def ours(bootstrap: str, *args: str) -> str:
     return done.stdout
 
 
-def stable(q: MixedQuorum) -> None:
-    """Wait until every voter has fetched up to the high watermark, so both tools read the same numbers."""
-    q.wait_for(
-        "every voter caught up",
-        lambda i: i.leader_id >= 0 and all(v.log_end_offset == i.high_watermark for v in i.voters),
-    )
+def stable(q: MixedQuorum, quiet_s: float = 2.0) -> None:
+    """Wait until every voter has fetched up to the high watermark and the log has stopped growing for
+    ``quiet_s`` (kraftd controllers write their bootstrap and registration records in their first seconds), so
+    both tools read the same numbers."""
+    deadline = time.monotonic() + 60
+    while True:
+        first = q.wait_for(
+            "every voter caught up",
+            lambda i: i.leader_id >= 0 and all(v.log_end_offset == i.high_watermark for v in i.voters),
+        )
+        time.sleep(quiet_s)
+        again = q.describe()
+        if (again.leader_id, again.leader_epoch, again.high_watermark) == (
+            first.leader_id,
+            first.leader_epoch,
+            first.high_watermark,
+        ) and all(v.log_end_offset == again.high_watermark for v in again.voters):
+            return
+        assert time.monotonic() < deadline, f"the quorum never went quiet: {first} then {again}"
 
 
 @pytest.mark.parametrize("flag", ["--bootstrap-controller", "--bootstrap-server"])
