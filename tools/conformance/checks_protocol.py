@@ -195,6 +195,9 @@ async def versions_unknown(ctx: Context) -> None:
         raise Skip(f"no spec here for advertised api keys {missing}; their versions are not probed")
 
 
+NOT_PROBED = "not probed"
+
+
 def _version_check(api_key: int) -> None:
     name = API_SPECS[api_key].name
 
@@ -207,7 +210,7 @@ def _version_check(api_key: int) -> None:
             for v in sorted({lo, hi}):
                 req = harmless_request(api_key, v, ctx.cluster_id)
                 if req is None:
-                    raise Skip(f"no harmless {name} request is defined")
+                    raise Skip(f"{name} has no request that leaves the cluster unchanged: {NOT_PROBED}")
                 try:
                     await p.request(req, v, note=f"advertised {peer[0]}-{peer[1]}")
                 except ProbeError as exc:

@@ -20,8 +20,15 @@ from generated import fetch_request as fr
 from generated import fetch_snapshot_request as fs
 from generated import update_raft_voter_request as urv
 from generated import vote_request as vr
+from generated.alter_partition_request import AlterPartitionRequest
 from generated.api_versions_request import ApiVersionsRequest
+from generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from generated.create_partitions_request import CreatePartitionsRequest
+from generated.create_topics_request import CreateTopicsRequest
+from generated.delete_topics_request import DeleteTopicsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
+from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from generated.kraftd_append_request import KraftdAppendRequest
 from generated.metadata_request import MetadataRequest
 from generated.read_offset_request import PartitionData as ROPartition
 from generated.read_offset_request import ReadOffsetRequest
@@ -178,6 +185,9 @@ def update_voter(
     )
 
 
+UNREGISTERED_BROKER = 2_000_000_000  # a broker id no test cluster registers
+
+
 def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
     """Contract 1; None for an API this module has no harmless form of."""
     if api_key == 1:
@@ -217,6 +227,25 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
         return remove_voter(WRONG_CLUSTER, voter=0, voter_dir=uuid.uuid4())
     if api_key == 82:
         return update_voter(WRONG_CLUSTER, epoch=0, voter=0, voter_dir=uuid.uuid4(), host="127.0.0.1", port=1)
+    # Admin and broker-lifecycle APIs: empty or validate-only forms, or an id no broker has, change nothing.
+    if api_key == 19:
+        return CreateTopicsRequest(topics=[], timeout_ms=5000, validate_only=True)
+    if api_key == 20:
+        return DeleteTopicsRequest(topics=[], topic_names=[], timeout_ms=5000)
+    if api_key == 37:
+        return CreatePartitionsRequest(topics=[], timeout_ms=5000, validate_only=True)
+    if api_key == 44:
+        return IncrementalAlterConfigsRequest(resources=[], validate_only=True)
+    if api_key == 56:
+        return AlterPartitionRequest(broker_id=UNREGISTERED_BROKER, broker_epoch=-1, topics=[])
+    if api_key == 63:
+        return BrokerHeartbeatRequest(
+            broker_id=UNREGISTERED_BROKER, broker_epoch=-1, current_metadata_offset=0
+        )
+    if api_key == 651:  # kraftd's own append RPC: another cluster's id is refused before anything is appended
+        return KraftdAppendRequest(cluster_id=WRONG_CLUSTER, timeout_ms=1000, records=[])
+    # Envelope (58), BrokerRegistration (62), AllocateProducerIds (67) and ControllerRegistration (70) have no
+    # form that leaves the cluster unchanged: None, and their version checks SKIP saying so.
     if api_key == 650:
         return ReadOffsetRequest(cluster_id=cluster_id, topics=[ROTopic(OTHER_TOPIC, [ROPartition(0)])])
     return None
