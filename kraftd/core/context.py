@@ -59,6 +59,7 @@ class NodeContext:
         snapshot: Snapshot | None = None,
     ) -> None:
         self.local = local
+        self._last_leader = LeaderAndEpoch(NO_LEADER, -1)  # the last leader reported to listeners
         self.config = config
         self.bugs = config.bugs
         self.rng = rng

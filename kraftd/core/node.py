@@ -9,12 +9,10 @@ invariants the handlers cite.
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 from kraftd.core import election, quorum_rpcs, replication, snapshotting, voter_rpcs
 from kraftd.core import messages as m
-from kraftd.core.config import QuorumConfig
 from kraftd.core.context import NodeContext
 from kraftd.core.effects import Effect, LeaderChanged, SetDeadline, ordered
 from kraftd.core.events import (
@@ -26,41 +24,14 @@ from kraftd.core.events import (
     Shutdown,
     Tick,
 )
-from kraftd.core.log import ReplicatedLog
 from kraftd.core.snapshots import Snapshot
 from kraftd.core.states import Candidate, Follower, Leader, Prospective, Resigned
-from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, OffsetRange, ReplicaKey, VoterSet
+from kraftd.core.types import OffsetRange
 from kwire.errors import ErrorCode
 
 
 class RaftNode(NodeContext):
-    def __init__(
-        self,
-        *,
-        local: ReplicaKey,
-        voters: VoterSet,
-        config: QuorumConfig,
-        rng: random.Random,
-        cluster_id: str | None = None,
-        election_state: ElectionState | None = None,
-        log: ReplicatedLog | None = None,
-        now_ms: int = 0,
-        kraft_version: int = 0,
-        snapshot: Snapshot | None = None,
-    ) -> None:
-        super().__init__(
-            local=local,
-            voters=voters,
-            config=config,
-            rng=rng,
-            cluster_id=cluster_id,
-            election_state=election_state,
-            log=log,
-            now_ms=now_ms,
-            kraft_version=kraft_version,
-            snapshot=snapshot,
-        )
-        self._last_leader = LeaderAndEpoch(NO_LEADER, -1)
+    """The dispatcher: the only module that knows every handler module (constructed as NodeContext)."""
 
     # ----- hooks (NodeContext) -----
     def become_leader(self, granting: tuple[int, ...]) -> None:
