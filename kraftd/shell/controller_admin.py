@@ -35,8 +35,6 @@ from generated.messages import API_SPECS
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import partitions, topics
-from kraftd.controller.machine import NotControllerError
-from kraftd.core.replication import NotLeaderError
 from kwire.errors import ErrorCode, KraftError
 from kwire.headers import encode_response, parse_request
 
@@ -94,15 +92,6 @@ class ControllerAdmin:
         data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)
         return EnvelopeResponse(response_data=data, error_code=ErrorCode.NONE)
 
-    async def _write(self, records: list[Any]) -> ErrorCode:
-        if not records:
-            return ErrorCode.NONE
-        try:
-            await self.node.controller.write(records)
-        except (NotControllerError, NotLeaderError):
-            return ErrorCode.NOT_CONTROLLER
-        return ErrorCode.NONE
-
     async def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
         if not self.machine.active:
             return CreateTopicsResponse(
@@ -112,7 +101,7 @@ class ControllerAdmin:
                 ]
             )
         records, results = topics.create_topics(self.machine.latest(), req, self.node.rng)
-        error = await self._write(records)
+        error = await self.node.controller.try_write(records)
         out = []
         for r in results:
             code = error if r.error == ErrorCode.NONE and error else r.error
@@ -143,7 +132,7 @@ class ControllerAdmin:
                 ]
             )
         records, results = partitions.create_partitions(self.machine.latest(), req, self.node.rng)
-        error = await self._write(records)
+        error = await self.node.controller.try_write(records)
         return CreatePartitionsResponse(
             results=[
                 CreatePartitionsTopicResult(
@@ -168,7 +157,7 @@ class ControllerAdmin:
                 ]
             )
         records, results = partitions.incremental_alter_configs(self.machine.latest(), req)
-        error = await self._write(records)
+        error = await self.node.controller.try_write(records)
         return IncrementalAlterConfigsResponse(
             responses=[
                 AlterConfigsResourceResponse(
@@ -191,7 +180,7 @@ class ControllerAdmin:
                 kind = 2
             updates.append((u.feature, max(u.max_version_level, 0), kind))
         records, results = partitions.update_features(self.machine.latest(), updates, req.validate_only)
-        error = await self._write(records)
+        error = await self.node.controller.try_write(records)
         first = next(((code, msg) for _, code, msg in results if code), (error, None))
         return UpdateFeaturesResponse(
             error_code=first[0],
@@ -210,7 +199,7 @@ class ControllerAdmin:
                 responses=[DeletableTopicResult(name=n, error_code=ErrorCode.NOT_CONTROLLER) for n in names]
             )
         records, results = topics.delete_topics(self.machine.latest(), names, ids)
-        error = await self._write(records)
+        error = await self.node.controller.try_write(records)
         return DeleteTopicsResponse(
             responses=[
                 DeletableTopicResult(

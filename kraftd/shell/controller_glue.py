@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING, Any
 
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
-from kraftd.controller.machine import MetadataController, decode_batches
+from kraftd.controller.machine import MetadataController, NotControllerError, decode_batches
 from kraftd.core.log import LogBatch
+from kraftd.core.replication import NotLeaderError
 from kraftd.core.snapshots import Snapshot
 from kraftd.core.types import LeaderAndEpoch, OffsetRange
+from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
@@ -81,3 +83,14 @@ class ControllerGlue:
             self.machine.on_appended(rng.first, values)
 
         return await self.node.append(values, on_range=applied)
+
+    async def try_write(self, records: list[Any]) -> ErrorCode:
+        """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node
+        is not, or stops being, the active controller before the records commit."""
+        if not records:
+            return ErrorCode.NONE
+        try:
+            await self.write(records)
+        except (NotControllerError, NotLeaderError):
+            return ErrorCode.NOT_CONTROLLER
+        return ErrorCode.NONE

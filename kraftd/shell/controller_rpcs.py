@@ -39,8 +39,6 @@ from generated.register_controller_record import (
 )
 from kraftd.controller import brokers, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
-from kraftd.controller.machine import NotControllerError
-from kraftd.core.replication import NotLeaderError
 from kraftd.shell.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode
 
@@ -88,22 +86,13 @@ class ControllerRpcs:
             return await self._allocate_producer_ids(body)
         return await self._register_controller(body)
 
-    async def _write(self, records: list[Any]) -> ErrorCode:
-        if not records:
-            return ErrorCode.NONE
-        try:
-            await self.node.controller.write(records)
-        except (NotControllerError, NotLeaderError):
-            return ErrorCode.NOT_CONTROLLER
-        return ErrorCode.NONE
-
     async def _register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
         if not self.machine.active:
             return BrokerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
         out = brokers.register(
             self.machine.latest(), req, self.node.cluster_id, self.heartbeats, self.now_ms()
         )
-        error = out.error or await self._write(out.records)
+        error = out.error or await self.node.controller.try_write(out.records)
         if error:
             return BrokerRegistrationResponse(error_code=error)
         log.info("registered broker %d at epoch %d", req.broker_id, out.broker_epoch)
@@ -113,7 +102,7 @@ class ControllerRpcs:
         if not self.machine.active:
             return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER)
         out = brokers.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
-        error = out.error or await self._write(out.records)
+        error = out.error or await self.node.controller.try_write(out.records)
         if error:
             return BrokerHeartbeatResponse(error_code=error)
         if out.records:
@@ -131,7 +120,7 @@ class ControllerRpcs:
         if not self.machine.active:
             return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, top, results = partitions.alter_partition(self.machine.latest(), req, version)
-        error = top or await self._write(records)
+        error = top or await self.node.controller.try_write(records)
         if error:
             return AlterPartitionResponse(error_code=error)
         by_topic: dict[Any, list[ApPartitionData]] = {}
@@ -159,7 +148,7 @@ class ControllerRpcs:
         records, error, start = brokers.allocate_producer_ids(
             self.machine.latest(), req.broker_id, req.broker_epoch
         )
-        error = error or await self._write(records)
+        error = error or await self.node.controller.try_write(records)
         if error:
             return AllocateProducerIdsResponse(error_code=error)
         return AllocateProducerIdsResponse(
@@ -192,7 +181,7 @@ class ControllerRpcs:
                 for f in req.features
             ],
         )
-        error = await self._write([record])
+        error = await self.node.controller.try_write([record])
         return ControllerRegistrationResponse(error_code=error, error_message=None)
 
     # ---- periodic duties (contracts 2, 3) ---------------------------------------------------------------------
@@ -212,7 +201,7 @@ class ControllerRpcs:
         image = self.machine.latest()
         for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
             log.info("fencing broker %d: no heartbeat within the session timeout", bid)
-            await self._write(brokers.fence(self.machine.latest(), bid))
+            await self.node.controller.try_write(brokers.fence(self.machine.latest(), bid))
 
     def _registration(self) -> ControllerRegistrationRequest:
         cfg = self.node.config
