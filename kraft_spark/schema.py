@@ -78,6 +78,16 @@ def _fields(cls: type) -> tuple[FieldInfo, ...]:
     return tuple(getattr(cls, "FIELDS", ()))
 
 
+def _is_struct(cls: type) -> bool:
+    """A generated class, including one with no fields at all (NoOpRecord)."""
+    return hasattr(cls, "FIELDS")
+
+
+# Parquet cannot store a struct with no columns, so a record type without fields (NoOpRecord) gets this one
+# boolean column, true on each of its rows.
+EMPTY_STRUCT_FIELD = "present"
+
+
 def _field_type(info: FieldInfo) -> Any:
     from pyspark.sql import types as T
 
@@ -123,6 +133,8 @@ def struct_type(cls: type) -> Any:
         return T.StructType(
             [T.StructField("version", T.ShortType()), T.StructField("coordinator_epoch", T.IntegerType())]
         )
+    if not _fields(cls):
+        return T.StructType([T.StructField(EMPTY_STRUCT_FIELD, T.BooleanType(), True)])
     return T.StructType([T.StructField(f.attr, _field_type(f), True) for f in _fields(cls)])
 
 
@@ -149,8 +161,10 @@ def to_value(obj: Any, version: int = 32767) -> Any:
     if isinstance(obj, EndTransactionMarker):
         return {"version": obj.version, "coordinator_epoch": obj.coordinator_epoch}
     infos = _fields(type(obj))
-    if not infos:
+    if not _is_struct(type(obj)):
         return _scalar_value(obj)
+    if not infos:
+        return {EMPTY_STRUCT_FIELD: True}
     return {
         f.attr: _convert(getattr(obj, f.attr, None), version) if _present(f, version) else None for f in infos
     }
@@ -159,7 +173,7 @@ def to_value(obj: Any, version: int = 32767) -> Any:
 def _convert(v: Any, version: int) -> Any:
     if isinstance(v, list):
         return [_convert(x, version) for x in v]
-    if _fields(type(v)) or isinstance(v, EndTransactionMarker):
+    if _is_struct(type(v)) or isinstance(v, EndTransactionMarker):
         return to_value(v, version)
     return _scalar_value(v)
 
@@ -182,7 +196,7 @@ def _jsonable(obj: Any, version: int) -> Any:
     if isinstance(obj, EndTransactionMarker):
         return {"version": obj.version, "coordinatorEpoch": obj.coordinator_epoch}
     infos = _fields(type(obj))
-    if infos:
+    if _is_struct(type(obj)):
         return {
             _camel(f.name): _jsonable(getattr(obj, f.attr, None), version)
             for f in infos

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-BENCH = re.findall(r"^\.venv/bin/python (bench/\w+\.py)$", README, re.MULTILINE)
+BENCH = re.findall(r"^\.venv/bin/python (bench/\w+\.py)\b", README, re.MULTILINE)
 
 
 def test_no_command_uses_a_bare_python() -> None:
@@ -21,7 +21,9 @@ def test_no_command_uses_a_bare_python() -> None:
 
 
 def test_the_readme_names_every_benchmark() -> None:
-    assert sorted(BENCH) == sorted(f"bench/{p.name}" for p in (ROOT / "bench").glob("*.py"))
+    # A benchmark is a bench/ script with a main; helper modules (bench/kafka_raft.py) are imported by them.
+    scripts = [p for p in (ROOT / "bench").glob("*.py") if '__name__ == "__main__"' in p.read_text()]
+    assert sorted(set(BENCH)) == sorted(f"bench/{p.name}" for p in scripts)
 
 
 @pytest.mark.parametrize("script", BENCH)

@@ -45,7 +45,9 @@ def fetch_body() -> FetchResponse:
         timestamp=5,
     )
     noop = encode_metadata_record(20, 0, b"\x00")  # NoOpRecord v0: an empty tagged-field section
-    feature = encode_metadata_record(12, 0, b"\x00\x01\x02")
+    feature = encode_metadata_record(
+        12, 0, b"\x00\x01\x02"
+    )  # not a FeatureLevelRecord body: flagged, shown as hex
     data = build_data_batch([noop, feature], base_offset=1, partition_leader_epoch=3, timestamp=6)
     part = PartitionData(partition_index=0, high_watermark=3, records=control + data + data[:20])
     return FetchResponse(responses=[FetchableTopicResponse(topic_id=uuid.UUID(int=1), partitions=[part])])
@@ -131,9 +133,10 @@ def test_pairs_decodes_and_flags(tmp_path: Path, shuffle: bool) -> None:
     assert batches[0]["records"][0]["control"] == "LEADER_CHANGE"
     assert batches[0]["records"][0]["value"]["leader_id"] == 2
     assert [(r["offset"], r["type"], r["value"]) for r in batches[1]["records"]] == [
-        (1, "NoOpRecord", "00"),
+        (1, "NoOpRecord", {}),  # decoded by the generated class: no fields
         (2, "FeatureLevelRecord", "000102"),
     ]
+    assert "FeatureLevelRecord v0 does not decode" in batches[1]["records"][1]["error"]
     assert records["truncated_tail"] == 20
     assert "matches no request" in (msgs[8].error or "")
     assert "frame size -3" in (msgs[9].error or "")
