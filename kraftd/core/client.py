@@ -25,7 +25,7 @@ from kraftd.core.effects import ApplyCommitted, Effect, LeaderChanged, SnapshotL
 from kraftd.core.events import Event
 from kraftd.core.log import LogBatch
 from kraftd.core.node import RaftNode
-from kraftd.core.replication import NotLeaderError
+from kraftd.core.replication import NotLeaderError, reported_high_watermark
 from kraftd.core.snapshots import Snapshot
 from kraftd.core.states import Leader
 from kraftd.core.types import LeaderAndEpoch, OffsetRange
@@ -118,4 +118,5 @@ class RaftClient:
             voters.insert(0, me)
         else:
             observers.insert(0, me)
-        return QuorumInfo(node.local.id, node.epoch, node.high_watermark, tuple(voters), tuple(observers))
+        hwm = reported_high_watermark(node, d)
+        return QuorumInfo(node.local.id, node.epoch, hwm, tuple(voters), tuple(observers))

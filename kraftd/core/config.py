@@ -23,6 +23,7 @@ class BugFlags:
     snapshot_missing_record: bool = False  # a snapshot leaves out the state machine's last record
     reconfig_before_commit: bool = False  # change voters before committing in the own epoch (KIP-853)
     two_uncommitted_changes: bool = False  # accept a voter change while another is uncommitted
+    report_inherited_hwm: bool = False  # a new leader reports its follower-era HWM before committing
 
     def any(self) -> bool:
         return (
@@ -33,6 +34,7 @@ class BugFlags:
             or self.snapshot_missing_record
             or self.reconfig_before_commit
             or self.two_uncommitted_changes
+            or self.report_inherited_hwm
         )
 
 

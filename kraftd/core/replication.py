@@ -144,7 +144,7 @@ def poll_leader(node: NodeContext, d: Leader) -> None:
     for token, p in list(d.parked.items()):
         if now >= p.deadline:
             del d.parked[token]
-            respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
+            respond(node, token, _fetch_data(node, d, p.fetch_offset, p.max_bytes))
 
 
 def _sole_voter(node: NodeContext) -> bool:
@@ -188,17 +188,27 @@ def _not_leader(node: NodeContext, code: ErrorCode = ErrorCode.NOT_LEADER_OR_FOL
     return m.fetch_response(ErrorCode.NONE, code, node.leader_id(), node.epoch, -1)
 
 
-def _fetch_data(node: NodeContext, offset: int, max_bytes: int) -> Any:
+def reported_high_watermark(node: NodeContext, d: Leader) -> int:
+    """The high watermark a leader tells others: -1 until it commits in its own epoch (Kafka's LeaderState).
+
+    Invariant: a follower's high watermark never moves backwards (Kafka's FollowerState throws on it). A new
+    leader's inherited watermark may trail one a follower learned from the old leader, so it stays unknown
+    until an entry of this epoch commits, which puts it past every offset committed before.
+    """
+    known = node.high_watermark > d.epoch_start_offset or node.bugs.report_inherited_hwm
+    return node.high_watermark if known else -1
+
+
+def _fetch_data(node: NodeContext, d: Leader, offset: int, max_bytes: int) -> Any:
     found = node.log.read(offset, min(max_bytes, node.config.fetch_max_bytes))
-    return m.fetch_response(
-        ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, found
-    )
+    hwm = reported_high_watermark(node, d)
+    return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
 
 
 def _complete_parked(node: NodeContext, d: Leader) -> None:
     for token, p in list(d.parked.items()):
         del d.parked[token]
-        respond(node, token, _fetch_data(node, p.fetch_offset, p.max_bytes))
+        respond(node, token, _fetch_data(node, d, p.fetch_offset, p.max_bytes))
 
 
 def respond(node: NodeContext, token: int, message: Any) -> None:
@@ -224,6 +234,7 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
     if node.shutting_down:
         return _not_leader(node, ErrorCode.BROKER_NOT_AVAILABLE)
     snap = node.snapshot
+    hwm = reported_high_watermark(node, d)
     diverging = node.log.validate(offset, last_epoch) if offset >= node.log.start_offset else None
     below_start = offset < node.log.start_offset or (diverging is not None and diverging.epoch < 0)
     if below_start and snap is not None and node.log.start_offset > 0:
@@ -233,21 +244,19 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
             ErrorCode.NONE,
             node.local.id,
             node.epoch,
-            node.high_watermark,
+            hwm,
             snapshot=snap.snapshot_id,
         )
     if diverging is not None:
         return m.fetch_response(
-            ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, None, diverging
+            ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, None, diverging
         )
     rid = m.fetch_replica_id(msg)
     if rid >= 0:  # a negative id is no replica (a tool, a consumer): never an observer (Kafka LeaderState)
         _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
     found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
     if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
-        return m.fetch_response(
-            ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, node.high_watermark, found
-        )
+        return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
     d.parked[token] = ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms)
     return None
 

@@ -35,6 +35,9 @@ def main(argv: list[str] | None = None) -> int:
             "no_check_quorum",
             "double_vote",
             "snapshot_missing_record",
+            "reconfig_before_commit",
+            "two_uncommitted_changes",
+            "report_inherited_hwm",
         ],
     )
     p.add_argument(

@@ -229,6 +229,8 @@ class Cluster:
         if core is None:
             return
         before_role = core.role
+        if isinstance(event, ResponseReceived):
+            self._check_fetch_response(node_id, core, event)
         out = core.step(event)
         self.trace.append(f"{self.now:>7} n{node_id} {_describe(event)} -> {core.role.value} e{core.epoch}")
         self._execute(n, core, out, event)
@@ -238,6 +240,15 @@ class Cluster:
                 self.checker.on_new_leader(node_id, core.epoch, core.log.batches, snap_end)
             self.checker.on_leader_hwm(node_id, core.epoch, core.high_watermark)
         self.check_durable()
+
+    def _check_fetch_response(self, node_id: int, core: RaftNode, ev: ResponseReceived) -> None:
+        """Invariant (11), over the responses the core will act on (those it still awaits)."""
+        pending = core.inflight.get(ev.request_id)
+        if pending is None or pending.destination != ev.source or not isinstance(ev.message, m.FetchResponse):
+            return
+        part = m.single_partition(ev.message)
+        if part is not None and part.error_code == 0 and part.current_leader.leader_epoch == core.epoch:
+            self.checker.on_fetch_response(node_id, core.high_watermark, ev.source, part.high_watermark)
 
     def check_durable(self) -> None:
         """Invariants (4) and (7); re-evaluated only when an input to them changed."""

@@ -17,6 +17,8 @@ RaftEventSimulationTest checks the same family).
 10. Voter changes (KIP-853), checked whenever a leader appends a Voters record that changes its voter set: the
    leader has committed a record of its own epoch, no other voter set is uncommitted in its log, and the new set
    differs from the one in force by at most one voter.
+11. A follower's high watermark never goes back: a Fetch response that names a high watermark (>= 0) names one at
+   least the receiver's own (Kafka's FollowerState.updateHighWatermark kills the process otherwise).
 8. Pre-vote never changes an epoch: pre-vote requests carry the sender's persisted epoch, and answering a
    same-epoch pre-vote persists nothing (entering Prospective with a new epoch is rejected by the core's
    transition table, which the simulator reports as a failure).
@@ -146,6 +148,14 @@ class Checker:
         if hwm < prev:
             raise InvariantViolation(5, f"leader {node} epoch {epoch} HWM went {prev} -> {hwm}")
         self.leader_hwm[(node, epoch)] = hwm
+
+    # (11)
+    def on_fetch_response(self, node: int, own_hwm: int, leader_id: int, reported_hwm: int) -> None:
+        if 0 <= reported_hwm < own_hwm:
+            raise InvariantViolation(
+                11,
+                f"leader {leader_id} told node {node} high watermark {reported_hwm} below its own {own_hwm}",
+            )
 
     # (7), (4: durable on a majority)
     def check_durable(
