@@ -11,8 +11,12 @@ from generated.add_raft_voter_request import AddRaftVoterRequest
 from generated.add_raft_voter_response import AddRaftVoterResponse
 from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
+from generated.alter_client_quotas_request import AlterClientQuotasRequest
+from generated.alter_client_quotas_response import AlterClientQuotasResponse
 from generated.alter_partition_request import AlterPartitionRequest
 from generated.alter_partition_response import AlterPartitionResponse
+from generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
+from generated.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
 from generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
@@ -28,22 +32,39 @@ from generated.client_quota_record import ClientQuotaRecord
 from generated.config_record import ConfigRecord
 from generated.controller_registration_request import ControllerRegistrationRequest
 from generated.controller_registration_response import ControllerRegistrationResponse
+from generated.create_acls_request import CreateAclsRequest
+from generated.create_acls_response import CreateAclsResponse
+from generated.create_delegation_token_request import CreateDelegationTokenRequest
+from generated.create_delegation_token_response import CreateDelegationTokenResponse
 from generated.create_partitions_request import CreatePartitionsRequest
 from generated.create_partitions_response import CreatePartitionsResponse
 from generated.create_topics_request import CreateTopicsRequest
 from generated.create_topics_response import CreateTopicsResponse
+from generated.default_principal_data import DefaultPrincipalData
 from generated.delegation_token_record import DelegationTokenRecord
+from generated.delete_acls_request import DeleteAclsRequest
+from generated.delete_acls_response import DeleteAclsResponse
 from generated.delete_topics_request import DeleteTopicsRequest
 from generated.delete_topics_response import DeleteTopicsResponse
+from generated.describe_acls_request import DescribeAclsRequest
+from generated.describe_acls_response import DescribeAclsResponse
+from generated.describe_client_quotas_request import DescribeClientQuotasRequest
+from generated.describe_client_quotas_response import DescribeClientQuotasResponse
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
+from generated.describe_delegation_token_request import DescribeDelegationTokenRequest
+from generated.describe_delegation_token_response import DescribeDelegationTokenResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
+from generated.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
+from generated.describe_user_scram_credentials_response import DescribeUserScramCredentialsResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from generated.end_quorum_epoch_response import EndQuorumEpochResponse
 from generated.end_transaction_record import EndTransactionRecord
 from generated.envelope_request import EnvelopeRequest
 from generated.envelope_response import EnvelopeResponse
+from generated.expire_delegation_token_request import ExpireDelegationTokenRequest
+from generated.expire_delegation_token_response import ExpireDelegationTokenResponse
 from generated.feature_level_record import FeatureLevelRecord
 from generated.fence_broker_record import FenceBrokerRecord
 from generated.fetch_request import FetchRequest
@@ -73,6 +94,8 @@ from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from generated.remove_raft_voter_response import RemoveRaftVoterResponse
 from generated.remove_topic_record import RemoveTopicRecord
 from generated.remove_user_scram_credential_record import RemoveUserScramCredentialRecord
+from generated.renew_delegation_token_request import RenewDelegationTokenRequest
+from generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from generated.request_header import RequestHeader
 from generated.response_header import ResponseHeader
 from generated.sasl_authenticate_request import SaslAuthenticateRequest
@@ -101,8 +124,12 @@ ALL_CLASSES: tuple[type, ...] = (
     AddRaftVoterResponse,
     AllocateProducerIdsRequest,
     AllocateProducerIdsResponse,
+    AlterClientQuotasRequest,
+    AlterClientQuotasResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
+    AlterUserScramCredentialsRequest,
+    AlterUserScramCredentialsResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
     BeginQuorumEpochRequest,
@@ -118,22 +145,39 @@ ALL_CLASSES: tuple[type, ...] = (
     ConfigRecord,
     ControllerRegistrationRequest,
     ControllerRegistrationResponse,
+    CreateAclsRequest,
+    CreateAclsResponse,
+    CreateDelegationTokenRequest,
+    CreateDelegationTokenResponse,
     CreatePartitionsRequest,
     CreatePartitionsResponse,
     CreateTopicsRequest,
     CreateTopicsResponse,
+    DefaultPrincipalData,
     DelegationTokenRecord,
+    DeleteAclsRequest,
+    DeleteAclsResponse,
     DeleteTopicsRequest,
     DeleteTopicsResponse,
+    DescribeAclsRequest,
+    DescribeAclsResponse,
+    DescribeClientQuotasRequest,
+    DescribeClientQuotasResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeDelegationTokenRequest,
+    DescribeDelegationTokenResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
+    DescribeUserScramCredentialsRequest,
+    DescribeUserScramCredentialsResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     EndTransactionRecord,
     EnvelopeRequest,
     EnvelopeResponse,
+    ExpireDelegationTokenRequest,
+    ExpireDelegationTokenResponse,
     FeatureLevelRecord,
     FenceBrokerRecord,
     FetchRequest,
@@ -163,6 +207,8 @@ ALL_CLASSES: tuple[type, ...] = (
     RemoveRaftVoterResponse,
     RemoveTopicRecord,
     RemoveUserScramCredentialRecord,
+    RenewDelegationTokenRequest,
+    RenewDelegationTokenResponse,
     RequestHeader,
     ResponseHeader,
     SaslAuthenticateRequest,
@@ -309,6 +355,45 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    29: ApiSpec(
+        api_key=29,
+        name="DescribeAcls",
+        request=DescribeAclsRequest,
+        response=DescribeAclsResponse,
+        lowest_version=1,
+        highest_version=3,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    30: ApiSpec(
+        api_key=30,
+        name="CreateAcls",
+        request=CreateAclsRequest,
+        response=CreateAclsResponse,
+        lowest_version=1,
+        highest_version=3,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    31: ApiSpec(
+        api_key=31,
+        name="DeleteAcls",
+        request=DeleteAclsRequest,
+        response=DeleteAclsResponse,
+        lowest_version=1,
+        highest_version=3,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     36: ApiSpec(
         api_key=36,
         name="SaslAuthenticate",
@@ -335,6 +420,58 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    38: ApiSpec(
+        api_key=38,
+        name="CreateDelegationToken",
+        request=CreateDelegationTokenRequest,
+        response=CreateDelegationTokenResponse,
+        lowest_version=1,
+        highest_version=3,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    39: ApiSpec(
+        api_key=39,
+        name="RenewDelegationToken",
+        request=RenewDelegationTokenRequest,
+        response=RenewDelegationTokenResponse,
+        lowest_version=1,
+        highest_version=2,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    40: ApiSpec(
+        api_key=40,
+        name="ExpireDelegationToken",
+        request=ExpireDelegationTokenRequest,
+        response=ExpireDelegationTokenResponse,
+        lowest_version=1,
+        highest_version=2,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    41: ApiSpec(
+        api_key=41,
+        name="DescribeDelegationToken",
+        request=DescribeDelegationTokenRequest,
+        response=DescribeDelegationTokenResponse,
+        lowest_version=1,
+        highest_version=3,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     44: ApiSpec(
         api_key=44,
         name="IncrementalAlterConfigs",
@@ -343,6 +480,58 @@ API_SPECS: dict[int, ApiSpec] = {
         lowest_version=0,
         highest_version=1,
         lowest_flexible_version=1,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    48: ApiSpec(
+        api_key=48,
+        name="DescribeClientQuotas",
+        request=DescribeClientQuotasRequest,
+        response=DescribeClientQuotasResponse,
+        lowest_version=0,
+        highest_version=1,
+        lowest_flexible_version=1,
+        listeners=frozenset(["broker"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    49: ApiSpec(
+        api_key=49,
+        name="AlterClientQuotas",
+        request=AlterClientQuotasRequest,
+        response=AlterClientQuotasResponse,
+        lowest_version=0,
+        highest_version=1,
+        lowest_flexible_version=1,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    50: ApiSpec(
+        api_key=50,
+        name="DescribeUserScramCredentials",
+        request=DescribeUserScramCredentialsRequest,
+        response=DescribeUserScramCredentialsResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    51: ApiSpec(
+        api_key=51,
+        name="AlterUserScramCredentials",
+        request=AlterUserScramCredentialsRequest,
+        response=AlterUserScramCredentialsResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
         listeners=frozenset(["broker", "controller"]),
         latest_version_unstable=False,
         request_header_versions=(),

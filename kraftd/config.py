@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kraftd.controller.tokens import TokenSettings
 from kraftd.core.config import QuorumConfig
 from kraftd.security import PROTOCOLS, ListenerSecurity, is_security_key, listener_security
 from kwire.errors import KraftError
@@ -30,6 +31,7 @@ DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 MIN_SEGMENT_BYTES = 1024
 # Kafka's controller.quorum.* defaults live once, in the core's QuorumConfig.
 _QUORUM_DEFAULTS = QuorumConfig()
+_TOKEN_DEFAULTS = TokenSettings()
 DEFAULT_LOG_DIR = "/tmp/kafka-logs"
 DEFAULT_LISTENERS = "PLAINTEXT://:9092"
 # Kafka's default listener.security.protocol.map.
@@ -96,6 +98,9 @@ class KraftConfig:
     unknown_keys: tuple[str, ...] = field(default=())
     limits: ListenerLimits = field(default_factory=ListenerLimits)
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    tokens: TokenSettings = field(
+        default_factory=TokenSettings
+    )  # delegation.token.* (kraftd.controller.tokens)
     # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
     test_fsync_delay_file: Path | None = None
 
@@ -300,6 +305,8 @@ _TOLERATED = frozenset(
 )
 
 _KNOWN = frozenset(
+    "delegation.token.secret.key delegation.token.max.lifetime.ms delegation.token.expiry.time.ms "
+    "delegation.token.expiry.check.interval.ms "
     "metadata.max.retention.bytes metadata.max.retention.ms metadata.log.max.snapshot.interval.ms "
     "metadata.log.max.record.bytes.between.snapshots "
     "node.id process.roles controller.listener.names listeners advertised.listeners "
@@ -418,6 +425,19 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
         security=security,
+        tokens=TokenSettings(
+            secret_key=props.get("delegation.token.secret.key", "").strip() or None,
+            max_lifetime_ms=_int(
+                props, "delegation.token.max.lifetime.ms", _TOKEN_DEFAULTS.max_lifetime_ms, 1
+            ),
+            expiry_time_ms=_int(props, "delegation.token.expiry.time.ms", _TOKEN_DEFAULTS.expiry_time_ms, 1),
+            expiry_check_interval_ms=_int(
+                props,
+                "delegation.token.expiry.check.interval.ms",
+                _TOKEN_DEFAULTS.expiry_check_interval_ms,
+                1,
+            ),
+        ),
         test_fsync_delay_file=Path(props["kraftd.test.fsync.delay.file"])
         if props.get("kraftd.test.fsync.delay.file", "").strip()
         else None,

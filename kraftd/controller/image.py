@@ -6,6 +6,9 @@ Invariants:
    (``other``), so a replayed image loses nothing the log holds.
 3. ``copy()`` is a deep, independent copy (the leader's uncommitted view starts as one); ``checksum()`` is a
    deterministic digest of the whole image, equal on every node that applied the same records.
+4. Security metadata keeps the records themselves: ``acls`` id -> AccessControlEntryRecord, ``scram`` (user,
+   mechanism) -> UserScramCredentialRecord, ``delegation_tokens`` token id -> DelegationTokenRecord; ``quotas``
+   entity -> {key: value}. Their shapes are documented in kraftd.controller.acls / scram / tokens / quotas.
 """
 
 from __future__ import annotations

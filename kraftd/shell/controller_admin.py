@@ -35,6 +35,7 @@ from generated.messages import API_SPECS
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import partitions, topics
+from kraftd.shell import controller_security
 from kwire.errors import ErrorCode, KraftError
 from kwire.headers import encode_response, parse_request
 
@@ -56,7 +57,7 @@ APIS: tuple[int, ...] = (
 FORWARDABLE: dict[int, tuple[int, int]] = {
     k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
     for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES)
-}
+} | controller_security.FORWARDABLE
 
 
 class ControllerAdmin:
@@ -88,7 +89,13 @@ class ControllerAdmin:
         except KraftError as exc:
             log.info("envelope: cannot parse the forwarded request: %s", exc)
             return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
-        body = await self.handle(inner.api_key, inner.body)
+        if inner.api_key in controller_security.APIS:
+            principal = controller_security.forwarded_principal(req.request_principal)
+            body = await self.node.ctl_security.handle(
+                inner.api_key, inner.body, inner.api_version, principal
+            )
+        else:
+            body = await self.handle(inner.api_key, inner.body)
         data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)
         return EnvelopeResponse(response_data=data, error_code=ErrorCode.NONE)
 

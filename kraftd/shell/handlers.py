@@ -43,8 +43,9 @@ VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 
 FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 81, 82
 # Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
 # BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
-# CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope.
-CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58)
+# CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope; kraftd.shell.controller_security: the ACL,
+# client quota, SCRAM and delegation token writes (29-31, 49, 51, 38-40).
+CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58, 29, 30, 31, 49, 51, 38, 39, 40)
 KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 SERVED: tuple[int, ...] = (
     *CONTROLLER_RPCS,

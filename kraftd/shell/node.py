@@ -70,10 +70,11 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, observe
+from kraftd.shell import admin, controller_admin, controller_rpcs, controller_security, handlers, observe
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
 from kraftd.shell.controller_rpcs import ControllerRpcs
+from kraftd.shell.controller_security import ControllerSecurity
 from kraftd.shell.inbox import EventInbox
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
@@ -198,6 +199,7 @@ class ControllerNode:
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
         self.ctl_admin = ControllerAdmin(self)
+        self.ctl_security = ControllerSecurity(self)
         self.state = RecordsState()
         self.client.register(self.state)
         self.observer = observe.NodeObserver(core)
@@ -237,6 +239,7 @@ class ControllerNode:
         )
         self._driver = asyncio.create_task(self._drive())
         self._spawn(self.rpcs.run_periodic())
+        self._spawn(self.ctl_security.run_sweeper())
 
     @property
     def core(self) -> RaftNode:
@@ -493,6 +496,8 @@ class ControllerNode:
             return await self.rpcs.handle(key, body, header.request_api_version)
         if key in controller_admin.APIS:
             return await self.ctl_admin.handle(key, body)
+        if key in controller_security.APIS:
+            return await self.ctl_security.handle(key, body, header.request_api_version)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
             return handlers.metadata_response(body, self.cluster_view())
