@@ -48,16 +48,10 @@ from generated.delete_topics_request import DeleteTopicsRequest
 from generated.delete_topics_response import DeleteTopicsResponse
 from generated.describe_acls_request import DescribeAclsRequest
 from generated.describe_acls_response import DescribeAclsResponse
-from generated.describe_client_quotas_request import DescribeClientQuotasRequest
-from generated.describe_client_quotas_response import DescribeClientQuotasResponse
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
-from generated.describe_delegation_token_request import DescribeDelegationTokenRequest
-from generated.describe_delegation_token_response import DescribeDelegationTokenResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
-from generated.describe_user_scram_credentials_request import DescribeUserScramCredentialsRequest
-from generated.describe_user_scram_credentials_response import DescribeUserScramCredentialsResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from generated.end_quorum_epoch_response import EndQuorumEpochResponse
 from generated.end_transaction_record import EndTransactionRecord
@@ -161,16 +155,10 @@ ALL_CLASSES: tuple[type, ...] = (
     DeleteTopicsResponse,
     DescribeAclsRequest,
     DescribeAclsResponse,
-    DescribeClientQuotasRequest,
-    DescribeClientQuotasResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
-    DescribeDelegationTokenRequest,
-    DescribeDelegationTokenResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
-    DescribeUserScramCredentialsRequest,
-    DescribeUserScramCredentialsResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     EndTransactionRecord,
@@ -459,19 +447,6 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
-    41: ApiSpec(
-        api_key=41,
-        name="DescribeDelegationToken",
-        request=DescribeDelegationTokenRequest,
-        response=DescribeDelegationTokenResponse,
-        lowest_version=1,
-        highest_version=3,
-        lowest_flexible_version=2,
-        listeners=frozenset(["broker", "controller"]),
-        latest_version_unstable=False,
-        request_header_versions=(),
-        response_header_versions=(),
-    ),
     44: ApiSpec(
         api_key=44,
         name="IncrementalAlterConfigs",
@@ -485,19 +460,6 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
-    48: ApiSpec(
-        api_key=48,
-        name="DescribeClientQuotas",
-        request=DescribeClientQuotasRequest,
-        response=DescribeClientQuotasResponse,
-        lowest_version=0,
-        highest_version=1,
-        lowest_flexible_version=1,
-        listeners=frozenset(["broker"]),
-        latest_version_unstable=False,
-        request_header_versions=(),
-        response_header_versions=(),
-    ),
     49: ApiSpec(
         api_key=49,
         name="AlterClientQuotas",
@@ -506,19 +468,6 @@ API_SPECS: dict[int, ApiSpec] = {
         lowest_version=0,
         highest_version=1,
         lowest_flexible_version=1,
-        listeners=frozenset(["broker", "controller"]),
-        latest_version_unstable=False,
-        request_header_versions=(),
-        response_header_versions=(),
-    ),
-    50: ApiSpec(
-        api_key=50,
-        name="DescribeUserScramCredentials",
-        request=DescribeUserScramCredentialsRequest,
-        response=DescribeUserScramCredentialsResponse,
-        lowest_version=0,
-        highest_version=0,
-        lowest_flexible_version=0,
         listeners=frozenset(["broker", "controller"]),
         latest_version_unstable=False,
         request_header_versions=(),

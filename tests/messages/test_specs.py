@@ -101,6 +101,15 @@ APIS: dict[str, tuple[int, str, str, list[str]]] = {
     "BrokerHeartbeat": (63, "0-2", "0+", ["controller"]),
     "AllocateProducerIds": (67, "0", "0+", ["controller"]),
     "ControllerRegistration": (70, "0", "0+", ["controller"]),
+    # Security metadata writes a broker forwards (kraftd.shell.controller_security), same jar.
+    "DescribeAcls": (29, "1-3", "2+", ["broker", "controller"]),
+    "CreateAcls": (30, "1-3", "2+", ["broker", "controller"]),
+    "DeleteAcls": (31, "1-3", "2+", ["broker", "controller"]),
+    "AlterClientQuotas": (49, "0-1", "1+", ["broker", "controller"]),
+    "AlterUserScramCredentials": (51, "0", "0+", ["broker", "controller"]),
+    "CreateDelegationToken": (38, "1-3", "2+", ["broker", "controller"]),
+    "RenewDelegationToken": (39, "1-2", "2+", ["broker", "controller"]),
+    "ExpireDelegationToken": (40, "1-2", "2+", ["broker", "controller"]),
 }
 # KRaft metadata records as kafka-metadata-4.3.1.jar ships them: name -> (apiKey, validVersions); all flexible 0+.
 METADATA = {
@@ -141,6 +150,7 @@ DATA = {
     "SnapshotHeaderRecord": ("data", "0", "0+"),
     "SnapshotFooterRecord": ("data", "0", "0+"),
     "QuorumStateData": ("data", "0-1", "0+"),
+    "DefaultPrincipalData": ("data", "0", "0+"),  # an Envelope's RequestPrincipal
 }
 
 
