@@ -6,8 +6,9 @@ AccessControlEntryRecord that created it, unchanged: ``resource_type``, ``resour
 (the constants below). A RemoveAccessControlEntryRecord drops the id.
 
 Contracts (Kafka 4.3.1: AclApis on the controller, AclControlManager, ResourcePatternFilter, AccessControlEntryFilter):
-1. Creation, per entry, in this order: an UNKNOWN code anywhere -> INVALID_REQUEST; a CLUSTER resource not named ``kafka-cluster`` -> INVALID_REQUEST "The only valid name for the
-   CLUSTER resource is kafka-cluster"; an empty name -> INVALID_REQUEST "Invalid empty resource name"; resource
+1. Creation, per entry, in this order: an UNKNOWN code anywhere -> INVALID_REQUEST; a CLUSTER resource not
+   named ``kafka-cluster`` -> INVALID_REQUEST "The only valid name for the CLUSTER resource is kafka-cluster";
+   an empty name -> INVALID_REQUEST "Invalid empty resource name"; resource
    type ANY, pattern type other than LITERAL/PREFIXED, operation ANY, permission ANY -> INVALID_REQUEST "Invalid
    <field> <VALUE>"; a principal without ':' -> INVALID_REQUEST "Could not parse principal ...". A valid ACL that
    already exists (in the image or earlier in the request) succeeds without a record; a new one becomes an
