@@ -14,7 +14,8 @@ kraftd's records. Invariants, each observed on real processes over loopback:
    from the broker, and deletes one.
 4. Delegation tokens (Create/Renew/ExpireDelegationToken): kafka-delegation-tokens, as the SCRAM user, creates a
    token; the broker's describe shows the same token id and HMAC (the broker computes the HMAC itself from the
-   shared secret); renew and expire answer; after expiry the broker lists no token.
+   shared secret) and kafka-topics authenticates with the token (SCRAM, tokenauth=true); renew and expire
+   answer; after expiry the broker lists no token.
 """
 
 from __future__ import annotations
@@ -263,6 +264,29 @@ def test_security_metadata_through_a_real_broker(tmp_path: Path) -> None:
                 ),
             )
             assert mac in listed_tokens, listed_tokens
+            # The token authenticates to the broker (SCRAM with tokenauth): id and HMAC as kraftd answered them.
+            token_props = tmp_path / "token.properties"
+            token_props.write_text(
+                "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-256\n"
+                "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+                f'username="{token_id}" password="{mac}" tokenauth="true";\n'
+            )
+            listed_topics = (
+                run_tool(
+                    "org.apache.kafka.tools.TopicCommand",
+                    [
+                        "--bootstrap-server",
+                        f"127.0.0.1:{sasl_port}",
+                        "--command-config",
+                        str(token_props),
+                        "--list",
+                    ],
+                    workdir=tmp_path,
+                )
+                .check()
+                .stdout
+            )
+            assert "guarded" in listed_topics.split(), listed_topics
             assert "Completed renew operation" in tokens(
                 "--renew", "--hmac", mac, "--renew-time-period", "-1"
             )
