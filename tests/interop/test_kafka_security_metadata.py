@@ -9,7 +9,8 @@ kraftd's records. Invariants, each observed on real processes over loopback:
    the mechanism and iterations back; deleting it makes the same login fail.
 2. ACLs (CreateAcls / DeleteAcls): kafka-acls adds a DENY Write for the SCRAM user on one topic and lists it; the
    broker refuses that user's produce to the topic (TOPIC_AUTHORIZATION_FAILED) while another topic works;
-   kafka-acls removes it and the produce succeeds.
+   kafka-acls with --bootstrap-controller lists it from kraftd's DescribeAcls; kafka-acls removes it and the
+   produce succeeds.
 3. Client quotas (AlterClientQuotas): kafka-configs sets user and default client-id quotas, describes them back
    from the broker, and deletes one.
 4. Delegation tokens (Create/Renew/ExpireDelegationToken): kafka-delegation-tokens, as the SCRAM user, creates a
@@ -179,6 +180,18 @@ def test_security_metadata_through_a_real_broker(tmp_path: Path) -> None:
             listed = tool("org.apache.kafka.tools.AclCommand", "--list", "--topic", "guarded")
             assert f"principal=User:{USER}" in listed and "operation=WRITE" in listed, listed
             assert "permissionType=DENY" in listed, listed
+            # DescribeAcls answered by a kraftd controller itself (Kafka's Admin client, --bootstrap-controller).
+            controller = f"127.0.0.1:{quorum.nodes[0].port}"
+
+            def at_controller() -> str:
+                args = ["--bootstrap-controller", controller, "--list", "--topic", "guarded"]
+                return run_tool("org.apache.kafka.tools.AclCommand", args, workdir=tmp_path).check().stdout
+
+            from_controller = _until(
+                "kraftd lists the ACL",
+                lambda: (lambda out: out if "permissionType=DENY" in out else None)(at_controller()),
+            )
+            assert f"principal=User:{USER}" in from_controller, from_controller
             _until("guarded refused", lambda: _produce(sasl_port, "guarded") == "TOPIC_AUTHORIZATION_FAILED")
             assert _produce(sasl_port, "open") == "ok"
             tool("org.apache.kafka.tools.AclCommand", "--remove", "--force", *acl)
