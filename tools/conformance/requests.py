@@ -20,13 +20,20 @@ from generated import fetch_request as fr
 from generated import fetch_snapshot_request as fs
 from generated import update_raft_voter_request as urv
 from generated import vote_request as vr
+from generated.alter_client_quotas_request import AlterClientQuotasRequest
 from generated.alter_partition_request import AlterPartitionRequest
+from generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
 from generated.api_versions_request import ApiVersionsRequest
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from generated.create_acls_request import CreateAclsRequest
+from generated.create_delegation_token_request import CreatableRenewers, CreateDelegationTokenRequest
 from generated.create_partitions_request import CreatePartitionsRequest
 from generated.create_topics_request import CreateTopicsRequest
+from generated.delete_acls_request import DeleteAclsRequest
 from generated.delete_topics_request import DeleteTopicsRequest
+from generated.describe_acls_request import DescribeAclsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
+from generated.expire_delegation_token_request import ExpireDelegationTokenRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.kraftd_append_request import KraftdAppendRequest
 from generated.metadata_request import MetadataRequest
@@ -34,6 +41,7 @@ from generated.read_offset_request import PartitionData as ROPartition
 from generated.read_offset_request import ReadOffsetRequest
 from generated.read_offset_request import TopicData as ROTopic
 from generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from generated.renew_delegation_token_request import RenewDelegationTokenRequest
 from generated.sasl_authenticate_request import SaslAuthenticateRequest
 from generated.sasl_handshake_request import SaslHandshakeRequest
 from generated.update_features_request import UpdateFeaturesRequest
@@ -242,6 +250,35 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
         return BrokerHeartbeatRequest(
             broker_id=UNREGISTERED_BROKER, broker_epoch=-1, current_metadata_offset=0
         )
+    # Security metadata: a read, empty lists, validate-only, a renewer type no controller accepts, an HMAC no
+    # token has; none writes a record.
+    if api_key == 29:
+        return DescribeAclsRequest(
+            resource_type_filter=1,
+            resource_name_filter=None,
+            pattern_type_filter=1,
+            principal_filter=None,
+            host_filter=None,
+            operation=1,
+            permission_type=1,
+        )
+    if api_key == 30:
+        return CreateAclsRequest(creations=[])
+    if api_key == 31:
+        return DeleteAclsRequest(filters=[])
+    if api_key == 49:
+        return AlterClientQuotasRequest(entries=[], validate_only=True)
+    if api_key == 51:
+        return AlterUserScramCredentialsRequest(deletions=[], upsertions=[])
+    if api_key == 38:
+        return CreateDelegationTokenRequest(
+            renewers=[CreatableRenewers(principal_type="Group", principal_name="conformance")],
+            max_lifetime_ms=-1,
+        )
+    if api_key == 39:
+        return RenewDelegationTokenRequest(hmac=b"conformance", renew_period_ms=-1)
+    if api_key == 40:
+        return ExpireDelegationTokenRequest(hmac=b"conformance", expiry_time_period_ms=-1)
     if api_key == 651:  # kraftd's own append RPC: another cluster's id is refused before anything is appended
         return KraftdAppendRequest(cluster_id=WRONG_CLUSTER, timeout_ms=1000, records=[])
     # Envelope (58), BrokerRegistration (62), AllocateProducerIds (67) and ControllerRegistration (70) have no
