@@ -143,8 +143,12 @@ def dump_log(files: Iterable[Path], *, workdir: Path, version: str = DEFAULT_VER
 
 
 def random_directory_id() -> str:
-    """A directory id in Kafka's text form (URL-safe base64 of 16 bytes, no padding)."""
-    return urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A directory id in Kafka's text form (URL-safe base64 of 16 bytes, no padding). Like Kafka's
+    Uuid.randomUuid it never starts with '-' (Kafka's tools would read such an id as an option)."""
+    while True:
+        text = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 def random_cluster_id() -> str:

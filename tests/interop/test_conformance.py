@@ -54,6 +54,7 @@ STATE_CHANGING = {
     "versions.BrokerRegistration",
     "versions.AllocateProducerIds",
     "versions.ControllerRegistration",
+    "versions.CreateDelegationToken",
 }
 NOT_PROBED = "not probed"
 
