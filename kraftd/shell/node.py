@@ -78,7 +78,6 @@ from kraftd.shell.inbox import EventInbox
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
-from kraftd.shell.statemachine import RecordsState
 from kraftd.shell.transport import ConnectionInfo, KafkaServer, PeerConnection, PeerError
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kraftd.storage.layout import NodeStorage, open_node_storage
@@ -198,8 +197,6 @@ class ControllerNode:
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
         self.ctl_admin = ControllerAdmin(self)
-        self.state = RecordsState()
-        self.client.register(self.state)
         self.observer = observe.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         name = cfg.controller_listener_names[0]
@@ -332,12 +329,12 @@ class ControllerNode:
 
     def _maybe_snapshot(self) -> None:
         """KIP-630: snapshot the state machine when the core says one is due (record bytes or interval)."""
-        st = self.state
+        st = self.controller  # the metadata image, written out as records (Kafka's image writer)
         latest = self.client.latest_snapshot
         newer = st.end_offset > (latest.snapshot_id.offset if latest else 0)
         if not self.client.snapshot_due() or not newer or not st.snapshot_safe:
             return
-        snap = self.client.create_snapshot(st.end_offset, list(st.values))
+        snap = self.client.create_snapshot(st.end_offset, st.snapshot_values())
         log.info("node %d: wrote snapshot %s", self.config.node_id, snap.snapshot_id)
         self._step(Tick(now_ms()))
 
