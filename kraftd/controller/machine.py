@@ -116,6 +116,11 @@ class MetadataController:
         self.uncommitted = None
 
     @property
+    def leading(self) -> bool:
+        """The Raft leader of ``leader_epoch`` (active or still replaying to the end)."""
+        return self._leading
+
+    @property
     def active(self) -> bool:
         return self._leading and self._activated
 

@@ -24,6 +24,10 @@ class BugFlags:
     reconfig_before_commit: bool = False  # change voters before committing in the own epoch (KIP-853)
     two_uncommitted_changes: bool = False  # accept a voter change while another is uncommitted
     report_inherited_hwm: bool = False  # a new leader reports its follower-era HWM before committing
+    # Controller (metadata state machine) bugs, caught by the controller simulator (kraftd/sim/controller_*.py):
+    fence_keeps_leader: bool = False  # fencing a broker shrinks its ISRs but leaves it leading
+    isr_admits_fenced: bool = False  # AlterPartition accepts a fenced broker into an ISR
+    reuse_broker_epoch: bool = False  # a broker registering again keeps its previous broker epoch
 
     def any(self) -> bool:
         return (
@@ -35,6 +39,9 @@ class BugFlags:
             or self.reconfig_before_commit
             or self.two_uncommitted_changes
             or self.report_inherited_hwm
+            or self.fence_keeps_leader
+            or self.isr_admits_fenced
+            or self.reuse_broker_epoch
         )
 
 
