@@ -27,6 +27,7 @@ from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_R
 log = logging.getLogger("kraftd.config")
 
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+DEFAULT_MAX_IDLE_INTERVAL_MS = 500  # metadata.max.idle.interval.ms, as Kafka
 MIN_SEGMENT_BYTES = 1024
 # Kafka's controller.quorum.* defaults live once, in the core's QuorumConfig.
 _QUORUM_DEFAULTS = QuorumConfig()
@@ -89,6 +90,8 @@ class KraftConfig:
     retention_ms: int = _QUORUM_DEFAULTS.retention_ms
     snapshot_interval_ms: int = _QUORUM_DEFAULTS.snapshot_interval_ms
     snapshot_max_record_bytes: int = _QUORUM_DEFAULTS.snapshot_max_record_bytes
+    # metadata.max.idle.interval.ms: the active controller appends a NoOpRecord this often (Kafka's default); 0 = off.
+    max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS
     metrics_port: int = (
         -1
     )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
@@ -300,7 +303,7 @@ _TOLERATED = frozenset(
 )
 
 _KNOWN = frozenset(
-    "metadata.max.retention.bytes metadata.max.retention.ms metadata.log.max.snapshot.interval.ms "
+    "metadata.max.idle.interval.ms metadata.max.retention.bytes metadata.max.retention.ms metadata.log.max.snapshot.interval.ms "
     "metadata.log.max.record.bytes.between.snapshots "
     "node.id process.roles controller.listener.names listeners advertised.listeners "
     "listener.security.protocol.map metadata.log.dir log.dirs log.dir controller.quorum.voters "
@@ -405,6 +408,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
         retention_bytes=_int(props, "metadata.max.retention.bytes", _QUORUM_DEFAULTS.retention_bytes, -1),
         retention_ms=_int(props, "metadata.max.retention.ms", _QUORUM_DEFAULTS.retention_ms, -1),
+        max_idle_interval_ms=_int(props, "metadata.max.idle.interval.ms", DEFAULT_MAX_IDLE_INTERVAL_MS, 0),
         snapshot_interval_ms=_int(
             props, "metadata.log.max.snapshot.interval.ms", _QUORUM_DEFAULTS.snapshot_interval_ms, 0
         ),

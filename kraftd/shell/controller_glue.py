@@ -7,10 +7,13 @@ Contracts:
    records (first active leadership), they are appended as one batch and applied to the uncommitted view.
 3. :meth:`ControllerGlue.write` is how RPC handlers write: validated records -> one atomic append -> resolved
    after commit; NotControllerError when this node is not the active controller.
+4. :meth:`ControllerGlue.run_idle_writes` appends the state machine's idle records (a NoOpRecord) every
+   ``metadata.max.idle.interval.ms`` while this node is the active controller (kraftd.controller.machine 5).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
@@ -93,6 +96,17 @@ class ControllerGlue:
             self.machine.on_appended(rng.first, values)
 
         return await self.node.append(values, on_range=applied)
+
+    async def run_idle_writes(self, interval_s: float) -> None:
+        """Contract 4 (a task the node owns; cancelled when it stops)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            records = self.machine.idle_records()
+            if records:
+                try:
+                    await self.try_write(records)
+                except Exception as exc:  # noqa: BLE001 - the next interval tries again
+                    log.debug("node %d: idle NoOpRecord not written: %s", self.node.config.node_id, exc)
 
     async def try_write(self, records: list[Any]) -> ErrorCode:
         """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node

@@ -234,6 +234,8 @@ class ControllerNode:
         )
         self._driver = asyncio.create_task(self._drive())
         self._spawn(self.rpcs.run_periodic())
+        if cfg.max_idle_interval_ms > 0:
+            self._spawn(self.controller.run_idle_writes(cfg.max_idle_interval_ms / 1000))
 
     @property
     def core(self) -> RaftNode:
