@@ -34,6 +34,7 @@ from kraftd.core.config import QuorumConfig
 from kraftd.core.events import Event, Tick
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
+from kraftd.core.states import Leader
 from kraftd.core.types import Role
 from kraftd.sim.cluster import Cluster, SimNode
 from kraftd.sim.controller_invariants import ControllerChecker
@@ -69,6 +70,7 @@ class ControllerCluster(Cluster):
         self.heartbeats: dict[int, cb.Heartbeats] = {}
         self.end_offsets: dict[int, int] = {}
         self.waiting: dict[int, list[tuple[int, int, Reply]]] = {}
+        self._settled_at: dict[int, tuple[int, int]] = {}  # (epoch, offset) of the last (29) check per node
         self.snapshot_loads = 0  # images rebuilt from a snapshot (a restart, or one fetched from the leader)
 
     # ----- life cycle (contract 1) -----
@@ -107,6 +109,12 @@ class ControllerCluster(Cluster):
                 self.cchecker.on_node_commit(nid, end, m.committed)
         self._sync_leadership(nid, core, m)
         self._resolve(nid, core)
+        d = core.data
+        settled = isinstance(d, Leader) and not d.pending and core.high_watermark == core.log.end_offset
+        if settled and m.active and m.uncommitted is not None and m.committed.offset == m.uncommitted.offset:
+            if self._settled_at.get(nid) != (core.epoch, m.committed.offset):  # once per commit
+                self._settled_at[nid] = (core.epoch, m.committed.offset)
+                self.cchecker.on_settled_leader(nid, m.uncommitted, m.committed)
 
     def _sync_leadership(self, nid: int, core: RaftNode, m: MetadataController) -> None:
         leading = core.role is Role.LEADER

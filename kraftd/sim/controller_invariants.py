@@ -14,6 +14,8 @@ from offset 0 into one image, batch by batch. Its invariants:
 27. A fenced broker is in an ISR only as its last member (fencing shrinks every ISR it is in, never to empty).
 28. Every snapshot (KIP-630, written or installed) rebuilds an image equal to the reference image at its end
     offset (the image replayed from the log up to N).
+29. The active controller's uncommitted view, once everything it appended has committed, equals its committed
+    image (the leader validates writes against exactly what every node will replay).
 (22)-(27) are checked on the reference image after every committed batch; (21) whenever a node commits or loads
 a snapshot; (28) whenever a node writes or installs one.
 """
@@ -96,6 +98,11 @@ class ControllerChecker(Checker):
                 21, f"node {node}'s image at offset {end} differs from the committed log's"
             )
         self.images_checked += 1
+
+    # (29)
+    def on_settled_leader(self, node: int, uncommitted: MetadataImage, committed: MetadataImage) -> None:
+        if content_digest(uncommitted) != content_digest(committed):
+            raise InvariantViolation(29, f"leader {node}'s uncommitted view differs from its committed image")
 
     # (28), replacing the Raft checker's record-for-record (9): a snapshot holds the image, not the history
     def on_snapshot(self, node: int, end_offset: int, values: list[bytes]) -> None:
