@@ -1,7 +1,7 @@
 """The controller in the deterministic simulator (issue 9): the metadata state machine on every node, brokers as
 clients, faults everywhere; invariants (21)-(28) of kraftd.sim.controller_invariants after every event.
 
-Budget: KRAFTD_SIM_CONTROLLER_SEEDS seeds (default 500) round-robin over the controller scenarios on
+Budget: KRAFTD_SIM_CONTROLLER_SEEDS seeds (default 400) round-robin over the controller scenarios on
 KRAFTD_SIM_WORKERS processes; each planted controller bug must be caught within the same budget, by the invariant
 that names it, with a replay command that reproduces it."""
 
@@ -17,7 +17,7 @@ from kraftd.sim.controller_scenarios import CONTROLLER_SCENARIOS
 from kraftd.sim.harness import Harness
 from kraftd.sim.runner import run_many, run_seed
 
-SEEDS = int(os.environ.get("KRAFTD_SIM_CONTROLLER_SEEDS", "500"))
+SEEDS = int(os.environ.get("KRAFTD_SIM_CONTROLLER_SEEDS", "400"))
 WORKERS = int(os.environ.get("KRAFTD_SIM_WORKERS", "2"))
 NAMES = sorted(CONTROLLER_SCENARIOS)
 
