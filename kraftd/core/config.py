@@ -24,6 +24,10 @@ class BugFlags:
     reconfig_before_commit: bool = False  # change voters before committing in the own epoch (KIP-853)
     two_uncommitted_changes: bool = False  # accept a voter change while another is uncommitted
     report_inherited_hwm: bool = False  # a new leader reports its follower-era HWM before committing
+    read_without_confirm: bool = (
+        False  # a leader answers reads without a confirmation round (kraftd.core.reads)
+    )
+    read_without_read_offset: bool = False  # a non-leader serves reads from its applied state at once
 
     def any(self) -> bool:
         return (
@@ -35,6 +39,8 @@ class BugFlags:
             or self.reconfig_before_commit
             or self.two_uncommitted_changes
             or self.report_inherited_hwm
+            or self.read_without_confirm
+            or self.read_without_read_offset
         )
 
 
