@@ -81,8 +81,15 @@ def check(history: Iterable[Op], *, initial: str | None = None, max_states: int 
 
 
 def _check_key(ops: Sequence[Op], initial: str | None, budget: int) -> tuple[bool, int]:
-    ops = sorted(ops, key=lambda o: o.call)
+    # An unknown-outcome write whose value no read returned may as well never have happened: taking effect can
+    # only make later reads return its value (contract 1), so dropping it keeps the answer and the search small.
+    seen_values = {o.value for o in ops if o.kind == READ}
+    ops = sorted(
+        (o for o in ops if o.ret is not None or o.kind == READ or o.value in seen_values),
+        key=lambda o: o.call,
+    )
     n = len(ops)
+    calls = [o.call for o in ops]
     rets = [INFINITY if o.ret is None else o.ret for o in ops]
     required = 0
     for i, o in enumerate(ops):
@@ -99,12 +106,22 @@ def _check_key(ops: Sequence[Op], initial: str | None, budget: int) -> tuple[boo
         seen.add((done, state))
         if len(seen) > budget:
             raise CheckTooLargeError(f"more than {budget} search states")
-        pending = [i for i in range(n) if not (done >> i) & 1]
-        horizon = min(rets[i] for i in pending)
-        for i in pending:
+        # The operations that may go next: pending ones called before every pending one returned. Scanning in
+        # call order, an operation called after the running minimum return cannot lower it (ret >= call).
+        i = (~done & (done + 1)).bit_length() - 1
+        horizon = INFINITY
+        candidates = []
+        while i < n:
+            if not (done >> i) & 1:
+                if calls[i] > horizon:
+                    break
+                candidates.append(i)
+                horizon = min(horizon, rets[i])
+            i += 1
+        for i in candidates:
+            if calls[i] > horizon:
+                continue
             op = ops[i]
-            if op.call > horizon:
-                break  # called after some pending operation returned: cannot go first
             if op.kind == WRITE:
                 stack.append((done | (1 << i), op.value))
             elif op.value == state:
