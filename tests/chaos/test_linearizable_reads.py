@@ -12,17 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.chaos.histories import record_history
+from tests.chaos.histories import Run, record_history
 from tools.lincheck import check, dump
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def _summary(run: object) -> str:
-    r = run  # the Run dataclass, printed for the CI log
+def _summary(r: Run) -> str:
     return (
-        f"reads ok {r.reads_ok} failed {r.reads_failed}, writes ok {r.writes_ok} unknown {r.writes_unknown}, "  # type: ignore[attr-defined]
-        f"faults {r.faults}"  # type: ignore[attr-defined]
+        f"reads ok {r.reads_ok} failed {r.reads_failed}, writes ok {r.writes_ok} unknown {r.writes_unknown}, "
+        f"faults {r.faults}"
     )
 
 
