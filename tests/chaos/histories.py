@@ -168,6 +168,7 @@ def record_history(
     seed: int = 1,
 ) -> Run:
     """Run the workload against a fresh quorum while the fault schedule runs; returns the recorded history."""
+    root.mkdir(parents=True, exist_ok=True)
     cluster = ChaosCluster(root, nodes)
     for i in cluster.ids:
         path = cluster.config(i)
