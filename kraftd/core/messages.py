@@ -294,10 +294,11 @@ def fetch_snapshot_response(
     return FetchSnapshotResponse(error_code=int(error), topics=topics)
 
 
-def read_offset_request(cluster_id: str | None) -> Any:
+def read_offset_request(cluster_id: str | None, replica_id: int = -1, replica_epoch: int = -1) -> Any:
     part = RREQ.PartitionData(partition_index=METADATA_PARTITION)
+    topics = [RREQ.TopicData(topic_name=METADATA_TOPIC, partitions=[part])]
     return ReadOffsetRequest(
-        cluster_id=cluster_id, topics=[RREQ.TopicData(topic_name=METADATA_TOPIC, partitions=[part])]
+        cluster_id=cluster_id, replica_id=replica_id, replica_epoch=replica_epoch, topics=topics
     )
 
 

@@ -13,6 +13,11 @@ We use read index, never a lease. Invariants:
    epoch never goes down, and two majorities share a voter - who could then not have answered for epoch E
    after the round started. So every write acknowledged before a waiter arrived is at or below the leader's
    high watermark at confirmation (leader completeness, Raft thesis §3.6), and the answer covers it.
+1a. The argument only needs each acknowledging voter to have been at (this leader, epoch E) at some point after
+   the read was invoked. A voter's ReadOffset is built after every read it carries was invoked, and names the
+   voter's epoch then (ReplicaEpoch): at epoch E it counts as an acknowledgement for those reads only (never
+   for reads of other requests, which may have been invoked later). With 3 voters, leader + requester are a
+   majority and a follower's read costs one round trip; otherwise the round adds the missing voters.
 2. Only request/response pairs count, never time: ``ReadRound`` holds request ids and voter ids and no clock
    reading, and nothing here compares ``now`` except to expire waiters. A lease (trusting check-quorum's
    timer plus a clock-drift bound) therefore has no code path to be reached by accident; BugFlags
@@ -67,7 +72,10 @@ def handle_read_offset(node: NodeContext, token: int, msg: Any) -> Any | None:
         return m.read_offset_response(
             ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER, node.leader_id(), node.epoch
         )
-    node.reads.queued.append(ReadWaiter(token, node.now + node.config.request_timeout_ms, remote=True))
+    rid = msg.replica_id
+    voter = rid != node.local.id and node.voters.has_id(rid)
+    acks = frozenset({rid}) if voter and msg.replica_epoch == node.epoch else frozenset()  # invariant 1a
+    node.reads.queued.append(ReadWaiter(token, node.now + node.config.request_timeout_ms, True, acks))
     return None
 
 
@@ -131,7 +139,8 @@ def poll(node: NodeContext) -> None:
             deadline = node.now + node.config.request_timeout_ms
             st.ask = ReadAsk(rid, leader, deadline, st.queued)
             st.queued = []
-            node.out.append(SendRequest(leader, rid, m.read_offset_request(node.cluster_id)))
+            msg = m.read_offset_request(node.cluster_id, node.local.id, node.epoch)
+            node.out.append(SendRequest(leader, rid, msg))
     keep = []
     for target, w in st.targets:
         if node.applied >= target:
@@ -143,31 +152,43 @@ def poll(node: NodeContext) -> None:
 
 def _poll_leader(node: NodeContext, d: Leader) -> None:
     st = node.reads
+    if reported_high_watermark(node, d) < 0:  # invariant 3
+        return
+    others = {v.id for v in node.voters.voters if v.id != node.local.id}
+    needed = node.voters.majority() - (1 if node.is_voter else 0)
+    bug = node.bugs.read_without_confirm
+
+    def confirmed(w: ReadWaiter, acked: set[int]) -> bool:
+        return bug or len((acked | w.acks) & others) >= needed
+
+    _serve(node, [w for w in st.queued if confirmed(w, set())])  # invariant 1a: their request acknowledged
+    st.queued = [w for w in st.queued if not confirmed(w, set())]
     rnd = st.round
+    if rnd is not None:
+        _serve(node, [w for w in rnd.waiters if confirmed(w, rnd.acked)])
+        rnd.waiters = [w for w in rnd.waiters if not confirmed(w, rnd.acked)]
+        if not rnd.waiters:
+            rnd = st.round = None
     if rnd is None:
-        if not st.queued or reported_high_watermark(node, d) < 0:  # invariant 3
+        if not st.queued:
             return
         rnd = st.round = ReadRound(node.epoch, st.queued)
         st.queued = []
-    others = [v.id for v in node.voters.voters if v.id != node.local.id]
-    needed = node.voters.majority() - (1 if node.is_voter else 0)
-    if len(rnd.acked & set(others)) < needed and not node.bugs.read_without_confirm:
-        asked = set(rnd.sent.values()) | rnd.acked
-        for v in node.voters.voters:
-            if v.id != node.local.id and v.id not in asked and node.can_send(v.id):
-                rnd.sent[
-                    node.send(v.id, m.begin_quorum_request(node.cluster_id, v, node.local.id, node.epoch))
-                ] = v.id
-        return
-    hwm = node.high_watermark  # invariant 1: covers every write acked before any waiter arrived
-    st.round = None
-    for w in rnd.waiters:
+    asked = set(rnd.sent.values()) | rnd.acked
+    for v in node.voters.voters:
+        if v.id != node.local.id and v.id not in asked and node.can_send(v.id):
+            msg = m.begin_quorum_request(node.cluster_id, v, node.local.id, node.epoch)
+            rnd.sent[node.send(v.id, msg)] = v.id
+
+
+def _serve(node: NodeContext, waiters: list[ReadWaiter]) -> None:
+    """Invariant 1: the high watermark now covers every write acknowledged before these reads arrived."""
+    hwm = node.high_watermark
+    for w in waiters:
         if w.remote:
             _answer(node, w.ident, ErrorCode.NONE, hwm)
         else:
-            st.targets.append((hwm, w))
-    if st.queued:
-        _poll_leader(node, d)
+            node.reads.targets.append((hwm, w))
 
 
 def _expire(node: NodeContext) -> None:

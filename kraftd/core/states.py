@@ -124,6 +124,7 @@ class ReadWaiter:
     ident: int
     deadline: int
     remote: bool = False
+    acks: frozenset[int] = frozenset()  # voters whose request carrying this read acknowledged the epoch
 
 
 @dataclass(slots=True)

@@ -120,3 +120,22 @@ def test_new_leader_answers_only_after_committing_in_its_epoch() -> None:
     out += n.step(Tick(2004))
     assert not [e for e in out if isinstance(e, fx.ReadResolved | fx.SendResponse)]
     assert ticket not in [e.ticket for e in out if isinstance(e, fx.ReadResolved)]
+
+
+def test_a_voters_read_offset_counts_as_its_acknowledgement() -> None:
+    """Invariant 1a: with 3 voters, leader + requesting follower are a majority, so no BeginQuorumEpoch round."""
+    p, leader = cluster()
+    f = follower_of(p, leader)
+    mark = len(p.sent)
+    ticket = f.read_barrier()
+    p._queue.append((f.local.id, Tick(p.now)))
+    p.run(p.now + 3_000, stop=lambda: bool(resolved(p, f.local.id, ticket)))
+    assert resolved(p, f.local.id, ticket) == [ErrorCode.NONE]
+    assert not [msg for _, _, msg in p.sent[mark:] if isinstance(msg, m.BeginQuorumEpochRequest)]
+    # A client's ReadOffset (no replica) does not count: the leader runs a round before answering.
+    mark = len(p.sent)
+    out = leader.step(RequestReceived(p.now, 9999, m.read_offset_request("c")))
+    assert not [e for e in out if isinstance(e, fx.SendResponse)]
+    assert [
+        e for e in out if isinstance(e, fx.SendRequest) and isinstance(e.message, m.BeginQuorumEpochRequest)
+    ]
