@@ -32,6 +32,9 @@ We use read index, never a lease. Invariants:
 5. Failure never degrades to stale: a barrier that has no confirmed offset by its deadline (request timeout
    after the call) resolves with NOT_CONTROLLER when no leader is known then, else REQUEST_TIMED_OUT.
    Losing leadership or an error from the leader puts the barrier back in the queue to ask again.
+6. A leader that does not serve ReadOffset (a Kafka controller in a mixed quorum: UNSUPPORTED_VERSION) cannot
+   confirm anything; its barriers resolve with UNSUPPORTED_VERSION at once, and the caller decides (the shell
+   then serves its image and counts the answer as stale, kraftd.shell.reads contract 2a).
 """
 
 from __future__ import annotations
@@ -86,7 +89,9 @@ def handle_response(node: NodeContext, source: int, request_id: int, resp: Any) 
     if ask is not None and ask.request_id == request_id:
         st.ask = None
         part = m.single_partition(resp) if resp.error_code == ErrorCode.NONE else None
-        if part is None or part.error_code != ErrorCode.NONE or part.high_watermark < 0:
+        if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:  # invariant 6: a leader without ReadOffset
+            node.out.extend(ReadResolved(w.ident, ErrorCode.UNSUPPORTED_VERSION) for w in ask.waiters)
+        elif part is None or part.error_code != ErrorCode.NONE or part.high_watermark < 0:
             st.queued[:0] = ask.waiters  # invariant 5: ask again, after a backoff
             st.ask_not_before = node.now + node.config.retry_backoff_ms
             if part is not None and part.current_leader.leader_epoch > node.epoch:

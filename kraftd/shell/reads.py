@@ -9,6 +9,10 @@ Contracts:
 2. ``stale``: the answer comes from the locally applied image at once. It is still error-free; DescribeConfigs
    then carries the read-only entry ``kraftd.read.consistency=stale`` in each result, and every stale answer
    counts in the metric ``kraftd_reads_total{consistency="stale"}`` (docs/CONFIG.md).
+2a. In a mixed quorum led by a Kafka controller (which has no ReadOffset, and itself answers reads from its own
+   image), a barrier fails with UNSUPPORTED_VERSION: the read is then answered from the local image and counted
+   as ``kraftd_reads_total{consistency="stale_kafka_leader"}``, with one warning per leader and epoch in the
+   log; linearizable reads need a kraftd leader.
 3. ReadOffset requests to the leader travel on their own connection per peer, never behind a long-polling
    Fetch on the Raft connection (kraftd.core.reads invariant 4).
 4. DescribeConfigs answers as Kafka's controller does from its image: TOPIC (2) the topic's dynamic configs
@@ -20,6 +24,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import Counter
@@ -36,6 +41,8 @@ from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.reads")
 
 DESCRIBE_CONFIGS, READ_OFFSET = 32, 650
 TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
@@ -58,6 +65,7 @@ class ReadBarriers:
         self._waiting: dict[int, asyncio.Future[int]] = {}
         self._conns: dict[int, PeerConnection] = {}
         self.stale = node.config.read_consistency == STALE
+        self._warned: object = None
         self.served = Counter(
             "kraftd_reads",
             "Reads answered from the image, by consistency",
@@ -85,7 +93,20 @@ class ReadBarriers:
         try:
             await self.barrier()
         except ReadUnavailableError as exc:
-            return exc.code
+            if exc.code != ErrorCode.UNSUPPORTED_VERSION:
+                return exc.code
+            leader = self.node.client.leader_and_epoch
+            if leader != self._warned:
+                self._warned = leader
+                log.warning(
+                    "node %d: leader %d (epoch %d) does not serve ReadOffset; reads are answered from the "
+                    "local image (stale) while it leads",
+                    self.node.config.node_id,
+                    leader.leader_id,
+                    leader.epoch,
+                )
+            self.served.labels("stale_kafka_leader").inc()
+            return ErrorCode.NONE
         self.served.labels(LINEARIZABLE).inc()
         return ErrorCode.NONE
 

@@ -139,3 +139,19 @@ def test_a_voters_read_offset_counts_as_its_acknowledgement() -> None:
     assert [
         e for e in out if isinstance(e, fx.SendRequest) and isinstance(e.message, m.BeginQuorumEpochRequest)
     ]
+
+
+def test_a_leader_without_read_offset_resolves_at_once_as_unsupported() -> None:
+    """Invariant 6 (a Kafka controller leading a mixed quorum)."""
+    from kraftd.core.events import ResponseReceived
+
+    p, leader = cluster()
+    f = follower_of(p, leader)
+    ticket = f.read_barrier()
+    out = f.step(Tick(p.now))
+    (ask,) = [e for e in out if isinstance(e, fx.SendRequest) and isinstance(e.message, m.ReadOffsetRequest)]
+    resp = m.error_response(ask.message, ErrorCode.UNSUPPORTED_VERSION)
+    out = f.step(ResponseReceived(p.now, ask.destination, ask.request_id, resp))
+    assert [(e.ticket, e.error) for e in out if isinstance(e, fx.ReadResolved)] == [
+        (ticket, ErrorCode.UNSUPPORTED_VERSION)
+    ]
