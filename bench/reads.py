@@ -118,7 +118,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one machine-readable line")
     ap.add_argument("--seconds", type=float, default=8.0, help="seconds per throughput phase")
     ap.add_argument("--workers", type=int, default=2, help="client processes for throughput")
-    ap.add_argument("--in-flight", type=int, default=32, help="reads outstanding per client process")
+    ap.add_argument("--in-flight", type=int, default=256, help="reads outstanding per client process")
     ap.add_argument("--samples", type=int, default=2000, help="latency samples per consistency")
     args = ap.parse_args()
     roots = [Path(tempfile.mkdtemp(prefix="kraftd-bench-reads-")) for _ in range(2)]
