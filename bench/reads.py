@@ -62,9 +62,12 @@ async def _seed(port: int) -> None:
             )
         ]
     )
-    resp = await c.send(req)
+    deadline = time.monotonic() + 20  # a new leader answers NOT_CONTROLLER until its controller activates
+    while (resp := await c.send(req)).responses[0].error_code != 0:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"cannot write the seed configs: {resp}")
+        await asyncio.sleep(0.1)
     await c.close()
-    assert resp.responses[0].error_code == 0, resp
 
 
 async def _hammer(ports: list[int], in_flight: int, seconds: float) -> tuple[int, int]:

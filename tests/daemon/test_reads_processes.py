@@ -61,7 +61,11 @@ def survivor(tmp_path: Path, consistency: str) -> tuple[Cluster, int]:
             )
         ]
     )
-    assert asyncio.run(ask(q.ports[leader - 1], alter)).responses[0].error_code == 0
+    deadline = time.monotonic() + 20  # the new leader answers NOT_CONTROLLER until its controller activates
+    while (code := asyncio.run(ask(q.ports[leader - 1], alter)).responses[0].error_code) != 0:
+        assert time.monotonic() < deadline, ErrorCode(code).name
+        time.sleep(0.1)
+        leader = q.wait_leader(10).leader_id
     rest = [i for i in q.node_ids() if i != leader]
     for p in q.ports:  # every node applied it (so the survivor's image holds the value)
         deadline = time.monotonic() + 10
