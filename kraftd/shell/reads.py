@@ -161,7 +161,7 @@ def _describe(image: Any, r: Any, code: int, stale: bool) -> DescribeConfigsResu
         out.error_message = "no leader confirmed this read in time; not served from a possibly stale image"
         return out
     if r.resource_type == TOPIC:
-        if not any(t.name == r.resource_name for t in image.topics.values()):
+        if r.resource_name not in image.topic_ids:
             out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
             out.error_message = f"topic {r.resource_name} does not exist"
             return out
