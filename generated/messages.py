@@ -37,6 +37,8 @@ from generated.delete_topics_request import DeleteTopicsRequest
 from generated.delete_topics_response import DeleteTopicsResponse
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
+from generated.describe_configs_request import DescribeConfigsRequest
+from generated.describe_configs_response import DescribeConfigsResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
@@ -127,6 +129,8 @@ ALL_CLASSES: tuple[type, ...] = (
     DeleteTopicsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     EndQuorumEpochRequest,
@@ -303,6 +307,19 @@ API_SPECS: dict[int, ApiSpec] = {
         response=DeleteTopicsResponse,
         lowest_version=1,
         highest_version=6,
+        lowest_flexible_version=4,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    32: ApiSpec(
+        api_key=32,
+        name="DescribeConfigs",
+        request=DescribeConfigsRequest,
+        response=DescribeConfigsResponse,
+        lowest_version=1,
+        highest_version=4,
         lowest_flexible_version=4,
         listeners=frozenset(["broker", "controller"]),
         latest_version_unstable=False,

@@ -99,6 +99,8 @@ class KraftConfig:
     unknown_keys: tuple[str, ...] = field(default=())
     limits: ListenerLimits = field(default_factory=ListenerLimits)
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    # kraftd's own key kraftd.read.consistency: "linearizable" (default) or "stale" (kraftd.shell.reads).
+    read_consistency: str = "linearizable"
     # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
     test_fsync_delay_file: Path | None = None
 
@@ -311,8 +313,16 @@ _KNOWN = frozenset(
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
     "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
+    "kraftd.read.consistency "
     "metrics.port".split()
 )
+
+
+def _read_consistency(props: Mapping[str, str]) -> str:
+    value = props.get("kraftd.read.consistency", "linearizable").strip().lower()
+    if value not in ("linearizable", "stale"):
+        raise ConfigError(f"kraftd.read.consistency must be linearizable or stale, not {value!r}")
+    return value
 
 
 def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
@@ -422,6 +432,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
         security=security,
+        read_consistency=_read_consistency(props),
         test_fsync_delay_file=Path(props["kraftd.test.fsync.delay.file"])
         if props.get("kraftd.test.fsync.delay.file", "").strip()
         else None,

@@ -28,6 +28,8 @@ class BugFlags:
     fence_keeps_leader: bool = False  # fencing a broker shrinks its ISRs but leaves it leading
     isr_admits_fenced: bool = False  # AlterPartition accepts a fenced broker into an ISR
     reuse_broker_epoch: bool = False  # a broker registering again keeps its previous broker epoch
+    read_without_confirm: bool = False  # a leader answers reads without confirming (kraftd.core.reads)
+    read_without_read_offset: bool = False  # a non-leader serves reads from its applied state at once
 
     def any(self) -> bool:
         return (
@@ -42,6 +44,8 @@ class BugFlags:
             or self.fence_keeps_leader
             or self.isr_admits_fenced
             or self.reuse_broker_epoch
+            or self.read_without_confirm
+            or self.read_without_read_offset
         )
 
 

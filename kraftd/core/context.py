@@ -30,7 +30,7 @@ from kraftd.core.config import QuorumConfig
 from kraftd.core.effects import Effect, PersistElectionState, SendRequest, SnapshotLoaded
 from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.snapshots import Snapshot, log_agrees
-from kraftd.core.states import Follower, Leader, Prospective, Resigned, RoleData, Unattached
+from kraftd.core.states import Follower, Leader, Prospective, ReadState, Resigned, RoleData, Unattached
 from kraftd.core.transitions import IllegalTransitionError, check_transition
 from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, ReplicaKey, Role, VoterSet
 from kraftd.core.voters import VoterHistory
@@ -86,6 +86,7 @@ class NodeContext:
         self.election_retries = 0
         self.discovery_cursor = 0
         self.follower_leader_hwm = 0
+        self.reads = ReadState()  # kraftd.core.reads
         self.role, self.data, self.election = self._initial(election_state or ElectionState())
 
     # ----- hooks: implemented by the dispatcher (kraftd.core.node) -----
@@ -201,11 +202,16 @@ class NodeContext:
             return False
         return not any(i.destination == dest for i in self.inflight.values())
 
-    def send(self, dest: int, message: Any) -> None:
-        rid = self._next_request_id
-        self._next_request_id += 1
+    def send(self, dest: int, message: Any) -> int:
+        rid = self.next_request_id()
         self.inflight[rid] = Inflight(dest, message, self.now + self.config.request_timeout_ms)
         self.out.append(SendRequest(dest, rid, message))
+        return rid
+
+    def next_request_id(self) -> int:
+        rid = self._next_request_id
+        self._next_request_id += 1
+        return rid
 
     def back_off(self, dest: int) -> None:
         """No request to ``dest`` before ``controller.quorum.retry.backoff.ms`` has passed."""
@@ -223,6 +229,10 @@ class NodeContext:
         self.data = data
         self.inflight.clear()
         self.backoff.clear()
+        ask = self.reads.ask
+        if ask is not None:  # its SendRequest is dropped below: the barriers ask again (kraftd.core.reads)
+            self.reads.queued[:0] = ask.waiters
+            self.reads.ask = None
         # Requests the old role queued in this step would be answered into the void (invariant 2).
         self.out = [e for e in self.out if not isinstance(e, SendRequest)]
 

@@ -116,4 +116,46 @@ class Resigned:
     shutting_down: bool = False
 
 
+@dataclass(slots=True)
+class ReadWaiter:
+    """A read waiting for its offset (kraftd.core.reads): a local barrier ticket, or the token of a ReadOffset
+    request from another replica (``remote``)."""
+
+    ident: int
+    deadline: int
+    remote: bool = False
+    acks: frozenset[int] = frozenset()  # voters whose request carrying this read acknowledged the epoch
+
+
+@dataclass(slots=True)
+class ReadRound:
+    """One leadership confirmation of a leader (kraftd.core.reads invariant 1): BeginQuorumEpoch requests
+    sent after every waiter arrived, and the voters that acknowledged them."""
+
+    epoch: int
+    waiters: list[ReadWaiter]
+    sent: dict[int, int] = field(default_factory=dict)  # request id -> voter id
+    acked: set[int] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class ReadAsk:
+    """The one ReadOffset request a non-leader has in flight to its leader, and the barriers it serves."""
+
+    request_id: int
+    leader_id: int
+    deadline: int
+    waiters: list[ReadWaiter]
+
+
+@dataclass(slots=True)
+class ReadState:
+    queued: list[ReadWaiter] = field(default_factory=list)  # not yet in a round or an ask
+    round: ReadRound | None = None
+    ask: ReadAsk | None = None
+    ask_not_before: int = 0
+    targets: list[tuple[int, ReadWaiter]] = field(default_factory=list)  # (offset, barrier): wait for apply
+    next_ticket: int = 1
+
+
 RoleData = Unattached | Prospective | Candidate | Leader | Follower | Resigned

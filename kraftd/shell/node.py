@@ -35,6 +35,7 @@ from kraftd.core.effects import (
     InstallSnapshot,
     LeaderChanged,
     PersistElectionState,
+    ReadResolved,
     SendRequest,
     SendResponse,
     SetDeadline,
@@ -57,6 +58,7 @@ from kraftd.shell.inbox import EventInbox
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
+from kraftd.shell.reads import ReadBarriers
 from kraftd.shell.routing import RequestRouter
 from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
@@ -142,6 +144,7 @@ class ControllerNode:
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
+        self.reads = ReadBarriers(self)
         self.ctl_admin = ControllerAdmin(self)
         self.observer = observe.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
@@ -220,6 +223,8 @@ class ControllerNode:
             with contextlib.suppress(Exception):
                 await peer.close()
         await self.router.close()
+        if getattr(self, "reads", None) is not None:
+            await self.reads.close()
         if getattr(self, "rpcs", None) is not None:
             with contextlib.suppress(Exception):
                 await self.rpcs.close()
@@ -316,12 +321,15 @@ class ControllerNode:
                 self.commits.fail_range(e.first_offset, e.last_offset)
             elif isinstance(e, LeaderChanged):
                 self._on_leader(e.leader)
+            elif isinstance(e, ReadResolved):
+                self.reads.resolved(e)
             elif isinstance(e, SetDeadline):
                 self._deadline = e.at_ms
 
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
-        peer = self.peers.get(dest)
+        is_read = isinstance(message, core_messages.ReadOffsetRequest)
+        peer = self.reads.connection(dest) if is_read else self.peers.get(dest)
         if peer is None:
             resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
         else:
@@ -334,6 +342,17 @@ class ControllerNode:
                 self.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
                 resp = core_messages.error_response(message, ErrorCode(exc.error_code))
         self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
+
+    def queue_tick(self) -> None:
+        """Let the core run its poll soon (one queued Tick is enough)."""
+        if not self._tick_queued:
+            self._tick_queued = True
+            self._events.put_nowait(Tick(now_ms()))
+
+    async def read_barrier(self) -> None:
+        """RaftClient.read_barrier (kraftd.shell.reads): the applied image is now at least as new as the leader's
+        at the call; raises ReadUnavailableError (NOT_CONTROLLER / REQUEST_TIMED_OUT) otherwise."""
+        await self.reads.barrier()
 
     def post(self, event: Event) -> None:
         """Queue an event for the driver (contract 4)."""
@@ -366,9 +385,7 @@ class ControllerNode:
             on_range(rng)
         t0 = time.perf_counter()
         fut = self.commits.add(rng.last, rng.epoch)
-        if not self._tick_queued:  # one queued Tick is enough to schedule the linger deadline
-            self._tick_queued = True
-            self._events.put_nowait(Tick(now_ms()))
+        self.queue_tick()  # schedules the linger deadline
         last = await fut
         self.observer.measures.commit_latency_ms.add((time.perf_counter() - t0) * 1000)
         return last

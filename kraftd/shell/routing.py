@@ -8,6 +8,8 @@ Contracts:
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
+9a. Metadata, DescribeCluster, DescribeConfigs and the leader's DescribeQuorum pass a read barrier first
+   (kraftd.shell.reads contract 1).
 10. ApiVersions (v3+) finalizes kraft.version at the quorum's level when it is above 0, as Kafka's controllers
    do; its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
 """
@@ -24,6 +26,7 @@ from kraftd.config import Endpoint
 from kraftd.core.replication import NotLeaderError
 from kraftd.shell import admin, controller_admin, controller_rpcs, handlers
 from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
+from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
@@ -42,6 +45,11 @@ class RequestRouter:
         if key == handlers.DESCRIBE_QUORUM:
             assert isinstance(body, DescribeQuorumRequest)
             try:
+                # kraftd.shell.reads contract 1: a leader confirms it still leads before describing voters.
+                if node.client.leader_and_epoch.leader_id == node.config.node_id:
+                    code = await node.reads.before_read()
+                    if code != ErrorCode.NONE:
+                        raise NotLeaderError(ErrorCode(code).name)
                 quorum = node.client.describe_quorum()
             except NotLeaderError:
                 quorum = None
@@ -54,13 +62,21 @@ class RequestRouter:
             )
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
+            code = await node.reads.before_read()
+            if code != ErrorCode.NONE:
+                return handlers.describe_cluster_failed(body, code)
             return handlers.describe_cluster_response(body, self.cluster_view())
+        if key == handlers.DESCRIBE_CONFIGS:
+            return await node.reads.describe_configs(body)
         if key in controller_rpcs.APIS:
             return await node.rpcs.handle(key, body, header.request_api_version)
         if key in controller_admin.APIS:
             return await node.ctl_admin.handle(key, body)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
+            code = await node.reads.before_read()
+            if code != ErrorCode.NONE:
+                return handlers.metadata_failed(body, self.cluster_view(), code)
             return handlers.metadata_response(body, self.cluster_view())
         if key == admin.KRAFTD_APPEND:
             return await admin.handle_append(node, body)

@@ -112,6 +112,19 @@ class Harness:
         assert self.cluster is not None
         return self.cluster
 
+    # ----- reads (invariant 12) -----
+    def enable_reads(self, min_gap_ms: int = 5, max_gap_ms: int = 80) -> None:
+        """Clients read at random up nodes (voters and observers) from now on, each read a barrier."""
+        c = self.c
+
+        def tick() -> None:
+            up = [i for i in c.nodes if c.is_up(i)]
+            if up:
+                c.read(self.rng.choice(up))
+            c.at(c.now + self.rng.randint(min_gap_ms, max_gap_ms), tick)
+
+        c.at(c.now + self.rng.randint(min_gap_ms, max_gap_ms), tick)
+
     # ----- workload -----
     def _schedule_append(self, c: Cluster) -> None:
         c.at(c.now + self.rng.randint(10, 150), lambda: self._append_tick(c))
