@@ -98,6 +98,7 @@ class KraftConfig:
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
     # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
     test_fsync_delay_file: Path | None = None
+    auto_join: bool = False  # controller.quorum.auto.join.enable (KIP-853): an observer adds itself
 
     @property
     def controller_listener(self) -> Endpoint:
@@ -308,8 +309,15 @@ _KNOWN = frozenset(
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
     "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
-    "metrics.port".split()
+    "metrics.port controller.quorum.auto.join.enable".split()
 )
+
+
+def _bool(props: Mapping[str, str], key: str) -> bool:
+    raw = props.get(key, "false").strip().lower()
+    if raw not in ("true", "false"):
+        raise ConfigError(f"{key}: {props.get(key)!r} is not a boolean; expected true or false")
+    return raw == "true"
 
 
 def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
@@ -384,6 +392,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         metadata_log_dir=Path(log_dir),
         quorum_voters=voters,
         bootstrap_servers=bootstrap,
+        auto_join=_bool(props, "controller.quorum.auto.join.enable"),
         election_timeout_ms=_int(
             props, "controller.quorum.election.timeout.ms", _QUORUM_DEFAULTS.election_timeout_ms, 1
         ),

@@ -32,7 +32,7 @@ from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.snapshots import Snapshot, log_agrees
 from kraftd.core.states import Follower, Leader, Prospective, Resigned, RoleData, Unattached
 from kraftd.core.transitions import IllegalTransitionError, check_transition
-from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, ReplicaKey, Role, VoterSet
+from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, Listener, ReplicaKey, Role, VoterSet
 from kraftd.core.voters import VoterHistory
 
 
@@ -41,6 +41,7 @@ class Inflight:
     destination: int
     message: Any
     deadline: int
+    side: bool = False  # an auto-join request beside the fetch: not counted by invariant 2
 
 
 class NodeContext:
@@ -86,6 +87,11 @@ class NodeContext:
         self.election_retries = 0
         self.discovery_cursor = 0
         self.follower_leader_hwm = 0
+        # Endpoints of a voter being added (AddRaftVoter's ApiVersions probe): the shell's address book for ids
+        # that are not voters yet.
+        self.probe_endpoints: dict[int, tuple[Listener, ...]] = {}
+        self.has_joined = False  # kraftd.core.auto_join invariant 3
+        self.join_not_before = 0
         self.role, self.data, self.election = self._initial(election_state or ElectionState())
 
     # ----- hooks: implemented by the dispatcher (kraftd.core.node) -----
@@ -199,12 +205,12 @@ class NodeContext:
     def can_send(self, dest: int) -> bool:
         if self.backoff.get(dest, 0) > self.now:
             return False
-        return not any(i.destination == dest for i in self.inflight.values())
+        return not any(i.destination == dest and not i.side for i in self.inflight.values())
 
-    def send(self, dest: int, message: Any) -> None:
+    def send(self, dest: int, message: Any, side: bool = False) -> None:
         rid = self._next_request_id
         self._next_request_id += 1
-        self.inflight[rid] = Inflight(dest, message, self.now + self.config.request_timeout_ms)
+        self.inflight[rid] = Inflight(dest, message, self.now + self.config.request_timeout_ms, side)
         self.out.append(SendRequest(dest, rid, message))
 
     def back_off(self, dest: int) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftd.core import election, quorum_rpcs, replication, snapshotting, voter_rpcs
+from kraftd.core import add_voter, auto_join, election, quorum_rpcs, replication, snapshotting, voter_rpcs
 from kraftd.core import messages as m
 from kraftd.core.context import NodeContext
 from kraftd.core.effects import Effect, LeaderChanged, SetDeadline, ordered
@@ -96,6 +96,7 @@ class RaftNode(NodeContext):
             self._poll_role()
             if (self.role, self.epoch) == before:
                 break
+        auto_join.poll(self)
         replication.maybe_apply(self)
         cur = self.leader_and_epoch()
         if cur != self._last_leader:
@@ -138,6 +139,8 @@ class RaftNode(NodeContext):
             resp = voter_rpcs.handle_update_voter(self, msg)
         elif isinstance(msg, voter_rpcs.RemoveRaftVoterRequest):
             resp = voter_rpcs.handle_remove_voter(self, ev.token, msg)
+        elif isinstance(msg, add_voter.AddRaftVoterRequest):
+            resp = add_voter.handle_add_voter(self, ev.token, msg)
         else:
             return
         if resp is not None:
@@ -161,6 +164,10 @@ class RaftNode(NodeContext):
             snapshotting.handle_fetch_snapshot_response(self, source, resp)
         elif isinstance(request, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):
             quorum_rpcs.handle_epoch_response(self, source, request, resp)
+        elif isinstance(request, auto_join.JOIN_REQUESTS):
+            auto_join.handle_response(self, resp)
+        elif isinstance(request, add_voter.ApiVersionsRequest):
+            add_voter.handle_probe_response(self, source, resp)
 
     def _expire_inflight(self) -> None:
         for rid, inf in list(self.inflight.items()):

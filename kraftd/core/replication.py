@@ -307,10 +307,13 @@ def poll_follower(node: NodeContext, d: Follower) -> None:
 
 
 def discover_leader(node: NodeContext) -> None:
-    """An observer with no leader asks the voters in turn; any of them names the leader."""
+    """An observer with no leader asks the voters in turn (the bootstrap servers while it knows no voter set,
+    KIP-853); any of them names the leader."""
     if any(True for _ in node.inflight.values()):
         return
-    ids = node.voters.ids
+    ids = node.voters.ids or node.config.bootstrap_ids
+    if not ids:
+        return
     dest = ids[node.discovery_cursor % len(ids)]
     node.discovery_cursor += 1
     if node.can_send(dest):

@@ -68,9 +68,9 @@ from kraftd.core.events import Event, LogFlushed, RequestReceived, ResponseRecei
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
-from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
+from kraftd.core.types import LeaderAndEpoch, Listener, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, observe
+from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, membership, observe
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
 from kraftd.shell.controller_rpcs import ControllerRpcs
@@ -132,6 +132,7 @@ class ControllerNode:
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
         self._forwarders: dict[int, PeerConnection] = {}
+        self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.membership contract 1
         self._applied = -1  # the last committed offset the shell has seen (contract 10)
         self.metrics = NodeMetrics()
         self.metrics_port: int | None = None
@@ -171,6 +172,11 @@ class ControllerNode:
             snapshot_interval_ms=cfg.snapshot_interval_ms,
             snapshot_max_record_bytes=cfg.snapshot_max_record_bytes,
             listener_name=cfg.controller_listener_names[0],
+            bootstrap_ids=membership.bootstrap_ids(len(cfg.bootstrap_servers)),
+            auto_join=cfg.auto_join,
+            local_listeners=tuple(
+                Listener(e.name, e.host, e.port) for e in cfg.advertised_controller_listeners
+            ),
         )
         snapshot, core_log = load_snapshot_and_log(storage)
         if snapshot is not None:
@@ -437,13 +443,14 @@ class ControllerNode:
 
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
-        peer = self.peers.get(dest)
+        peer = membership.peer_for(self, dest)
         if peer is None:
             resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
         else:
             where = f"{peer.host}:{peer.port}"
             try:
                 resp = await peer.request(message)
+                membership.learn(self, resp)
                 self.netlog.reached(dest, where)
                 self.netlog.sent_rejected(dest, where, message, resp)
             except PeerError as exc:
@@ -504,6 +511,7 @@ class ControllerNode:
         self._pending[token] = fut
         self._events.put_nowait(RequestReceived(now_ms(), token, body))
         resp = await fut
+        membership.advertise_leader(self, header.request_api_version if key == handlers.FETCH else -1, resp)
         self.netlog.answered(info.peer, body, resp)
         return resp
 
