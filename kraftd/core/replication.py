@@ -165,8 +165,11 @@ def update_high_watermark(node: NodeContext, d: Leader) -> None:
     ends = (
         [node.flushed] if node.is_voter else []
     )  # a leader removed from the set does not count (KAFKA-16530)
-    ends += [p.end_offset for i, p in d.replicas.items() if node.voters.has_id(i)]
+    # Only the voter's own key counts: an observer reusing a voter's id with a new disk is no voter (KIP-853).
+    ends += [p.end_offset for p in d.replicas.values() if node.voters.is_voter(p.key)]
     ends.sort(reverse=True)
+    if len(ends) < node.voters.majority():
+        return
     candidate = ends[node.voters.majority() - 1]
     own_epoch_committed = candidate > d.epoch_start_offset or node.bugs.commit_old_epoch
     if own_epoch_committed and candidate > node.high_watermark:
@@ -265,7 +268,7 @@ def _track_replica(node: NodeContext, d: Leader, key: Any, offset: int) -> None:
     now = node.now
     voter = node.voters.is_voter(key)
     p = d.replicas.get(key.id)
-    if p is None:
+    if p is None or p.key != key:  # another directory id under this id (a replaced disk) starts afresh
         p = d.replicas[key.id] = ReplicaProgress(key)
     p.update(now, offset, node.log.end_offset)
     for rid, q in list(d.replicas.items()):  # forget observers past their session (KIP-595)

@@ -253,3 +253,23 @@ def test_without_auto_join_an_observer_never_asks() -> None:
     n = observer(auto_join=False)
     out = n.step(Tick(10))
     assert not [e for e in out if isinstance(e, fx.SendRequest) and not isinstance(e.message, m.FetchRequest)]
+
+
+def test_an_observer_reusing_a_voters_id_under_a_new_directory_never_counts_for_the_high_watermark() -> None:
+    n = leader()
+    caught_up(n)
+    (), (probe,) = ask(n, add_request())
+    n.step(ResponseReceived(n.now + 1, 2, probe.request_id, versions()))
+    n.step(LogFlushed(n.now, n.log.end_offset))
+    fetch(n, K2, n.log.end_offset, n.now + 1)
+    assert n.voters.ids == (1, 2) and not n.voter_history.has_uncommitted(n.high_watermark)
+    n.append([b"x"])
+    n.step(Tick(n.now + 100))  # past the linger
+    n.step(LogFlushed(n.now, n.log.end_offset))
+    start = n.high_watermark
+    assert n.log.end_offset > start
+    fetch(n, ReplicaKey(2, D3), n.log.end_offset, n.now + 1)  # voter 2's replaced disk: not a voter
+    n.step(LogFlushed(n.now, n.log.end_offset))  # the leader recomputes its HWM
+    assert n.high_watermark == start
+    fetch(n, K2, n.log.end_offset, n.now + 1)  # the voter's own key
+    assert n.high_watermark == n.log.end_offset
