@@ -132,6 +132,8 @@ def append_control(node: NodeContext, d: Leader, entries: list[tuple[Any, Any]])
 
 def poll_leader(node: NodeContext, d: Leader) -> None:
     now = node.now
+    if _sole_voter(node):  # re-armed while alone, so a voter added later gets a full check-quorum period
+        d.check_quorum_deadline = max(d.check_quorum_deadline, now + node.config.check_quorum_timeout_ms)
     quorum_lost = now >= d.check_quorum_deadline and not _sole_voter(node)
     if d.resign_requested or node.shutting_down or (quorum_lost and not node.bugs.no_check_quorum):
         node.resign(d)

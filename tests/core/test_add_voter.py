@@ -273,3 +273,16 @@ def test_an_observer_reusing_a_voters_id_under_a_new_directory_never_counts_for_
     assert n.high_watermark == start
     fetch(n, K2, n.log.end_offset, n.now + 1)  # the voter's own key
     assert n.high_watermark == n.log.end_offset
+
+
+def test_a_long_alone_leader_keeps_leading_once_a_second_voter_is_added() -> None:
+    """Found against a Kafka observer: the check-quorum deadline of a one-voter leader had long passed, so the
+    leader resigned the moment its Voters record made it one of two."""
+    n = leader()
+    n.step(Tick(60_000))  # a minute alone
+    caught_up(n)
+    (), (probe,) = ask(n, add_request())
+    n.step(ResponseReceived(n.now + 1, 2, probe.request_id, versions()))
+    assert n.voters.ids == (1, 2)
+    n.step(Tick(n.now + 10))
+    assert n.role.value == "leader"

@@ -51,7 +51,7 @@ def retried(run: object, what: str, q: MixedQuorum) -> ToolResult:
         if (
             out.returncode == 0
             or time.monotonic() > deadline
-            or "REQUEST_TIMED_OUT" not in out.stdout + out.stderr
+            or not any(x in out.stdout + out.stderr for x in ("REQUEST_TIMED_OUT", "TimeoutException"))
         ):
             assert out.returncode == 0, f"{what}: {out.stdout}\n{out.stderr[-3000:]}\n{q.tails()}"
             return out
@@ -104,6 +104,7 @@ def test_mixed_quorum_grows_to_three_and_back_with_both_tools(tmp_path: Path, fi
         format_node(q, three, "--no-initial-controllers")
         q.start_all()
         wait_voters(q, [1], "the standalone leader")
+        q.wait_for("both observers", lambda i: {o.replica_id for o in i.observers} >= {2, 3}, timeout=90)
         # Kafka's tool adds node 2 (the other kind) through node 1; ours adds node 3.
         out = retried(
             lambda: kafkas(q, "--command-config", str(two.config), "add-controller"), "kafka adds 2", q
