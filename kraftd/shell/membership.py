@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from generated.fetch_response import FetchResponse, NodeEndpoint
+from kraftd.config import Endpoint
 from kraftd.shell.transport import PeerConnection
 
 if TYPE_CHECKING:
@@ -61,6 +62,20 @@ def peer_for(node: ControllerNode, dest: int) -> PeerConnection | None:
     )
     node.peers[dest] = peer
     return peer
+
+
+def known_nodes(node: ControllerNode) -> dict[int, tuple[Endpoint, ...]]:
+    """The controllers DescribeCluster names: the voters of the newest voter set (so a controller added later
+    appears, one removed disappears, and a node that started as an observer knows the leader), with the
+    start-up endpoints for a voter whose listeners the voter set lacks."""
+    nodes: dict[int, tuple[Endpoint, ...]] = {}
+    voters = node.core.voters
+    for vid in voters.ids:
+        eps = voters.endpoints_of(vid)
+        found = tuple(Endpoint(e.name, e.host, e.port) for e in eps) or node.setup.endpoints.get(vid, ())
+        if found:
+            nodes[vid] = found
+    return nodes
 
 
 def learn(node: ControllerNode, resp: Any) -> None:

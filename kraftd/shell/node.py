@@ -459,7 +459,7 @@ class ControllerNode:
         self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
 
     def cluster_view(self) -> handlers.ClusterView:
-        nodes: dict[int, tuple[Endpoint, ...]] = dict(self.setup.endpoints)
+        nodes = membership.known_nodes(self)
         nodes[self.config.node_id] = self.config.advertised_controller_listeners
         image = self.controller.machine.committed
         name = self.config.controller_listener_names[0]
