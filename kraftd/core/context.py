@@ -128,7 +128,10 @@ class NodeContext:
             e = ElectionState(self.log.last_epoch)
             self.out.append(PersistElectionState(e))
             return Role.UNATTACHED, Unattached(self.election_deadline()), e
-        if e.leader_id == self.local.id and self.is_voter:
+        if e.leader_id == self.local.id:
+            # Kafka's QuorumState: a former leader restarts Resigned in its epoch even when its log's newest voter
+            # set no longer holds it (it removed itself and crashed before the commit): it never votes again in
+            # that epoch and tells the voters to elect, then waits as an observer.
             others = {v for v in self.voters.ids if v != self.local.id}
             return Role.RESIGNED, Resigned(self.election_deadline(), [], others), e
         if e.leader_id >= 0 and e.leader_id != self.local.id:

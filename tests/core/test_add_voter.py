@@ -286,3 +286,36 @@ def test_a_long_alone_leader_keeps_leading_once_a_second_voter_is_added() -> Non
     assert n.voters.ids == (1, 2)
     n.step(Tick(n.now + 10))
     assert n.role.value == "leader"
+
+
+def test_a_leader_that_removed_itself_and_crashed_before_the_commit_restarts_resigned_as_kafka_does() -> None:
+    """Kafka's QuorumState.initialize: a former leader starts Resigned in its epoch whatever the voter set says.
+    The uncommitted Voters record without it is the set in force, so it is an observer: it asks the remaining
+    voters to elect (EndQuorumEpoch) and, after the election timeout, waits unattached in the next epoch."""
+    n = leader()
+    caught_up(n)
+    (), (probe,) = ask(n, add_request())
+    n.step(ResponseReceived(n.now + 1, 2, probe.request_id, versions()))
+    n.step(LogFlushed(n.now, n.log.end_offset))
+    fetch(n, K2, n.log.end_offset, n.now + 1)
+    remove = RREQ.RemoveRaftVoterRequest(cluster_id="c", voter_id=1, voter_directory_id=D1)
+    n.step(RequestReceived(n.now, 8, remove))
+    n.step(LogFlushed(n.now, n.log.end_offset))
+    assert n.voters.ids == (2,) and n.voter_history.has_uncommitted(n.high_watermark)
+    again = RaftNode(
+        local=ReplicaKey(1, D1),
+        voters=ONE,
+        config=QuorumConfig(),
+        rng=random.Random(2),
+        cluster_id="c",
+        kraft_version=1,
+        log=n.log,
+        election_state=n.election,
+        now_ms=n.now,
+    )
+    assert again.role.value == "resigned" and again.epoch == n.epoch and not again.is_voter
+    out = again.step(Tick(again.now))
+    sent = [e for e in out if isinstance(e, fx.SendRequest)]
+    assert [(e.destination, type(e.message).__name__) for e in sent] == [(2, "EndQuorumEpochRequest")]
+    again.step(Tick(again.now + 5000))
+    assert (again.role.value, again.epoch) == ("unattached", n.epoch + 1)
