@@ -164,3 +164,33 @@ def test_replace_a_voters_disk_new_directory_id_added_old_removed(tmp_path: Path
         add(q, victim)
         voters(q, [*others, (victim.node_id, victim.directory_id)], "the new directory id added")
         assert all(n.alive() for n in q.nodes)
+
+
+def test_auto_join_adds_an_observer_once_and_never_re_adds_it_after_removal(tmp_path: Path) -> None:
+    """controller.quorum.auto.join.enable (KIP-853) and KAFKA-19850: the observer joins by itself; once the
+    operator removes it, neither the running process nor a restarted one adds it back."""
+    q = MixedQuorum(
+        tmp_path,
+        ["kraftd"] * 2,
+        bootstrap="kip853",
+        format_nodes=False,
+        extra={"controller.quorum.auto.join.enable": "true"},
+    )
+    with q:
+        first, joiner = q.nodes
+        format_node(q, first, "--standalone")
+        format_node(q, joiner, "--no-initial-controllers")
+        q.start_all()
+        both = [(1, first.directory_id), (2, joiner.directory_id)]
+        voters(q, both, "node 2 auto-joined")
+        remove(q, 2, joiner.directory_id)
+        voters(q, both[:1], "node 2 removed")
+        for restart in (False, True):
+            if restart:
+                joiner.stop(signal.SIGTERM)
+                joiner.start()
+            time.sleep(5)  # more than two auto-join periods (the fetch timeout, 2 s)
+            info = q.describe()
+            assert [v.replica_id for v in info.voters] == [1], f"re-added (restart={restart}): {info}"
+            assert joiner.alive()
+        q.wait_for("node 2 back as an observer", lambda i: [o.replica_id for o in i.observers] == [2])
