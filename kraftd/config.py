@@ -27,6 +27,7 @@ from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_R
 log = logging.getLogger("kraftd.config")
 
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # Kafka's metadata.log.segment.ms default (7 days)
 MIN_SEGMENT_BYTES = 1024
 # Kafka's controller.quorum.* defaults live once, in the core's QuorumConfig.
 _QUORUM_DEFAULTS = QuorumConfig()
@@ -85,6 +86,7 @@ class KraftConfig:
     retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
     append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    segment_ms: int = DEFAULT_SEGMENT_MS  # metadata.log.segment.ms: the active segment rolls once this old
     retention_bytes: int = _QUORUM_DEFAULTS.retention_bytes
     retention_ms: int = _QUORUM_DEFAULTS.retention_ms
     snapshot_interval_ms: int = _QUORUM_DEFAULTS.snapshot_interval_ms
@@ -308,6 +310,7 @@ _KNOWN = frozenset(
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
+    "metadata.log.segment.ms "
     "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
     "metrics.port controller.quorum.auto.join.enable".split()
 )
@@ -412,6 +415,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             props, "controller.quorum.append.linger.ms", _QUORUM_DEFAULTS.append_linger_ms, 0
         ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
+        segment_ms=_int(props, "metadata.log.segment.ms", DEFAULT_SEGMENT_MS, 1),
         retention_bytes=_int(props, "metadata.max.retention.bytes", _QUORUM_DEFAULTS.retention_bytes, -1),
         retention_ms=_int(props, "metadata.max.retention.ms", _QUORUM_DEFAULTS.retention_ms, -1),
         snapshot_interval_ms=_int(
