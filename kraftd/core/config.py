@@ -70,6 +70,9 @@ class QuorumConfig:
     # with this node's own controller listeners.
     bootstrap_ids: tuple[int, ...] = ()
     auto_join: bool = False
+    report_to_leader: bool = (
+        False  # kraft.version 0 voters send UpdateRaftVoter to each new leader (auto_join 4)
+    )
     local_listeners: tuple[Listener, ...] = ()
     bugs: BugFlags = field(default_factory=BugFlags)
 

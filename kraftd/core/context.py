@@ -91,7 +91,11 @@ class NodeContext:
         # that are not voters yet.
         self.probe_endpoints: dict[int, tuple[Listener, ...]] = {}
         self.has_joined = False  # kraftd.core.auto_join invariant 3
+        # kraft.version 0: what each voter told the leader in UpdateRaftVoter (kraftd.core.kraft_upgrade)
+        self.volatile_voters: dict[int, tuple[ReplicaKey, tuple[Listener, ...], tuple[int, int]]] = {}
         self.join_not_before = 0
+        self.updated_epoch = -1  # the epoch whose leader heard this voter's UpdateRaftVoter (auto_join 4)
+        self.update_not_before = 0
         self.role, self.data, self.election = self._initial(election_state or ElectionState())
 
     # ----- hooks: implemented by the dispatcher (kraftd.core.node) -----

@@ -11,7 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftd.core import add_voter, auto_join, election, quorum_rpcs, replication, snapshotting, voter_rpcs
+from kraftd.core import (
+    add_voter,
+    auto_join,
+    election,
+    kraft_upgrade,
+    quorum_rpcs,
+    replication,
+    snapshotting,
+    voter_rpcs,
+)
 from kraftd.core import messages as m
 from kraftd.core.context import NodeContext
 from kraftd.core.effects import Effect, LeaderChanged, SetDeadline, ordered
@@ -84,6 +93,10 @@ class RaftNode(NodeContext):
         effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""
         return snapshotting.create_snapshot(self, end_offset, values)
 
+    def upgrade_kraft_version(self, version: int, validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """UpdateFeatures for kraft.version (kraftd.core.kraft_upgrade); effects follow on the next poll."""
+        return kraft_upgrade.upgrade(self, version, validate_only)
+
     def snapshot_due(self) -> bool:
         return snapshotting.snapshot_due(self)
 
@@ -97,6 +110,7 @@ class RaftNode(NodeContext):
             if (self.role, self.epoch) == before:
                 break
         auto_join.poll(self)
+        auto_join.poll_update(self)
         replication.maybe_apply(self)
         cur = self.leader_and_epoch()
         if cur != self._last_leader:
@@ -165,7 +179,7 @@ class RaftNode(NodeContext):
         elif isinstance(request, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):
             quorum_rpcs.handle_epoch_response(self, source, request, resp)
         elif isinstance(request, auto_join.JOIN_REQUESTS):
-            auto_join.handle_response(self, resp)
+            auto_join.handle_response(self, request, resp)
         elif isinstance(request, add_voter.ApiVersionsRequest):
             add_voter.handle_probe_response(self, source, resp)
 

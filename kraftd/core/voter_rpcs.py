@@ -107,6 +107,9 @@ def handle_update_voter(node: NodeContext, msg: Any) -> Any:
         node.append_control([(CT.KRAFT_VOTERS, voters_record(updated))])
     else:
         hist.history[0] = (hist.history[0][0], updated)  # remembered, not logged (kraft.version 0)
+        # kraft_upgrade: the voter's directory id and kraft.version range, for an upgrade to kraft.version 1
+        range_ = (feature.min_supported_version, feature.max_supported_version)
+        node.volatile_voters[key.id] = (key, listeners, range_)
     node.note_voter_fetch(d, key.id)
     return answer(ErrorCode.NONE)
 

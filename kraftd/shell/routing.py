@@ -117,7 +117,8 @@ class RequestRouter:
 
     def finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
         """Contract 10 (Kafka's KRaftMetadataCache.features): kraft.version once above 0, epoch = last commit."""
-        kraft_version = self.node.setup.kraft_version
+        core = self.node.core  # the committed level: an upgrade shows once its KRaftVersion record commits
+        kraft_version = core.voter_history.committed_version(core.high_watermark)
         if kraft_version <= 0:
             return -1, {}
         return max(self.node.applied, 0), {"kraft.version": (kraft_version, kraft_version)}

@@ -33,6 +33,7 @@ def quorum_config(cfg: KraftConfig) -> QuorumConfig:
         listener_name=cfg.controller_listener_names[0],
         bootstrap_ids=membership.bootstrap_ids(len(cfg.bootstrap_servers)),
         auto_join=cfg.auto_join,
+        report_to_leader=True,
         local_listeners=tuple(Listener(e.name, e.host, e.port) for e in cfg.advertised_controller_listeners),
     )
 
