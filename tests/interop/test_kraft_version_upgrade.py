@@ -5,6 +5,8 @@ removed (KIP-853)."""
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -48,6 +50,18 @@ def test_kafka_features_upgrades_a_static_kraftd_quorum_to_kraft_version_1(tmp_p
         desc = features(q, "describe")
         shown = r"Feature: kraft.version\s+SupportedMinVersion: 0\s+SupportedMaxVersion: 1\s+FinalizedVersionLevel: 1\s"
         assert re.search(shown, desc.stdout), desc.stdout
+        victim = next(n for n in q.nodes if n.node_id != info.leader_id)
+        tool = str(Path(sys.executable).with_name("kraft-metadata-quorum"))
+        hosts = ",".join(f"127.0.0.1:{n.port}" for n in q.nodes)
+        args = ["--controller-id", str(victim.node_id), "--controller-directory-id", victim.directory_id]
+        out = subprocess.run(
+            [tool, "--bootstrap-controller", hosts, "remove-controller", *args],
+            capture_output=True,
+            text=True,
+        )
+        assert out.returncode == 0, out.stderr
+        rest = sorted(n.node_id for n in q.nodes if n is not victim)
+        q.wait_for("a voter removed", lambda i: sorted(v.replica_id for v in i.voters) == rest)
         down = features(q, "downgrade", "--feature", "kraft.version=0")
         assert down.returncode != 0
         assert "because the new version is a downgrade" in down.stdout + down.stderr, (
