@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kraftd.core.types import Listener
+
 
 @dataclass(frozen=True, slots=True)
 class BugFlags:
@@ -74,6 +76,15 @@ class QuorumConfig:
     snapshot_max_record_bytes: int = 20 * 1024 * 1024
     # The default listener (first of controller.listener.names): voters must keep listening on it (KIP-853).
     listener_name: str = "CONTROLLER"
+    # KIP-853 observers: ids standing for controller.quorum.bootstrap.servers (-2, -3, ... as Kafka numbers
+    # them), asked for the leader while no voter set is known; auto-join (controller.quorum.auto.join.enable)
+    # with this node's own controller listeners.
+    bootstrap_ids: tuple[int, ...] = ()
+    auto_join: bool = False
+    report_to_leader: bool = (
+        False  # kraft.version 0 voters send UpdateRaftVoter to each new leader (auto_join 4)
+    )
+    local_listeners: tuple[Listener, ...] = ()
     bugs: BugFlags = field(default_factory=BugFlags)
 
     @property

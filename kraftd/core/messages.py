@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import generated.add_raft_voter_request as AVOREQ
+import generated.add_raft_voter_response as AVORESP
+import generated.api_versions_request as AVREQ
+import generated.api_versions_response as AVRESP
 import generated.begin_quorum_epoch_request as BREQ
 import generated.begin_quorum_epoch_response as BRESP
 import generated.end_quorum_epoch_request as EREQ
@@ -23,6 +27,8 @@ import generated.fetch_snapshot_request as SREQ
 import generated.fetch_snapshot_response as SRESP
 import generated.read_offset_request as RREQ
 import generated.read_offset_response as RRESP
+import generated.remove_raft_voter_request as RVOREQ
+import generated.remove_raft_voter_response as RVORESP
 import generated.vote_request as VREQ
 import generated.vote_response as VRESP
 from kraftd.core.log import LogBatch, OffsetAndEpoch
@@ -323,6 +329,9 @@ _RESPONSE_OF: dict[type, Any] = {
     FetchRequest: lambda e: fetch_response(e, ErrorCode.NONE, -1, -1, -1),
     FetchSnapshotRequest: lambda e: fetch_snapshot_response(e, ErrorCode.NONE, -1, -1),
     ReadOffsetRequest: lambda e: read_offset_response(e, ErrorCode.NONE, -1, -1),
+    AVREQ.ApiVersionsRequest: lambda e: AVRESP.ApiVersionsResponse(error_code=int(e)),  # AddRaftVoter's probe
+    AVOREQ.AddRaftVoterRequest: lambda e: AVORESP.AddRaftVoterResponse(error_code=int(e)),  # auto-join
+    RVOREQ.RemoveRaftVoterRequest: lambda e: RVORESP.RemoveRaftVoterResponse(error_code=int(e)),
 }
 
 

@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftd.core import election, quorum_rpcs, reads, replication, snapshotting, voter_rpcs
+from kraftd.core import (
+    add_voter,
+    auto_join,
+    election,
+    kraft_upgrade,
+    quorum_rpcs,
+    reads,
+    replication,
+    snapshotting,
+    voter_rpcs,
+)
 from kraftd.core import messages as m
 from kraftd.core.context import NodeContext
 from kraftd.core.effects import Effect, LeaderChanged, SetDeadline, ordered
@@ -89,6 +99,10 @@ class RaftNode(NodeContext):
         effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""
         return snapshotting.create_snapshot(self, end_offset, values)
 
+    def upgrade_kraft_version(self, version: int, validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """UpdateFeatures for kraft.version (kraftd.core.kraft_upgrade); effects follow on the next poll."""
+        return kraft_upgrade.upgrade(self, version, validate_only)
+
     def snapshot_due(self) -> bool:
         return snapshotting.snapshot_due(self)
 
@@ -101,6 +115,8 @@ class RaftNode(NodeContext):
             self._poll_role()
             if (self.role, self.epoch) == before:
                 break
+        auto_join.poll(self)
+        auto_join.poll_update(self)
         replication.maybe_apply(self)
         reads.poll(self)
         cur = self.leader_and_epoch()
@@ -146,6 +162,8 @@ class RaftNode(NodeContext):
             resp = voter_rpcs.handle_remove_voter(self, ev.token, msg)
         elif isinstance(msg, reads.ReadOffsetRequest):
             resp = reads.handle_read_offset(self, ev.token, msg)
+        elif isinstance(msg, add_voter.AddRaftVoterRequest):
+            resp = add_voter.handle_add_voter(self, ev.token, msg)
         else:
             return
         if resp is not None:
@@ -171,6 +189,10 @@ class RaftNode(NodeContext):
             snapshotting.handle_fetch_snapshot_response(self, source, resp)
         elif isinstance(request, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):
             quorum_rpcs.handle_epoch_response(self, source, request, resp)
+        elif isinstance(request, auto_join.JOIN_REQUESTS):
+            auto_join.handle_response(self, request, resp)
+        elif isinstance(request, add_voter.ApiVersionsRequest):
+            add_voter.handle_probe_response(self, source, resp)
 
     def _expire_inflight(self) -> None:
         for rid, inf in list(self.inflight.items()):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kraftd.core.log import OffsetAndEpoch
-from kraftd.core.types import NO_LEADER, ReplicaKey
+from kraftd.core.types import NO_LEADER, Listener, ReplicaKey
 
 
 @dataclass(slots=True)
@@ -70,9 +70,13 @@ class ParkedFetch:
 class PendingVoterChange:
     """A voter change whose answer waits until its Voters record (at ``offset``) commits."""
 
-    token: int
-    offset: int
+    token: int | None  # None once answered (AddRaftVoter without AckWhenCommitted answers at append)
+    offset: int  # -1 while an AddRaftVoter still probes the new voter (nothing appended yet)
     deadline: int
+    kind: str = "remove"  # "add" or "remove"
+    key: ReplicaKey | None = None  # the voter being added
+    listeners: tuple[Listener, ...] = ()
+    ack_when_committed: bool = True
 
 
 @dataclass(slots=True)

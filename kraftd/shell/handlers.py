@@ -41,7 +41,7 @@ from kwire.errors import ErrorCode, LocalProtocolError
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
-FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 81, 82
+FETCH_SNAPSHOT, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 80, 81, 82
 # Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
 # BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
 # CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope.
@@ -60,6 +60,7 @@ SERVED: tuple[int, ...] = (
     DESCRIBE_QUORUM,
     DESCRIBE_CLUSTER,
     FETCH_SNAPSHOT,
+    ADD_RAFT_VOTER,
     REMOVE_RAFT_VOTER,
     UPDATE_RAFT_VOTER,
     KRAFTD_APPEND,
@@ -67,7 +68,17 @@ SERVED: tuple[int, ...] = (
     DESCRIBE_CONFIGS,
 )
 CORE_APIS = frozenset(
-    {FETCH, VOTE, BEGIN_QUORUM, END_QUORUM, FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER, READ_OFFSET}
+    {
+        FETCH,
+        VOTE,
+        BEGIN_QUORUM,
+        END_QUORUM,
+        FETCH_SNAPSHOT,
+        ADD_RAFT_VOTER,
+        REMOVE_RAFT_VOTER,
+        UPDATE_RAFT_VOTER,
+        READ_OFFSET,
+    }
 )
 
 

@@ -48,7 +48,7 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import handlers, observe, wiring
+from kraftd.shell import handlers, membership, observe, wiring
 from kraftd.shell.commits import CommitWaiters
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
@@ -95,6 +95,7 @@ class ControllerNode:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
+        self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.membership contract 1
         self.applied = -1  # the last committed offset the shell has seen (kraftd.shell.routing contract 10)
         self.metrics = NodeMetrics()
         self.metrics_port: int | None = None
@@ -329,13 +330,16 @@ class ControllerNode:
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
         is_read = isinstance(message, core_messages.ReadOffsetRequest)
-        peer = self.reads.connection(dest) if is_read else self.peers.get(dest)
+        peer = membership.peer_for(self, dest)  # sets the address book entry the read connection uses
+        if is_read and peer is not None:
+            peer = self.reads.connection(dest)
         if peer is None:
             resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
         else:
             where = f"{peer.host}:{peer.port}"
             try:
                 resp = await peer.request(message)
+                membership.learn(self, resp)
                 self.netlog.reached(dest, where)
                 self.netlog.sent_rejected(dest, where, message, resp)
             except PeerError as exc:

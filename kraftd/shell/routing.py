@@ -24,7 +24,7 @@ from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
 from kraftd.core.replication import NotLeaderError
-from kraftd.shell import admin, controller_admin, controller_rpcs, handlers
+from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, membership
 from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
 from kwire.errors import ErrorCode
 
@@ -81,6 +81,7 @@ class RequestRouter:
         if key == admin.KRAFTD_APPEND:
             return await admin.handle_append(node, body)
         resp = await node.ask_core(body)
+        membership.advertise_leader(node, header.request_api_version if key == handlers.FETCH else -1, resp)
         node.netlog.answered(info.peer, body, resp)
         return resp
 
@@ -111,7 +112,7 @@ class RequestRouter:
 
     def cluster_view(self) -> handlers.ClusterView:
         node = self.node
-        nodes: dict[int, tuple[Endpoint, ...]] = dict(node.setup.endpoints)
+        nodes = membership.known_nodes(node)
         nodes[node.config.node_id] = node.config.advertised_controller_listeners
         image = node.controller.machine.committed
         name = node.config.controller_listener_names[0]
@@ -132,7 +133,8 @@ class RequestRouter:
 
     def finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
         """Contract 10 (Kafka's KRaftMetadataCache.features): kraft.version once above 0, epoch = last commit."""
-        kraft_version = self.node.setup.kraft_version
+        core = self.node.core  # the committed level: an upgrade shows once its KRaftVersion record commits
+        kraft_version = core.voter_history.committed_version(core.high_watermark)
         if kraft_version <= 0:
             return -1, {}
         return max(self.node.applied, 0), {"kraft.version": (kraft_version, kraft_version)}
