@@ -50,6 +50,8 @@ from generated.describe_acls_request import DescribeAclsRequest
 from generated.describe_acls_response import DescribeAclsResponse
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterResponse
+from generated.describe_configs_request import DescribeConfigsRequest
+from generated.describe_configs_response import DescribeConfigsResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
@@ -157,6 +159,8 @@ ALL_CLASSES: tuple[type, ...] = (
     DescribeAclsResponse,
     DescribeClusterRequest,
     DescribeClusterResponse,
+    DescribeConfigsRequest,
+    DescribeConfigsResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
     EndQuorumEpochRequest,
@@ -377,6 +381,19 @@ API_SPECS: dict[int, ApiSpec] = {
         lowest_version=1,
         highest_version=3,
         lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    32: ApiSpec(
+        api_key=32,
+        name="DescribeConfigs",
+        request=DescribeConfigsRequest,
+        response=DescribeConfigsResponse,
+        lowest_version=1,
+        highest_version=4,
+        lowest_flexible_version=4,
         listeners=frozenset(["broker", "controller"]),
         latest_version_unstable=False,
         request_header_versions=(),

@@ -33,6 +33,9 @@ from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVers
 _new = object.__new__
 _U_iB = struct.Struct(">iB").unpack_from
 _I_iB = struct.Struct(">iB").iter_unpack
+_P_ii = struct.Struct(">ii").pack
+_P_iiB = struct.Struct(">iiB").pack
+_U_iiB = struct.Struct(">iiB").unpack_from
 _P_ix = struct.Struct(">ix").pack
 
 
@@ -70,6 +73,8 @@ class ReadOffsetRequest:
     FIELDS: ClassVar[tuple[FieldInfo, ...]] = ()
 
     cluster_id: str | None = None
+    replica_id: int = -1
+    replica_epoch: int = -1
     topics: list[TopicData] = field(default_factory=list)
     unknown_tagged_fields: list[tuple[int, bytes]] = field(default_factory=list)
 
@@ -148,8 +153,9 @@ def _w_ReadOffsetRequest_0(out: list[bytes], o: ReadOffsetRequest) -> None:
     a_topics = o.topics
     n_topics = len(a_topics)
     if n_topics < 127:
-        out.append(_B1[n_topics + 1])
+        out.append(_P_iiB(o.replica_id, o.replica_epoch, n_topics + 1))
     else:
+        out.append(_P_ii(o.replica_id, o.replica_epoch))
         out.append(_uvb(n_topics + 1))
     for e_topics in a_topics:
         out.append(_SC.get(e_topics.topic_name) or _cstr(e_topics.topic_name))
@@ -192,11 +198,10 @@ def _r_ReadOffsetRequest_0(d: bytes, p: int) -> tuple[ReadOffsetRequest, int]:
             raise MessageDecodeError("field ClusterId is longer than the remaining bytes")
         ob_.cluster_id = d[p:e].decode()
         p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
+    ob_.replica_id, ob_.replica_epoch, ln = _U_iiB(d, p)
+    p += 9
+    if ln >= 128:
+        ln, p = _ruv(d, p - 1)
     ln -= 1
     if ln < 0:
         raise MessageDecodeError("non-nullable field Topics was serialized as null")
@@ -362,6 +367,32 @@ ReadOffsetRequest.FIELDS = (
         tag=None,
         ignorable=False,
         default=None,
+        struct=None,
+        map_key=False,
+    ),
+    FieldInfo(
+        name="ReplicaId",
+        attr="replica_id",
+        type="int32",
+        versions=(0, 32767),
+        nullable_versions=None,
+        tagged_versions=None,
+        tag=None,
+        ignorable=False,
+        default=-1,
+        struct=None,
+        map_key=False,
+    ),
+    FieldInfo(
+        name="ReplicaEpoch",
+        attr="replica_epoch",
+        type="int32",
+        versions=(0, 32767),
+        nullable_versions=None,
+        tagged_versions=None,
+        tag=None,
+        ignorable=False,
+        default=-1,
         struct=None,
         map_key=False,
     ),

@@ -28,6 +28,8 @@ from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_R
 log = logging.getLogger("kraftd.config")
 
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
+DEFAULT_MAX_IDLE_INTERVAL_MS = 500  # metadata.max.idle.interval.ms, as Kafka
+DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # Kafka's metadata.log.segment.ms default (7 days)
 MIN_SEGMENT_BYTES = 1024
 # Kafka's controller.quorum.* defaults live once, in the core's QuorumConfig.
 _QUORUM_DEFAULTS = QuorumConfig()
@@ -87,10 +89,13 @@ class KraftConfig:
     retry_backoff_ms: int = _QUORUM_DEFAULTS.retry_backoff_ms
     append_linger_ms: int = _QUORUM_DEFAULTS.append_linger_ms
     segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    segment_ms: int = DEFAULT_SEGMENT_MS  # metadata.log.segment.ms: the active segment rolls once this old
     retention_bytes: int = _QUORUM_DEFAULTS.retention_bytes
     retention_ms: int = _QUORUM_DEFAULTS.retention_ms
     snapshot_interval_ms: int = _QUORUM_DEFAULTS.snapshot_interval_ms
     snapshot_max_record_bytes: int = _QUORUM_DEFAULTS.snapshot_max_record_bytes
+    # metadata.max.idle.interval.ms: the active controller appends a NoOpRecord this often (Kafka's default); 0 = off.
+    max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS
     metrics_port: int = (
         -1
     )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
@@ -101,8 +106,11 @@ class KraftConfig:
     tokens: TokenSettings = field(
         default_factory=TokenSettings
     )  # delegation.token.* (kraftd.controller.tokens)
+    # kraftd's own key kraftd.read.consistency: "linearizable" (default) or "stale" (kraftd.shell.reads).
+    read_consistency: str = "linearizable"
     # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
     test_fsync_delay_file: Path | None = None
+    auto_join: bool = False  # controller.quorum.auto.join.enable (KIP-853): an observer adds itself
 
     @property
     def controller_listener(self) -> Endpoint:
@@ -307,16 +315,32 @@ _TOLERATED = frozenset(
 _KNOWN = frozenset(
     "delegation.token.secret.key delegation.token.max.lifetime.ms delegation.token.expiry.time.ms "
     "delegation.token.expiry.check.interval.ms "
-    "metadata.max.retention.bytes metadata.max.retention.ms metadata.log.max.snapshot.interval.ms "
+    "metadata.max.idle.interval.ms metadata.max.retention.bytes metadata.max.retention.ms metadata.log.max.snapshot.interval.ms "
     "metadata.log.max.record.bytes.between.snapshots "
     "node.id process.roles controller.listener.names listeners advertised.listeners "
     "listener.security.protocol.map metadata.log.dir log.dirs log.dir controller.quorum.voters "
     "controller.quorum.bootstrap.servers controller.quorum.election.timeout.ms controller.quorum.fetch.timeout.ms "
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
+    "metadata.log.segment.ms "
     "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
-    "metrics.port".split()
+    "kraftd.read.consistency "
+    "metrics.port controller.quorum.auto.join.enable".split()
 )
+
+
+def _read_consistency(props: Mapping[str, str]) -> str:
+    value = props.get("kraftd.read.consistency", "linearizable").strip().lower()
+    if value not in ("linearizable", "stale"):
+        raise ConfigError(f"kraftd.read.consistency must be linearizable or stale, not {value!r}")
+    return value
+
+
+def _bool(props: Mapping[str, str], key: str) -> bool:
+    raw = props.get(key, "false").strip().lower()
+    if raw not in ("true", "false"):
+        raise ConfigError(f"{key}: {props.get(key)!r} is not a boolean; expected true or false")
+    return raw == "true"
 
 
 def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
@@ -391,6 +415,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         metadata_log_dir=Path(log_dir),
         quorum_voters=voters,
         bootstrap_servers=bootstrap,
+        auto_join=_bool(props, "controller.quorum.auto.join.enable"),
         election_timeout_ms=_int(
             props, "controller.quorum.election.timeout.ms", _QUORUM_DEFAULTS.election_timeout_ms, 1
         ),
@@ -410,8 +435,10 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             props, "controller.quorum.append.linger.ms", _QUORUM_DEFAULTS.append_linger_ms, 0
         ),
         segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
+        segment_ms=_int(props, "metadata.log.segment.ms", DEFAULT_SEGMENT_MS, 1),
         retention_bytes=_int(props, "metadata.max.retention.bytes", _QUORUM_DEFAULTS.retention_bytes, -1),
         retention_ms=_int(props, "metadata.max.retention.ms", _QUORUM_DEFAULTS.retention_ms, -1),
+        max_idle_interval_ms=_int(props, "metadata.max.idle.interval.ms", DEFAULT_MAX_IDLE_INTERVAL_MS, 0),
         snapshot_interval_ms=_int(
             props, "metadata.log.max.snapshot.interval.ms", _QUORUM_DEFAULTS.snapshot_interval_ms, 0
         ),
@@ -438,6 +465,7 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
                 1,
             ),
         ),
+        read_consistency=_read_consistency(props),
         test_fsync_delay_file=Path(props["kraftd.test.fsync.delay.file"])
         if props.get("kraftd.test.fsync.delay.file", "").strip()
         else None,

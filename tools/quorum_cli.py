@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-import uuid
 from pathlib import Path
 from ssl import SSLContext
 from typing import Any
@@ -25,16 +24,15 @@ import click
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
-from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from kraftd.config import ConfigError, parse_properties
 from kraftd.security import client_sasl, client_tls
 from kraftd.shell.transport import PeerConnection, PeerError
-from kraftd.storage.uuids import uuid_from_str
-from kwire.client import request_once
+from kraftd.storage.uuids import uuid_from_str, uuid_to_str
 from kwire.errors import ErrorCode, KraftError
 from kwire.sasl import SaslClientConfig
 from kwire.tls import client_context
 from tools.quorum_report import QuorumInfo, Replica, replication_report, status_report
+from tools.quorum_voters import add_voter, joining_controller, remove_voter
 
 CONTROLLERS = 2
 BROKERS = 1
@@ -207,29 +205,6 @@ def describe(obj: _Obj, status: bool, replication: bool, human_readable: bool) -
     click.echo(text, nl=False)
 
 
-async def remove_voter(
-    hosts: list[tuple[str, int]], voter_id: int, directory_id: uuid.UUID, timeout_ms: int
-) -> None:
-    """RemoveRaftVoter to the controllers in turn until the leader answers (others say NOT_LEADER_OR_FOLLOWER)."""
-    req = RemoveRaftVoterRequest(cluster_id=None, voter_id=voter_id, voter_directory_id=directory_id)
-    last = "no controller answered"
-    for host, port in hosts:
-        try:
-            resp = await request_once(
-                host, port, req, timeout=timeout_ms / 1000, client_id="kraft-metadata-quorum"
-            )
-        except (KraftError, OSError, TimeoutError) as exc:
-            last = f"{host}:{port}: {exc}"
-            continue
-        code = ErrorCode(resp.error_code)
-        if code == ErrorCode.NONE:
-            return
-        last = f"{code.name}" + (f": {resp.error_message}" if resp.error_message else "")
-        if code != ErrorCode.NOT_LEADER_OR_FOLLOWER:
-            break
-    raise KraftError(f"removing controller {voter_id} failed: {last}")
-
-
 @main.command("remove-controller", help="Removes a controller from the KRaft controller cluster.")
 @click.option("--controller-id", type=int, required=True, help="The id of the controller to remove.")
 @click.option(
@@ -244,15 +219,13 @@ def remove_controller(
     dry_run: bool,
 ) -> None:
     hosts, _, timeout_ms, ssl, sasl = _target(obj)
-    if ssl is not None or sasl is not None:
-        raise click.ClickException("remove-controller does not support TLS or SASL --command-config yet")
     try:
         dir_id = uuid_from_str(controller_directory_id)
     except (ValueError, KraftError) as exc:
         raise click.ClickException(f"--controller-directory-id: {exc}") from None
     if not dry_run:
         try:
-            asyncio.run(remove_voter(hosts, controller_id, dir_id, timeout_ms))
+            asyncio.run(remove_voter(hosts, controller_id, dir_id, timeout_ms, ssl, sasl))
         except KraftError as exc:
             raise click.ClickException(str(exc)) from None
     # Kafka 4.3.1's tool prints its prefix with a trailing space, then " KRaft controller": two spaces.
@@ -260,4 +233,27 @@ def remove_controller(
     click.echo(f"{prefix} KRaft controller {controller_id} with directory id {controller_directory_id}")
 
 
-__all__ = ["main", "fetch_quorum", "remove_voter"]
+@main.command("add-controller", help="Add a controller to the KRaft controller cluster")
+@click.option("--dry-run", is_flag=True, help="True if we should print what would be done, but not do it.")
+@click.pass_obj
+def add_controller(obj: _Obj, dry_run: bool) -> None:
+    """The joining controller's own properties are the --command-config file (tools.quorum_voters)."""
+    hosts, _, timeout_ms, ssl, sasl = _target(obj)
+    if obj[3] is None:
+        raise click.ClickException(
+            "You must supply the configuration file of the controller you are adding when using add-controller."
+        )
+    try:
+        joining = joining_controller(parse_properties(Path(obj[3]).read_text("latin-1")))
+        if not dry_run:
+            asyncio.run(add_voter(hosts, joining, timeout_ms, ssl, sasl))
+    except KraftError as exc:
+        raise click.ClickException(str(exc)) from None
+    prefix = "DRY RUN of adding" if dry_run else "Added"
+    click.echo(
+        f"{prefix} controller {joining.node_id} with directory id {uuid_to_str(joining.directory_id)} and "
+        f"endpoints: {joining.describe_endpoints()}"
+    )
+
+
+__all__ = ["main", "fetch_quorum", "remove_voter", "add_voter"]

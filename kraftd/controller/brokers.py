@@ -32,13 +32,16 @@ from generated.broker_registration_request import BrokerRegistrationRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.producer_ids_record import ProducerIdsRecord
 from generated.register_broker_record import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
+from kraftd.controller.features import MV_DIRECTORIES
 from kraftd.controller.image import MetadataImage
+from kraftd.core.config import BugFlags
 from kwire.errors import ErrorCode
 
 PRODUCER_ID_BLOCK = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 DEFAULT_SESSION_TIMEOUT_MS = 9000  # broker.session.timeout.ms
 NO_LEADER = -1
 NO_LEADER_CHANGE = -2
+NO_BUGS = BugFlags()  # planted bugs exist only for the simulator to catch; the daemon never sets any
 
 
 @dataclass(slots=True)
@@ -67,7 +70,12 @@ class Outcome:
 
 
 def register(
-    image: MetadataImage, req: BrokerRegistrationRequest, cluster_id: str, hb: Heartbeats, now_ms: int
+    image: MetadataImage,
+    req: BrokerRegistrationRequest,
+    cluster_id: str,
+    hb: Heartbeats,
+    now_ms: int,
+    bugs: BugFlags = NO_BUGS,
 ) -> Outcome:
     """Contract 1."""
     if req.cluster_id != cluster_id:
@@ -81,6 +89,8 @@ def register(
         if not lo <= level <= hi:
             return Outcome([], ErrorCode.UNSUPPORTED_VERSION)
     epoch = max(image.offset + 1, (old.epoch + 1) if old is not None else 0)
+    if bugs.reuse_broker_epoch and old is not None:
+        epoch = old.epoch
     record = RegisterBrokerRecord(
         broker_id=req.broker_id,
         incarnation_id=req.incarnation_id,
@@ -100,7 +110,8 @@ def register(
         rack=req.rack,
         fenced=True,
         in_controlled_shutdown=False,
-        log_dirs=list(req.log_dirs),
+        # RegisterBrokerRecord carries log directories from metadata.version 3.7-IV2 on (record version 3).
+        log_dirs=list(req.log_dirs) if image.metadata_version >= MV_DIRECTORIES else [],
     )
     hb.touch(req.broker_id, now_ms)
     # A broker registering again (a restart) leads nothing and leaves the ISRs first, as on an unclean shutdown.
@@ -108,7 +119,9 @@ def register(
     return Outcome([*moves, record], broker_epoch=epoch)
 
 
-def heartbeat(image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int) -> Outcome:
+def heartbeat(
+    image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int, bugs: BugFlags = NO_BUGS
+) -> Outcome:
     """Contracts 2 and 4 (and 3 for WantFence)."""
     b = image.brokers.get(req.broker_id)
     if b is None:
@@ -140,7 +153,7 @@ def heartbeat(image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats,
     if req.want_fence:
         if b.fenced:
             return Outcome([], broker_epoch=b.epoch, is_caught_up=caught_up)
-        return Outcome(fence(image, b.broker_id), broker_epoch=b.epoch, is_caught_up=caught_up)
+        return Outcome(fence(image, b.broker_id, bugs), broker_epoch=b.epoch, is_caught_up=caught_up)
     if b.fenced and caught_up and not b.in_controlled_shutdown:
         records = [BrokerRegistrationChangeRecord(broker_id=b.broker_id, broker_epoch=b.epoch, fenced=-1)]
         records += elect_offline(image, b.broker_id)
@@ -148,12 +161,12 @@ def heartbeat(image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats,
     return Outcome([], broker_epoch=b.epoch, is_caught_up=caught_up, is_fenced=b.fenced)
 
 
-def fence(image: MetadataImage, broker_id: int) -> list[Any]:
+def fence(image: MetadataImage, broker_id: int, bugs: BugFlags = NO_BUGS) -> list[Any]:
     """Contract 3: the records that fence ``broker_id`` and move its partitions away."""
     b = image.brokers[broker_id]
     return [
         BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, fenced=1),
-        *remove_from_partitions(image, broker_id),
+        *remove_from_partitions(image, broker_id, keep_leader=bugs.fence_keeps_leader),
     ]
 
 
@@ -179,7 +192,7 @@ def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
     return any(p.leader == broker_id for t in image.topics.values() for p in t.partitions.values())
 
 
-def remove_from_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
+def remove_from_partitions(image: MetadataImage, broker_id: int, keep_leader: bool = False) -> list[Any]:
     """Shrink every ISR holding ``broker_id`` (never to empty) and move its leaderships (contract 3)."""
     records: list[Any] = []
     for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
@@ -188,7 +201,7 @@ def remove_from_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
                 continue
             isr = [r for r in p.isr if r != broker_id] or p.isr
             leader = p.leader
-            if p.leader == broker_id:
+            if p.leader == broker_id and not keep_leader:
                 leader = next((r for r in isr if r != broker_id and _live(image, r)), NO_LEADER)
             if isr == p.isr and leader == p.leader:
                 continue

@@ -61,6 +61,7 @@ MV_MIN = METADATA_VERSIONS[0][0]
 MV_LATEST = METADATA_VERSIONS[-1][0]
 # metadata.version 3.6-IV1 (13) introduced Begin/EndTransactionRecord (KIP-868).
 MV_METADATA_TRANSACTIONS = 13
+MV_NOOP_RECORDS = 5  # 3.3-IV1 introduced NoOpRecord (below every production level; checked all the same)
 MV_CONTROLLER_REGISTRATION = 15  # 3.7-IV0
 MV_DIRECTORIES = 17  # 3.7-IV2
 MV_ELR = 23  # 4.0-IV1

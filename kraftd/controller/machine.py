@@ -16,6 +16,9 @@ Contracts:
    (BeginTransactionRecord "Bootstrap records", the bootstrap FeatureLevelRecords, the cluster-level
    ``min.insync.replicas`` ConfigRecord when eligible.leader.replicas.version >= 1, EndTransactionRecord; the
    transaction markers only from metadata.version 3.6-IV1 on), as ActivationRecordsGenerator does.
+5. Idle writes (:meth:`idle_records`): the active controller appends one NoOpRecord every
+   ``metadata.max.idle.interval.ms`` (the shell's timer), only at a metadata.version that has the record
+   (3.3-IV1 on), as Kafka's QuorumController does; elsewhere there is nothing to write.
 """
 
 from __future__ import annotations
@@ -28,8 +31,9 @@ from generated.abort_transaction_record import AbortTransactionRecord
 from generated.begin_transaction_record import BeginTransactionRecord
 from generated.config_record import ConfigRecord
 from generated.end_transaction_record import EndTransactionRecord
+from generated.no_op_record import NoOpRecord
 from kraftd.controller.apply import apply_record
-from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS, record_version
+from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS, MV_NOOP_RECORDS, record_version
 from kraftd.controller.image import MetadataImage
 from kraftd.core.log import LogBatch
 from kwire.errors import KraftError
@@ -116,6 +120,11 @@ class MetadataController:
         self.uncommitted = None
 
     @property
+    def leading(self) -> bool:
+        """The Raft leader of ``leader_epoch`` (active or still replaying to the end)."""
+        return self._leading
+
+    @property
     def active(self) -> bool:
         return self._leading and self._activated
 
@@ -158,6 +167,12 @@ class MetadataController:
         if mv >= MV_METADATA_TRANSACTIONS:
             records = [BeginTransactionRecord(name="Bootstrap records"), *records, EndTransactionRecord()]
         return records
+
+    # ---- idle writes (contract 5) ------------------------------------------------------------------------------
+    def idle_records(self) -> list[Any]:
+        if not self.active or self.write_metadata_version() < MV_NOOP_RECORDS:
+            return []
+        return [NoOpRecord()]
 
     # ---- writes (contract 3) ----------------------------------------------------------------------------------
     def write_metadata_version(self) -> int:

@@ -33,8 +33,10 @@ from generated.create_partitions_request import CreatePartitionsRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
+from kraftd.controller.brokers import NO_BUGS
 from kraftd.controller.image import MetadataImage, PartitionState
-from kraftd.controller.topics import UNASSIGNED_DIR, usable_brokers
+from kraftd.controller.topics import directories, usable_brokers
+from kraftd.core.config import BugFlags
 from kwire.errors import ErrorCode
 
 NO_LEADER_CHANGE = -2
@@ -43,7 +45,7 @@ SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def alter_partition(
-    image: MetadataImage, req: AlterPartitionRequest, version: int
+    image: MetadataImage, req: AlterPartitionRequest, version: int, bugs: BugFlags = NO_BUGS
 ) -> tuple[list[Any], ErrorCode, list[tuple[Any, int, ErrorCode, PartitionState | None]]]:
     """Contract 1: (records, top-level error, (topic id, partition, error, resulting state) per partition)."""
     sender = image.brokers.get(req.broker_id)
@@ -61,7 +63,7 @@ def alter_partition(
             if state is None:
                 out.append((t.topic_id, p.partition_index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None))
                 continue
-            error = _check_alter(image, state, req.broker_id, p, version)
+            error = _check_alter(image, state, req.broker_id, p, version, bugs)
             if error:
                 out.append((t.topic_id, p.partition_index, error, None))
                 continue
@@ -77,7 +79,9 @@ def alter_partition(
     return records, ErrorCode.NONE, out
 
 
-def _check_alter(image: MetadataImage, state: PartitionState, sender: int, p: Any, version: int) -> ErrorCode:
+def _check_alter(
+    image: MetadataImage, state: PartitionState, sender: int, p: Any, version: int, bugs: BugFlags
+) -> ErrorCode:
     if state.leader != sender:
         return ErrorCode.INVALID_REQUEST
     if p.leader_epoch < state.leader_epoch:
@@ -91,7 +95,8 @@ def _check_alter(image: MetadataImage, state: PartitionState, sender: int, p: An
     )
     for bid, epoch in members:
         b = image.brokers.get(bid)
-        if bid not in state.replicas or b is None or (b.fenced and bid != sender) or b.in_controlled_shutdown:
+        fenced = b is not None and b.fenced and bid != sender and not bugs.isr_admits_fenced
+        if bid not in state.replicas or b is None or fenced or b.in_controlled_shutdown:
             return ErrorCode.INELIGIBLE_REPLICA
         if epoch != -1 and b.epoch != epoch:
             return ErrorCode.INELIGIBLE_REPLICA
@@ -150,15 +155,10 @@ def create_partitions(
                     replicas=replicas,
                     isr=list(replicas),
                     leader=replicas[0],
-                    directories=[_directory(image, b) for b in replicas],
+                    directories=directories(image, replicas),
                 )
             )
     return records, results
-
-
-def _directory(image: MetadataImage, broker_id: int) -> Any:
-    b = image.brokers.get(broker_id)
-    return b.log_dirs[0] if b is not None and len(b.log_dirs) == 1 else UNASSIGNED_DIR
 
 
 def incremental_alter_configs(

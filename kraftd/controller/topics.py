@@ -28,6 +28,7 @@ from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.partition_record import PartitionRecord
 from generated.remove_topic_record import RemoveTopicRecord
 from generated.topic_record import TopicRecord
+from kraftd.controller.features import MV_DIRECTORIES
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
 
@@ -64,6 +65,14 @@ def _name_error(name: str) -> str | None:
 def usable_brokers(image: MetadataImage) -> list[int]:
     """Brokers new replicas may go to: registered, unfenced, not in controlled shutdown (sorted ids)."""
     return sorted(b for b, s in image.brokers.items() if not s.fenced and not s.in_controlled_shutdown)
+
+
+def directories(image: MetadataImage, replicas: list[int]) -> list[uuid.UUID]:
+    """PartitionRecord.Directories: one per replica from metadata.version 3.7-IV2 on, none before (the record
+    version written below it has no such field)."""
+    if image.metadata_version < MV_DIRECTORIES:
+        return []
+    return [_directory(image, b) for b in replicas]
 
 
 def _directory(image: MetadataImage, broker_id: int) -> uuid.UUID:
@@ -162,7 +171,7 @@ def create_topics(
                     leader=replicas[0],
                     leader_epoch=0,
                     partition_epoch=0,
-                    directories=[_directory(image, b) for b in replicas],
+                    directories=directories(image, replicas),
                 )
             )
         for c in t.configs:

@@ -14,6 +14,9 @@ Contract for the shell (the daemon wraps each method with asyncio):
    ``snapshot_due()`` says so; the core never looks inside the values. A listener that also defines
    ``handle_load_snapshot(snapshot)`` is called with a snapshot to replace its state with (on start and when a
    follower fetched one), before the ``handle_commit`` calls that continue after it.
+5. ``read_barrier()`` returns a ticket; a later ``ReadResolved(ticket, error)`` effect (after the
+   ``ApplyCommitted`` effects it waited for, so listeners have applied them) ends it. Error 0: serve the read
+   from the listener's state now and it is linearizable; NOT_CONTROLLER / REQUEST_TIMED_OUT: do not serve.
 """
 
 from __future__ import annotations
@@ -81,6 +84,11 @@ class RaftClient:
 
     def append(self, records: list[bytes]) -> OffsetRange:
         return self.node.append(records)
+
+    def read_barrier(self) -> int:
+        """Contract 5: a ticket; the ``ReadResolved`` effect carrying it says when (and whether) the image the
+        listeners have applied is at least as new as the leader's at this call (kraftd.core.reads)."""
+        return self.node.read_barrier()
 
     def create_snapshot(self, end_offset: int, values: list[bytes]) -> Snapshot:
         """Contract 4; raises SnapshotOffsetError for an offset that is not a committed batch boundary past

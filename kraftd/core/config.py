@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from kraftd.core.types import Listener
+
 
 @dataclass(frozen=True, slots=True)
 class BugFlags:
@@ -24,6 +26,12 @@ class BugFlags:
     reconfig_before_commit: bool = False  # change voters before committing in the own epoch (KIP-853)
     two_uncommitted_changes: bool = False  # accept a voter change while another is uncommitted
     report_inherited_hwm: bool = False  # a new leader reports its follower-era HWM before committing
+    # Controller (metadata state machine) bugs, caught by the controller simulator (kraftd/sim/controller_*.py):
+    fence_keeps_leader: bool = False  # fencing a broker shrinks its ISRs but leaves it leading
+    isr_admits_fenced: bool = False  # AlterPartition accepts a fenced broker into an ISR
+    reuse_broker_epoch: bool = False  # a broker registering again keeps its previous broker epoch
+    read_without_confirm: bool = False  # a leader answers reads without confirming (kraftd.core.reads)
+    read_without_read_offset: bool = False  # a non-leader serves reads from its applied state at once
 
     def any(self) -> bool:
         return (
@@ -35,6 +43,11 @@ class BugFlags:
             or self.reconfig_before_commit
             or self.two_uncommitted_changes
             or self.report_inherited_hwm
+            or self.fence_keeps_leader
+            or self.isr_admits_fenced
+            or self.reuse_broker_epoch
+            or self.read_without_confirm
+            or self.read_without_read_offset
         )
 
 
@@ -63,6 +76,15 @@ class QuorumConfig:
     snapshot_max_record_bytes: int = 20 * 1024 * 1024
     # The default listener (first of controller.listener.names): voters must keep listening on it (KIP-853).
     listener_name: str = "CONTROLLER"
+    # KIP-853 observers: ids standing for controller.quorum.bootstrap.servers (-2, -3, ... as Kafka numbers
+    # them), asked for the leader while no voter set is known; auto-join (controller.quorum.auto.join.enable)
+    # with this node's own controller listeners.
+    bootstrap_ids: tuple[int, ...] = ()
+    auto_join: bool = False
+    report_to_leader: bool = (
+        False  # kraft.version 0 voters send UpdateRaftVoter to each new leader (auto_join 4)
+    )
+    local_listeners: tuple[Listener, ...] = ()
     bugs: BugFlags = field(default_factory=BugFlags)
 
     @property

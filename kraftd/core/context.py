@@ -30,9 +30,9 @@ from kraftd.core.config import QuorumConfig
 from kraftd.core.effects import Effect, PersistElectionState, SendRequest, SnapshotLoaded
 from kraftd.core.log import LogBatch, ReplicatedLog
 from kraftd.core.snapshots import Snapshot, log_agrees
-from kraftd.core.states import Follower, Leader, Prospective, Resigned, RoleData, Unattached
+from kraftd.core.states import Follower, Leader, Prospective, ReadState, Resigned, RoleData, Unattached
 from kraftd.core.transitions import IllegalTransitionError, check_transition
-from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, ReplicaKey, Role, VoterSet
+from kraftd.core.types import NO_LEADER, ElectionState, LeaderAndEpoch, Listener, ReplicaKey, Role, VoterSet
 from kraftd.core.voters import VoterHistory
 
 
@@ -41,6 +41,7 @@ class Inflight:
     destination: int
     message: Any
     deadline: int
+    side: bool = False  # an auto-join request beside the fetch: not counted by invariant 2
 
 
 class NodeContext:
@@ -86,6 +87,16 @@ class NodeContext:
         self.election_retries = 0
         self.discovery_cursor = 0
         self.follower_leader_hwm = 0
+        self.reads = ReadState()  # kraftd.core.reads
+        # Endpoints of a voter being added (AddRaftVoter's ApiVersions probe): the shell's address book for ids
+        # that are not voters yet.
+        self.probe_endpoints: dict[int, tuple[Listener, ...]] = {}
+        self.has_joined = False  # kraftd.core.auto_join invariant 3
+        # kraft.version 0: what each voter told the leader in UpdateRaftVoter (kraftd.core.kraft_upgrade)
+        self.volatile_voters: dict[int, tuple[ReplicaKey, tuple[Listener, ...], tuple[int, int]]] = {}
+        self.join_not_before = 0
+        self.updated_epoch = -1  # the epoch whose leader heard this voter's UpdateRaftVoter (auto_join 4)
+        self.update_not_before = 0
         self.role, self.data, self.election = self._initial(election_state or ElectionState())
 
     # ----- hooks: implemented by the dispatcher (kraftd.core.node) -----
@@ -122,7 +133,10 @@ class NodeContext:
             e = ElectionState(self.log.last_epoch)
             self.out.append(PersistElectionState(e))
             return Role.UNATTACHED, Unattached(self.election_deadline()), e
-        if e.leader_id == self.local.id and self.is_voter:
+        if e.leader_id == self.local.id:
+            # Kafka's QuorumState: a former leader restarts Resigned in its epoch even when its log's newest voter
+            # set no longer holds it (it removed itself and crashed before the commit): it never votes again in
+            # that epoch and tells the voters to elect, then waits as an observer.
             others = {v for v in self.voters.ids if v != self.local.id}
             return Role.RESIGNED, Resigned(self.election_deadline(), [], others), e
         if e.leader_id >= 0 and e.leader_id != self.local.id:
@@ -199,13 +213,18 @@ class NodeContext:
     def can_send(self, dest: int) -> bool:
         if self.backoff.get(dest, 0) > self.now:
             return False
-        return not any(i.destination == dest for i in self.inflight.values())
+        return not any(i.destination == dest and not i.side for i in self.inflight.values())
 
-    def send(self, dest: int, message: Any) -> None:
+    def send(self, dest: int, message: Any, side: bool = False) -> int:
+        rid = self.next_request_id()
+        self.inflight[rid] = Inflight(dest, message, self.now + self.config.request_timeout_ms, side)
+        self.out.append(SendRequest(dest, rid, message))
+        return rid
+
+    def next_request_id(self) -> int:
         rid = self._next_request_id
         self._next_request_id += 1
-        self.inflight[rid] = Inflight(dest, message, self.now + self.config.request_timeout_ms)
-        self.out.append(SendRequest(dest, rid, message))
+        return rid
 
     def back_off(self, dest: int) -> None:
         """No request to ``dest`` before ``controller.quorum.retry.backoff.ms`` has passed."""
@@ -223,6 +242,10 @@ class NodeContext:
         self.data = data
         self.inflight.clear()
         self.backoff.clear()
+        ask = self.reads.ask
+        if ask is not None:  # its SendRequest is dropped below: the barriers ask again (kraftd.core.reads)
+            self.reads.queued[:0] = ask.waiters
+            self.reads.ask = None
         # Requests the old role queued in this step would be answered into the void (invariant 2).
         self.out = [e for e in self.out if not isinstance(e, SendRequest)]
 

@@ -115,6 +115,16 @@ class AppendFailed:
 
 
 @dataclass(frozen=True, slots=True)
+class ReadResolved:
+    """A read barrier (``RaftClient.read_barrier``) finished: ``error`` 0 means the state applied so far (the
+    ApplyCommitted effects before this one included) is at least as new as the leader's at the call
+    (kraftd.core.reads); otherwise NOT_CONTROLLER or REQUEST_TIMED_OUT and nothing may be served."""
+
+    ticket: int
+    error: int
+
+
+@dataclass(frozen=True, slots=True)
 class SetDeadline:
     at_ms: int
 
@@ -133,6 +143,7 @@ Effect = (
     | ApplyCommitted
     | LeaderChanged
     | AppendFailed
+    | ReadResolved
     | SetDeadline
 )
 
@@ -150,6 +161,7 @@ _ORDER: dict[type, int] = {
     ApplyCommitted: 3,
     LeaderChanged: 3,
     AppendFailed: 3,
+    ReadResolved: 3,
     SetDeadline: 4,
 }
 

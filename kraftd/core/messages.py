@@ -13,6 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import generated.add_raft_voter_request as AVOREQ
+import generated.add_raft_voter_response as AVORESP
+import generated.api_versions_request as AVREQ
+import generated.api_versions_response as AVRESP
 import generated.begin_quorum_epoch_request as BREQ
 import generated.begin_quorum_epoch_response as BRESP
 import generated.end_quorum_epoch_request as EREQ
@@ -21,6 +25,10 @@ import generated.fetch_request as FREQ
 import generated.fetch_response as FRESP
 import generated.fetch_snapshot_request as SREQ
 import generated.fetch_snapshot_response as SRESP
+import generated.read_offset_request as RREQ
+import generated.read_offset_response as RRESP
+import generated.remove_raft_voter_request as RVOREQ
+import generated.remove_raft_voter_response as RVORESP
 import generated.vote_request as VREQ
 import generated.vote_response as VRESP
 from kraftd.core.log import LogBatch, OffsetAndEpoch
@@ -37,6 +45,8 @@ FetchRequest = FREQ.FetchRequest
 FetchResponse = FRESP.FetchResponse
 FetchSnapshotRequest = SREQ.FetchSnapshotRequest
 FetchSnapshotResponse = SRESP.FetchSnapshotResponse
+ReadOffsetRequest = RREQ.ReadOffsetRequest
+ReadOffsetResponse = RRESP.ReadOffsetResponse
 
 
 def _dir(key: ReplicaKey) -> Any:
@@ -290,12 +300,38 @@ def fetch_snapshot_response(
     return FetchSnapshotResponse(error_code=int(error), topics=topics)
 
 
+def read_offset_request(cluster_id: str | None, replica_id: int = -1, replica_epoch: int = -1) -> Any:
+    part = RREQ.PartitionData(partition_index=METADATA_PARTITION)
+    topics = [RREQ.TopicData(topic_name=METADATA_TOPIC, partitions=[part])]
+    return ReadOffsetRequest(
+        cluster_id=cluster_id, replica_id=replica_id, replica_epoch=replica_epoch, topics=topics
+    )
+
+
+def read_offset_response(
+    error: ErrorCode, part_error: ErrorCode, leader_id: int, epoch: int, hwm: int = -1, applied: int = -1
+) -> Any:
+    part = RRESP.PartitionData(
+        partition_index=METADATA_PARTITION,
+        error_code=int(part_error),
+        high_watermark=hwm,
+        applied_offset=applied,
+        current_leader=RRESP.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=epoch),
+    )
+    topics = [RRESP.TopicData(topic_name=METADATA_TOPIC, partitions=[part])]
+    return ReadOffsetResponse(error_code=int(error), topics=topics)
+
+
 _RESPONSE_OF: dict[type, Any] = {
     VoteRequest: lambda e: vote_response(e, ErrorCode.NONE, -1, -1, False),
     BeginQuorumEpochRequest: lambda e: begin_quorum_response(e, ErrorCode.NONE, -1, -1),
     EndQuorumEpochRequest: lambda e: end_quorum_response(e, ErrorCode.NONE, -1, -1),
     FetchRequest: lambda e: fetch_response(e, ErrorCode.NONE, -1, -1, -1),
     FetchSnapshotRequest: lambda e: fetch_snapshot_response(e, ErrorCode.NONE, -1, -1),
+    ReadOffsetRequest: lambda e: read_offset_response(e, ErrorCode.NONE, -1, -1),
+    AVREQ.ApiVersionsRequest: lambda e: AVRESP.ApiVersionsResponse(error_code=int(e)),  # AddRaftVoter's probe
+    AVOREQ.AddRaftVoterRequest: lambda e: AVORESP.AddRaftVoterResponse(error_code=int(e)),  # auto-join
+    RVOREQ.RemoveRaftVoterRequest: lambda e: RVORESP.RemoveRaftVoterResponse(error_code=int(e)),
 }
 
 

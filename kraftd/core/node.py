@@ -11,7 +11,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftd.core import election, quorum_rpcs, replication, snapshotting, voter_rpcs
+from kraftd.core import (
+    add_voter,
+    auto_join,
+    election,
+    kraft_upgrade,
+    quorum_rpcs,
+    reads,
+    replication,
+    snapshotting,
+    voter_rpcs,
+)
 from kraftd.core import messages as m
 from kraftd.core.context import NodeContext
 from kraftd.core.effects import Effect, LeaderChanged, SetDeadline, ordered
@@ -49,6 +59,7 @@ class RaftNode(NodeContext):
     def leave_leader(self, d: Leader) -> None:
         voter_rpcs.abandon_voter_change(self, d)
         replication.leave_leader(self, d)
+        reads.leave_leader(self)
 
     def append_control(self, entries: list[tuple[Any, Any]]) -> None:
         d = self.data
@@ -79,10 +90,18 @@ class RaftNode(NodeContext):
         """Accept records as leader; raises NotLeaderError otherwise. Effects follow on the next poll."""
         return replication.append(self, records)
 
+    def read_barrier(self) -> int:
+        """A linearizable read barrier (kraftd.core.reads); a ``ReadResolved`` effect with the ticket ends it."""
+        return reads.read_barrier(self)
+
     def create_snapshot(self, end_offset: int, values: list[bytes]) -> Snapshot:
         """The state machine's snapshot of every record below ``end_offset`` (a committed batch boundary);
         effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""
         return snapshotting.create_snapshot(self, end_offset, values)
+
+    def upgrade_kraft_version(self, version: int, validate_only: bool) -> tuple[ErrorCode, str | None]:
+        """UpdateFeatures for kraft.version (kraftd.core.kraft_upgrade); effects follow on the next poll."""
+        return kraft_upgrade.upgrade(self, version, validate_only)
 
     def snapshot_due(self) -> bool:
         return snapshotting.snapshot_due(self)
@@ -96,7 +115,10 @@ class RaftNode(NodeContext):
             self._poll_role()
             if (self.role, self.epoch) == before:
                 break
+        auto_join.poll(self)
+        auto_join.poll_update(self)
         replication.maybe_apply(self)
+        reads.poll(self)
         cur = self.leader_and_epoch()
         if cur != self._last_leader:
             self._last_leader = cur
@@ -138,12 +160,18 @@ class RaftNode(NodeContext):
             resp = voter_rpcs.handle_update_voter(self, msg)
         elif isinstance(msg, voter_rpcs.RemoveRaftVoterRequest):
             resp = voter_rpcs.handle_remove_voter(self, ev.token, msg)
+        elif isinstance(msg, reads.ReadOffsetRequest):
+            resp = reads.handle_read_offset(self, ev.token, msg)
+        elif isinstance(msg, add_voter.AddRaftVoterRequest):
+            resp = add_voter.handle_add_voter(self, ev.token, msg)
         else:
             return
         if resp is not None:
             replication.respond(self, ev.token, resp)
 
     def _on_response(self, ev: ResponseReceived) -> None:
+        if reads.handle_response(self, ev.source, ev.request_id, ev.message):
+            return
         inf = self.inflight.get(ev.request_id)
         if inf is None or inf.destination != ev.source:
             return  # duplicate, expired or from a previous role instance (context invariant 2)
@@ -161,14 +189,18 @@ class RaftNode(NodeContext):
             snapshotting.handle_fetch_snapshot_response(self, source, resp)
         elif isinstance(request, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):
             quorum_rpcs.handle_epoch_response(self, source, request, resp)
+        elif isinstance(request, auto_join.JOIN_REQUESTS):
+            auto_join.handle_response(self, request, resp)
+        elif isinstance(request, add_voter.ApiVersionsRequest):
+            add_voter.handle_probe_response(self, source, resp)
 
     def _expire_inflight(self) -> None:
         for rid, inf in list(self.inflight.items()):
             if inf.deadline <= self.now:
                 del self.inflight[rid]
-                self._dispatch_response(
-                    inf.destination, inf.message, m.error_response(inf.message, ErrorCode.REQUEST_TIMED_OUT)
-                )
+                resp = m.error_response(inf.message, ErrorCode.REQUEST_TIMED_OUT)
+                reads.handle_response(self, inf.destination, rid, resp)
+                self._dispatch_response(inf.destination, inf.message, resp)
 
     # ----- timers -----
     def _deadline(self) -> int:
@@ -191,5 +223,6 @@ class RaftNode(NodeContext):
             cands.append(d.election_deadline)
             if isinstance(d, Prospective):
                 cands.append(d.votes_not_before)
+        cands += reads.deadlines(self)
         future = [c for c in cands if c > now]
         return min(future) if future else now + self.config.retry_backoff_ms

@@ -132,6 +132,8 @@ def append_control(node: NodeContext, d: Leader, entries: list[tuple[Any, Any]])
 
 def poll_leader(node: NodeContext, d: Leader) -> None:
     now = node.now
+    if _sole_voter(node):  # re-armed while alone, so a voter added later gets a full check-quorum period
+        d.check_quorum_deadline = max(d.check_quorum_deadline, now + node.config.check_quorum_timeout_ms)
     quorum_lost = now >= d.check_quorum_deadline and not _sole_voter(node)
     if d.resign_requested or node.shutting_down or (quorum_lost and not node.bugs.no_check_quorum):
         node.resign(d)
@@ -165,8 +167,11 @@ def update_high_watermark(node: NodeContext, d: Leader) -> None:
     ends = (
         [node.flushed] if node.is_voter else []
     )  # a leader removed from the set does not count (KAFKA-16530)
-    ends += [p.end_offset for i, p in d.replicas.items() if node.voters.has_id(i)]
+    # Only the voter's own key counts: an observer reusing a voter's id with a new disk is no voter (KIP-853).
+    ends += [p.end_offset for p in d.replicas.values() if node.voters.is_voter(p.key)]
     ends.sort(reverse=True)
+    if len(ends) < node.voters.majority():
+        return
     candidate = ends[node.voters.majority() - 1]
     own_epoch_committed = candidate > d.epoch_start_offset or node.bugs.commit_old_epoch
     if own_epoch_committed and candidate > node.high_watermark:
@@ -265,7 +270,7 @@ def _track_replica(node: NodeContext, d: Leader, key: Any, offset: int) -> None:
     now = node.now
     voter = node.voters.is_voter(key)
     p = d.replicas.get(key.id)
-    if p is None:
+    if p is None or p.key != key:  # another directory id under this id (a replaced disk) starts afresh
         p = d.replicas[key.id] = ReplicaProgress(key)
     p.update(now, offset, node.log.end_offset)
     for rid, q in list(d.replicas.items()):  # forget observers past their session (KIP-595)
@@ -307,10 +312,13 @@ def poll_follower(node: NodeContext, d: Follower) -> None:
 
 
 def discover_leader(node: NodeContext) -> None:
-    """An observer with no leader asks the voters in turn; any of them names the leader."""
+    """An observer with no leader asks the voters in turn (the bootstrap servers while it knows no voter set,
+    KIP-853); any of them names the leader."""
     if any(True for _ in node.inflight.values()):
         return
-    ids = node.voters.ids
+    ids = node.voters.ids or node.config.bootstrap_ids
+    if not ids:
+        return
     dest = ids[node.discovery_cursor % len(ids)]
     node.discovery_cursor += 1
     if node.can_send(dest):

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kraftd.core.log import OffsetAndEpoch
-from kraftd.core.types import NO_LEADER, ReplicaKey
+from kraftd.core.types import NO_LEADER, Listener, ReplicaKey
 
 
 @dataclass(slots=True)
@@ -70,9 +70,13 @@ class ParkedFetch:
 class PendingVoterChange:
     """A voter change whose answer waits until its Voters record (at ``offset``) commits."""
 
-    token: int
-    offset: int
+    token: int | None  # None once answered (AddRaftVoter without AckWhenCommitted answers at append)
+    offset: int  # -1 while an AddRaftVoter still probes the new voter (nothing appended yet)
     deadline: int
+    kind: str = "remove"  # "add" or "remove"
+    key: ReplicaKey | None = None  # the voter being added
+    listeners: tuple[Listener, ...] = ()
+    ack_when_committed: bool = True
 
 
 @dataclass(slots=True)
@@ -114,6 +118,48 @@ class Resigned:
     preferred: list[ReplicaKey]
     unacked: set[int]
     shutting_down: bool = False
+
+
+@dataclass(slots=True)
+class ReadWaiter:
+    """A read waiting for its offset (kraftd.core.reads): a local barrier ticket, or the token of a ReadOffset
+    request from another replica (``remote``)."""
+
+    ident: int
+    deadline: int
+    remote: bool = False
+    acks: frozenset[int] = frozenset()  # voters whose request carrying this read acknowledged the epoch
+
+
+@dataclass(slots=True)
+class ReadRound:
+    """One leadership confirmation of a leader (kraftd.core.reads invariant 1): BeginQuorumEpoch requests
+    sent after every waiter arrived, and the voters that acknowledged them."""
+
+    epoch: int
+    waiters: list[ReadWaiter]
+    sent: dict[int, int] = field(default_factory=dict)  # request id -> voter id
+    acked: set[int] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class ReadAsk:
+    """The one ReadOffset request a non-leader has in flight to its leader, and the barriers it serves."""
+
+    request_id: int
+    leader_id: int
+    deadline: int
+    waiters: list[ReadWaiter]
+
+
+@dataclass(slots=True)
+class ReadState:
+    queued: list[ReadWaiter] = field(default_factory=list)  # not yet in a round or an ask
+    round: ReadRound | None = None
+    ask: ReadAsk | None = None
+    ask_not_before: int = 0
+    targets: list[tuple[int, ReadWaiter]] = field(default_factory=list)  # (offset, barrier): wait for apply
+    next_ticket: int = 1
 
 
 RoleData = Unattached | Prospective | Candidate | Leader | Follower | Resigned

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import generated.add_raft_voter_response as ARESP
 import generated.remove_raft_voter_request as RREQ
 import generated.remove_raft_voter_response as RRESP
 import generated.update_raft_voter_request as UREQ
@@ -106,6 +107,9 @@ def handle_update_voter(node: NodeContext, msg: Any) -> Any:
         node.append_control([(CT.KRAFT_VOTERS, voters_record(updated))])
     else:
         hist.history[0] = (hist.history[0][0], updated)  # remembered, not logged (kraft.version 0)
+        # kraft_upgrade: the voter's directory id and kraft.version range, for an upgrade to kraft.version 1
+        range_ = (feature.min_supported_version, feature.max_supported_version)
+        node.volatile_voters[key.id] = (key, listeners, range_)
     node.note_voter_fetch(d, key.id)
     return answer(ErrorCode.NONE)
 
@@ -142,31 +146,45 @@ def handle_remove_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
         return _removed(ErrorCode.VOTER_NOT_FOUND, f"cannot remove {key.id} from voters {list(current.ids)}")
     node.append_control([(CT.KRAFT_VOTERS, voters_record(current.without(key)))])
     if d.voter_change is not None:  # only with BugFlags.two_uncommitted_changes
-        node.out.append(SendResponse(d.voter_change.token, _removed(ErrorCode.REQUEST_TIMED_OUT)))
+        _settle(node, d, ErrorCode.REQUEST_TIMED_OUT)
     d.voter_change = PendingVoterChange(
         token, node.log.end_offset - 1, node.now + node.config.request_timeout_ms
     )
     return None
 
 
+def _change_answer(p: PendingVoterChange, code: ErrorCode, text: str | None = None) -> Any:
+    if p.kind == "add":
+        return ARESP.AddRaftVoterResponse(error_code=int(code), error_message=text)
+    return _removed(code, text)
+
+
+def _settle(node: NodeContext, d: Leader, code: ErrorCode, text: str | None = None) -> None:
+    p = d.voter_change
+    d.voter_change = None
+    if p is not None and p.token is not None:
+        node.out.append(SendResponse(p.token, _change_answer(p, code, text)))
+
+
 def poll_voter_change(node: NodeContext, d: Leader) -> None:
-    """Invariants 6-7: answer a pending change once committed (or timed out); resign when removed."""
+    """Invariants 6-7 (and add_voter invariant 5): answer a pending change once committed (or timed out);
+    resign when removed."""
     p = d.voter_change
     if p is None:
         return
-    if node.high_watermark > p.offset:
-        d.voter_change = None
-        node.out.append(SendResponse(p.token, _removed(ErrorCode.NONE)))
+    if p.offset >= 0 and node.high_watermark > p.offset:
+        _settle(node, d, ErrorCode.NONE)
         if not node.voter_history.committed(node.high_watermark).is_voter(node.local):
             d.resign_requested = True
     elif node.now >= p.deadline:
-        d.voter_change = None
-        node.out.append(
-            SendResponse(p.token, _removed(ErrorCode.REQUEST_TIMED_OUT, "the change did not commit"))
-        )
+        if p.offset < 0 and p.key is not None:
+            node.probe_endpoints.pop(p.key.id, None)
+        _settle(node, d, ErrorCode.REQUEST_TIMED_OUT, "the change did not commit")
 
 
 def abandon_voter_change(node: NodeContext, d: Leader) -> None:
     if d.voter_change is not None:
-        node.out.append(SendResponse(d.voter_change.token, _removed(ErrorCode.NOT_LEADER_OR_FOLLOWER)))
-        d.voter_change = None
+        p = d.voter_change
+        if p.key is not None:
+            node.probe_endpoints.pop(p.key.id, None)
+        _settle(node, d, ErrorCode.NOT_LEADER_OR_FOLLOWER)

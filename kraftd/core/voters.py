@@ -77,6 +77,7 @@ class VoterHistory:
     def __init__(self, base: VoterSet, kraft_version: int, base_offset: int = -1) -> None:
         self.history: list[tuple[int, VoterSet]] = [(base_offset, base)]
         self.versions: list[tuple[int, int]] = [(base_offset, kraft_version)]
+        self.seen: set[ReplicaKey] = set(base.voters)  # every voter key ever read (add_voter invariant 3)
 
     @property
     def kraft_version(self) -> int:
@@ -108,7 +109,9 @@ class VoterHistory:
                 self.versions.append((off, value.kraft_version))
             elif kind == ControlRecordType.KRAFT_VOTERS and isinstance(value, VotersRecord):
                 if self.kraft_version >= 1:
-                    self.history.append((off, voter_set_of(value)))
+                    vs = voter_set_of(value)
+                    self.history.append((off, vs))
+                    self.seen.update(vs.voters)
 
     def truncate(self, end: int) -> None:
         """Forget every entry at or above ``end`` (invariant 3)."""
@@ -121,3 +124,4 @@ class VoterHistory:
         """Start over from a snapshot's records (the log before it is gone)."""
         self.history = [(base_offset, base)]
         self.versions = [(base_offset, kraft_version)]
+        self.seen.update(base.voters)

@@ -35,6 +35,8 @@ from generated.messages import API_SPECS
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import partitions, topics
+from kraftd.controller.features import KRAFT_VERSION
+from kraftd.core.events import Tick
 from kraftd.shell import controller_security
 from kwire.errors import ErrorCode, KraftError
 from kwire.headers import encode_response, parse_request
@@ -186,8 +188,27 @@ class ControllerAdmin:
             if u.allow_downgrade:
                 kind = 2
             updates.append((u.feature, max(u.max_version_level, 0), kind))
-        records, results = partitions.update_features(self.machine.latest(), updates, req.validate_only)
+        # kraft.version lives in the Raft log's control records: the quorum leader changes it (kraft_upgrade),
+        # after the other features' records commit; any refusal fails the whole request (all-or-nothing).
+        core = self.node.core
+        kraft = [(name, level) for name, level, _ in updates if name == KRAFT_VERSION]
+        updates = [u for u in updates if u[0] != KRAFT_VERSION]
+        checked = [(n, *core.upgrade_kraft_version(level, True)) for n, level in kraft]
+        refused = any(code for _, code, _ in checked)
+        records, results = partitions.update_features(
+            self.machine.latest(), updates, req.validate_only or refused
+        )
         error = await self.node.controller.try_write(records)
+        if (
+            kraft
+            and not refused
+            and not error
+            and not any(c for _, c, _ in results)
+            and not req.validate_only
+        ):
+            checked = [(n, *core.upgrade_kraft_version(level, False)) for n, level in kraft]
+            self.node.post(Tick(self.node.now_ms()))  # the driver polls the core, which writes the batch
+        results = checked + results
         first = next(((code, msg) for _, code, msg in results if code), (error, None))
         return UpdateFeaturesResponse(
             error_code=first[0],

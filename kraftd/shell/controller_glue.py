@@ -7,17 +7,19 @@ Contracts:
    records (first active leadership), they are appended as one batch and applied to the uncommitted view.
 3. :meth:`ControllerGlue.write` is how RPC handlers write: validated records -> one atomic append -> resolved
    after commit; NotControllerError when this node is not the active controller.
+4. :meth:`ControllerGlue.run_idle_writes` appends the state machine's idle records (a NoOpRecord) every
+   ``metadata.max.idle.interval.ms`` while this node is the active controller (kraftd.controller.machine 5).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from kraftd.controller.apply import apply_record
-from kraftd.controller.image import MetadataImage
-from kraftd.controller.machine import MetadataController, NotControllerError, decode_batches
+from kraftd.controller.image_writer import image_from_batches, snapshot_values
+from kraftd.controller.machine import MetadataController, NotControllerError
 from kraftd.core.log import LogBatch
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.snapshots import Snapshot
@@ -34,20 +36,31 @@ class ControllerGlue:
     def __init__(self, node: ControllerNode, machine: MetadataController) -> None:
         self.node = node
         self.machine = machine
+        self.end_offset = 0  # the offset after the last committed batch replayed (a snapshot may end there)
 
     # ---- RaftListener (contract 1) ----------------------------------------------------------------------------
     def handle_commit(self, batches: tuple[LogBatch, ...], high_watermark: int) -> None:
         self.machine.replay(batches, high_watermark)
+        if batches:
+            self.end_offset = max(self.end_offset, batches[-1].next_offset)
 
     def handle_load_snapshot(self, snapshot: Snapshot) -> None:
         """KIP-630: a snapshot (fetched from the leader, or the latest on disk at start) replaces the committed
         image; replay continues after its end offset."""
-        image = MetadataImage()
-        for d in decode_batches(snapshot.batches):
-            apply_record(image, d.offset, d.api_key, d.version, d.record)
-        image.offset = snapshot.snapshot_id.offset - 1
-        self.machine.committed = image
+        end = snapshot.snapshot_id.offset
+        self.machine.committed = image_from_batches(snapshot.batches, end)
         self.machine.uncommitted = None
+        self.end_offset = end
+
+    # ---- KIP-630 snapshots of the image (kraftd.controller.image_writer) ---------------------------------------
+    @property
+    def snapshot_safe(self) -> bool:
+        """Kafka never snapshots inside an open metadata transaction."""
+        return self.machine.committed.pending_transaction is None
+
+    def snapshot_values(self) -> list[bytes]:
+        """The committed image as records, for a snapshot ending at :attr:`end_offset`."""
+        return snapshot_values(self.machine.committed)
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         if leader.leader_id == self.node.config.node_id:
@@ -83,6 +96,17 @@ class ControllerGlue:
             self.machine.on_appended(rng.first, values)
 
         return await self.node.append(values, on_range=applied)
+
+    async def run_idle_writes(self, interval_s: float) -> None:
+        """Contract 4 (a task the node owns; cancelled when it stops)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            records = self.machine.idle_records()
+            if records:
+                try:
+                    await self.try_write(records)
+                except Exception as exc:  # noqa: BLE001 - the next interval tries again
+                    log.debug("node %d: idle NoOpRecord not written: %s", self.node.config.node_id, exc)
 
     async def try_write(self, records: list[Any]) -> ErrorCode:
         """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from generated import describe_quorum_response as dq
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
+from generated.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.messages import API_SPECS
 from generated.metadata_request import MetadataRequest
@@ -40,13 +41,15 @@ from kwire.errors import ErrorCode, LocalProtocolError
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
-FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 81, 82
+FETCH_SNAPSHOT, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 80, 81, 82
 # Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
 # BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
 # CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope; kraftd.shell.controller_security: the ACL,
 # client quota, SCRAM and delegation token writes (29-31, 49, 51, 38-40).
 CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58, 29, 30, 31, 49, 51, 38, 39, 40)
 KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
+READ_OFFSET = 650  # KIP-650, kraftd's key: answered by the core (kraftd.core.reads)
+DESCRIBE_CONFIGS = 32  # answered by kraftd.shell.reads
 SERVED: tuple[int, ...] = (
     *CONTROLLER_RPCS,
     FETCH,
@@ -58,12 +61,25 @@ SERVED: tuple[int, ...] = (
     DESCRIBE_QUORUM,
     DESCRIBE_CLUSTER,
     FETCH_SNAPSHOT,
+    ADD_RAFT_VOTER,
     REMOVE_RAFT_VOTER,
     UPDATE_RAFT_VOTER,
     KRAFTD_APPEND,
+    READ_OFFSET,
+    DESCRIBE_CONFIGS,
 )
 CORE_APIS = frozenset(
-    {FETCH, VOTE, BEGIN_QUORUM, END_QUORUM, FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER}
+    {
+        FETCH,
+        VOTE,
+        BEGIN_QUORUM,
+        END_QUORUM,
+        FETCH_SNAPSHOT,
+        ADD_RAFT_VOTER,
+        REMOVE_RAFT_VOTER,
+        UPDATE_RAFT_VOTER,
+        READ_OFFSET,
+    }
 )
 
 
@@ -199,6 +215,32 @@ def metadata_response(req: MetadataRequest, view: ClusterView) -> MetadataRespon
     )
 
 
+def describe_cluster_failed(req: DescribeClusterRequest, code: int) -> DescribeClusterResponse:
+    """A read barrier failed (kraftd.shell.reads contract 1): the error, no nodes."""
+    return DescribeClusterResponse(
+        error_code=code,
+        error_message="no leader confirmed this read in time",
+        endpoint_type=req.endpoint_type,
+        cluster_id="",
+        controller_id=-1,
+        brokers=[],
+    )
+
+
+def metadata_failed(req: MetadataRequest, view: ClusterView, code: int) -> MetadataResponse:
+    """A read barrier failed (kraftd.shell.reads contract 1): every requested topic carries the error; the
+    node list names only the controllers (where a client may retry), never brokers from the image."""
+    brokers = [
+        MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)
+        for node_id, eps in sorted(view.nodes.items())
+        if eps
+    ]
+    topics = [
+        MetadataResponseTopic(error_code=code, name=t.name, topic_id=t.topic_id) for t in (req.topics or [])
+    ]
+    return MetadataResponse(brokers=brokers, cluster_id=view.cluster_id, controller_id=-1, topics=topics)
+
+
 def denied_response(api_key: int, request: object) -> object:
     """Contract 5: the answer to a request the authorizer refused (CLUSTER_AUTHORIZATION_FAILED)."""
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -208,4 +250,15 @@ def denied_response(api_key: int, request: object) -> object:
         return dq.DescribeQuorumResponse(error_code=code, error_message=code.message)
     if api_key == DESCRIBE_CLUSTER:
         return DescribeClusterResponse(error_code=code, error_message=code.message)
+    if api_key == DESCRIBE_CONFIGS:
+        results = [
+            DescribeConfigsResult(
+                error_code=code,
+                error_message=code.message,
+                resource_type=r.resource_type,
+                resource_name=r.resource_name,
+            )
+            for r in getattr(request, "resources", [])
+        ]
+        return DescribeConfigsResponse(results=results)
     raise LocalProtocolError(f"no denied response for api key {api_key}")

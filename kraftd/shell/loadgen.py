@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import time
 from pathlib import Path
 from typing import NamedTuple
@@ -55,14 +56,19 @@ def noop_frame(payload: bytes) -> bytes:
     return NOOP_FRAME + b"\x01\x00" + encode_unsigned_varint(len(payload)) + payload
 
 
+LOAD_ID = re.compile(r"\d+p\d+-\d+")
+
+
 def record_id_of(value: bytes) -> str:
+    """The load generator's id of a record (contract 1), or "" for any other record (a controller's own)."""
     if value.startswith(NOOP_FRAME + b"\x01\x00"):
         try:
             size, pos = decode_unsigned_varint(value, len(NOOP_FRAME) + 2)
         except KraftError:
             return ""
         value = value[pos : pos + size]
-    return value.split(b".", 1)[0].decode("ascii", "replace")
+    rid = value.split(b".", 1)[0].decode("ascii", "replace")
+    return rid if LOAD_ID.fullmatch(rid) else ""
 
 
 async def run_load(

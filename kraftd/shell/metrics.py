@@ -69,8 +69,8 @@ def raft_values(node: ControllerNode) -> dict[str, float]:
         "log_end_epoch": float(core.log.last_epoch),
         "number_of_voters": float(len(core.voters.voters)),
         "number_of_observers": float(observers),
-        # kraftd's voter set is fixed at format time (no AddRaftVoter/RemoveRaftVoter yet): never pending.
-        "uncommitted_voter_change": 0.0,
+        # As Kafka's: 1 while the leader has an AddRaftVoter/RemoveRaftVoter in progress (probing or uncommitted).
+        "uncommitted_voter_change": float(isinstance(d, Leader) and d.voter_change is not None),
         "commit_latency_avg": m.commit_latency_ms.avg(),
         "commit_latency_max": m.commit_latency_ms.max(),
         "election_latency_avg": m.election_latency_ms.avg(),

@@ -35,6 +35,7 @@ from kraftd.core.effects import (
     InstallSnapshot,
     LeaderChanged,
     PersistElectionState,
+    ReadResolved,
     SendRequest,
     SendResponse,
     SetDeadline,
@@ -47,7 +48,7 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import handlers, observe, wiring
+from kraftd.shell import handlers, membership, observe, wiring
 from kraftd.shell.commits import CommitWaiters
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
@@ -58,8 +59,8 @@ from kraftd.shell.inbox import EventInbox
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
+from kraftd.shell.reads import ReadBarriers
 from kraftd.shell.routing import RequestRouter
-from kraftd.shell.statemachine import RecordsState
 from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.authz import AclAuthorizer
@@ -95,6 +96,7 @@ class ControllerNode:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
+        self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.membership contract 1
         self.applied = -1  # the last committed offset the shell has seen (kraftd.shell.routing contract 10)
         self.metrics = NodeMetrics()
         self.metrics_port: int | None = None
@@ -144,10 +146,9 @@ class ControllerNode:
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
+        self.reads = ReadBarriers(self)
         self.ctl_admin = ControllerAdmin(self)
         self.ctl_security = ControllerSecurity(self)
-        self.state = RecordsState()
-        self.client.register(self.state)
         self.observer = observe.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         self.peers = wiring.peer_connections(cfg, self.setup, self.peer_tls, self.peer_sasl)
@@ -175,6 +176,8 @@ class ControllerNode:
         self._driver = asyncio.create_task(self._drive())
         self._spawn(self.rpcs.run_periodic())
         self._spawn(self.ctl_security.run_sweeper())
+        if cfg.max_idle_interval_ms > 0:
+            self._spawn(self.controller.run_idle_writes(cfg.max_idle_interval_ms / 1000))
 
     @property
     def core(self) -> RaftNode:
@@ -224,6 +227,8 @@ class ControllerNode:
             with contextlib.suppress(Exception):
                 await peer.close()
         await self.router.close()
+        if getattr(self, "reads", None) is not None:
+            await self.reads.close()
         if getattr(self, "rpcs", None) is not None:
             with contextlib.suppress(Exception):
                 await self.rpcs.close()
@@ -269,12 +274,12 @@ class ControllerNode:
 
     def _maybe_snapshot(self) -> None:
         """KIP-630: snapshot the state machine when the core says one is due (record bytes or interval)."""
-        st = self.state
+        st = self.controller  # the metadata image, written out as records (Kafka's image writer)
         latest = self.client.latest_snapshot
         newer = st.end_offset > (latest.snapshot_id.offset if latest else 0)
         if not self.client.snapshot_due() or not newer or not st.snapshot_safe:
             return
-        snap = self.client.create_snapshot(st.end_offset, list(st.values))
+        snap = self.client.create_snapshot(st.end_offset, st.snapshot_values())
         log.info("node %d: wrote snapshot %s", self.config.node_id, snap.snapshot_id)
         self._step(Tick(now_ms()))
 
@@ -320,24 +325,41 @@ class ControllerNode:
                 self.commits.fail_range(e.first_offset, e.last_offset)
             elif isinstance(e, LeaderChanged):
                 self._on_leader(e.leader)
+            elif isinstance(e, ReadResolved):
+                self.reads.resolved(e)
             elif isinstance(e, SetDeadline):
                 self._deadline = e.at_ms
 
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
-        peer = self.peers.get(dest)
+        is_read = isinstance(message, core_messages.ReadOffsetRequest)
+        peer = membership.peer_for(self, dest)  # sets the address book entry the read connection uses
+        if is_read and peer is not None:
+            peer = self.reads.connection(dest)
         if peer is None:
             resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
         else:
             where = f"{peer.host}:{peer.port}"
             try:
                 resp = await peer.request(message)
+                membership.learn(self, resp)
                 self.netlog.reached(dest, where)
                 self.netlog.sent_rejected(dest, where, message, resp)
             except PeerError as exc:
                 self.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
                 resp = core_messages.error_response(message, ErrorCode(exc.error_code))
         self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
+
+    def queue_tick(self) -> None:
+        """Let the core run its poll soon (one queued Tick is enough)."""
+        if not self._tick_queued:
+            self._tick_queued = True
+            self._events.put_nowait(Tick(now_ms()))
+
+    async def read_barrier(self) -> None:
+        """RaftClient.read_barrier (kraftd.shell.reads): the applied image is now at least as new as the leader's
+        at the call; raises ReadUnavailableError (NOT_CONTROLLER / REQUEST_TIMED_OUT) otherwise."""
+        await self.reads.barrier()
 
     def post(self, event: Event) -> None:
         """Queue an event for the driver (contract 4)."""
@@ -370,9 +392,7 @@ class ControllerNode:
             on_range(rng)
         t0 = time.perf_counter()
         fut = self.commits.add(rng.last, rng.epoch)
-        if not self._tick_queued:  # one queued Tick is enough to schedule the linger deadline
-            self._tick_queued = True
-            self._events.put_nowait(Tick(now_ms()))
+        self.queue_tick()  # schedules the linger deadline
         last = await fut
         self.observer.measures.commit_latency_ms.add((time.perf_counter() - t0) * 1000)
         return last

@@ -68,13 +68,14 @@ def quorum_setup(config: KraftConfig, storage: NodeStorage) -> QuorumSetup:
         )
     path = storage.bootstrap_checkpoint
     version, voters = read_bootstrap_checkpoint(path) if path is not None else (1, [])
-    if not voters:
+    if not voters and not config.bootstrap_servers:
         raise StorageNotReadyError(
-            f"{storage.log_dir} holds no voter set (formatted with --no-initial-controllers?) and "
-            "controller.quorum.voters is not set: joining a quorum as an observer (KIP-853 add-controller) "
-            "is not supported yet. Format with --standalone or --initial-controllers, or set "
-            "controller.quorum.voters."
+            f"{storage.log_dir} holds no voter set (formatted with --no-initial-controllers?) and neither "
+            "controller.quorum.voters nor controller.quorum.bootstrap.servers is set: a joining controller "
+            "needs controller.quorum.bootstrap.servers to find the quorum's leader."
         )
+    # With no voter set (--no-initial-controllers) the node starts as an observer: it learns the voters from
+    # the leader's log and waits to be added (KIP-853).
     return QuorumSetup(
         VoterSet(
             tuple(ReplicaKey(v.node_id, v.directory_id) for v in voters),

@@ -8,6 +8,8 @@ Contracts:
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
+9a. Metadata, DescribeCluster, DescribeConfigs and the leader's DescribeQuorum pass a read barrier first
+   (kraftd.shell.reads contract 1).
 10. ApiVersions (v3+) finalizes kraft.version at the quorum's level when it is above 0, as Kafka's controllers
    do; its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
 """
@@ -22,8 +24,9 @@ from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
 from kraftd.core.replication import NotLeaderError
-from kraftd.shell import admin, controller_admin, controller_rpcs, controller_security, handlers
+from kraftd.shell import admin, controller_admin, controller_rpcs, controller_security, handlers, membership
 from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
+from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
@@ -42,6 +45,11 @@ class RequestRouter:
         if key == handlers.DESCRIBE_QUORUM:
             assert isinstance(body, DescribeQuorumRequest)
             try:
+                # kraftd.shell.reads contract 1: a leader confirms it still leads before describing voters.
+                if node.client.leader_and_epoch.leader_id == node.config.node_id:
+                    code = await node.reads.before_read()
+                    if code != ErrorCode.NONE:
+                        raise NotLeaderError(ErrorCode(code).name)
                 quorum = node.client.describe_quorum()
             except NotLeaderError:
                 quorum = None
@@ -54,7 +62,12 @@ class RequestRouter:
             )
         if key == handlers.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
+            code = await node.reads.before_read()
+            if code != ErrorCode.NONE:
+                return handlers.describe_cluster_failed(body, code)
             return handlers.describe_cluster_response(body, self.cluster_view())
+        if key == handlers.DESCRIBE_CONFIGS:
+            return await node.reads.describe_configs(body)
         if key in controller_rpcs.APIS:
             return await node.rpcs.handle(key, body, header.request_api_version)
         if key in controller_admin.APIS:
@@ -63,10 +76,14 @@ class RequestRouter:
             return await node.ctl_security.handle(key, body, header.request_api_version)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
+            code = await node.reads.before_read()
+            if code != ErrorCode.NONE:
+                return handlers.metadata_failed(body, self.cluster_view(), code)
             return handlers.metadata_response(body, self.cluster_view())
         if key == admin.KRAFTD_APPEND:
             return await admin.handle_append(node, body)
         resp = await node.ask_core(body)
+        membership.advertise_leader(node, header.request_api_version if key == handlers.FETCH else -1, resp)
         node.netlog.answered(info.peer, body, resp)
         return resp
 
@@ -97,7 +114,7 @@ class RequestRouter:
 
     def cluster_view(self) -> handlers.ClusterView:
         node = self.node
-        nodes: dict[int, tuple[Endpoint, ...]] = dict(node.setup.endpoints)
+        nodes = membership.known_nodes(node)
         nodes[node.config.node_id] = node.config.advertised_controller_listeners
         image = node.controller.machine.committed
         name = node.config.controller_listener_names[0]
@@ -118,7 +135,8 @@ class RequestRouter:
 
     def finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
         """Contract 10 (Kafka's KRaftMetadataCache.features): kraft.version once above 0, epoch = last commit."""
-        kraft_version = self.node.setup.kraft_version
+        core = self.node.core  # the committed level: an upgrade shows once its KRaftVersion record commits
+        kraft_version = core.voter_history.committed_version(core.high_watermark)
         if kraft_version <= 0:
             return -1, {}
         return max(self.node.applied, 0), {"kraft.version": (kraft_version, kraft_version)}

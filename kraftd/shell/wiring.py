@@ -9,6 +9,8 @@ from typing import Any
 from kraftd.config import ConfigError, KraftConfig
 from kraftd.controller.features import bootstrap_feature_records, resolve_features
 from kraftd.core.config import QuorumConfig
+from kraftd.core.types import Listener
+from kraftd.shell import membership
 from kraftd.shell.persistence import QuorumSetup
 from kraftd.shell.transport import PeerConnection
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
@@ -29,6 +31,10 @@ def quorum_config(cfg: KraftConfig) -> QuorumConfig:
         snapshot_interval_ms=cfg.snapshot_interval_ms,
         snapshot_max_record_bytes=cfg.snapshot_max_record_bytes,
         listener_name=cfg.controller_listener_names[0],
+        bootstrap_ids=membership.bootstrap_ids(len(cfg.bootstrap_servers)),
+        auto_join=cfg.auto_join,
+        report_to_leader=True,
+        local_listeners=tuple(Listener(e.name, e.host, e.port) for e in cfg.advertised_controller_listeners),
     )
 
 

@@ -3,6 +3,7 @@
 python -m kraftd.sim --scenario zombie_leader --seed 42       # replay one seed and print its trace
 python -m kraftd.sim --seeds 0-9999 --workers 2               # every scenario, round robin
 python -m kraftd.sim --seeds 0-499 --bug no_check_quorum      # show a planted bug being caught
+python -m kraftd.sim --scenario controller_chaos --seeds 0-99  # the controller on every node, brokers as clients
 """
 
 from __future__ import annotations
@@ -12,8 +13,7 @@ import sys
 
 from kraftd.core.config import BugFlags
 from kraftd.sim.harness import LIVENESS_BOUND_MS
-from kraftd.sim.runner import run_many, run_seed
-from kraftd.sim.scenarios import SCENARIOS
+from kraftd.sim.runner import ALL_SCENARIOS, run_many, run_seed
 
 
 def _range(text: str) -> range:
@@ -23,7 +23,7 @@ def _range(text: str) -> range:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m kraftd.sim", description=__doc__.splitlines()[0])
-    p.add_argument("--scenario", choices=sorted(SCENARIOS), action="append")
+    p.add_argument("--scenario", choices=sorted(ALL_SCENARIOS), action="append")
     p.add_argument("--seed", type=int)
     p.add_argument("--seeds", type=_range, default=range(0, 100))
     p.add_argument("--workers", type=int, default=1)
@@ -38,6 +38,9 @@ def main(argv: list[str] | None = None) -> int:
             "reconfig_before_commit",
             "two_uncommitted_changes",
             "report_inherited_hwm",
+            "fence_keeps_leader",
+            "isr_admits_fenced",
+            "reuse_broker_epoch",
         ],
     )
     p.add_argument(

@@ -108,6 +108,9 @@ class Cluster:
         self.roundtrip: Callable[[Any], Any] | None = None
         self.storage_version = 0  # bumped on every change of any node's durable log
         self._durable_signature: tuple[object, ...] = ()
+        # Read barriers in progress: (node, incarnation, ticket) -> committed end when the read started (12).
+        self.reads: dict[tuple[int, int, int], int] = {}
+        self.reads_served = 0
 
     # ----- scheduling -----
     def at(self, when: int, action: Callable[[], None]) -> None:
@@ -172,6 +175,15 @@ class Cluster:
     def shutdown(self, node_id: int) -> None:
         self.trace.append(f"{self.now:>7} n{node_id} graceful shutdown")
         self.deliver(node_id, Shutdown(self.now))
+
+    def read(self, node_id: int) -> None:
+        """A client reads at ``node_id``: a read barrier (kraftd.core.reads), checked by invariant (12)."""
+        n = self.nodes[node_id]
+        if n.core is None:
+            return
+        ticket = n.core.read_barrier()
+        self.reads[(node_id, n.incarnation, ticket)] = self.checker.committed_end
+        self.deliver(node_id, Tick(self.now))
 
     def append(self, node_id: int, records: list[bytes]) -> tuple[int, int] | None:
         core = self.nodes[node_id].core
@@ -312,6 +324,11 @@ class Cluster:
                         n.state.extend(r.value or b"" for r in decode_batch(b.data, verify_crc=False).records)
             elif isinstance(e, fx.SnapshotLoaded):
                 n.state = e.snapshot.values()
+            elif isinstance(e, fx.ReadResolved):
+                start = self.reads.pop((nid, n.incarnation, e.ticket), None)
+                if start is not None and e.error == 0:
+                    self.reads_served += 1
+                    self.checker.on_read(nid, start, core.applied)
             elif isinstance(e, fx.WriteSnapshot | fx.InstallSnapshot):
                 sid = e.snapshot.snapshot_id
                 self.checker.on_snapshot(nid, sid.offset, e.snapshot.values())
@@ -418,6 +435,11 @@ def _summary(msg: Any) -> str:
         extra = f" diverging={div.end_offset}@{div.epoch}" if div.epoch >= 0 else ""
         n = len(part.records or b"")
         return f"{name}(err={part.error_code} e{part.current_leader.leader_epoch} hwm={part.high_watermark} bytes={n}{extra})"
+    if isinstance(msg, m.ReadOffsetRequest):
+        return name
+    if isinstance(msg, m.ReadOffsetResponse):
+        leader = part.current_leader
+        return f"{name}(err={part.error_code} hwm={part.high_watermark} leader={leader.leader_id} e{leader.leader_epoch})"
     if isinstance(msg, m.FetchSnapshotRequest):
         return f"{name}({part.snapshot_id.end_offset}@{part.snapshot_id.epoch} pos={part.position})"
     if isinstance(msg, m.FetchSnapshotResponse):

@@ -60,8 +60,10 @@ class Harness:
         fetch_max_bytes: int | None = None,
         snapshots: bool = False,
         kraft_version: int = 0,
+        cluster_class: type[Cluster] = Cluster,
     ) -> Cluster:
-        """``snapshots``: the nodes' state machines snapshot at random times and every snapshot deletes the
+        """``cluster_class``: Cluster, or a subclass running a state machine on the nodes (the controller).
+        ``snapshots``: the nodes' state machines snapshot at random times and every snapshot deletes the
         log it covers (retention 0), so lagging replicas must catch up with FetchSnapshot."""
         rng = self.rng
         vids = list(range(voters))
@@ -72,7 +74,7 @@ class Harness:
             retention_bytes=0 if snapshots else QuorumConfig().retention_bytes,
         )
         checker = Checker(tuple(vids), check_monotonic_epoch, check_majority_hwm)
-        c = Cluster(
+        c = cluster_class(
             rng,
             vids,
             oids,
@@ -109,6 +111,19 @@ class Harness:
     def c(self) -> Cluster:
         assert self.cluster is not None
         return self.cluster
+
+    # ----- reads (invariant 12) -----
+    def enable_reads(self, min_gap_ms: int = 5, max_gap_ms: int = 80) -> None:
+        """Clients read at random up nodes (voters and observers) from now on, each read a barrier."""
+        c = self.c
+
+        def tick() -> None:
+            up = [i for i in c.nodes if c.is_up(i)]
+            if up:
+                c.read(self.rng.choice(up))
+            c.at(c.now + self.rng.randint(min_gap_ms, max_gap_ms), tick)
+
+        c.at(c.now + self.rng.randint(min_gap_ms, max_gap_ms), tick)
 
     # ----- workload -----
     def _schedule_append(self, c: Cluster) -> None:

@@ -19,6 +19,9 @@ RaftEventSimulationTest checks the same family).
    differs from the one in force by at most one voter.
 11. A follower's high watermark never goes back: a Fetch response that names a high watermark (>= 0) names one at
    least the receiver's own (Kafka's FollowerState.updateHighWatermark kills the process otherwise).
+12. Linearizable reads (kraftd.core.reads): a read served at a node reflects every write acknowledged before the
+   read started - the node has applied at least the committed prefix as it stood then (acknowledgement is a
+   leader's high watermark passing a write, which is when the prefix grows).
 8. Pre-vote never changes an epoch: pre-vote requests carry the sender's persisted epoch, and answering a
    same-epoch pre-vote persists nothing (entering Prospective with a new epoch is rejected by the core's
    transition table, which the simulator reports as a failure).
@@ -148,6 +151,15 @@ class Checker:
         if hwm < prev:
             raise InvariantViolation(5, f"leader {node} epoch {epoch} HWM went {prev} -> {hwm}")
         self.leader_hwm[(node, epoch)] = hwm
+
+    # (12)
+    def on_read(self, node: int, committed_at_start: int, applied: int) -> None:
+        if applied < committed_at_start:
+            raise InvariantViolation(
+                12,
+                f"node {node} served a read at applied offset {applied}, but offset {committed_at_start} was "
+                "committed (acknowledged) before the read started",
+            )
 
     # (11)
     def on_fetch_response(self, node: int, own_hwm: int, leader_id: int, reported_hwm: int) -> None:

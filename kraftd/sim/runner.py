@@ -11,8 +11,11 @@ import time
 from dataclasses import dataclass, field, fields
 
 from kraftd.core.config import BugFlags
+from kraftd.sim.controller_scenarios import CONTROLLER_SCENARIOS
 from kraftd.sim.harness import Harness
 from kraftd.sim.scenarios import SCENARIOS
+
+ALL_SCENARIOS = {**SCENARIOS, **CONTROLLER_SCENARIOS}  # sweeps default to the Raft set; replay knows both
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +53,7 @@ def run_seed(
     h = Harness(seed, bugs, trace_len)
     planted = tuple(f.name for f in fields(BugFlags) if getattr(h.bugs, f.name))
     try:
-        SCENARIOS[scenario](h)
+        ALL_SCENARIOS[scenario](h)
     except Exception as exc:  # any escape is a failed seed, reported with its trace
         c = h.cluster
         trace = tuple(c.trace) if c else ()

@@ -91,7 +91,7 @@ def open_node_storage(
     try:
         pdir = partition_dir(log_dir)
         pdir.mkdir(exist_ok=True)
-        mlog = MetadataLog(pdir, config.segment_bytes, fsync=fsync)
+        mlog = MetadataLog(pdir, config.segment_bytes, fsync=fsync, segment_ms=config.segment_ms)
         qs = QuorumStateFile(pdir)
         state = qs.read()
     except BaseException:

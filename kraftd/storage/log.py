@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -40,9 +41,22 @@ class OffsetOutOfRangeError(StorageError):
 
 
 class MetadataLog:
-    def __init__(self, partition_dir: Path, segment_bytes: int, *, fsync: bool = True) -> None:
+    def __init__(
+        self,
+        partition_dir: Path,
+        segment_bytes: int,
+        *,
+        fsync: bool = True,
+        segment_ms: int | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.dir = partition_dir
         self.segment_bytes = segment_bytes
+        # metadata.log.segment.ms: a non-empty active segment older than this rolls on the next append. Its age
+        # counts from its first append in this process (a restart starts the count again).
+        self.segment_ms = segment_ms
+        self._clock = clock
+        self._active_since_ms = -1
         self.fsync_enabled = fsync
         self.recovery_cuts: list[Cut] = []
         self._checkpoint = EpochCheckpointFile(partition_dir)
@@ -174,11 +188,16 @@ class MetadataLog:
 
     def _write(self, data: bytes, offsets: list[int], positions: list[int]) -> None:
         active = self._segments[-1]
-        if active.batch_count and active.size + len(data) > self.segment_bytes:
+        now_ms = int(self._clock() * 1000)
+        if self._active_since_ms < 0 or not active.batch_count:
+            self._active_since_ms = now_ms
+        too_old = self.segment_ms is not None and now_ms - self._active_since_ms >= self.segment_ms
+        if active.batch_count and (active.size + len(data) > self.segment_bytes or too_old):
             if self.fsync_enabled:
                 active.flush()
             active = Segment(self.dir, active.end_offset)
             self._segments.append(active)
+            self._active_since_ms = now_ms
             self._dir_dirty = True
         active.append(data, offsets, positions)
 

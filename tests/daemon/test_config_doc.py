@@ -31,6 +31,7 @@ NUMERIC = {
     "metadata.max.retention.bytes": "retention_bytes",
     "metadata.max.retention.ms": "retention_ms",
     "metadata.log.max.snapshot.interval.ms": "snapshot_interval_ms",
+    "metadata.max.idle.interval.ms": "max_idle_interval_ms",
     "metadata.log.max.record.bytes.between.snapshots": "snapshot_max_record_bytes",
 }
 

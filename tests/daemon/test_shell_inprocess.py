@@ -23,7 +23,7 @@ from kraftd.shell.node import ControllerNode
 from kraftd.shell.persistence import QuorumSetup, to_core_state, to_record
 from kraftd.shell.transport import PeerConnection
 from kraftd.storage import fsio
-from kraftd.storage.errors import LogIOError, StorageNotReadyError
+from kraftd.storage.errors import LogIOError
 from kraftd.storage.layout import open_node_storage, partition_dir
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.quorum_state import QuorumStateFile
@@ -235,13 +235,23 @@ def test_dynamic_quorum_from_initial_controllers(tmp_path: Path) -> None:
     assert state is not None and state.data_version == 1
 
 
-def test_no_voter_set_refuses_to_start(tmp_path: Path) -> None:
+def test_no_voter_set_starts_as_an_observer_that_asks_the_bootstrap_servers(tmp_path: Path) -> None:
+    """--no-initial-controllers (KIP-853): no voter set, so an observer; with only itself as bootstrap server it
+    finds no leader and stays an unattached observer (it neither elects itself nor stops)."""
     (port,) = free_ports(1)
     cfg = write_properties(tmp_path / "s.properties", 1, port, tmp_path / "d")
     format_directory(load_config(cfg), CLUSTER_ID, no_initial_controllers=True)
-    node = ControllerNode(load_config(cfg))
-    with pytest.raises(StorageNotReadyError, match="no voter set"):
-        asyncio.run(node.start())
+
+    async def run() -> tuple[bool, str, int]:
+        node = ControllerNode(load_config(cfg))
+        await node.start()
+        try:
+            await asyncio.sleep(0.5)
+            return node.core.is_voter, node.core.role.value, node.core.leader_id()
+        finally:
+            await node.stop()
+
+    assert asyncio.run(run()) == (False, "unattached", -1)
 
 
 class _Recorder:

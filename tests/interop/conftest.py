@@ -49,9 +49,16 @@ def _quorum(
 
 @pytest.fixture(scope="module")
 def kraftd_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedQuorum]:
-    """Three kraftd controllers (KIP-853 bootstrap, so directory ids are known to everyone)."""
+    """Three kraftd controllers (KIP-853 bootstrap, so directory ids are known to everyone); idle NoOp records off,
+    as for the Kafka quorum, so the high watermark holds still between reads."""
     classpath()  # the Kafka tools run against it: skip or fail first, before any process starts
-    yield from _quorum(tmp_path_factory, "kraftd3", ["kraftd"] * 3, bootstrap="kip853")
+    yield from _quorum(
+        tmp_path_factory,
+        "kraftd3",
+        ["kraftd"] * 3,
+        bootstrap="kip853",
+        extra={"metadata.max.idle.interval.ms": "0"},
+    )
 
 
 @pytest.fixture(scope="module")

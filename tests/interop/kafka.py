@@ -25,14 +25,13 @@ import signal
 import subprocess
 import sys
 import time
-import uuid
-from base64 import urlsafe_b64encode
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
+from kraftd.storage.uuids import random_uuid, uuid_to_str
 from tools.local_quorum import KRAFTD, free_ports
 from tools.quorum_cli import fetch_quorum
 from tools.quorum_report import QuorumInfo
@@ -144,11 +143,8 @@ def dump_log(files: Iterable[Path], *, workdir: Path, version: str = DEFAULT_VER
 
 def random_directory_id() -> str:
     """A directory id in Kafka's text form (URL-safe base64 of 16 bytes, no padding). Like Kafka's
-    Uuid.randomUuid it never starts with '-' (Kafka's tools would read such an id as an option)."""
-    while True:
-        text = urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
+    Uuid.randomUuid it never starts with '-': Kafka's tools would read such a cluster id as an option."""
+    return uuid_to_str(random_uuid())
 
 
 def random_cluster_id() -> str:

@@ -130,11 +130,14 @@ UPDATE_RESPONSE_V0_TAGGED = hx(
 def _read_offset_request() -> Any:
     s = "ReadOffsetRequest"
     part = struct(s, "PartitionData")(partition_index=0)
-    return cls(s)(cluster_id=None, topics=[struct(s, "TopicData")(topic_name=META, partitions=[part])])
+    topics = [struct(s, "TopicData")(topic_name=META, partitions=[part])]
+    return cls(s)(cluster_id=None, replica_id=2, replica_epoch=5, topics=topics)
 
 
 READ_OFFSET_REQUEST_V0 = hx(
     "00"  # ClusterId null
+    "00000002"  # ReplicaId 2
+    "00000005"  # ReplicaEpoch 5
     "02"  # Topics: 1
     "13 {META}"  # TopicName
     "02"  # Partitions: 1

@@ -95,6 +95,7 @@ APIS: dict[str, tuple[int, str, str, list[str]]] = {
     "DeleteTopics": (20, "1-6", "4+", ["broker", "controller"]),
     "CreatePartitions": (37, "0-3", "2+", ["broker", "controller"]),
     "IncrementalAlterConfigs": (44, "0-1", "1+", ["broker", "controller"]),
+    "DescribeConfigs": (32, "1-4", "4+", ["broker", "controller"]),
     "AlterPartition": (56, "2-3", "0+", ["controller"]),
     "Envelope": (58, "0", "0+", ["controller"]),
     "BrokerRegistration": (62, "0-4", "0+", ["controller"]),

@@ -22,6 +22,8 @@ EXPECTED = {
     "reconfig_before_commit": "invariant (10)",  # the single-server membership bug
     "two_uncommitted_changes": "invariant (10)",
     "report_inherited_hwm": "invariant (11)",  # a follower would be told a lower HWM (Kafka exits)
+    "read_without_confirm": "invariant (12)",  # a zombie leader serves a read that misses acked writes
+    "read_without_read_offset": "invariant (12)",  # a follower serves what it happens to have applied
 }
 
 

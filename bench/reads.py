@@ -1,0 +1,179 @@
+"""Linearizable reads (issue #11): throughput from 3 controllers vs the leader alone, latency vs stale reads.
+
+Two 3-process quorums on loopback in the same run, one with ``kraftd.read.consistency=linearizable`` and one with
+``stale``; both hold a few config entries written before measuring. Each read is a DescribeConfigs of one
+BROKER resource (what ``kafka-configs --bootstrap-controller --describe`` sends).
+1. throughput: ``--workers`` client processes, each with ``--in-flight`` reads outstanding, for ``--seconds``,
+   first all aimed at the leader, then spread over the 3 controllers (linearizable quorum);
+2. latency: one read at a time (closed loop) from one client at a follower, p50/p99 in ms, alternating between
+   the linearizable and the stale quorum in slices so a noisy neighbour hurts both alike; the loopback round
+   trip is measured the same way with ApiVersions.
+Goals (issue #11): 3 controllers serve >= 2.5x the leader alone; linearizable p99 <= stale p99 + 1 loopback round
+trip + 1 ms. On a 2-core box the throughput goal is bounded by cores, not by the protocol (reported as measured).
+
+Usage: .venv/bin/python bench/reads.py [--json] [--seconds S] [--workers W] [--in-flight N] [--samples K]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from generated.api_versions_request import ApiVersionsRequest  # noqa: E402
+from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource  # noqa: E402
+from generated.incremental_alter_configs_request import (  # noqa: E402
+    AlterableConfig,
+    AlterConfigsResource,
+    IncrementalAlterConfigsRequest,
+)
+from kwire.client import KafkaClient  # noqa: E402
+from tools.local_quorum import LocalQuorum  # noqa: E402
+
+BROKER = 4
+DESCRIBE = DescribeConfigsRequest(
+    resources=[DescribeConfigsResource(resource_type=BROKER, resource_name="1", configuration_keys=None)]
+)
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))] if xs else float("nan")
+
+
+async def _seed(port: int) -> None:
+    c = KafkaClient("127.0.0.1", port, client_id="bench-seed")
+    req = IncrementalAlterConfigsRequest(
+        resources=[
+            AlterConfigsResource(
+                resource_type=BROKER,
+                resource_name="1",
+                configs=[AlterableConfig(name=f"k{i}", config_operation=0, value=f"v{i}") for i in range(4)],
+            )
+        ]
+    )
+    deadline = time.monotonic() + 20  # a new leader answers NOT_CONTROLLER until its controller activates
+    while (resp := await c.send(req)).responses[0].error_code != 0:
+        if time.monotonic() > deadline:
+            raise SystemExit(f"cannot write the seed configs: {resp}")
+        await asyncio.sleep(0.1)
+    await c.close()
+
+
+async def _hammer(ports: list[int], in_flight: int, seconds: float) -> tuple[int, int]:
+    ok = failed = 0
+    clients = [KafkaClient("127.0.0.1", p, client_id="bench-reads") for p in ports]
+    for c in clients:
+        await c.connect()
+    end = time.monotonic() + seconds
+
+    async def loop(k: int) -> None:
+        nonlocal ok, failed
+        c = clients[k % len(clients)]
+        while time.monotonic() < end:
+            resp = await c.send(DESCRIBE)
+            if resp.results[0].error_code == 0:
+                ok += 1
+            else:
+                failed += 1
+
+    await asyncio.gather(*(loop(k) for k in range(in_flight)))
+    for c in clients:
+        await c.close()
+    return ok, failed
+
+
+def _worker(args: tuple[list[int], int, float]) -> tuple[int, int]:
+    return asyncio.run(_hammer(*args))
+
+
+def throughput(ports: list[int], workers: int, in_flight: int, seconds: float) -> dict[str, float]:
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        results = pool.map(_worker, [(ports, in_flight, seconds)] * workers)
+    ok = sum(r[0] for r in results)
+    return {"reads_per_s": ok / seconds, "failed": sum(r[1] for r in results)}
+
+
+async def _latencies(port: int, samples: int, request: Any) -> list[float]:
+    c = KafkaClient("127.0.0.1", port, client_id="bench-latency")
+    await c.connect()
+    out = []
+    for _ in range(samples):
+        t0 = time.perf_counter()
+        await c.send(request)
+        out.append((time.perf_counter() - t0) * 1000)
+    await c.close()
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="print one machine-readable line")
+    ap.add_argument("--seconds", type=float, default=8.0, help="seconds per throughput phase")
+    ap.add_argument("--workers", type=int, default=2, help="client processes for throughput")
+    ap.add_argument("--in-flight", type=int, default=256, help="reads outstanding per client process")
+    ap.add_argument("--samples", type=int, default=2000, help="latency samples per consistency")
+    args = ap.parse_args()
+    roots = [Path(tempfile.mkdtemp(prefix="kraftd-bench-reads-")) for _ in range(2)]
+    quorums = {
+        mode: LocalQuorum(root, 3, extra={"kraftd.read.consistency": mode})
+        for mode, root in zip(("linearizable", "stale"), roots, strict=True)
+    }
+    try:
+        for q in quorums.values():
+            q.start_all()
+        leaders = {mode: q.wait_leader(30).leader_id for mode, q in quorums.items()}
+        for mode, q in quorums.items():
+            asyncio.run(_seed(q.ports[leaders[mode] - 1]))
+        lin = quorums["linearizable"]
+        lead_port = lin.ports[leaders["linearizable"] - 1]
+        alone = throughput([lead_port], args.workers, args.in_flight, args.seconds)
+        spread = throughput(list(lin.ports), args.workers, args.in_flight, args.seconds)
+        lat: dict[str, list[float]] = {"linearizable": [], "stale": [], "rtt": []}
+        slices = 10
+        per = max(1, args.samples // slices)
+        for _ in range(slices):
+            for mode, q in quorums.items():
+                follower = next(i for i in q.node_ids() if i != leaders[mode])
+                lat[mode] += asyncio.run(_latencies(q.ports[follower - 1], per, DESCRIBE))
+            lat["rtt"] += asyncio.run(_latencies(lead_port, per, ApiVersionsRequest()))
+        res: dict[str, Any] = {
+            "leader_alone_reads_per_s": round(alone["reads_per_s"], 1),
+            "three_controllers_reads_per_s": round(spread["reads_per_s"], 1),
+            "failed_reads": alone["failed"] + spread["failed"],
+            "spread_ratio": round(spread["reads_per_s"] / alone["reads_per_s"], 2),
+            "linearizable_p50_ms": round(statistics.median(lat["linearizable"]), 3),
+            "linearizable_p99_ms": round(_pct(lat["linearizable"], 0.99), 3),
+            "stale_p50_ms": round(statistics.median(lat["stale"]), 3),
+            "stale_p99_ms": round(_pct(lat["stale"], 0.99), 3),
+            "loopback_rtt_p50_ms": round(statistics.median(lat["rtt"]), 3),
+            "samples": len(lat["linearizable"]),
+        }
+        budget = res["stale_p99_ms"] + res["loopback_rtt_p50_ms"] + 1.0
+        res["p99_budget_ms"] = round(budget, 3)
+        res["goal_throughput_met"] = res["spread_ratio"] >= 2.5
+        res["goal_latency_met"] = res["linearizable_p99_ms"] <= budget
+    finally:
+        for q in quorums.values():
+            q.stop_all()
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+    if args.json:
+        print(json.dumps(res))
+    else:
+        for k, v in res.items():
+            print(f"{k:32} {v}")
+
+
+if __name__ == "__main__":
+    main()

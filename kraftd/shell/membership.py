@@ -1,0 +1,101 @@
+"""The shell's address book for a changing voter set (KIP-853): where a request to a node id goes.
+
+Contracts:
+1. A destination id resolves, in order, to: a voter being added (the core's AddRaftVoter probe endpoints), a
+   voter of the newest voter set (its endpoint on the default listener), an endpoint a leader advertised in a
+   Fetch response (NodeEndpoints), or a bootstrap server (ids -2, -3, ... for
+   ``controller.quorum.bootstrap.servers`` in order, as Kafka numbers them). Unknown ids resolve to None.
+2. A connection is made once per id and kept; a voter whose endpoint changed gets a new connection.
+3. Fetch responses at v16+ name the leader's endpoint (NodeEndpoints) when this node knows it, as Kafka's
+   leader does, so an observer that started with only bootstrap servers can reach the leader.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from generated.fetch_response import FetchResponse, NodeEndpoint
+from kraftd.config import Endpoint
+from kraftd.shell.transport import PeerConnection
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+
+def bootstrap_ids(count: int) -> tuple[int, ...]:
+    return tuple(-(i + 2) for i in range(count))
+
+
+def _address(node: ControllerNode, dest: int) -> tuple[str, int] | None:
+    core = node.core
+    name = node.config.controller_listener_names[0]
+    for eps in (core.probe_endpoints.get(dest, ()), core.voters.endpoints_of(dest)):
+        ep = next((e for e in eps if e.name == name), None)
+        if ep is not None:
+            return ep.host, ep.port
+    if dest in node.learned_endpoints:
+        return node.learned_endpoints[dest]
+    servers = node.config.bootstrap_servers
+    if dest <= -2 and -dest - 2 < len(servers):
+        return servers[-dest - 2]
+    return None
+
+
+def peer_for(node: ControllerNode, dest: int) -> PeerConnection | None:
+    """Contracts 1-2."""
+    where = _address(node, dest)
+    peer = node.peers.get(dest)
+    if peer is not None and (where is None or (peer.host, peer.port) == where):
+        return peer
+    if where is None:
+        return None
+    if peer is not None:
+        node.spawn_task(peer.close())
+    cfg = node.config
+    peer = PeerConnection(
+        where[0],
+        where[1],
+        client_id=f"raft-client-{cfg.node_id}",
+        timeout_ms=cfg.request_timeout_ms,
+        ssl=node.peer_tls,
+        sasl=node.peer_sasl,
+    )
+    node.peers[dest] = peer
+    return peer
+
+
+def known_nodes(node: ControllerNode) -> dict[int, tuple[Endpoint, ...]]:
+    """The controllers DescribeCluster names: the voters of the newest voter set (so a controller added later
+    appears, one removed disappears, and a node that started as an observer knows the leader), with the
+    start-up endpoints for a voter whose listeners the voter set lacks."""
+    nodes: dict[int, tuple[Endpoint, ...]] = {}
+    voters = node.core.voters
+    for vid in voters.ids:
+        eps = voters.endpoints_of(vid)
+        found = tuple(Endpoint(e.name, e.host, e.port) for e in eps) or node.setup.endpoints.get(vid, ())
+        if found:
+            nodes[vid] = found
+    return nodes
+
+
+def learn(node: ControllerNode, resp: Any) -> None:
+    """Remember the endpoints a Fetch response advertised (contract 1)."""
+    if isinstance(resp, FetchResponse):
+        for e in resp.node_endpoints:
+            node.learned_endpoints[e.node_id] = (e.host, e.port)
+
+
+def advertise_leader(node: ControllerNode, version: int, resp: Any) -> None:
+    """Contract 3."""
+    if not isinstance(resp, FetchResponse) or version < 16 or resp.node_endpoints:
+        return
+    leader = node.core.leader_id()
+    if leader < 0:
+        return
+    if leader == node.config.node_id:
+        own = node.config.advertised_controller_listeners
+        addr = (own[0].host, own[0].port) if own else None
+    else:
+        addr = _address(node, leader)
+    if addr is not None:
+        resp.node_endpoints = [NodeEndpoint(node_id=leader, host=addr[0], port=addr[1], rack=None)]

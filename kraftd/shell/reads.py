@@ -1,0 +1,201 @@
+"""Linearizable reads in the asyncio shell (the core's read barriers, kraftd.core.reads) and DescribeConfigs (32).
+
+Contracts:
+1. ``kraftd.read.consistency=linearizable`` (the default): every answer built from the image - Metadata,
+   DescribeCluster, DescribeQuorum's voters view, DescribeConfigs - first passes a read barrier, so it reflects
+   every write acknowledged (by any controller) before the request arrived. A barrier that fails (no leader, or
+   none reachable, within ``controller.quorum.request.timeout.ms``) fails the read: NOT_CONTROLLER or
+   REQUEST_TIMED_OUT in the response's error fields; the local image is never served instead.
+2. ``stale``: the answer comes from the locally applied image at once. It is still error-free; DescribeConfigs
+   then carries the read-only entry ``kraftd.read.consistency=stale`` in each result, and every stale answer
+   counts in the metric ``kraftd_reads_total{consistency="stale"}`` (docs/CONFIG.md).
+2a. In a mixed quorum led by a Kafka controller (which has no ReadOffset, and itself answers reads from its own
+   image), a barrier fails with UNSUPPORTED_VERSION: the read is then answered from the local image and counted
+   as ``kraftd_reads_total{consistency="stale_kafka_leader"}``, with one warning per leader and epoch in the
+   log; linearizable reads need a kraftd leader.
+3. ReadOffset requests to the leader travel on their own connection per peer, never behind a long-polling
+   Fetch on the Raft connection (kraftd.core.reads invariant 4).
+4. DescribeConfigs answers as Kafka's controller does from its image: TOPIC (2) the topic's dynamic configs
+   (UNKNOWN_TOPIC_OR_PARTITION when absent), BROKER (4) with an id the broker's dynamic configs and with the
+   empty name the cluster-wide dynamic defaults; BROKER_LOGGER (8) lists no loggers (kraftd keeps none per
+   broker); other types are INVALID_REQUEST. ``ConfigurationKeys`` filters the keys when not null.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from prometheus_client import Counter
+
+from generated.describe_configs_request import DescribeConfigsRequest
+from generated.describe_configs_response import (
+    DescribeConfigsResourceResult,
+    DescribeConfigsResponse,
+    DescribeConfigsResult,
+)
+from kraftd.core.effects import ReadResolved
+from kraftd.shell.transport import PeerConnection
+from kwire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.reads")
+
+DESCRIBE_CONFIGS, READ_OFFSET = 32, 650
+TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+# ConfigSource codes (Kafka's DescribeConfigsResponse.ConfigSource).
+DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER = 1, 2, 3, 4
+LINEARIZABLE, STALE = "linearizable", "stale"
+
+
+class ReadUnavailableError(Exception):
+    """A read barrier failed (contract 1); ``code`` is NOT_CONTROLLER or REQUEST_TIMED_OUT."""
+
+    def __init__(self, code: int) -> None:
+        super().__init__(ErrorCode(code).name)
+        self.code = code
+
+
+class ReadBarriers:
+    def __init__(self, node: ControllerNode) -> None:
+        self.node = node
+        self._waiting: dict[int, asyncio.Future[int]] = {}
+        self._conns: dict[int, PeerConnection] = {}
+        self.stale = node.config.read_consistency == STALE
+        self._warned: object = None
+        self.served = Counter(
+            "kraftd_reads",
+            "Reads answered from the image, by consistency",
+            ["consistency"],
+            registry=node.metrics.registry,
+        )
+
+    async def barrier(self) -> None:
+        """RaftClient.read_barrier over asyncio: returns once the applied image is as new as the leader's
+        was at the call; raises ReadUnavailableError otherwise."""
+        node = self.node
+        ticket = node.client.read_barrier()
+        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        self._waiting[ticket] = fut
+        node.queue_tick()
+        code = await fut
+        if code != ErrorCode.NONE:
+            raise ReadUnavailableError(code)
+
+    async def before_read(self) -> int:
+        """Contracts 1-2: ErrorCode.NONE when the caller may answer from the image now."""
+        if self.stale:
+            self.served.labels(STALE).inc()
+            return ErrorCode.NONE
+        try:
+            await self.barrier()
+        except ReadUnavailableError as exc:
+            if exc.code != ErrorCode.UNSUPPORTED_VERSION:
+                return exc.code
+            leader = self.node.client.leader_and_epoch
+            if leader != self._warned:
+                self._warned = leader
+                log.warning(
+                    "node %d: leader %d (epoch %d) does not serve ReadOffset; reads are answered from the "
+                    "local image (stale) while it leads",
+                    self.node.config.node_id,
+                    leader.leader_id,
+                    leader.epoch,
+                )
+            self.served.labels("stale_kafka_leader").inc()
+            return ErrorCode.NONE
+        self.served.labels(LINEARIZABLE).inc()
+        return ErrorCode.NONE
+
+    def resolved(self, e: ReadResolved) -> None:
+        fut = self._waiting.pop(e.ticket, None)
+        if fut is not None and not fut.done():
+            fut.set_result(e.error)
+
+    def fail_all(self) -> None:
+        for fut in self._waiting.values():
+            if not fut.done():
+                fut.set_result(ErrorCode.NOT_CONTROLLER)
+        self._waiting.clear()
+
+    def connection(self, dest: int) -> PeerConnection | None:
+        """Contract 3."""
+        conn = self._conns.get(dest)
+        peer = self.node.peers.get(dest)
+        if conn is None and peer is not None:
+            conn = PeerConnection(
+                peer.host,
+                peer.port,
+                client_id=f"raft-read-{self.node.config.node_id}",
+                timeout_ms=self.node.config.request_timeout_ms,
+                ssl=self.node.peer_tls,
+                sasl=self.node.peer_sasl,
+            )
+            self._conns[dest] = conn
+        return conn
+
+    async def close(self) -> None:
+        self.fail_all()
+        for conn in self._conns.values():
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+
+    async def describe_configs(self, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+        code = await self.before_read()
+        image = self.node.controller.machine.committed
+        results = [_describe(image, r, code, self.stale) for r in req.resources]
+        return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+
+def _describe(image: Any, r: Any, code: int, stale: bool) -> DescribeConfigsResult:
+    """Contract 4."""
+    out = DescribeConfigsResult(
+        error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
+    )
+    if code != ErrorCode.NONE:
+        out.error_message = "no leader confirmed this read in time; not served from a possibly stale image"
+        return out
+    if r.resource_type == TOPIC:
+        if r.resource_name not in image.topic_ids:
+            out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+            out.error_message = f"topic {r.resource_name} does not exist"
+            return out
+        source = DYNAMIC_TOPIC
+    elif r.resource_type == BROKER:
+        if r.resource_name and not r.resource_name.isdigit():
+            out.error_code = ErrorCode.INVALID_REQUEST
+            out.error_message = f"broker id {r.resource_name!r} is not a number"
+            return out
+        source = DYNAMIC_BROKER if r.resource_name else DYNAMIC_DEFAULT_BROKER
+    elif r.resource_type == BROKER_LOGGER:
+        source = -1
+    else:
+        out.error_code = ErrorCode.INVALID_REQUEST
+        out.error_message = f"resource type {r.resource_type} is not described by a controller"
+        return out
+    values = {} if source < 0 else image.configs.get((r.resource_type, r.resource_name), {})
+    keys = r.configuration_keys
+    out.configs = [
+        DescribeConfigsResourceResult(
+            name=k, value=v, read_only=False, config_source=source, is_sensitive=False, documentation=None
+        )
+        for k, v in sorted(values.items())
+        if keys is None or k in keys
+    ]
+    if stale:
+        out.configs.append(
+            DescribeConfigsResourceResult(
+                name="kraftd.read.consistency",
+                value=STALE,
+                read_only=True,
+                config_source=STATIC_BROKER,
+                is_sensitive=False,
+                documentation=None,
+            )
+        )
+    return out

@@ -1,0 +1,108 @@
+"""Controller scenarios: the metadata state machine on every simulated node, brokers as clients, under
+partitions, crashes and message loss (issue 9). Safety: the Raft invariants (1)-(11) and the controller
+invariants (21)-(28) after every event (kraftd.sim.controller_invariants). Liveness, once healed: a write commits
+and every running broker ends registered and unfenced within the bound.
+
+Replay a seed with ``python -m kraftd.sim --scenario controller_chaos --seed N``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+
+from kraftd.sim.controller_brokers import BrokerFleet
+from kraftd.sim.controller_cluster import ControllerCluster
+from kraftd.sim.harness import LIVENESS_BOUND_MS, Harness, ScenarioFailure
+from kraftd.sim.network import NetworkFaults
+
+
+def _setup(h: Harness, snapshots: bool) -> tuple[ControllerCluster, BrokerFleet]:
+    rng = h.rng
+    faults = NetworkFaults(
+        max_delay_ms=rng.choice([2, 5, 10, 30]),
+        drop_rate=rng.choice([0.0, 0.0, 0.01, 0.03]),
+        disconnect_rate=rng.choice([0.0, 0.01]),
+        duplicate_rate=rng.choice([0.0, 0.01, 0.05]),
+    )
+    c = h.setup(rng.randint(1, 5), faults=faults, snapshots=snapshots, cluster_class=ControllerCluster)
+    assert isinstance(c, ControllerCluster)
+    h.work.enabled = False  # the brokers are the workload
+    fleet = BrokerFleet(c, rng, rng.randint(2, 5))
+    return c, fleet
+
+
+def _faults(h: Harness, c: ControllerCluster, fleet: BrokerFleet, duration_ms: int) -> None:
+    rng = h.rng
+    end = c.now + duration_ms
+    brokers = sorted(fleet.brokers)
+    while c.now < end:
+        h.run(rng.randint(100, 1500))
+        action = rng.random()
+        nodes = list(c.nodes)
+        down = [i for i in nodes if not c.is_up(i)]
+        if action < 0.12:
+            up = [i for i in nodes if c.is_up(i)]
+            if up:
+                c.crash(rng.choice(up))
+        elif action < 0.24 and down:
+            c.start(rng.choice(down))
+        elif action < 0.34:
+            fleet.kill(rng.choice(brokers))
+        elif action < 0.46:
+            fleet.restart(rng.choice(brokers))
+        elif action < 0.54:
+            fleet.controlled_shutdown(rng.choice(brokers))
+        elif action < 0.62 and len(nodes) > 1:
+            everyone = nodes + brokers
+            rng.shuffle(everyone)
+            k = rng.randint(1, len(everyone) - 1)
+            c.net.split(everyone[:k], everyone[k:])
+        elif action < 0.70:
+            c.net.isolate(rng.choice(brokers), nodes)  # a broker loses its controllers: fenced, then back
+        else:
+            c.net.heal()
+
+
+def _heal_and_settle(h: Harness, c: ControllerCluster, fleet: BrokerFleet) -> None:
+    c.net.heal()
+    for i in c.nodes:
+        if not c.is_up(i):
+            c.start(i)
+    for b in fleet.brokers:
+        fleet.restart(b)
+    h.wait_commit()
+    if not c.run_until(c.now + LIVENESS_BOUND_MS, fleet.settled):
+        raise ScenarioFailure("a running broker never ended registered and unfenced after healing")
+
+
+def controller_chaos(h: Harness, snapshots: bool = False) -> None:
+    c, fleet = _setup(h, snapshots or h.rng.random() < 0.3)
+    h.wait_leader()
+    if not c.run_until(c.now + LIVENESS_BOUND_MS, fleet.settled):
+        raise ScenarioFailure("the brokers never registered and unfenced")
+    _faults(h, c, fleet, h.rng.randint(8000, 20000))
+    _heal_and_settle(h, c, fleet)
+
+
+def controller_failover(h: Harness) -> None:
+    """Steady brokers and topic traffic while the active controller is killed again and again."""
+    c, fleet = _setup(h, h.rng.random() < 0.5)
+    h.wait_leader()
+    for _ in range(h.rng.randint(2, 4)):
+        if not c.run_until(c.now + LIVENESS_BOUND_MS, fleet.settled):
+            raise ScenarioFailure("the brokers never settled under a stable controller")
+        h.run(h.rng.randint(500, 3000))
+        active = c.active_controller()
+        if active is not None:
+            c.crash(active)
+            h.run(h.rng.randint(100, 3000))
+            c.start(active)
+    _heal_and_settle(h, c, fleet)
+
+
+CONTROLLER_SCENARIOS: dict[str, Callable[[Harness], None]] = {
+    "controller_chaos": controller_chaos,
+    "controller_snapshots": partial(controller_chaos, snapshots=True),
+    "controller_failover": controller_failover,
+}
