@@ -32,6 +32,7 @@ from generated.delete_acls_request import DeleteAclsRequest
 from generated.delete_topics_request import DeleteTopicsRequest
 from generated.describe_acls_request import DescribeAclsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
+from generated.describe_configs_request import DescribeConfigsRequest
 from generated.expire_delegation_token_request import ExpireDelegationTokenRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.kraftd_append_request import KraftdAppendRequest
@@ -264,6 +265,8 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
         )
     if api_key == 30:
         return CreateAclsRequest(creations=[])
+    if api_key == 32:  # a read of no resource
+        return DescribeConfigsRequest(resources=[])
     if api_key == 31:
         return DeleteAclsRequest(filters=[])
     if api_key == 49:
