@@ -157,6 +157,10 @@ def test_filters_match_as_kafka_pattern_filters_do() -> None:
     # ANY pattern type: exact names only, any pattern type.
     assert names(_filter(resource_name="orders")) == [(TOPIC, "orders", LITERAL), (GROUP, "orders", LITERAL)]
     assert names(_filter(pattern_type=PREFIXED)) == [(TOPIC, "ord", PREFIXED)]
+    # A concrete pattern type: that type only, exact name (the literal wildcard does not stand in).
+    assert names(_filter(resource_type=TOPIC, resource_name="orders", pattern_type=LITERAL)) == [
+        (TOPIC, "orders", LITERAL)
+    ]
     assert names(_filter(principal="User:bob", permission_type=DENY)) == [(GROUP, "orders", LITERAL)]
     assert names(_filter(operation=WRITE, host="10.0.0.1")) == []
 
