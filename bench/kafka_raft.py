@@ -15,15 +15,15 @@ What we read, without touching Kafka's code:
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 import signal
 import struct
 import subprocess
 import time
-import uuid
 from pathlib import Path
+
+from kraftd.storage.uuids import random_uuid, uuid_to_str
 
 TOPIC_DIR = "__raft_performance_test-0"
 JVM_FLAGS = ["-Xms256m", "-Xmx512m", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20", "-Djava.awt.headless=true"]
@@ -91,13 +91,6 @@ class SegmentTail:
         return self._end
 
 
-def _directory_id() -> str:
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):
-            return text
-
-
 class KafkaRaftQuorum:
     """Three TestRaftServer JVMs on loopback with static voters; every wait is bounded."""
 
@@ -118,7 +111,7 @@ class KafkaRaftQuorum:
         self.throughput = throughput
         self.record_size = record_size
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
-        self.dir_ids = {i: _directory_id() for i in self.node_ids()}
+        self.dir_ids = {i: uuid_to_str(random_uuid()) for i in self.node_ids()}
         (root / "log4j2.properties").write_text(LOG4J)
         voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in zip(self.node_ids(), ports, strict=True))
         for i, port in zip(self.node_ids(), ports, strict=True):

@@ -245,14 +245,7 @@ class ControllerRpcs:
         ):
             if self._registering is not None:
                 await self._registering.close()
-            self._registering = PeerConnection(
-                peer.host,
-                peer.port,
-                client_id=f"controller-registration-{self.node.config.node_id}",
-                timeout_ms=3000,
-                ssl=self.node.peer_tls,  # the controller listener's TLS/SASL, as every peer connection
-                sasl=self.node.peer_sasl,
-            )
+            self._registering = self.node.connect(peer.host, peer.port, "controller-registration-", 3000)
         try:
             await self._registering.request(req)
         except PeerError:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from generated.fetch_response import FetchResponse, NodeEndpoint
 from kraftd.config import Endpoint
+from kraftd.shell import wiring
 from kraftd.shell.transport import PeerConnection
 
 if TYPE_CHECKING:
@@ -51,15 +52,7 @@ def peer_for(node: ControllerNode, dest: int) -> PeerConnection | None:
         return None
     if peer is not None:
         node.spawn_task(peer.close())
-    cfg = node.config
-    peer = PeerConnection(
-        where[0],
-        where[1],
-        client_id=f"raft-client-{cfg.node_id}",
-        timeout_ms=cfg.request_timeout_ms,
-        ssl=node.peer_tls,
-        sasl=node.peer_sasl,
-    )
+    peer = node.connect(where[0], where[1], wiring.RAFT_CLIENT)
     node.peers[dest] = peer
     return peer
 

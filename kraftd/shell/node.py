@@ -361,6 +361,12 @@ class ControllerNode:
         at the call; raises ReadUnavailableError (NOT_CONTROLLER / REQUEST_TIMED_OUT) otherwise."""
         await self.reads.barrier()
 
+    def connect(self, host: str, port: int, prefix: str, timeout_ms: int = 0) -> PeerConnection:
+        """A new connection to another controller (kraftd.shell.wiring.peer_connection)."""
+        return wiring.peer_connection(
+            self.config, host, port, prefix, self.peer_tls, self.peer_sasl, timeout_ms
+        )
+
     def post(self, event: Event) -> None:
         """Queue an event for the driver (contract 4)."""
         self._events.put_nowait(event)
@@ -377,9 +383,6 @@ class ControllerNode:
         self._pending[token] = fut
         self._events.put_nowait(RequestReceived(now_ms(), token, body))
         return await fut
-
-    def cluster_view(self) -> handlers.ClusterView:
-        return self.router.cluster_view()
 
     # ------------------------------------------------------------------ RaftClient (contract 7)
     async def append(self, records: list[bytes], on_range: Any = None) -> int:

@@ -126,14 +126,7 @@ class ReadBarriers:
         conn = self._conns.get(dest)
         peer = self.node.peers.get(dest)
         if conn is None and peer is not None:
-            conn = PeerConnection(
-                peer.host,
-                peer.port,
-                client_id=f"raft-read-{self.node.config.node_id}",
-                timeout_ms=self.node.config.request_timeout_ms,
-                ssl=self.node.peer_tls,
-                sasl=self.node.peer_sasl,
-            )
+            conn = self.node.connect(peer.host, peer.port, "raft-read-")
             self._conns[dest] = conn
         return conn
 

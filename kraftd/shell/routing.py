@@ -98,14 +98,7 @@ class RequestRouter:
             return None
         conn = self.forwarders.get(leader)
         if conn is None:
-            conn = PeerConnection(
-                target.host,
-                target.port,
-                client_id=f"{FORWARD_CLIENT}{node.config.node_id}",
-                timeout_ms=node.config.request_timeout_ms,
-                ssl=node.peer_tls,
-                sasl=node.peer_sasl,
-            )
+            conn = node.connect(target.host, target.port, FORWARD_CLIENT)
             self.forwarders[leader] = conn
         try:
             return await conn.request(body)

@@ -17,6 +17,8 @@ from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kwire.metadata_frame import encode_record
 from kwire.tls import TlsConfigError, client_context, server_context
 
+RAFT_CLIENT = "raft-client-"
+
 
 def quorum_config(cfg: KraftConfig) -> QuorumConfig:
     return QuorumConfig(
@@ -49,6 +51,27 @@ def tls_contexts(cfg: KraftConfig) -> tuple[SSLContext | None, SSLContext | None
         raise ConfigError(str(exc)) from None
 
 
+def peer_connection(
+    cfg: KraftConfig,
+    host: str,
+    port: int,
+    prefix: str,
+    ssl: SSLContext | None,
+    sasl: Any,
+    timeout_ms: int = 0,
+) -> PeerConnection:
+    """A connection to another controller as this node (client id ``<prefix><node id>``), over the controller
+    listener's TLS/SASL; ``timeout_ms`` 0 means ``controller.quorum.request.timeout.ms``."""
+    return PeerConnection(
+        host,
+        port,
+        client_id=f"{prefix}{cfg.node_id}",
+        timeout_ms=timeout_ms or cfg.request_timeout_ms,
+        ssl=ssl,
+        sasl=sasl,
+    )
+
+
 def peer_connections(
     cfg: KraftConfig, setup: QuorumSetup, ssl: SSLContext | None, sasl: Any
 ) -> dict[int, PeerConnection]:
@@ -58,14 +81,7 @@ def peer_connections(
     for node_id, eps in setup.endpoints.items():
         ep = next((e for e in eps if e.name == name), eps[0] if eps else None)
         if node_id != cfg.node_id and ep is not None:
-            peers[node_id] = PeerConnection(
-                ep.host,
-                ep.port,
-                client_id=f"raft-client-{cfg.node_id}",
-                timeout_ms=cfg.request_timeout_ms,
-                ssl=ssl,
-                sasl=sasl,
-            )
+            peers[node_id] = peer_connection(cfg, ep.host, ep.port, RAFT_CLIENT, ssl, sasl)
     return peers
 
 
