@@ -96,6 +96,8 @@ class KraftConfig:
     unknown_keys: tuple[str, ...] = field(default=())
     limits: ListenerLimits = field(default_factory=ListenerLimits)
     security: ListenerSecurity = field(default_factory=ListenerSecurity)
+    auto_leader_rebalance: bool = True  # auto.leader.rebalance.enable (kraftd.shell.controller_ops)
+    leader_imbalance_check_interval_s: int = 300  # leader.imbalance.check.interval.seconds
     # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
     test_fsync_delay_file: Path | None = None
 
@@ -195,6 +197,15 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------------ validation
+
+
+def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = (props.get(key) or "").strip().lower()
+    if raw in ("true", "false"):
+        return raw == "true"
+    if raw:
+        raise ConfigError(f"{key}: {raw!r} is not a boolean; expected true or false")
+    return default
 
 
 def _int(props: Mapping[str, str], key: str, default: int | None, minimum: int) -> int:
@@ -308,7 +319,7 @@ _KNOWN = frozenset(
     "controller.quorum.election.backoff.max.ms controller.quorum.request.timeout.ms "
     "controller.quorum.retry.backoff.ms controller.quorum.append.linger.ms metadata.log.segment.bytes "
     "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
-    "metrics.port".split()
+    "metrics.port auto.leader.rebalance.enable leader.imbalance.check.interval.seconds".split()
 )
 
 
@@ -415,6 +426,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             1,
         ),
         metrics_port=_int(props, "metrics.port", -1, -1),
+        auto_leader_rebalance=_flag(props, "auto.leader.rebalance.enable", True),
+        leader_imbalance_check_interval_s=_int(props, "leader.imbalance.check.interval.seconds", 300, 1),
         log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
         security=security,

@@ -35,6 +35,7 @@ from generated.messages import API_SPECS
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import partitions, topics
+from kraftd.shell import controller_ops
 from kwire.errors import ErrorCode, KraftError
 from kwire.headers import encode_response, parse_request
 
@@ -56,7 +57,7 @@ APIS: tuple[int, ...] = (
 FORWARDABLE: dict[int, tuple[int, int]] = {
     k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
     for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES)
-}
+} | controller_ops.FORWARDABLE
 
 
 class ControllerAdmin:
@@ -70,6 +71,8 @@ class ControllerAdmin:
     async def handle(self, api_key: int, body: Any) -> Any:
         if api_key == ENVELOPE:
             return await self._envelope(body)
+        if api_key in controller_ops.APIS:
+            return await self.node.ctl_ops.handle(api_key, body)
         if api_key == CREATE_TOPICS:
             return await self._create_topics(body)
         if api_key == CREATE_PARTITIONS:

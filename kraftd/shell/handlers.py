@@ -43,8 +43,9 @@ VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 
 FETCH_SNAPSHOT, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 81, 82
 # Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
 # BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
-# CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope.
-CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58)
+# CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope; (controller_ops) AlterConfigs, ElectLeaders,
+# AlterPartitionReassignments, ListPartitionReassignments.
+CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58, 33, 43, 45, 46)
 KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 SERVED: tuple[int, ...] = (
     *CONTROLLER_RPCS,

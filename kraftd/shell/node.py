@@ -22,8 +22,9 @@ Contracts (numbers continue kraftd.shell's):
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get
    the leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
-10. ApiVersions (v3+) finalizes kraft.version at the quorum's level when it is above 0, as Kafka's controllers
-   do; its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
+10. ApiVersions (v3+) finalizes every feature of the committed image (metadata.version and the others) and
+   kraft.version at the quorum's level when it is above 0, as Kafka's controllers do; SupportedFeatures are the
+   ranges this controller can run (kraftd.controller.features.supported_ranges); its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
 11. Only when the test-only key ``kraftd.test.fsync.delay.file`` is set, every log flush first sleeps (in its
    worker thread) for the number of ms that file holds at that moment: the chaos harness's slow disk.
 """
@@ -43,7 +44,7 @@ from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import ConfigError, Endpoint, KraftConfig
-from kraftd.controller.features import bootstrap_feature_records, resolve_features
+from kraftd.controller.features import bootstrap_feature_records, resolve_features, supported_ranges
 from kraftd.controller.machine import MetadataController
 from kraftd.core import messages as core_messages
 from kraftd.core.client import RaftClient
@@ -70,7 +71,7 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import admin, controller_admin, controller_rpcs, handlers, observe
+from kraftd.shell import admin, controller_admin, controller_ops, controller_rpcs, handlers, observe
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
 from kraftd.shell.controller_rpcs import ControllerRpcs
@@ -198,6 +199,7 @@ class ControllerNode:
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
         self.ctl_admin = ControllerAdmin(self)
+        self.ctl_ops = controller_ops.ControllerOps(self)
         self.state = RecordsState()
         self.client.register(self.state)
         self.observer = observe.NodeObserver(core)
@@ -221,6 +223,7 @@ class ControllerNode:
             host=bind.host or "0.0.0.0",
             port=bind.port,
             finalized_features=self._finalized_features,
+            supported_features=supported_ranges(),
             limits=cfg.limits,
             ssl=server_tls,
             sasl=server_sasl,
@@ -237,6 +240,7 @@ class ControllerNode:
         )
         self._driver = asyncio.create_task(self._drive())
         self._spawn(self.rpcs.run_periodic())
+        self._spawn(self.ctl_ops.run_rebalance())
 
     @property
     def core(self) -> RaftNode:
@@ -491,7 +495,7 @@ class ControllerNode:
             return handlers.describe_cluster_response(body, self.cluster_view())
         if key in controller_rpcs.APIS:
             return await self.rpcs.handle(key, body, header.request_api_version)
-        if key in controller_admin.APIS:
+        if key in controller_admin.APIS or key in controller_ops.APIS:
             return await self.ctl_admin.handle(key, body)
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
@@ -551,12 +555,15 @@ class ControllerNode:
         return last
 
     def _finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
-        """Contract 10: kraft.version at the level the quorum runs, once above 0 (Kafka's
-        KRaftMetadataCache.features), with the last committed offset as the epoch."""
+        """Contract 10: every feature the committed image finalizes, plus kraft.version at the level the quorum
+        runs once above 0 (Kafka's KRaftMetadataCache.features), with the last committed offset as the epoch."""
+        levels = {n: (v, v) for n, v in self.controller.machine.committed.features.items()}
         kraft_version = self.setup.kraft_version
-        if kraft_version <= 0:
+        if kraft_version > 0:
+            levels["kraft.version"] = (kraft_version, kraft_version)
+        if not levels:
             return -1, {}
-        return max(self._applied, 0), {"kraft.version": (kraft_version, kraft_version)}
+        return max(self._applied, 0), levels
 
     def _commit(self, hwm: int) -> None:
         self._applied = max(self._applied, hwm - 1)
