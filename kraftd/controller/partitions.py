@@ -143,7 +143,7 @@ def create_partitions(
                 (t.name, ErrorCode.INVALID_REPLICATION_FACTOR, f"Only {len(live)} broker(s) are live.")
             )
             continue
-        elif any(image.brokers[b].rack is not None for b in live):
+        elif any(image.brokers[b].rack for b in live):
             existing = [
                 image.topics[tid].partitions[i].replicas for i in sorted(image.topics[tid].partitions)
             ]

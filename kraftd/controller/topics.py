@@ -112,7 +112,7 @@ def _assignments(
             f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
             f"reached because only {len(live)} broker(s) are registered.",
         )
-    if any(image.brokers[b].rack is not None for b in live):  # racks set: Kafka's rack-aware striping
+    if any(image.brokers[b].rack for b in live):  # racks set: Kafka's rack-aware striping
         return placement.place(rng, placement.usable(image), partitions, rf), ErrorCode.NONE, None
     start = rng.randrange(len(live))
     return (
