@@ -77,7 +77,9 @@ def _tool(main: str, args: list[str], root: Path) -> str:
 
 
 def test_kafka_tools_through_a_broker_on_kraftd(tmp_path: Path) -> None:
-    from kafka.admin import ConfigResource, ConfigResourceType, KafkaAdminClient, NewTopic
+    from confluent_kafka.admin import AdminClient, ConfigSource, ResourceType
+    from confluent_kafka.admin import ConfigResource as CResource
+    from kafka.admin import KafkaAdminClient, NewTopic
 
     with MixedQuorum(tmp_path / "q", ["kraftd"]) as quorum:
         quorum.start_all()
@@ -96,16 +98,16 @@ def test_kafka_tools_through_a_broker_on_kraftd(tmp_path: Path) -> None:
                 [NewTopic("spread", 4, 2), NewTopic("moves", 1, replica_assignments={0: [100, 101]})]
             )
 
-            def layout(topic: str) -> dict[int, tuple[list[int], int, list[int]]]:
-                meta = admin.describe_topics([topic])[0]
-                return {
-                    p["partition"]: (p["replicas"], p["leader"], sorted(p["isr"])) for p in meta["partitions"]
-                }
+            c_admin = AdminClient({"bootstrap.servers": bootstrap})
 
-            def until(what: str, pred: object, timeout: float = 60) -> None:
+            def layout(topic: str) -> dict[int, tuple[list[int], int, list[int]]]:
+                meta = c_admin.list_topics(topic, timeout=15).topics[topic]
+                return {p.id: (list(p.replicas), p.leader, sorted(p.isrs)) for p in meta.partitions.values()}
+
+            def until(what: str, pred: object, timeout: float = 60, show: object = None) -> None:
                 deadline = time.monotonic() + timeout
                 while not pred():  # type: ignore[operator]
-                    assert time.monotonic() < deadline, what
+                    assert time.monotonic() < deadline, (what, show() if show else None)  # type: ignore[operator]
                     time.sleep(0.5)
 
             until("spread placed", lambda: len(layout("spread")) == 4)
@@ -182,33 +184,39 @@ def test_kafka_tools_through_a_broker_on_kraftd(tmp_path: Path) -> None:
             assert "Successfully completed" not in out, out
 
             # Legacy AlterConfigs (kafka-python sends AlterConfigs): a whole-set replace, and a refused value.
-            topic_res = ConfigResource(
-                ConfigResourceType.TOPIC,
-                "moves",
-                configs={"retention.ms": "3600000", "cleanup.policy": "compact"},
-            )
-            answer = admin.alter_configs([topic_res])
-            assert [r[0] for r in answer.resources] == [0], answer
-            topic_res = ConfigResource(ConfigResourceType.TOPIC, "moves", configs={"segment.ms": "600000"})
-            assert [r[0] for r in admin.alter_configs([topic_res]).resources] == [0]
+            def legacy(configs: dict[str, str]) -> object:
+                """confluent-kafka's legacy alter_configs sends AlterConfigs (the whole set, nothing merged)."""
+                (future,) = c_admin.alter_configs(
+                    [CResource(ResourceType.TOPIC, "moves", set_config=configs)]
+                ).values()
+                try:
+                    return future.result(timeout=30)
+                except Exception as exc:  # noqa: BLE001 - the refused case returns the error to inspect
+                    return exc
 
             def topic_configs() -> dict[str, str]:
-                res = admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, "moves")])
-                entries = res[0].resources[0][4]
-                return {e[0]: e[1] for e in entries if e[3] is False or e[3] == 1}  # topic-level entries
+                (future,) = c_admin.describe_configs([CResource(ResourceType.TOPIC, "moves")]).values()
+                return {
+                    k: e.value
+                    for k, e in future.result().items()
+                    if e.source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+                }
 
+            ok = legacy({"retention.ms": "3600000", "cleanup.policy": "compact"})
             until(
-                "configs replaced",
-                lambda: (
-                    topic_configs().get("segment.ms") == "600000"
-                    and topic_configs().get("cleanup.policy") != "compact"
-                ),
+                "first set",
+                lambda: topic_configs() == {"retention.ms": "3600000", "cleanup.policy": "compact"},
             )
-            bad = ConfigResource(ConfigResourceType.TOPIC, "moves", configs={"retention.ms": "soon"})
-            resp = admin.alter_configs([bad])
-            assert resp.resources[0][0] == 40 and "retention.ms" in resp.resources[0][1], (
-                resp
-            )  # INVALID_CONFIG
+            ok = legacy({"segment.ms": "600000"})  # replaces the whole set: the two keys above go
+            until(
+                "set replaced",
+                lambda: topic_configs() == {"segment.ms": "600000"},
+                timeout=30,
+                show=topic_configs,
+            )
+            refused = legacy({"retention.ms": "soon"})
+            assert "INVALID_CONFIG" in repr(refused) and "retention.ms" in repr(refused), (ok, refused)
+            assert topic_configs() == {"segment.ms": "600000"}
             admin.close()
 
             out = _tool(
