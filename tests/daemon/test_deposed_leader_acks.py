@@ -26,7 +26,7 @@ def test_pending_appends_fail_when_leadership_moves_before_they_commit(tmp_path:
         loop = asyncio.get_running_loop()
         node._on_leader(LeaderAndEpoch(1, 3))  # we lead epoch 3 and append offsets 1445 and 1446
         mine = [loop.create_future(), loop.create_future()]
-        node._waiters = [(1445, 3, mine[0]), (1446, 3, mine[1])]
+        node.commits.waiters = [(1445, 3, mine[0]), (1446, 3, mine[1])]
         node._on_leader(LeaderAndEpoch(1, 3))  # the same leadership again: nothing fails
         assert not any(f.done() for f in mine)
         node._on_leader(LeaderAndEpoch(2, 4))  # deposed: node 2 leads epoch 4
@@ -46,7 +46,7 @@ def test_appends_of_the_current_epoch_still_resolve_on_commit(tmp_path: Path) ->
         node = ControllerNode(load_config(cfg))
         node._on_leader(LeaderAndEpoch(1, 3))
         fut = asyncio.get_running_loop().create_future()
-        node._waiters = [(10, 3, fut)]
+        node.commits.waiters = [(10, 3, fut)]
         # The committed batch at offset 10 is epoch 3's, as the core's log reports it (contract 7).
         log = SimpleNamespace(read=lambda offset, n: [SimpleNamespace(epoch=3)])
         node.client = SimpleNamespace(node=SimpleNamespace(role=Role.LEADER, epoch=3, log=log))  # type: ignore[assignment]

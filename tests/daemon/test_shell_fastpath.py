@@ -75,7 +75,7 @@ def test_a_non_leader_reports_a_flush_only_after_its_fsync(
                 await asyncio.sleep(0)
             log.append(data_batch(log.end_offset, 0, [b"x" * 10], 0).data)
             end = log.end_offset
-            node._request_flush()
+            node.flusher.request()
             assert synced and synced[-1] == (end, 0)  # fsync first, with nothing reported yet
             event = await node._events.get(1)
             assert isinstance(event, LogFlushed) and event.offset == end and log.flushed_offset == end
@@ -86,7 +86,7 @@ def test_a_non_leader_reports_a_flush_only_after_its_fsync(
             monkeypatch.setattr(fsio.os, "fsync", broken)
             log.append(data_batch(log.end_offset, 0, [b"y" * 10], 0).data)
             with pytest.raises(LogIOError):
-                node._request_flush()
+                node.flusher.request()
             assert node._events.qsize() == 0 and log.flushed_offset == end  # nothing claimed durable
         finally:
             monkeypatch.undo()
@@ -129,12 +129,12 @@ def test_an_append_replaced_by_another_leaders_batch_is_not_acknowledged(tmp_pat
             node.core.log.append(data_batch(0, 2, [b"theirs-0", b"theirs-1"], 0))
             loop = asyncio.get_running_loop()
             replaced, kept, later = loop.create_future(), loop.create_future(), loop.create_future()
-            node._waiters.extend([(1, 1, replaced), (1, 2, kept), (5, 2, later)])
+            node.commits.waiters.extend([(1, 1, replaced), (1, 2, kept), (5, 2, later)])
             node._commit(2)
             assert kept.result() == 1
             with pytest.raises(NotLeaderError):
                 replaced.result()
-            assert not later.done() and [w[0] for w in node._waiters] == [5]
+            assert not later.done() and [w[0] for w in node.commits.waiters] == [5]
         finally:
             await node.stop(graceful=False)
 

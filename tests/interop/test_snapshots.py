@@ -34,6 +34,21 @@ KAFKA_SNAPSHOTTING = {
 }
 
 
+FETCHING_SNAPSHOT = re.compile(r"Fetching snapshot OffsetAndEpoch\[offset=(\d+), epoch=(\d+)\]")
+
+
+def capture_snapshots(directory: Path, seen: dict[OffsetAndEpoch, bytes]) -> None:
+    """Record every snapshot file in ``directory`` not seen yet (files come and go as newer snapshots land)."""
+    if not directory.is_dir():
+        return  # a node that has not started yet
+    for sid in list_snapshots(directory):
+        if sid not in seen:
+            try:
+                seen[sid] = (directory / snapshot_name(sid)).read_bytes()
+            except FileNotFoundError:
+                pass  # deleted between listing and reading
+
+
 def first_segment(node: Node) -> int:
     segs = sorted(p for p in node.metadata_dir.glob("*.log"))
     return int(segs[0].name[:-4]) if segs else 0
@@ -109,7 +124,7 @@ def test_kafka_follower_catches_up_from_a_kraftd_leaders_snapshot(tmp_path: Path
     the kraftd leader's snapshot with FetchSnapshot, loads it into its own image and follows."""
     classpath()
     kraftd_snapshotting = {
-        "metadata.log.max.record.bytes.between.snapshots": "200",
+        "metadata.log.max.record.bytes.between.snapshots": "1000",
         "metadata.max.retention.bytes": "0",
         "metadata.max.idle.interval.ms": "50",
     }
@@ -128,20 +143,36 @@ def test_kafka_follower_catches_up_from_a_kraftd_leaders_snapshot(tmp_path: Path
         late = q.node(2)
         late.start()
 
+        # Both kinds snapshot again and delete what a newer snapshot covers, so every snapshot file is captured
+        # while it exists; the late node's copy of the snapshot it fetched must equal the kraftd leader's file.
+        ours_seen: dict[OffsetAndEpoch, bytes] = {}
+        late_seen: dict[OffsetAndEpoch, bytes] = {}
+
+        def capture() -> None:
+            capture_snapshots(ours.metadata_dir, ours_seen)
+            capture_snapshots(late.metadata_dir, late_seen)
+
         def caught_up() -> bool:
+            capture()
             info = q.describe([3, 4, 5])
             return any(v.replica_id == 2 and v.log_end_offset >= info.high_watermark > 0 for v in info.voters)
 
         wait("the late Kafka controller to catch up", caught_up, q, timeout=120)
-        sid = list_snapshots(ours.metadata_dir)[-1]
-        fetched = late.metadata_dir / snapshot_name(sid)
-        wait("the late Kafka controller's copy of the snapshot", fetched.exists, q)
-        assert fetched.read_bytes() == (ours.metadata_dir / snapshot_name(sid)).read_bytes()
+        fetched_ids = [OffsetAndEpoch(int(o), int(e)) for o, e in FETCHING_SNAPSHOT.findall(late.log_text())]
+        assert fetched_ids, late.tail()
+
+        def both_copies() -> bool:
+            capture()
+            return any(f in ours_seen and f in late_seen for f in fetched_ids)
+
+        wait("both copies of the fetched snapshot", both_copies, q)
+        for f in fetched_ids:
+            if f in ours_seen and f in late_seen:
+                assert late_seen[f] == ours_seen[f], (
+                    f"snapshot {f} differs between the kraftd leader and Kafka"
+                )
         assert q.node(info.leader_id).alive() and late.alive()
         text = late.log_text()
-        assert f"Fetching snapshot OffsetAndEpoch[offset={sid.offset}, epoch={sid.epoch}]" in text, (
-            late.tail()
-        )
         assert "fatal fault" not in text, late.tail()
         for n in (q.node(1), late):
             # While kraftd leads, Kafka followers still log ControllerRegistration (it needs the controller state

@@ -1,0 +1,134 @@
+"""Which part of the node answers a request on the controller listener (kraftd.shell.node contracts 6, 9, 10).
+
+Contracts:
+6. Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and the KIP-853 voter RPCs go to the Raft core
+   and are answered with its SendResponse; controller RPCs go to the controller (kraftd.shell.controller_rpcs,
+   kraftd.shell.controller_admin); the rest are answered by kraftd.shell.handlers from the node's cluster view.
+9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
+   forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
+   leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
+   NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
+10. ApiVersions (v3+) finalizes every feature of the committed image (metadata.version and the others) and
+   kraft.version at the quorum's level when it is above 0, as Kafka's controllers do; SupportedFeatures are the
+   ranges this controller can run (kraftd.controller.features.supported_ranges); its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from generated.describe_cluster_request import DescribeClusterRequest
+from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.metadata_request import MetadataRequest
+from generated.request_header import RequestHeader
+from kraftd.config import Endpoint
+from kraftd.core.replication import NotLeaderError
+from kraftd.shell import admin, controller_admin, controller_ops, controller_rpcs, handlers
+from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+FORWARD_CLIENT = "kraftd-forward-"
+
+
+class RequestRouter:
+    def __init__(self, node: ControllerNode) -> None:
+        self.node = node
+        self.forwarders: dict[int, PeerConnection] = {}
+
+    async def handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+        node = self.node
+        key = header.request_api_key
+        if key == handlers.DESCRIBE_QUORUM:
+            assert isinstance(body, DescribeQuorumRequest)
+            try:
+                quorum = node.client.describe_quorum()
+            except NotLeaderError:
+                quorum = None
+                forwarded = await self.forward(header, body)
+                if forwarded is not None:
+                    return handlers.describe_quorum_for(forwarded, header.request_api_version)
+            return handlers.describe_quorum_for(
+                handlers.describe_quorum_response(body, quorum, self.cluster_view()),
+                header.request_api_version,
+            )
+        if key == handlers.DESCRIBE_CLUSTER:
+            assert isinstance(body, DescribeClusterRequest)
+            return handlers.describe_cluster_response(body, self.cluster_view())
+        if key in controller_rpcs.APIS:
+            return await node.rpcs.handle(key, body, header.request_api_version)
+        if key in controller_admin.APIS or key in controller_ops.APIS:
+            return await node.ctl_admin.handle(key, body)
+        if key == handlers.METADATA:
+            assert isinstance(body, MetadataRequest)
+            return handlers.metadata_response(body, self.cluster_view())
+        if key == admin.KRAFTD_APPEND:
+            return await admin.handle_append(node, body)
+        resp = await node.ask_core(body)
+        node.netlog.answered(info.peer, body, resp)
+        return resp
+
+    async def forward(self, header: RequestHeader, body: Any) -> Any | None:
+        """Contract 9: relay a client's DescribeQuorum to the leader, once; None when that is not possible."""
+        node = self.node
+        leader = node.known_leader()
+        if leader < 0 or leader == node.config.node_id or (header.client_id or "").startswith(FORWARD_CLIENT):
+            return None
+        target = node.peers.get(leader)
+        if target is None:
+            return None
+        conn = self.forwarders.get(leader)
+        if conn is None:
+            conn = PeerConnection(
+                target.host,
+                target.port,
+                client_id=f"{FORWARD_CLIENT}{node.config.node_id}",
+                timeout_ms=node.config.request_timeout_ms,
+                ssl=node.peer_tls,
+                sasl=node.peer_sasl,
+            )
+            self.forwarders[leader] = conn
+        try:
+            return await conn.request(body)
+        except PeerError:
+            return None
+
+    def cluster_view(self) -> handlers.ClusterView:
+        node = self.node
+        nodes: dict[int, tuple[Endpoint, ...]] = dict(node.setup.endpoints)
+        nodes[node.config.node_id] = node.config.advertised_controller_listeners
+        image = node.controller.machine.committed
+        name = node.config.controller_listener_names[0]
+        if image.controllers and set(image.controllers) >= set(nodes):
+            nodes = {
+                cid: tuple(
+                    Endpoint(n, h, p) for n, h, p, _ in sorted(c.listeners, key=lambda e: e[0] != name)
+                )
+                for cid, c in image.controllers.items()
+                if cid in nodes
+            }
+        brokers = {
+            bid: (Endpoint(*b.listeners[0][:3]), b.rack)
+            for bid, b in image.brokers.items()
+            if not b.fenced and b.listeners
+        }
+        return handlers.ClusterView(node.cluster_id, nodes, node.known_leader(), brokers or None)
+
+    def finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
+        """Contract 10 (Kafka's KRaftMetadataCache.features): every feature of the committed image, plus
+        kraft.version once above 0; epoch = last commit."""
+        levels = {n: (v, v) for n, v in self.node.controller.machine.committed.features.items()}
+        kraft_version = self.node.setup.kraft_version
+        if kraft_version > 0:
+            levels["kraft.version"] = (kraft_version, kraft_version)
+        if not levels:
+            return -1, {}
+        return max(self.node.applied, 0), levels
+
+    async def close(self) -> None:
+        for conn in self.forwarders.values():
+            try:
+                await conn.close()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
