@@ -13,6 +13,10 @@ from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from generated.alter_client_quotas_request import AlterClientQuotasRequest
 from generated.alter_client_quotas_response import AlterClientQuotasResponse
+from generated.alter_configs_request import AlterConfigsRequest
+from generated.alter_configs_response import AlterConfigsResponse
+from generated.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
+from generated.alter_partition_reassignments_response import AlterPartitionReassignmentsResponse
 from generated.alter_partition_request import AlterPartitionRequest
 from generated.alter_partition_response import AlterPartitionResponse
 from generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
@@ -54,6 +58,8 @@ from generated.describe_configs_request import DescribeConfigsRequest
 from generated.describe_configs_response import DescribeConfigsResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
+from generated.elect_leaders_request import ElectLeadersRequest
+from generated.elect_leaders_response import ElectLeadersResponse
 from generated.end_quorum_epoch_request import EndQuorumEpochRequest
 from generated.end_quorum_epoch_response import EndQuorumEpochResponse
 from generated.end_transaction_record import EndTransactionRecord
@@ -73,6 +79,8 @@ from generated.kraft_version_record import KRaftVersionRecord
 from generated.kraftd_append_request import KraftdAppendRequest
 from generated.kraftd_append_response import KraftdAppendResponse
 from generated.leader_change_message import LeaderChangeMessage
+from generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+from generated.list_partition_reassignments_response import ListPartitionReassignmentsResponse
 from generated.metadata_request import MetadataRequest
 from generated.metadata_response import MetadataResponse
 from generated.no_op_record import NoOpRecord
@@ -122,6 +130,10 @@ ALL_CLASSES: tuple[type, ...] = (
     AllocateProducerIdsResponse,
     AlterClientQuotasRequest,
     AlterClientQuotasResponse,
+    AlterConfigsRequest,
+    AlterConfigsResponse,
+    AlterPartitionReassignmentsRequest,
+    AlterPartitionReassignmentsResponse,
     AlterPartitionRequest,
     AlterPartitionResponse,
     AlterUserScramCredentialsRequest,
@@ -163,6 +175,8 @@ ALL_CLASSES: tuple[type, ...] = (
     DescribeConfigsResponse,
     DescribeQuorumRequest,
     DescribeQuorumResponse,
+    ElectLeadersRequest,
+    ElectLeadersResponse,
     EndQuorumEpochRequest,
     EndQuorumEpochResponse,
     EndTransactionRecord,
@@ -182,6 +196,8 @@ ALL_CLASSES: tuple[type, ...] = (
     KraftdAppendRequest,
     KraftdAppendResponse,
     LeaderChangeMessage,
+    ListPartitionReassignmentsRequest,
+    ListPartitionReassignmentsResponse,
     MetadataRequest,
     MetadataResponse,
     NoOpRecord,
@@ -399,6 +415,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    33: ApiSpec(
+        api_key=33,
+        name="AlterConfigs",
+        request=AlterConfigsRequest,
+        response=AlterConfigsResponse,
+        lowest_version=0,
+        highest_version=2,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     36: ApiSpec(
         api_key=36,
         name="SaslAuthenticate",
@@ -464,6 +493,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    43: ApiSpec(
+        api_key=43,
+        name="ElectLeaders",
+        request=ElectLeadersRequest,
+        response=ElectLeadersResponse,
+        lowest_version=0,
+        highest_version=2,
+        lowest_flexible_version=2,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     44: ApiSpec(
         api_key=44,
         name="IncrementalAlterConfigs",
@@ -472,6 +514,32 @@ API_SPECS: dict[int, ApiSpec] = {
         lowest_version=0,
         highest_version=1,
         lowest_flexible_version=1,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    45: ApiSpec(
+        api_key=45,
+        name="AlterPartitionReassignments",
+        request=AlterPartitionReassignmentsRequest,
+        response=AlterPartitionReassignmentsResponse,
+        lowest_version=0,
+        highest_version=1,
+        lowest_flexible_version=0,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    46: ApiSpec(
+        api_key=46,
+        name="ListPartitionReassignments",
+        request=ListPartitionReassignmentsRequest,
+        response=ListPartitionReassignmentsResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
         listeners=frozenset(["broker", "controller"]),
         latest_version_unstable=False,
         request_header_versions=(),

@@ -108,6 +108,8 @@ class KraftConfig:
     )  # delegation.token.* (kraftd.controller.tokens)
     # kraftd's own key kraftd.read.consistency: "linearizable" (default) or "stale" (kraftd.shell.reads).
     read_consistency: str = "linearizable"
+    auto_leader_rebalance: bool = True  # auto.leader.rebalance.enable (kraftd.shell.controller_ops)
+    leader_imbalance_check_interval_s: int = 300  # leader.imbalance.check.interval.seconds
     # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
     test_fsync_delay_file: Path | None = None
     auto_join: bool = False  # controller.quorum.auto.join.enable (KIP-853): an observer adds itself
@@ -208,6 +210,15 @@ def parse_properties(text: str) -> dict[str, str]:
 
 
 # ------------------------------------------------------------------------------------------------ validation
+
+
+def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
+    raw = (props.get(key) or "").strip().lower()
+    if raw in ("true", "false"):
+        return raw == "true"
+    if raw:
+        raise ConfigError(f"{key}: {raw!r} is not a boolean; expected true or false")
+    return default
 
 
 def _int(props: Mapping[str, str], key: str, default: int | None, minimum: int) -> int:
@@ -325,7 +336,8 @@ _KNOWN = frozenset(
     "metadata.log.segment.ms "
     "socket.request.max.bytes connections.max.idle.ms max.connections kraftd.test.fsync.delay.file "
     "kraftd.read.consistency "
-    "metrics.port controller.quorum.auto.join.enable".split()
+    "metrics.port controller.quorum.auto.join.enable auto.leader.rebalance.enable "
+    "leader.imbalance.check.interval.seconds".split()
 )
 
 
@@ -449,6 +461,8 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             1,
         ),
         metrics_port=_int(props, "metrics.port", -1, -1),
+        auto_leader_rebalance=_flag(props, "auto.leader.rebalance.enable", True),
+        leader_imbalance_check_interval_s=_int(props, "leader.imbalance.check.interval.seconds", 300, 1),
         log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
         security=security,

@@ -33,6 +33,8 @@ from generated.create_partitions_request import CreatePartitionsRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
+from kraftd.controller import placement as placer
+from kraftd.controller import reassign
 from kraftd.controller.brokers import NO_BUGS
 from kraftd.controller.image import MetadataImage, PartitionState
 from kraftd.controller.topics import directories, usable_brokers
@@ -68,6 +70,13 @@ def alter_partition(
                 out.append((t.topic_id, p.partition_index, error, None))
                 continue
             isr = [b.broker_id for b in p.new_isr_with_epochs] if version >= 3 else list(p.new_isr)
+            if reassign.reassigning(state):  # the ISR change may complete a reassignment (KIP-455)
+                rec, code, after = reassign.alter_partition_change(
+                    image, t.topic_id, p.partition_index, state, isr, req.broker_id
+                )
+                records += [rec] if rec is not None else []
+                out.append((t.topic_id, p.partition_index, code, after))
+                continue
             if isr == state.isr:
                 out.append((t.topic_id, p.partition_index, ErrorCode.NONE, state))
                 continue
@@ -139,6 +148,11 @@ def create_partitions(
                 (t.name, ErrorCode.INVALID_REPLICATION_FACTOR, f"Only {len(live)} broker(s) are live.")
             )
             continue
+        elif any(image.brokers[b].rack for b in live):
+            existing = [
+                image.topics[tid].partitions[i].replicas for i in sorted(image.topics[tid].partitions)
+            ]
+            placement = placer.place(rng, placer.usable(image), t.count - current, rf, existing)
         else:
             start = rng.randrange(len(live))
             placement = [

@@ -28,6 +28,7 @@ from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.partition_record import PartitionRecord
 from generated.remove_topic_record import RemoveTopicRecord
 from generated.topic_record import TopicRecord
+from kraftd.controller import placement
 from kraftd.controller.features import MV_DIRECTORIES
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
@@ -120,6 +121,8 @@ def _assignments(
             f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
             f"reached because only {len(live)} broker(s) are registered.",
         )
+    if any(image.brokers[b].rack for b in live):  # racks set: Kafka's rack-aware striping
+        return placement.place(rng, placement.usable(image), partitions, rf), ErrorCode.NONE, None
     start = rng.randrange(len(live))
     return (
         [[live[(start + p + i) % len(live)] for i in range(rf)] for p in range(partitions)],

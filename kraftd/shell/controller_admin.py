@@ -37,7 +37,7 @@ from generated.update_features_response import UpdatableFeatureResult, UpdateFea
 from kraftd.controller import partitions, topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.core.events import Tick
-from kraftd.shell import controller_security
+from kraftd.shell import controller_ops, controller_security
 from kwire.errors import ErrorCode, KraftError
 from kwire.headers import encode_response, parse_request
 
@@ -56,10 +56,14 @@ APIS: tuple[int, ...] = (
     UPDATE_FEATURES,
     ENVELOPE,
 )
-FORWARDABLE: dict[int, tuple[int, int]] = {
-    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
-    for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES)
-} | controller_security.FORWARDABLE
+FORWARDABLE: dict[int, tuple[int, int]] = (
+    {
+        k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
+        for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES)
+    }
+    | controller_security.FORWARDABLE
+    | controller_ops.FORWARDABLE
+)
 
 
 class ControllerAdmin:
@@ -73,6 +77,8 @@ class ControllerAdmin:
     async def handle(self, api_key: int, body: Any) -> Any:
         if api_key == ENVELOPE:
             return await self._envelope(body)
+        if api_key in controller_ops.APIS:
+            return await self.node.ctl_ops.handle(api_key, body)
         if api_key == CREATE_TOPICS:
             return await self._create_topics(body)
         if api_key == CREATE_PARTITIONS:

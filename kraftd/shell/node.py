@@ -22,6 +22,7 @@ import time
 from typing import Any
 
 from kraftd.config import ConfigError, KraftConfig
+from kraftd.controller.features import supported_ranges
 from kraftd.controller.machine import MetadataController
 from kraftd.core import messages as core_messages
 from kraftd.core.client import RaftClient
@@ -52,6 +53,7 @@ from kraftd.shell import handlers, membership, observe, wiring
 from kraftd.shell.commits import CommitWaiters
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
+from kraftd.shell.controller_ops import ControllerOps
 from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.controller_security import ControllerSecurity
 from kraftd.shell.flushing import LogFlusher
@@ -149,6 +151,7 @@ class ControllerNode:
         self.reads = ReadBarriers(self)
         self.ctl_admin = ControllerAdmin(self)
         self.ctl_security = ControllerSecurity(self)
+        self.ctl_ops = ControllerOps(self)
         self.observer = observe.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         self.peers = wiring.peer_connections(cfg, self.setup, self.peer_tls, self.peer_sasl)
@@ -159,6 +162,7 @@ class ControllerNode:
             host=bind.host or "0.0.0.0",
             port=bind.port,
             finalized_features=self.router.finalized_features,
+            supported_features=supported_ranges(),
             limits=cfg.limits,
             ssl=server_tls,
             sasl=server_sasl,
@@ -178,6 +182,7 @@ class ControllerNode:
         self._spawn(self.ctl_security.run_sweeper())
         if cfg.max_idle_interval_ms > 0:
             self._spawn(self.controller.run_idle_writes(cfg.max_idle_interval_ms / 1000))
+        self._spawn(self.ctl_ops.run_rebalance())
 
     @property
     def core(self) -> RaftNode:

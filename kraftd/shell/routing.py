@@ -10,8 +10,9 @@ Contracts:
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
 9a. Metadata, DescribeCluster, DescribeConfigs and the leader's DescribeQuorum pass a read barrier first
    (kraftd.shell.reads contract 1).
-10. ApiVersions (v3+) finalizes kraft.version at the quorum's level when it is above 0, as Kafka's controllers
-   do; its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
+10. ApiVersions (v3+) finalizes every feature of the committed image (metadata.version and the others) and
+   kraft.version at the quorum's level when it is above 0, as Kafka's controllers do; SupportedFeatures are the
+   ranges this controller can run (kraftd.controller.features.supported_ranges); its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
 from kraftd.core.replication import NotLeaderError
-from kraftd.shell import admin, controller_admin, controller_rpcs, controller_security, handlers, membership
+from kraftd.shell import (
+    admin,
+    controller_admin,
+    controller_ops,
+    controller_rpcs,
+    controller_security,
+    handlers,
+    membership,
+)
 from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
 from kwire.errors import ErrorCode
 
@@ -70,7 +79,7 @@ class RequestRouter:
             return await node.reads.describe_configs(body)
         if key in controller_rpcs.APIS:
             return await node.rpcs.handle(key, body, header.request_api_version)
-        if key in controller_admin.APIS:
+        if key in controller_admin.APIS or key in controller_ops.APIS:
             return await node.ctl_admin.handle(key, body)
         if key in controller_security.APIS:
             return await node.ctl_security.handle(key, body, header.request_api_version)
@@ -127,12 +136,16 @@ class RequestRouter:
         return handlers.ClusterView(node.cluster_id, nodes, node.known_leader(), brokers or None)
 
     def finalized_features(self) -> tuple[int, dict[str, tuple[int, int]]]:
-        """Contract 10 (Kafka's KRaftMetadataCache.features): kraft.version once above 0, epoch = last commit."""
+        """Contract 10 (Kafka's KRaftMetadataCache.features): every feature of the committed image, plus
+        kraft.version once above 0; epoch = last commit."""
+        levels = {n: (v, v) for n, v in self.node.controller.machine.committed.features.items()}
         core = self.node.core  # the committed level: an upgrade shows once its KRaftVersion record commits
         kraft_version = core.voter_history.committed_version(core.high_watermark)
-        if kraft_version <= 0:
+        if kraft_version > 0:
+            levels["kraft.version"] = (kraft_version, kraft_version)
+        if not levels:
             return -1, {}
-        return max(self.node.applied, 0), {"kraft.version": (kraft_version, kraft_version)}
+        return max(self.node.applied, 0), levels
 
     async def close(self) -> None:
         for conn in self.forwarders.values():

@@ -1,0 +1,189 @@
+"""Operator RPCs on the controller listener (direct, or forwarded by a broker inside Envelope): AlterConfigs (33),
+ElectLeaders (43), AlterPartitionReassignments (45), ListPartitionReassignments (46); plus the active
+controller's periodic preferred-leader rebalance.
+
+Contracts:
+1. Each request is validated against the latest image (kraftd.controller.configs / elect / reassign), its
+   records appended as one atomic batch and answered after commit (controller_glue contract 3). Not the active
+   controller: NOT_CONTROLLER for every entry (and top level where the response has one).
+2. ElectLeaders: the top-level error is NONE (v1+); per-partition errors as kraftd.controller.elect.
+3. Rebalance: with ``auto.leader.rebalance.enable`` (default true) the active controller runs a preferred
+   election round (kraftd.controller.elect contract 3) every ``leader.imbalance.check.interval.seconds``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from generated.alter_configs_request import AlterConfigsRequest
+from generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
+from generated.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
+from generated.alter_partition_reassignments_response import (
+    AlterPartitionReassignmentsResponse,
+    ReassignablePartitionResponse,
+    ReassignableTopicResponse,
+)
+from generated.elect_leaders_request import ElectLeadersRequest
+from generated.elect_leaders_response import ElectLeadersResponse, PartitionResult, ReplicaElectionResult
+from generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+from generated.list_partition_reassignments_response import (
+    ListPartitionReassignmentsResponse,
+    OngoingPartitionReassignment,
+    OngoingTopicReassignment,
+)
+from generated.messages import API_SPECS
+from kraftd.controller import configs, elect, reassign
+from kwire.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from kraftd.shell.node import ControllerNode
+
+log = logging.getLogger("kraftd.controller")
+
+ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 33, 43, 45, 46
+APIS: tuple[int, ...] = (ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS)
+FORWARDABLE: dict[int, tuple[int, int]] = {
+    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version) for k in APIS
+}
+NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
+
+
+class ControllerOps:
+    def __init__(self, node: ControllerNode) -> None:
+        self.node = node
+
+    @property
+    def machine(self) -> Any:
+        return self.node.controller.machine
+
+    async def handle(self, api_key: int, body: Any) -> Any:
+        if api_key == ALTER_CONFIGS:
+            return await self._alter_configs(body)
+        if api_key == ELECT_LEADERS:
+            return await self._elect_leaders(body)
+        if api_key == ALTER_REASSIGNMENTS:
+            return await self._alter_reassignments(body)
+        return self._list_reassignments(body)
+
+    async def _alter_configs(self, req: AlterConfigsRequest) -> AlterConfigsResponse:
+        results: list[tuple[int, str, ErrorCode, str | None]]
+        if not self.machine.active:
+            results = [
+                (r.resource_type, r.resource_name, ErrorCode.NOT_CONTROLLER, None) for r in req.resources
+            ]
+            error = ErrorCode.NONE
+        else:
+            records, results = configs.alter_configs(self.machine.latest(), req)
+            error = await self.node.controller.try_write(records)
+        return AlterConfigsResponse(
+            responses=[
+                AlterConfigsResourceResponse(
+                    error_code=error if code == ErrorCode.NONE and error else code,
+                    error_message=message,
+                    resource_type=rtype,
+                    resource_name=rname,
+                )
+                for rtype, rname, code, message in results
+            ]
+        )
+
+    async def _elect_leaders(self, req: ElectLeadersRequest) -> ElectLeadersResponse:
+        if not self.machine.active:
+            return ElectLeadersResponse(error_code=ErrorCode.NOT_CONTROLLER, replica_election_results=[])
+        records, results = elect.elect_leaders(self.machine.latest(), req)
+        error = await self.node.controller.try_write(records)
+        if error:
+            return ElectLeadersResponse(error_code=error, replica_election_results=[])
+        if records:
+            log.info("ElectLeaders (type %d): %d leader change(s)", req.election_type, len(records))
+        return ElectLeadersResponse(
+            error_code=ErrorCode.NONE,
+            replica_election_results=[
+                ReplicaElectionResult(
+                    topic=topic,
+                    partition_result=[
+                        PartitionResult(partition_id=pid, error_code=code, error_message=msg)
+                        for pid, code, msg in parts
+                    ],
+                )
+                for topic, parts in results
+            ],
+        )
+
+    async def _alter_reassignments(
+        self, req: AlterPartitionReassignmentsRequest
+    ) -> AlterPartitionReassignmentsResponse:
+        if not self.machine.active:
+            return AlterPartitionReassignmentsResponse(
+                error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, responses=[]
+            )
+        records, results = reassign.alter_reassignments(self.machine.latest(), req)
+        error = await self.node.controller.try_write(records)
+        if error:
+            return AlterPartitionReassignmentsResponse(
+                error_code=error, error_message=NOT_CONTROLLER_MESSAGE, responses=[]
+            )
+        if records:
+            log.info("AlterPartitionReassignments: %d partition change(s)", len(records))
+        return AlterPartitionReassignmentsResponse(
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            allow_replication_factor_change=req.allow_replication_factor_change,
+            responses=[
+                ReassignableTopicResponse(
+                    name=topic,
+                    partitions=[
+                        ReassignablePartitionResponse(partition_index=pid, error_code=code, error_message=msg)
+                        for pid, code, msg in parts
+                    ],
+                )
+                for topic, parts in results
+            ],
+        )
+
+    def _list_reassignments(
+        self, req: ListPartitionReassignmentsRequest
+    ) -> ListPartitionReassignmentsResponse:
+        if not self.machine.active:
+            return ListPartitionReassignmentsResponse(
+                error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, topics=[]
+            )
+        found = reassign.list_reassignments(self.machine.latest(), req)
+        return ListPartitionReassignmentsResponse(
+            error_code=ErrorCode.NONE,
+            error_message=None,
+            topics=[
+                OngoingTopicReassignment(
+                    name=name,
+                    partitions=[
+                        OngoingPartitionReassignment(
+                            partition_index=pid,
+                            replicas=list(p.replicas),
+                            adding_replicas=list(p.adding_replicas),
+                            removing_replicas=list(p.removing_replicas),
+                        )
+                        for pid, p in parts
+                    ],
+                )
+                for name, parts in found
+            ],
+        )
+
+    # ---- periodic rebalance (contract 3) ----------------------------------------------------------------------
+    async def run_rebalance(self) -> None:
+        cfg = self.node.config
+        if not cfg.auto_leader_rebalance:
+            return
+        while True:
+            await asyncio.sleep(cfg.leader_imbalance_check_interval_s)
+            if not self.machine.active:
+                continue
+            try:
+                records = elect.rebalance(self.machine.latest())
+                if records:
+                    log.info("preferred-leader rebalance: moving %d leadership(s)", len(records))
+                    await self.node.controller.try_write(records)
+            except Exception as exc:  # noqa: BLE001 - a round that fails is retried at the next interval
+                log.debug("preferred-leader rebalance failed: %s", exc)
