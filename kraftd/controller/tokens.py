@@ -151,6 +151,15 @@ def _copy(token: Any, expiry: int) -> DelegationTokenRecord:
     )
 
 
+def _lookup(image: MetadataImage, settings: TokenSettings, mac: bytes) -> tuple[Any, ErrorCode]:
+    """The token an HMAC names, or None with the error renew and expire both answer first."""
+    gate = _gate(image, settings)
+    if gate:
+        return None, gate
+    token = _find(image, settings, mac)
+    return token, (ErrorCode.NONE if token is not None else ErrorCode.DELEGATION_TOKEN_NOT_FOUND)
+
+
 def _expired(token: Any, now_ms: int) -> bool:
     return bool(token.max_timestamp < now_ms or token.expiration_timestamp < now_ms)
 
@@ -159,12 +168,9 @@ def renew(
     image: MetadataImage, settings: TokenSettings, mac: bytes, period_ms: int, principal: str, now_ms: int
 ) -> Outcome:
     """Contract 3 (renew)."""
-    gate = _gate(image, settings)
-    if gate:
-        return Outcome(gate, [])
-    token = _find(image, settings, mac)
+    token, error = _lookup(image, settings, mac)
     if token is None:
-        return Outcome(ErrorCode.DELEGATION_TOKEN_NOT_FOUND, [])
+        return Outcome(error, [])
     if _expired(token, now_ms):
         return Outcome(ErrorCode.DELEGATION_TOKEN_EXPIRED, [])
     if not _may_act(token, principal):
@@ -179,12 +185,9 @@ def expire(
     image: MetadataImage, settings: TokenSettings, mac: bytes, period_ms: int, principal: str, now_ms: int
 ) -> Outcome:
     """Contract 3 (expire)."""
-    gate = _gate(image, settings)
-    if gate:
-        return Outcome(gate, [])
-    token = _find(image, settings, mac)
+    token, error = _lookup(image, settings, mac)
     if token is None:
-        return Outcome(ErrorCode.DELEGATION_TOKEN_NOT_FOUND, [])
+        return Outcome(error, [])
     if not _may_act(token, principal):
         return Outcome(ErrorCode.DELEGATION_TOKEN_OWNER_MISMATCH, [])
     if period_ms < 0:
