@@ -29,6 +29,7 @@ log = logging.getLogger("kraftd.config")
 
 DEFAULT_SEGMENT_BYTES = 1024 * 1024 * 1024
 DEFAULT_MAX_IDLE_INTERVAL_MS = 500  # metadata.max.idle.interval.ms, as Kafka
+DEFAULT_BROKER_SESSION_TIMEOUT_MS = 9000  # broker.session.timeout.ms, as Kafka
 DEFAULT_SEGMENT_MS = 7 * 24 * 3600 * 1000  # Kafka's metadata.log.segment.ms default (7 days)
 MIN_SEGMENT_BYTES = 1024
 # Kafka's controller.quorum.* defaults live once, in the core's QuorumConfig.
@@ -96,6 +97,8 @@ class KraftConfig:
     snapshot_max_record_bytes: int = _QUORUM_DEFAULTS.snapshot_max_record_bytes
     # metadata.max.idle.interval.ms: the active controller appends a NoOpRecord this often (Kafka's default); 0 = off.
     max_idle_interval_ms: int = DEFAULT_MAX_IDLE_INTERVAL_MS
+    # broker.session.timeout.ms: the active controller fences a broker whose last heartbeat is this old.
+    broker_session_timeout_ms: int = DEFAULT_BROKER_SESSION_TIMEOUT_MS
     metrics_port: int = (
         -1
     )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
@@ -326,6 +329,7 @@ _TOLERATED = frozenset(
 _KNOWN = frozenset(
     "delegation.token.secret.key delegation.token.max.lifetime.ms delegation.token.expiry.time.ms "
     "delegation.token.expiry.check.interval.ms "
+    "broker.session.timeout.ms "
     "metadata.max.idle.interval.ms metadata.max.retention.bytes metadata.max.retention.ms metadata.log.max.snapshot.interval.ms "
     "metadata.log.max.record.bytes.between.snapshots "
     "node.id process.roles controller.listener.names listeners advertised.listeners "
@@ -451,6 +455,9 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         retention_bytes=_int(props, "metadata.max.retention.bytes", _QUORUM_DEFAULTS.retention_bytes, -1),
         retention_ms=_int(props, "metadata.max.retention.ms", _QUORUM_DEFAULTS.retention_ms, -1),
         max_idle_interval_ms=_int(props, "metadata.max.idle.interval.ms", DEFAULT_MAX_IDLE_INTERVAL_MS, 0),
+        broker_session_timeout_ms=_int(
+            props, "broker.session.timeout.ms", DEFAULT_BROKER_SESSION_TIMEOUT_MS, 1
+        ),
         snapshot_interval_ms=_int(
             props, "metadata.log.max.snapshot.interval.ms", _QUORUM_DEFAULTS.snapshot_interval_ms, 0
         ),

@@ -18,7 +18,10 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
    (ProducerIdsRecord with the new next id); otherwise BROKER_ID_NOT_REGISTERED / STALE_BROKER_EPOCH.
 4. Controlled shutdown (WantShutDown): a fenced broker may shut down at once; an unfenced one is marked
    InControlledShutdown=1, loses its leaderships and ISR memberships as in 3, and is told ShouldShutDown once
-   it leads nothing, at which point it is fenced.
+   it leads nothing and every active broker (unfenced, not shutting down) has reported, in a heartbeat, a
+   metadata offset at or past the offset of the last records written for its shutdown (Kafka's
+   BrokerHeartbeatManager "lowest active offset" rule: the new leaders know they lead before the old one
+   stops); at that point it is fenced.
 """
 
 from __future__ import annotations
@@ -50,6 +53,10 @@ class Heartbeats:
 
     session_timeout_ms: int = DEFAULT_SESSION_TIMEOUT_MS
     last_ms: dict[int, int] = field(default_factory=dict)
+    # Per broker: the metadata offset of its last heartbeat; for one in controlled shutdown, the offset every
+    # active broker must reach before it may stop (contract 4).
+    metadata_offset: dict[int, int] = field(default_factory=dict)
+    shutdown_offset: dict[int, int] = field(default_factory=dict)
 
     def touch(self, broker_id: int, now_ms: int) -> None:
         self.last_ms[broker_id] = now_ms
@@ -114,6 +121,7 @@ def register(
         log_dirs=list(req.log_dirs) if image.metadata_version >= MV_DIRECTORIES else [],
     )
     hb.touch(req.broker_id, now_ms)
+    hb.shutdown_offset.pop(req.broker_id, None)  # a new incarnation starts outside controlled shutdown
     # A broker registering again (a restart) leads nothing and leaves the ISRs first, as on an unclean shutdown.
     moves = remove_from_partitions(image, req.broker_id) if old is not None else []
     return Outcome([*moves, record], broker_epoch=epoch)
@@ -129,6 +137,7 @@ def heartbeat(
     if b.epoch != req.broker_epoch:
         return Outcome([], ErrorCode.STALE_BROKER_EPOCH)
     hb.touch(req.broker_id, now_ms)
+    hb.metadata_offset[req.broker_id] = req.current_metadata_offset
     caught_up = req.current_metadata_offset >= b.registration_offset
     if req.want_shut_down:
         if b.fenced:
@@ -142,7 +151,16 @@ def heartbeat(
             )
         moves = remove_from_partitions(image, b.broker_id)
         records += moves
-        done = not moves and not _leads_anything(image, b.broker_id)
+        if records or b.broker_id not in hb.shutdown_offset:
+            # The last offset these records take when appended right after the latest image (a new leader that
+            # lost the offset takes the image's).
+            target = image.offset + len(records)
+            hb.shutdown_offset[b.broker_id] = max(hb.shutdown_offset.get(b.broker_id, -1), target)
+        done = (
+            not moves
+            and not _leads_anything(image, b.broker_id)
+            and _lowest_active_offset(image, hb, b.broker_id) >= hb.shutdown_offset[b.broker_id]
+        )
         if done:
             records.append(
                 BrokerRegistrationChangeRecord(broker_id=b.broker_id, broker_epoch=b.epoch, fenced=1)
@@ -186,6 +204,16 @@ def expired(image: MetadataImage, hb: Heartbeats, now_ms: int) -> list[int]:
 def _live(image: MetadataImage, broker_id: int) -> bool:
     b = image.brokers.get(broker_id)
     return b is not None and not b.fenced and not b.in_controlled_shutdown
+
+
+def _lowest_active_offset(image: MetadataImage, hb: Heartbeats, shutting_down: int) -> int:
+    """The lowest metadata offset any other active broker reported (-1 for one not heard from by this leader)."""
+    offsets = [
+        hb.metadata_offset.get(bid, -1)
+        for bid, b in image.brokers.items()
+        if bid != shutting_down and not b.fenced and not b.in_controlled_shutdown
+    ]
+    return min(offsets, default=1 << 62)
 
 
 def _leads_anything(image: MetadataImage, broker_id: int) -> bool:

@@ -62,7 +62,7 @@ PLAINTEXT = 0
 class ControllerRpcs:
     def __init__(self, node: ControllerNode) -> None:
         self.node = node
-        self.heartbeats = brokers.Heartbeats()
+        self.heartbeats = brokers.Heartbeats(node.config.broker_session_timeout_ms)
         self.incarnation_id = uuid.uuid4()
         self._registering: PeerConnection | None = None
 

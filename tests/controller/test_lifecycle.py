@@ -170,9 +170,38 @@ def test_controlled_shutdown_moves_leadership_then_allows_shutdown() -> None:
     t = image.topics[image.topic_ids["t"]]
     assert all(p.leader == 2 and p.isr == [2] for p in t.partitions.values())
     assert not first.should_shut_down and not image.brokers[1].fenced
+    # Broker 2 (the new leader of every partition) has not yet reported an offset past the moves: wait.
+    waiting = brokers.heartbeat(image, _hb(image, 1, want_shut_down=True), hb, 0)
+    assert waiting.records == [] and not waiting.should_shut_down and not waiting.is_fenced
+    _apply(
+        image,
+        brokers.heartbeat(image, _hb(image, 2, current_metadata_offset=image.offset - 1), hb, 0).records,
+    )
+    assert not brokers.heartbeat(image, _hb(image, 1, want_shut_down=True), hb, 0).should_shut_down
+    _apply(image, brokers.heartbeat(image, _hb(image, 2), hb, 0).records)  # caught up with the moves
     second = brokers.heartbeat(image, _hb(image, 1, want_shut_down=True), hb, 0)
     _apply(image, second.records)
     assert second.should_shut_down and image.brokers[1].fenced
+
+
+def test_controlled_shutdown_waits_only_for_active_brokers() -> None:
+    """Kafka's lowest-active-offset rule counts unfenced brokers that are not shutting down themselves; a new
+    leader that never saw the shutdown start takes its image's offset as the target."""
+    image, hb = _cluster(3)
+    _apply(
+        image,
+        topics.create_topics(
+            image, CreateTopicsRequest(topics=[CreatableTopic("t", 3, 3)]), random.Random(5)
+        )[0],
+    )
+    _apply(image, brokers.heartbeat(image, _hb(image, 1, want_shut_down=True), hb, 0).records)
+    _apply(image, brokers.fence(image, 3))  # broker 3 is fenced: it does not hold broker 1 back
+    _apply(image, brokers.heartbeat(image, _hb(image, 2), hb, 0).records)
+    assert brokers.heartbeat(image, _hb(image, 1, want_shut_down=True), hb, 0).should_shut_down
+    fresh = brokers.Heartbeats()  # a new leader: no offsets heard yet
+    assert not brokers.heartbeat(image, _hb(image, 1, want_shut_down=True), fresh, 0).should_shut_down
+    brokers.heartbeat(image, _hb(image, 2), fresh, 0)
+    assert brokers.heartbeat(image, _hb(image, 1, want_shut_down=True), fresh, 0).should_shut_down
 
 
 def test_producer_id_blocks_are_disjoint() -> None:

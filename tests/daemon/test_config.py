@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from pathlib import Path
 
@@ -206,3 +207,42 @@ def test_load_config_file(tmp_path: Path) -> None:
     assert load_config(path).node_id == 1
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.properties")
+
+
+def test_broker_session_timeout_is_read_and_reaches_the_heartbeat_table(tmp_path: Path) -> None:
+    """broker.session.timeout.ms (Kafka's default 9000) decides when the active controller fences a broker; it
+    was ignored (always 9000), so a broker with a short session timeout stayed unfenced for 9 s."""
+    from kraftd.shell.node import ControllerNode
+    from tools.local_quorum import CLUSTER_ID, free_ports, write_properties
+    from tools.storage_cli import format_directory
+
+    assert config_from_properties(BASE).broker_session_timeout_ms == 9000
+    assert (
+        config_from_properties(with_(**{"broker.session.timeout.ms": "3000"})).broker_session_timeout_ms
+        == 3000
+    )
+    with pytest.raises(ConfigError, match="broker.session.timeout.ms"):
+        config_from_properties(with_(**{"broker.session.timeout.ms": "0"}))
+    (port,) = free_ports(1)
+    path = write_properties(
+        tmp_path / "s.properties",
+        1,
+        port,
+        tmp_path / "d",
+        voters=f"1@127.0.0.1:{port}",
+        extra={"broker.session.timeout.ms": "3000"},
+    )
+    format_directory(load_config(path), CLUSTER_ID, release_version="4.0")
+
+    async def run() -> None:
+        node = ControllerNode(load_config(path), seed=0)
+        await node.start()
+        try:
+            hb = node.rpcs.heartbeats
+            assert hb.session_timeout_ms == 3000
+            hb.touch(100, 0)
+            assert hb.alive(100, 2999) and not hb.alive(100, 3000)
+        finally:
+            await node.stop()
+
+    asyncio.run(run())

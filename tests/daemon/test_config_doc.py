@@ -32,6 +32,7 @@ NUMERIC = {
     "metadata.max.retention.ms": "retention_ms",
     "metadata.log.max.snapshot.interval.ms": "snapshot_interval_ms",
     "metadata.max.idle.interval.ms": "max_idle_interval_ms",
+    "broker.session.timeout.ms": "broker_session_timeout_ms",
     "metadata.log.max.record.bytes.between.snapshots": "snapshot_max_record_bytes",
 }
 
