@@ -106,8 +106,9 @@ def handle_update_voter(node: NodeContext, msg: Any) -> Any:
     if version >= 1:
         node.append_control([(CT.KRAFT_VOTERS, voters_record(updated))])
     else:
-        hist.history[0] = (hist.history[0][0], updated)  # remembered, not logged (kraft.version 0)
-        # kraft_upgrade: the voter's directory id and kraft.version range, for an upgrade to kraft.version 1
+        # kraft.version 0 (KAFKA-16538): the static voter set, and the endpoints every node dials, stay as
+        # configured (controller.quorum.voters); the voter's key, listeners and kraft.version range are kept
+        # as volatile state for an upgrade to kraft.version 1 (kraftd.core.kraft_upgrade), nothing is logged.
         range_ = (feature.min_supported_version, feature.max_supported_version)
         node.volatile_voters[key.id] = (key, listeners, range_)
     node.note_voter_fetch(d, key.id)
