@@ -14,6 +14,8 @@ Contracts:
 3. Re-authentication (``connections.max.reauth.ms``, KIP-368): a successful SaslAuthenticate v1+ reports the
    session lifetime; once it has passed, a request other than SaslHandshake/SaslAuthenticate closes the
    connection. A SaslHandshake on an authenticated connection starts re-authentication with the same mechanism.
+   Only differences of the caller's ``now_ms`` matter, so callers pass a monotonic clock (a stepped wall clock
+   must neither expire a session early nor keep it alive).
 4. SCRAM follows RFC 5802 / RFC 7677 (no channel binding: gs2 header ``n,,``); user names use its ``=2C``/``=3D``
    escapes. PLAIN follows RFC 4616 (authzid, if any, must equal the user).
 5. Client side: :func:`client_exchange` runs the handshake and the exchange over a request function and returns

@@ -290,7 +290,7 @@ class KafkaServer:
                             parsed.api_version,
                         )
                     if session is not None:
-                        session.admit(parsed.api_key, int(time.time() * 1000))
+                        session.admit(parsed.api_key, int(time.monotonic() * 1000))
                     await slots.acquire()
                     t = asyncio.create_task(self._respond(parsed, info, session, principal))
                     in_flight.add(t)
@@ -382,7 +382,7 @@ class KafkaServer:
         if req.api_key == SASL_HANDSHAKE:
             body: Any = session.handshake(req.body)
         else:
-            body = session.authenticate(req.body, req.api_version, int(time.time() * 1000))
+            body = session.authenticate(req.body, req.api_version, int(time.monotonic() * 1000))
         if body.error_code != ErrorCode.NONE:
             self.warn(
                 "SASL authentication of connection %d from %s:%d failed: %s %s",
