@@ -14,8 +14,15 @@ Contracts:
 3. Re-authentication (``connections.max.reauth.ms``, KIP-368): a successful SaslAuthenticate v1+ reports the
    session lifetime; once it has passed, a request other than SaslHandshake/SaslAuthenticate closes the
    connection. A SaslHandshake on an authenticated connection starts re-authentication with the same mechanism.
+   Only differences of the caller's ``now_ms`` matter, so callers pass a monotonic clock (a stepped wall clock
+   must neither expire a session early nor keep it alive).
 4. SCRAM follows RFC 5802 / RFC 7677 (no channel binding: gs2 header ``n,,``); user names use its ``=2C``/``=3D``
    escapes. PLAIN follows RFC 4616 (authzid, if any, must equal the user).
+6. SaslHandshake v0 (still served by Kafka 4.x): after a successful v0 handshake the client's next frames are
+   raw SASL tokens (a 4-byte size and the token, no request header) and each answer is the raw server token,
+   size-prefixed (empty for PLAIN's last step), until the exchange completes; then Kafka requests resume. A
+   failed v0 exchange cannot carry an error code, so the connection closes unanswered. A v0 client cannot
+   re-authenticate (KIP-368): with ``connections.max.reauth.ms`` its connection closes when the session expires.
 5. Client side: :func:`client_exchange` runs the handshake and the exchange over a request function and returns
    the session lifetime in ms (0: none); failures raise :class:`SaslAuthenticationError` carrying Kafka's code.
 """
@@ -269,6 +276,7 @@ class ServerSession:
         self.principal: str | None = None
         self.expires_ms: int | None = None
         self.close_after_response = False
+        self.raw_tokens = False  # contract 6: the next frame is a raw SASL token, not a request
         self._exchange: _PlainServer | _ScramServer | None = None
 
     @property
@@ -286,7 +294,7 @@ class ServerSession:
         if self.expires_ms is not None and now_ms >= self.expires_ms:
             raise SaslStateError(f"SASL session of {self.principal!r} expired; re-authentication required")
 
-    def handshake(self, req: SaslHandshakeRequest) -> SaslHandshakeResponse:
+    def handshake(self, req: SaslHandshakeRequest, version: int = 1) -> SaslHandshakeResponse:
         mech = req.mechanism
         enabled = list(self.config.mechanisms)
         if mech not in enabled or mech not in MECHANISMS:
@@ -300,7 +308,25 @@ class ServerSession:
         self._exchange = (
             _PlainServer(creds) if mech == "PLAIN" else _ScramServer(mech, creds, self.config.random_bytes)
         )
+        self.raw_tokens = version == 0
         return SaslHandshakeResponse(ErrorCode.NONE, enabled)
+
+    def raw_token(self, token: bytes, now_ms: int) -> bytes:
+        """Contract 6: one raw client token in, the raw server token out. Raises SaslAuthenticationError (wrong
+        credentials, a broken exchange) or SaslStateError; either way the connection closes unanswered."""
+        if self._exchange is None or not self.raw_tokens:
+            raise SaslStateError("a raw SASL token outside a SaslHandshake v0 exchange")
+        out, done = self._exchange.respond(token)
+        if done:
+            user = self._exchange.user
+            if self.principal is not None and user != self.principal:
+                raise SaslAuthenticationError("re-authentication must keep the same principal")
+            self.principal = user
+            self._exchange = None
+            self.raw_tokens = False
+            reauth = self.config.reauth_ms
+            self.expires_ms = now_ms + reauth if reauth > 0 else None
+        return out
 
     def authenticate(
         self, req: SaslAuthenticateRequest, version: int, now_ms: int

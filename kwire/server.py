@@ -140,7 +140,7 @@ class KafkaServer:
         served = dict(served)
         served.setdefault(API_VERSIONS_KEY, (0, 4))
         if sasl is not None:
-            served[SASL_HANDSHAKE] = (1, 1)
+            served[SASL_HANDSHAKE] = (0, 1)  # v0: raw tokens follow the handshake (kwire.sasl contract 6)
             served[SASL_AUTHENTICATE] = (0, 2)
         self._sasl = sasl
         if authorizer is not None and denied is None:
@@ -280,6 +280,13 @@ class KafkaServer:
                 last_active = time.monotonic()
                 self.stats.bytes_in += len(data)
                 for frame in decoder.feed(data):
+                    if session is not None and session.raw_tokens:
+                        await slots.acquire()
+                        t = asyncio.create_task(self._raw_token(session, frame, info))
+                        in_flight.add(t)
+                        t.add_done_callback(_releaser(slots, in_flight))
+                        order.put_nowait(t)
+                        continue
                     parsed = parse_request(frame, self.served)
                     if parsed.trailing:
                         log.debug(
@@ -290,7 +297,7 @@ class KafkaServer:
                             parsed.api_version,
                         )
                     if session is not None:
-                        session.admit(parsed.api_key, int(time.time() * 1000))
+                        session.admit(parsed.api_key, int(time.monotonic() * 1000))
                     await slots.acquire()
                     t = asyncio.create_task(self._respond(parsed, info, session, principal))
                     in_flight.add(t)
@@ -378,11 +385,21 @@ class KafkaServer:
         except KraftError as exc:
             raise _Close(f"cannot encode the {req.spec.name} response: {exc}") from exc
 
+    async def _raw_token(self, session: ServerSession, token: bytes, info: ConnectionInfo) -> bytes:
+        """kwire.sasl contract 6: a failed v0 exchange closes the connection without an answer."""
+        try:
+            out = session.raw_token(token, int(time.monotonic() * 1000))
+        except KraftError as exc:  # one warning line, from _write_in_order as it closes the connection
+            raise _Close(f"SASL authentication failed (SaslHandshake v0): {exc}") from exc
+        if session.authenticated and not session.raw_tokens:
+            log.debug("connection %d authenticated as %s (v0)", info.connection_id, session.principal)
+        return out
+
     def _sasl_step(self, session: ServerSession, req: ParsedRequest, info: ConnectionInfo) -> Any:
         if req.api_key == SASL_HANDSHAKE:
-            body: Any = session.handshake(req.body)
+            body: Any = session.handshake(req.body, req.api_version)
         else:
-            body = session.authenticate(req.body, req.api_version, int(time.time() * 1000))
+            body = session.authenticate(req.body, req.api_version, int(time.monotonic() * 1000))
         if body.error_code != ErrorCode.NONE:
             self.warn(
                 "SASL authentication of connection %d from %s:%d failed: %s %s",

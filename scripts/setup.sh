@@ -24,5 +24,11 @@ if ! command -v tcpdump >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-
   { apt-get install -y -q tcpdump || { apt-get update -q && apt-get install -y -q tcpdump; }; } >/dev/null 2>&1 \
     || echo "setup: could not install tcpdump; the tcpdump capture test will skip" >&2
 fi
+# libfaketime for the chaos harness's wall-clock jumps (tests/chaos/test_clock_jumps.py): only as root on Debian;
+# otherwise that test skips outside CI (under CI=true it fails).
+if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  { apt-get install -y -q faketime || { apt-get update -q && apt-get install -y -q faketime; }; } >/dev/null 2>&1 \
+    || echo "setup: could not install faketime; the wall-clock jump test will skip" >&2
+fi
 # The real Apache Kafka jars the interop tests run against (Maven Central; seconds when already fetched).
 scripts/fetch_kafka.sh

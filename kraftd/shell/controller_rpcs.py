@@ -71,7 +71,7 @@ class ControllerRpcs:
         return self.node.controller.machine
 
     def now_ms(self) -> int:
-        from kraftd.shell.node import now_ms
+        from kraftd.shell.clock import now_ms
 
         return now_ms()
 

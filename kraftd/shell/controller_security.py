@@ -90,7 +90,7 @@ class ControllerSecurity:
         return self.node.config.tokens
 
     def now_ms(self) -> int:
-        from kraftd.shell.node import now_ms
+        from kraftd.shell.clock import now_ms
 
         return now_ms()
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
+import threading
 from typing import TYPE_CHECKING, Any
 
 from kraftd.core.events import LogFlushed
@@ -76,7 +76,9 @@ class LogFlusher:
             except (OSError, ValueError):
                 delay_ms = 0
             if delay_ms > 0:
-                time.sleep(delay_ms / 1000)
+                # Event.wait, not time.sleep: the chaos harness runs nodes under libfaketime (wall-clock jumps),
+                # whose monotonic passthrough makes time.sleep fail with EINVAL.
+                threading.Event().wait(delay_ms / 1000)
             run()
 
         return delayed

@@ -5,7 +5,10 @@ Contracts:
    <commit wall ms> <latency us>`` in the ack file, written (line-buffered) only after the append resolved, so
    a line is never written for an uncommitted record. The record at ``first offset + i`` has the id
    ``<prefix>-<first seq + i>``; prefixes are ``<node id>p<pid>``, so ids are unique across runs of a node.
-2. While the node is not the leader the workers idle (10 ms polls); appends that fail are not recorded.
+2. While the node is not the active controller the workers idle (10 ms polls): leading is not enough, the
+   controller's activation records (metadata.version first of all) must be in the log before any load record,
+   as a Kafka controller in the quorum stops on a committed batch that precedes metadata.version. Appends that
+   fail are not recorded.
 3. ``in_flight`` workers each keep one append of ``batch`` records outstanding; the generator stops when
    ``stop`` is set.
 4. With ``noop_frames`` every value is a framed metadata NoOpRecord (frame version 1, api key 20, version 0)
@@ -89,7 +92,7 @@ async def run_load(
         async def worker() -> None:
             nonlocal next_seq
             while not stop.is_set():
-                if node.known_leader() != me:
+                if node.known_leader() != me or not node.controller.machine.active:
                     await asyncio.sleep(0.01)
                     continue
                 first_seq = next_seq

@@ -50,6 +50,7 @@ from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
 from kraftd.shell import handlers, membership, observe, wiring
+from kraftd.shell.clock import now_ms
 from kraftd.shell.commits import CommitWaiters
 from kraftd.shell.controller_admin import ControllerAdmin
 from kraftd.shell.controller_glue import ControllerGlue
@@ -69,10 +70,6 @@ from kwire.authz import AclAuthorizer
 from kwire.errors import ErrorCode
 
 log = logging.getLogger("kraftd.node")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class ControllerNode:

@@ -9,6 +9,9 @@ Contracts:
 5. ``kafka_nodes`` run Apache Kafka's own controller (tests.interop.kafka's jars and JVM flags) instead of kraftd,
    formatted by Kafka's StorageTool; they have no load generator and no slow-disk hook, and the harness never
    picks them for the slow-disk or disk-full faults.
+6. When Debian's libfaketime is installed, every kraftd node runs under it with its own ``clock-<id>`` file: the
+   wall clock (CLOCK_REALTIME) of that one process jumps when the file changes (within a second), while
+   CLOCK_MONOTONIC is left alone, as with an NTP step or ``date -s`` on a real machine.
 """
 
 from __future__ import annotations
@@ -28,6 +31,14 @@ from tools.quorum_report import QuorumInfo
 from tools.storage_cli import format_directory
 
 ELECTION_MS, FETCH_MS = 1000, 2000
+FAKETIME_GLOBS = ("/usr/lib/*/faketime/libfaketimeMT.so.1", "/usr/lib/faketime/libfaketimeMT.so.1")
+
+
+def faketime_library() -> str | None:
+    """Debian's libfaketime (package ``faketime``, installed by scripts/setup.sh): contract 6."""
+    import glob
+
+    return next((hit for pattern in FAKETIME_GLOBS for hit in sorted(glob.glob(pattern))), None)
 
 
 def try_mount_tmpfs(path: Path, size_mb: int) -> bool:
@@ -56,6 +67,7 @@ class ChaosCluster:
         self.ids = list(range(1, n + 1))
         self.ports = dict(zip(self.ids, free_ports(n), strict=True))
         self.proxy = Proxy()
+        self.faketime = faketime_library()
         self.procs: dict[int, subprocess.Popen[bytes]] = {}
         self.paused: set[int] = set()
         self.mounted: Path | None = None
@@ -114,6 +126,13 @@ class ChaosCluster:
     def slow_file(self, i: int) -> Path:
         return self.root / f"slow-{i}"
 
+    def clock_file(self, i: int) -> Path:
+        return self.root / f"clock-{i}"
+
+    def jump_clock(self, i: int, seconds: float) -> None:
+        """Contract 6: node i's wall clock reads ``seconds`` off from now on (0 restores it)."""
+        self.clock_file(i).write_text(f"{seconds:+.0f}\n")
+
     # ---- processes
     def start(self, i: int, *, load: bool = True) -> None:
         if i in self.kafka_nodes:
@@ -134,8 +153,21 @@ class ChaosCluster:
             ]
             if self.kafka_nodes:  # Kafka's controller replays every record: give it valid NoOpRecords
                 args.append("--load-noop-records")
+        env = None
+        if self.faketime is not None and i not in self.kafka_nodes:
+            if not self.clock_file(i).exists():
+                self.jump_clock(i, 0)
+            env = {
+                **os.environ,
+                "LD_PRELOAD": self.faketime,
+                "FAKETIME_TIMESTAMP_FILE": str(self.clock_file(i)),
+                "FAKETIME_CACHE_DURATION": "1",
+                "FAKETIME_DONT_FAKE_MONOTONIC": "1",
+            }
         with self.log_file(i).open("ab") as out:
-            self.procs[i] = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, cwd=self.root)
+            self.procs[i] = subprocess.Popen(
+                args, stdout=out, stderr=subprocess.STDOUT, cwd=self.root, env=env
+            )
 
     def start_all(self) -> None:
         for i in self.ids:

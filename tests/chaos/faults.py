@@ -9,6 +9,8 @@ Contracts:
 3. A fault on the leader measures failover: from injection to a new leader (higher epoch) being known.
 4. A node process that exits unless the harness killed it is recorded as an unexpected death, except the
    disk-full victim (its fatal storage error is the designed behaviour, exit code 2), which is restarted.
+5. Wall-clock jumps (tests.chaos.cluster contract 6) test kraftd.shell.clock's contract: timers follow the
+   monotonic clock, so stepped wall clocks neither move leadership nor freeze the followers' fetch timers.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ KINDS = (
     "slow_disk",
     "corrupt",
     "disk_full",
+    "clock_jump",
 )
 
 
@@ -59,7 +62,12 @@ class Schedule:
         self.hold, self.gap = hold, gap
         self.t = Tally()
         self.liveness_s = (FETCH_MS + ELECTION_MS * 10) / 1000
-        self.kinds = [k for k in KINDS if k != "disk_full" or cluster.disk_node is not None]
+        self.kinds = [
+            k
+            for k in KINDS
+            if (k != "disk_full" or cluster.disk_node is not None)
+            and (k != "clock_jump" or cluster.faketime is not None)
+        ]
 
     # ---- helpers
     def _hold(self) -> float:
@@ -235,6 +243,34 @@ class Schedule:
             self.c.start(victim)
             self.t.log(f"space freed; restarted node {victim}")
         self._liveness(f"disk full on {victim}")
+
+    def clock_jump(self) -> None:
+        """Contract 5: step the leader's wall clock forward and a minority of followers' back by hours; no
+        election may follow, and a kill -9 of the leader must still fail over within the liveness bound."""
+        old = self._leader()
+        kraftd = [i for i in self.c.ids if i not in self.c.kafka_nodes]
+        if old is None or old[0] not in kraftd:
+            return
+        followers = [i for i in kraftd if i != old[0]]
+        back = self.rng.sample(followers, min(len(followers), (self.c.n - 1) // 2))
+        ahead_s = self.rng.uniform(3600, 86400)
+        self.c.jump_clock(old[0], ahead_s)
+        for i in back:
+            self.c.jump_clock(i, -self.rng.uniform(3600, 86400))
+        self.t.log(f"wall clock of leader {old[0]} +{ahead_s / 3600:.1f}h, of followers {back} back by hours")
+        time.sleep(1.0 + (FETCH_MS * 1.5 + ELECTION_MS) / 1000)  # the clock files are read within 1 s
+        now = self._leader()
+        if now != old:
+            self.t.liveness_violations.append(f"leadership moved after wall-clock jumps: {old} -> {now}")
+            self.t.log(f"VIOLATION: leadership moved after wall-clock jumps: {old} -> {now}")
+        self.t.log(f"kill -9 leader {old[0]} (epoch {old[1]}) with stepped clocks")
+        self.c.kill(old[0])
+        self._failover(old, f"kill -9 of leader {old[0]} after wall-clock jumps")
+        for i in [old[0], *back]:
+            self.c.jump_clock(i, 0)
+        self.c.start(old[0])
+        self.t.log(f"restarted node {old[0]}; wall clocks restored")
+        self._liveness(f"wall-clock jumps on {[old[0], *back]}")
 
 
 def _fill(path: Path) -> None:

@@ -10,13 +10,35 @@ from pathlib import Path
 import pytest
 
 from tests.chaos.run import chaos_run, summary
+from tests.interop.kafka import classpath
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(400)]
 
 
-@pytest.mark.parametrize(("nodes", "seconds", "seed"), [(3, 75, 2), (5, 45, 5)])
-def test_seeded_chaos_run_loses_nothing(tmp_path: Path, nodes: int, seconds: int, seed: int) -> None:
-    r = chaos_run(tmp_path, nodes=nodes, seconds=seconds, seed=seed, hold=(1.0, 4.0), gap=(1.0, 3.0))
+@pytest.mark.parametrize(
+    ("nodes", "seconds", "seed", "kafka_nodes"),
+    [
+        (3, 75, 2, 0),
+        (5, 45, 5, 0),
+        pytest.param(3, 50, 3, 1, marks=pytest.mark.interop, id="3-50-3-kafka1"),
+    ],
+)
+def test_seeded_chaos_run_loses_nothing(
+    tmp_path: Path, nodes: int, seconds: int, seed: int, kafka_nodes: int
+) -> None:
+    """The third run is a mixed quorum: node 1 is Apache Kafka's own controller (faults reach it as any other
+    node's; slow-disk, disk-full and clock jumps stay on kraftd nodes)."""
+    if kafka_nodes:
+        classpath()  # skips, or fails under CI, without Kafka's jars
+    r = chaos_run(
+        tmp_path,
+        nodes=nodes,
+        seconds=seconds,
+        seed=seed,
+        hold=(1.0, 4.0),
+        gap=(1.0, 3.0),
+        kafka_nodes=kafka_nodes,
+    )
     print("\n" + summary(r))
     assert r["records_acked"] > 200, summary(r)
     assert r["records_lost"] == 0 and r["duplicates"] == 0, (r["lost_sample"], summary(r))

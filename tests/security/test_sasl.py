@@ -186,3 +186,74 @@ def test_server_properties_wire_sasl_both_ways() -> None:
         sasl_settings(
             config_from_properties({**props, "sasl.enabled.mechanisms": "GSSAPI"}).security, ConfigError
         )
+
+
+async def v0_exchange(port: int, mechanism: str, user: str, password: str) -> tuple[list[bytes], bool]:
+    """A SaslHandshake v0 client: kafka-python's own PLAIN/SCRAM mechanisms (an independent implementation)
+    driven over raw size-prefixed tokens, then one DescribeQuorum. Returns the frames read after the handshake
+    and whether the server closed the connection."""
+    from kafka.net.sasl import get_sasl_mechanism
+
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    dec, pending = FrameDecoder(), []
+
+    async def next_frame() -> bytes | None:
+        while not pending:
+            try:
+                data = await asyncio.wait_for(reader.read(65536), 3)
+            except TimeoutError:
+                return None
+            if not data:
+                return None
+            pending.extend(dec.feed(data))
+        return pending.pop(0)
+
+    try:
+        writer.write(encode_frame(encode_request(17, 0, 1, "v0", SaslHandshakeRequest(mechanism))))
+        first = await next_frame()
+        assert first is not None
+        _, hs = decode_response(first, 17, 0)
+        assert hs.error_code == ErrorCode.NONE, hs
+        mech = get_sasl_mechanism(mechanism)(
+            host="127.0.0.1", sasl_mechanism=mechanism, sasl_plain_username=user, sasl_plain_password=password
+        )
+        frames: list[bytes] = []
+        while not mech.is_done():
+            writer.write(encode_frame(mech.auth_bytes()))
+            answer = await next_frame()
+            if answer is None:
+                return frames, True
+            frames.append(answer)
+            mech.receive(answer)
+        assert mech.is_authenticated(), frames
+        writer.write(encode_frame(encode_request(55, 2, 2, "v0", DescribeQuorumRequest())))
+        resp = await next_frame()
+        return [*frames, resp] if resp is not None else frames, resp is None
+    finally:
+        writer.close()
+
+
+@pytest.mark.parametrize("mechanism", ALL)
+def test_sasl_handshake_v0_exchanges_raw_tokens_then_serves_requests(mechanism: str) -> None:
+    frames, closed = with_server(lambda srv: v0_exchange(srv.port, mechanism, "alice", 'al"ice'))
+    assert not closed
+    if mechanism == "PLAIN":
+        assert frames[0] == b""  # the server's empty final token, size-prefixed
+    _, resp = decode_response(frames[-1], 55, 2)
+    assert isinstance(resp, DescribeQuorumResponse) and resp.error_message == "authenticated"
+
+
+@pytest.mark.parametrize("mechanism", ALL)
+def test_sasl_handshake_v0_wrong_password_closes_unanswered(mechanism: str, caplog) -> None:
+    caplog.set_level(logging.WARNING, logger="kwire.server")
+    frames, closed = with_server(lambda srv: v0_exchange(srv.port, mechanism, "alice", "wrong"))
+    assert closed
+    assert all(not f.startswith(b"v=") for f in frames)  # never a SCRAM server signature
+    assert any("SaslHandshake v0" in r.getMessage() for r in caplog.records)
+
+
+def test_sasl_handshake_v0_is_advertised() -> None:
+    async def body(srv):
+        return srv.served[17]
+
+    assert with_server(body) == (0, 1)
