@@ -28,8 +28,9 @@ Contracts:
    connection unanswered; a refused SASL exchange closes it after its answer, with one WARNING). Without
    ``sasl`` those two APIs are not served.
 8. With ``authorizer`` (kwire.authz) every request but ApiVersions/SASL/Metadata is checked against the
-   connection's principal (SASL user, else TLS subject, else ANONYMOUS); a denied one is answered with
-   ``denied(api_key, request)`` (the caller's CLUSTER_AUTHORIZATION_FAILED response) and logged (rate-limited).
+   connection's principal (SASL user, else TLS subject, else ANONYMOUS), its peer host and the request body;
+   a denied one is answered with ``denied(api_key, request)`` (the caller's CLUSTER_AUTHORIZATION_FAILED /
+   TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited).
 """
 
 from __future__ import annotations
@@ -358,7 +359,7 @@ class KafkaServer:
                 self._authorizer is not None
                 and self._denied is not None
                 and not self._authorizer.authorize(
-                    who := (principal() if principal else ANONYMOUS), req.api_key
+                    who := (principal() if principal else ANONYMOUS), req.api_key, info.peer[0], req.body
                 )
             ):
                 self.warn(
