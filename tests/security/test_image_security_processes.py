@@ -2,7 +2,8 @@
 metadata image. A super user (PLAIN, from JAAS) stores a SCRAM-SHA-512 credential with AlterUserScramCredentials;
 the new user then logs in with SCRAM on every node (kafka-python as the independent SCRAM client), a wrong password
 fails with SASL_AUTHENTICATION_FAILED and the node stays up; the user is refused DescribeQuorum/DescribeCluster
-until CreateAcls allows it, and a DENY ACL wins over the ALLOW.
+until CreateAcls allows it, and a DENY ACL wins over the ALLOW. Kafka 4.3.1's kafka-acls and kafka-metadata-quorum
+(--bootstrap-controller, --command-config) do the same against kraftd.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -198,3 +200,87 @@ def test_scram_user_from_the_image_logs_in_and_acls_decide(cluster: Cluster) -> 
     assert ask(cluster.ports[0], ADMIN, describe_quorum()).error_code == ErrorCode.NONE
     cluster.wait_leader(30)
     assert all(p.poll() is None for p in cluster.procs.values())
+
+
+def command_config(path: Path, mechanism: str, module: str, user: str, password: str) -> Path:
+    path.write_text(
+        "security.protocol=SASL_PLAINTEXT\n"
+        f"sasl.mechanism={mechanism}\n"
+        f"sasl.jaas.config=org.apache.kafka.common.security.{module} required "
+        f'username="{user}" password="{password}";\n'
+    )
+    return path
+
+
+def _out(result: Any) -> str:
+    return str(result.stdout + result.stderr)
+
+
+@pytest.mark.interop
+def test_kafka_tools_store_a_scram_user_and_acls_at_kraftd(cluster: Cluster, tmp_path: Path) -> None:
+    """Kafka 4.3.1's kafka-acls / kafka-metadata-quorum with --bootstrap-controller and
+    --command-config. Kafka's Admin discovers controllers with DescribeCluster, which a controller grants only with
+    ALTER on the cluster, so the tool needs ALTER (which implies the DESCRIBE of DescribeQuorum)."""
+    from tests.interop.kafka import metadata_quorum, run_tool
+
+    cluster.wait_leader(60)
+    bootstrap = ",".join(f"127.0.0.1:{p}" for p in cluster.ports)
+    admin = command_config(
+        tmp_path / "admin.properties", "PLAIN", "plain.PlainLoginModule", "admin", "admin-secret"
+    )
+    carol = command_config(
+        tmp_path / "carol.properties", "SCRAM-SHA-512", "scram.ScramLoginModule", "carol", "carol-secret"
+    )
+    wrong = command_config(
+        tmp_path / "wrong.properties", "SCRAM-SHA-512", "scram.ScramLoginModule", "carol", "nope"
+    )
+
+    def tool(main: str, config: Path, *args: str) -> Any:
+        return run_tool(
+            main,
+            ["--bootstrap-controller", bootstrap, "--command-config", str(config), *args],
+            workdir=tmp_path,
+        )
+
+    def status(config: Path) -> Any:
+        return metadata_quorum(
+            f"--bootstrap-controller {bootstrap}",
+            "--command-config",
+            str(config),
+            "describe",
+            "--status",
+            workdir=tmp_path,
+        )
+
+    # Kafka 4.3.1's Admin refuses AlterUserScramCredentials with --bootstrap-controller on the client side
+    # (UnsupportedEndpointTypeException), so the credential is stored with our client, as a broker would forward it.
+    salt = os.urandom(16)
+    salted = hashlib.pbkdf2_hmac("sha512", b"carol-secret", salt, 4096)
+    upsert = AlterUserScramCredentialsRequest(
+        upsertions=[ScramCredentialUpsertion("carol", 2, 4096, salt, salted)]
+    )
+    resp = at_leader(cluster, upsert, lambda r: r.results[0].error_code == ErrorCode.NONE)
+    assert resp.results[0].error_code == ErrorCode.NONE, resp
+    # carol authenticates but may not describe: refused with Kafka's authorization error, not an authentication one.
+    until(
+        "carol's credential everywhere",
+        lambda: "Authentication failed" not in _out(status(carol)),
+        timeout=60,
+    )
+    refused = status(carol)
+    assert refused.returncode != 0
+    assert "Authorization" in refused.stderr + refused.stdout, refused.stderr + refused.stdout
+    bad = status(wrong)
+    assert bad.returncode != 0 and "Authentication failed" in bad.stderr + bad.stdout, bad.stderr + bad.stdout
+    assert all(p.poll() is None for p in cluster.procs.values())
+
+    acl = ["--add", "--allow-principal", "User:carol", "--operation", "Alter", "--cluster"]
+    assert tool("org.apache.kafka.tools.AclCommand", admin, *acl).returncode == 0
+    until("carol describes the quorum", lambda: status(carol).returncode == 0, timeout=60)
+    info = cluster.wait_leader(30)
+    assert f"LeaderId:               {info.leader_id}" in status(carol).stdout
+    deny = ["--add", "--deny-principal", "User:carol", "--operation", "Describe", "--cluster"]
+    assert tool("org.apache.kafka.tools.AclCommand", admin, *deny).returncode == 0
+    until("carol is refused again", lambda: status(carol).returncode != 0, timeout=60)
+    listed = tool("org.apache.kafka.tools.AclCommand", admin, "--list", "--cluster")
+    assert "User:carol" in listed.stdout and "DENY" in listed.stdout, listed.stdout
