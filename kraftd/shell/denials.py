@@ -6,8 +6,8 @@ Contracts:
    TOPIC_AUTHORIZATION_FAILED, as Kafka's ControllerApis answers an unauthorized topic.
 2. Kafka decides topic requests per topic; kraftd refuses such a request as a whole (kwire.authz contract 4), so
    every entry of a refused request carries its refusal code.
-3. The answer's shape is the request's: one result per entry (per creation, filter, user, entity); where the
-   response has a top-level error code it is set too.
+3. The answer's shape is the request's: one result per entry (per creation, filter, user, entity, partition);
+   where the response version has a top-level error code it is set too.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from generated import create_partitions_response as cpr
 from generated import create_topics_response as ctr
 from generated import delete_acls_response as dla
 from generated import delete_topics_response as dtr
+from generated import elect_leaders_response as elr
 from generated import incremental_alter_configs_response as iac
 from generated.alter_user_scram_credentials_response import (
     AlterUserScramCredentialsResponse,
@@ -39,7 +40,7 @@ def _resource_code(resource_type: int) -> ErrorCode:
     return TOPIC_DENIED if resource_type == CONFIG_TOPIC else CLUSTER_DENIED
 
 
-def denied(api_key: int, req: Any) -> Any:
+def denied(api_key: int, req: Any, version: int = -1) -> Any:
     """Contracts 1-3 (the Raft RPCs, DescribeQuorum and DescribeCluster are kraftd.shell.handlers')."""
     if api_key == 19:
         return ctr.CreateTopicsResponse(
@@ -127,6 +128,8 @@ def denied(api_key: int, req: Any) -> Any:
                 for entry in req.entries
             ]
         )
+    if api_key == 43:
+        return _elect_leaders(req, version)
     spec = API_SPECS.get(api_key)
     if spec is None:
         raise LocalProtocolError(f"no denied response for api key {api_key}")
@@ -137,3 +140,18 @@ def denied(api_key: int, req: Any) -> Any:
     if hasattr(response, "error_message"):
         response.error_message = CLUSTER_DENIED.message
     return response
+
+
+def _elect_leaders(req: Any, version: int) -> elr.ElectLeadersResponse:
+    """ElectLeaders v0 has no top-level error code: every named partition carries it (all versions)."""
+    results = [
+        elr.ReplicaElectionResult(
+            topic=t.topic,
+            partition_result=[
+                elr.PartitionResult(p, CLUSTER_DENIED, CLUSTER_DENIED.message) for p in t.partitions
+            ],
+        )
+        for t in req.topic_partitions or []
+    ]
+    top = CLUSTER_DENIED if version != 0 else ErrorCode.NONE
+    return elr.ElectLeadersResponse(error_code=top, replica_election_results=results)

@@ -242,13 +242,13 @@ def metadata_failed(req: MetadataRequest, view: ClusterView, code: int) -> Metad
     return MetadataResponse(brokers=brokers, cluster_id=view.cluster_id, controller_id=-1, topics=topics)
 
 
-def denied_response(api_key: int, request: object) -> object:
+def denied_response(api_key: int, request: object, version: int = -1) -> object:
     """Contract 5: the answer to a request the authorizer refused (CLUSTER_AUTHORIZATION_FAILED)."""
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    if api_key in CORE_APIS:
+    if api_key in CORE_APIS and api_key != UPDATE_RAFT_VOTER:
         return core_messages.error_response(request, code)
     if api_key == DESCRIBE_QUORUM:
         return dq.DescribeQuorumResponse(error_code=code, error_message=code.message)
     if api_key == DESCRIBE_CLUSTER:
         return DescribeClusterResponse(error_code=code, error_message=code.message)
-    return denials.denied(api_key, request)
+    return denials.denied(api_key, request, version)

@@ -15,6 +15,8 @@ from generated.create_acls_request import AclCreation
 from generated.create_partitions_request import CreatePartitionsRequest, CreatePartitionsTopic
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
+from generated.elect_leaders_request import ElectLeadersRequest
+from generated.elect_leaders_request import TopicPartitions as ElectTopic
 from generated.incremental_alter_configs_request import AlterConfigsResource, IncrementalAlterConfigsRequest
 from generated.remove_access_control_entry_record import RemoveAccessControlEntryRecord
 from generated.user_scram_credential_record import UserScramCredentialRecord
@@ -164,7 +166,13 @@ def test_denied_answers_carry_kafka_codes_per_entry() -> None:
     assert codes == [ErrorCode.TOPIC_AUTHORIZATION_FAILED, ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
     from generated.messages import API_SPECS
 
-    for key in (43, 45, 46, 57, 62, 63, 64, 67, 70, 80, 81):
+    elect = denied(43, ElectLeadersRequest(topic_partitions=[ElectTopic(topic="t", partitions=[3])]), 0)
+    assert elect.error_code == ErrorCode.NONE  # v0 has no top-level error code
+    assert (
+        elect.replica_election_results[0].partition_result[0].error_code
+        == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+    )
+    for key in (45, 46, 57, 62, 63, 64, 67, 70, 80, 81):
         if key in API_SPECS:
             assert denied(key, API_SPECS[key].request()).error_code == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
@@ -243,3 +251,22 @@ def test_scram_credentials_come_from_the_image(mechanism: str, code: int) -> Non
     _exchange(store, "PLAIN", "carol", "jaas-pw")
     with pytest.raises(SaslAuthenticationError):
         _exchange(store, "PLAIN", "bob", "bob-pw")
+
+
+def test_every_served_api_has_a_denied_answer_that_encodes_at_every_version() -> None:
+    from generated.messages import API_SPECS
+    from kraftd.shell import handlers
+    from kwire.authz import UNAUTHORIZED_FREE
+    from kwire.headers import encode_response
+
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="a")])
+    elect = ElectLeadersRequest(topic_partitions=[ElectTopic(topic="t", partitions=[0, 1])])
+    samples = {19: create, 37: CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="a")]), 43: elect}
+    for key, (low, high) in handlers.supported_versions().items():
+        if key in UNAUTHORIZED_FREE:
+            continue
+        request = samples.get(key, API_SPECS[key].request())
+        for version in range(low, high + 1):
+            answer = handlers.denied_response(key, request, version)
+            assert isinstance(answer, API_SPECS[key].response), key
+            assert encode_response(key, version, 7, answer), (key, version)
