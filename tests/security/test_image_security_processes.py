@@ -23,6 +23,7 @@ from generated.alter_user_scram_credentials_request import (
     ScramCredentialUpsertion,
 )
 from generated.create_acls_request import AclCreation, CreateAclsRequest
+from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from kwire.client import KafkaClient
@@ -168,6 +169,15 @@ def test_scram_user_from_the_image_logs_in_and_acls_decide(cluster: Cluster) -> 
     # DescribeCluster (ALTER on the cluster, as on Kafka's controller).
     with pytest.raises(ClusterAuthorizationFailedError):
         bob_describes_cluster(cluster.ports[0])
+
+    # Admin APIs are refused with Kafka's per-entry codes, and the connection stays usable for the answer.
+    create = CreateTopicsRequest(topics=[CreatableTopic(name="bobs", num_partitions=1, replication_factor=1)])
+    created = ask(cluster.ports[0], BOB, create)
+    assert [(t.name, t.error_code) for t in created.topics] == [
+        ("bobs", ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+    ]
+    scram = ask(cluster.ports[0], BOB, upsert)
+    assert [r.error_code for r in scram.results] == [ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
 
     # A wrong password fails cleanly with Kafka's code and a log line; the node stays up.
     with pytest.raises(SaslAuthenticationError) as wrong:
