@@ -270,3 +270,14 @@ def test_every_served_api_has_a_denied_answer_that_encodes_at_every_version() ->
             answer = handlers.denied_response(key, request, version)
             assert isinstance(answer, API_SPECS[key].response), key
             assert encode_response(key, version, 7, answer), (key, version)
+
+
+def test_allow_everyone_if_no_acl_found_is_read_from_server_properties() -> None:
+    from kraftd.config import ConfigError
+    from kraftd.security import listener_security
+
+    props = {"authorizer.class.name": "x", "allow.everyone.if.no.acl.found": "true"}
+    assert listener_security(props, "CONTROLLER", "PLAINTEXT", ConfigError).allow_if_no_acl
+    assert not listener_security({}, "CONTROLLER", "PLAINTEXT", ConfigError).allow_if_no_acl
+    with pytest.raises(ConfigError, match="allow.everyone.if.no.acl.found"):
+        listener_security({"allow.everyone.if.no.acl.found": "yes"}, "CONTROLLER", "PLAINTEXT", ConfigError)
