@@ -17,8 +17,9 @@ Contracts:
    (CreateTopics: CREATE on the cluster or CREATE on the topic). Topic-level requests are decided as a whole:
    one unauthorized topic refuses the request (Kafka answers per topic instead; see kraftd.shell.denials).
 5. ApiVersions and the SASL APIs are never subject to authorization (they come before a principal exists), nor
-   is Metadata (it needs Describe on topics, and a controller holds none). The delegation-token APIs need no ACL
-   here: their owner/renewer rules are applied by the token logic, as in Kafka.
+   is Metadata (it needs Describe on topics, and a controller holds none). Kafka's controller takes the
+   delegation-token APIs only inside an Envelope (CLUSTER_ACTION, the broker's principal inside); sent directly,
+   kraftd records the token for ``User:ANONYMOUS``, so it admits them only with ALTER on the cluster.
 """
 
 from __future__ import annotations
@@ -28,8 +29,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 ANONYMOUS = "User:ANONYMOUS"
-# ApiVersions, SaslHandshake, SaslAuthenticate, Metadata, delegation tokens (contract 5).
-UNAUTHORIZED_FREE = frozenset({18, 17, 36, 3, 38, 39, 40, 41})
+# ApiVersions, SaslHandshake, SaslAuthenticate, Metadata (contract 5).
+UNAUTHORIZED_FREE = frozenset({18, 17, 36, 3})
 
 CLUSTER, TOPIC = "CLUSTER", "TOPIC"
 CLUSTER_NAME = "kafka-cluster"
@@ -71,6 +72,9 @@ OPERATION_OF: Mapping[int, str] = {
     80: ALTER,  # AddRaftVoter
     81: ALTER,  # RemoveRaftVoter
     49: ALTER_CONFIGS,  # AlterClientQuotas
+    38: ALTER,  # CreateDelegationToken sent directly (contract 5)
+    39: ALTER,  # RenewDelegationToken sent directly
+    40: ALTER,  # ExpireDelegationToken sent directly
 }
 CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
 
