@@ -32,7 +32,7 @@ _KEYS = (
     "ssl.keystore.password ssl.truststore.type ssl.truststore.location ssl.truststore.certificates "
     "ssl.truststore.password ssl.client.auth ssl.endpoint.identification.algorithm ssl.protocol "
     "ssl.enabled.protocols sasl.enabled.mechanisms sasl.mechanism.controller.protocol "
-    "connections.max.reauth.ms sasl.jaas.config super.users authorizer.class.name"
+    "connections.max.reauth.ms sasl.jaas.config super.users authorizer.class.name allow.everyone.if.no.acl.found"
 ).split()
 
 
@@ -56,6 +56,7 @@ class ListenerSecurity:
     reauth_ms: int = 0
     authorizer_class: str | None = None  # authorizer.class.name: any value turns authorization on
     super_users: frozenset[str] = frozenset()
+    allow_if_no_acl: bool = False  # allow.everyone.if.no.acl.found
 
     @property
     def uses_tls(self) -> bool:
@@ -132,7 +133,15 @@ def listener_security(
         reauth_ms=reauth_ms,
         authorizer_class=(props.get("authorizer.class.name") or "").strip() or None,
         super_users=parse_super_users(props.get("super.users")),
+        allow_if_no_acl=_flag(props, "allow.everyone.if.no.acl.found", error),
     )
+
+
+def _flag(props: Mapping[str, str], key: str, error: type[KraftError]) -> bool:
+    value = (props.get(key) or "false").strip().lower()
+    if value not in ("true", "false"):
+        raise error(f"{key}: {value!r}; expected true or false")
+    return value == "true"
 
 
 def client_tls(props: Mapping[str, str], error: type[KraftError]) -> TlsSettings | None:

@@ -28,8 +28,9 @@ Contracts:
    connection unanswered; a refused SASL exchange closes it after its answer, with one WARNING). Without
    ``sasl`` those two APIs are not served.
 8. With ``authorizer`` (kwire.authz) every request but ApiVersions/SASL/Metadata is checked against the
-   connection's principal (SASL user, else TLS subject, else ANONYMOUS); a denied one is answered with
-   ``denied(api_key, request)`` (the caller's CLUSTER_AUTHORIZATION_FAILED response) and logged (rate-limited).
+   connection's principal (SASL user, else TLS subject, else ANONYMOUS), its peer host and the request body;
+   a denied one is answered with ``denied(api_key, request, version)`` (the caller's CLUSTER_AUTHORIZATION_FAILED /
+   TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited).
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ class KafkaServer:
         ssl: SSLContext | None = None,
         sasl: SaslServerConfig | None = None,
         authorizer: Authorizer | None = None,
-        denied: Callable[[int, Any], Any] | None = None,
+        denied: Callable[[int, Any, int], Any] | None = None,
     ) -> None:
         limits = limits or ListenerLimits()
         max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
@@ -144,7 +145,9 @@ class KafkaServer:
             served[SASL_AUTHENTICATE] = (0, 2)
         self._sasl = sasl
         if authorizer is not None and denied is None:
-            raise LocalProtocolError("an authorizer needs a denied(api_key, request) response builder")
+            raise LocalProtocolError(
+                "an authorizer needs a denied(api_key, request, version) response builder"
+            )
         self._authorizer, self._denied = authorizer, denied
         self.served: Mapping[int, VersionRange] = served
         self._host, self._port = host, port
@@ -365,13 +368,13 @@ class KafkaServer:
                 self._authorizer is not None
                 and self._denied is not None
                 and not self._authorizer.authorize(
-                    who := (principal() if principal else ANONYMOUS), req.api_key
+                    who := (principal() if principal else ANONYMOUS), req.api_key, info.peer[0], req.body
                 )
             ):
                 self.warn(
                     "connection %d: %s may not call %s (denied)", info.connection_id, who, req.spec.name
                 )
-                body = self._denied(req.api_key, req.body)
+                body = self._denied(req.api_key, req.body, version)
             else:
                 try:
                     body = await self._handler(req.header, req.body, info)

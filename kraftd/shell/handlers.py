@@ -17,7 +17,7 @@ Contracts:
    each requested topic gets UNKNOWN_TOPIC_OR_PARTITION.
 5. With an authorizer (``authorizer.class.name``), a refused request gets :func:`denied_response`: the Raft
    RPCs their error response with CLUSTER_AUTHORIZATION_FAILED, DescribeQuorum/DescribeCluster that top-level
-   error code.
+   error code, every other API the answer of kraftd.shell.denials.
 """
 
 from __future__ import annotations
@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from generated import describe_quorum_response as dq
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
-from generated.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.messages import API_SPECS
 from generated.metadata_request import MetadataRequest
@@ -37,7 +36,8 @@ from kraftd.config import Endpoint
 from kraftd.core import messages as core_messages
 from kraftd.core.client import QuorumInfo, ReplicaInfo
 from kraftd.core.types import METADATA_PARTITION, METADATA_TOPIC
-from kwire.errors import ErrorCode, LocalProtocolError
+from kraftd.shell import denials
+from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
@@ -242,24 +242,13 @@ def metadata_failed(req: MetadataRequest, view: ClusterView, code: int) -> Metad
     return MetadataResponse(brokers=brokers, cluster_id=view.cluster_id, controller_id=-1, topics=topics)
 
 
-def denied_response(api_key: int, request: object) -> object:
+def denied_response(api_key: int, request: object, version: int = -1) -> object:
     """Contract 5: the answer to a request the authorizer refused (CLUSTER_AUTHORIZATION_FAILED)."""
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    if api_key in CORE_APIS:
+    if api_key in CORE_APIS and api_key != UPDATE_RAFT_VOTER:
         return core_messages.error_response(request, code)
     if api_key == DESCRIBE_QUORUM:
         return dq.DescribeQuorumResponse(error_code=code, error_message=code.message)
     if api_key == DESCRIBE_CLUSTER:
         return DescribeClusterResponse(error_code=code, error_message=code.message)
-    if api_key == DESCRIBE_CONFIGS:
-        results = [
-            DescribeConfigsResult(
-                error_code=code,
-                error_message=code.message,
-                resource_type=r.resource_type,
-                resource_name=r.resource_name,
-            )
-            for r in getattr(request, "resources", [])
-        ]
-        return DescribeConfigsResponse(results=results)
-    raise LocalProtocolError(f"no denied response for api key {api_key}")
+    return denials.denied(api_key, request, version)

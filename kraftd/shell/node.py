@@ -49,7 +49,7 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import handlers, membership, observe, wiring
+from kraftd.shell import handlers, image_security, membership, observe, wiring
 from kraftd.shell.clock import now_ms
 from kraftd.shell.commits import CommitWaiters
 from kraftd.shell.controller_admin import ControllerAdmin
@@ -66,7 +66,6 @@ from kraftd.shell.reads import ReadBarriers
 from kraftd.shell.routing import RequestRouter
 from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
-from kwire.authz import AclAuthorizer
 from kwire.errors import ErrorCode
 
 log = logging.getLogger("kraftd.node")
@@ -143,6 +142,7 @@ class ControllerNode:
         server_sasl, self.peer_sasl = sasl_settings(cfg.security, ConfigError)
         bootstrap = wiring.bootstrap_records(cfg)
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
+        server_sasl, authorizer = image_security.listener_security(self, server_sasl)
         self.client.register(self.controller)
         self.rpcs = ControllerRpcs(self)
         self.reads = ReadBarriers(self)
@@ -163,7 +163,7 @@ class ControllerNode:
             limits=cfg.limits,
             ssl=server_tls,
             sasl=server_sasl,
-            authorizer=AclAuthorizer(cfg.security.super_users) if cfg.security.authorizer_class else None,
+            authorizer=authorizer,
             denied=handlers.denied_response,
         )
         await start_listening(self, bind)

@@ -1,0 +1,157 @@
+"""Answers to requests the authorizer refused (kwire.server contract 8), for every API the controller serves.
+
+Contracts:
+1. Cluster-level refusals carry CLUSTER_AUTHORIZATION_FAILED; a per-topic entry (CreateTopics, DeleteTopics,
+   CreatePartitions, topic resources of AlterConfigs / IncrementalAlterConfigs / DescribeConfigs) carries
+   TOPIC_AUTHORIZATION_FAILED, as Kafka's ControllerApis answers an unauthorized topic.
+2. Kafka decides topic requests per topic; kraftd refuses such a request as a whole (kwire.authz contract 4), so
+   every entry of a refused request carries its refusal code.
+3. The answer's shape is the request's: one result per entry (per creation, filter, user, entity, partition);
+   where the response version has a top-level error code it is set too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generated import alter_client_quotas_response as acq
+from generated import alter_configs_response as alc
+from generated import create_acls_response as cra
+from generated import create_partitions_response as cpr
+from generated import create_topics_response as ctr
+from generated import delete_acls_response as dla
+from generated import delete_topics_response as dtr
+from generated import elect_leaders_response as elr
+from generated import incremental_alter_configs_response as iac
+from generated.alter_user_scram_credentials_response import (
+    AlterUserScramCredentialsResponse,
+    AlterUserScramCredentialsResult,
+)
+from generated.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
+from generated.messages import API_SPECS
+from kwire.authz import CONFIG_TOPIC
+from kwire.errors import ErrorCode, LocalProtocolError
+
+CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
+
+
+def _resource_code(resource_type: int) -> ErrorCode:
+    return TOPIC_DENIED if resource_type == CONFIG_TOPIC else CLUSTER_DENIED
+
+
+def denied(api_key: int, req: Any, version: int = -1) -> Any:
+    """Contracts 1-3 (the Raft RPCs, DescribeQuorum and DescribeCluster are kraftd.shell.handlers')."""
+    if api_key == 19:
+        return ctr.CreateTopicsResponse(
+            topics=[
+                ctr.CreatableTopicResult(
+                    name=t.name, error_code=TOPIC_DENIED, error_message=TOPIC_DENIED.message
+                )
+                for t in req.topics
+            ]
+        )
+    if api_key == 20:
+        entries = [(n, None) for n in req.topic_names] + [(t.name, t.topic_id) for t in req.topics]
+        results = []
+        for name, topic_id in entries:
+            r = dtr.DeletableTopicResult(name=name, error_code=TOPIC_DENIED)
+            if topic_id is not None:
+                r.topic_id = topic_id
+            results.append(r)
+        return dtr.DeleteTopicsResponse(responses=results)
+    if api_key == 37:
+        return cpr.CreatePartitionsResponse(
+            results=[
+                cpr.CreatePartitionsTopicResult(name=t.name, error_code=TOPIC_DENIED, error_message=None)
+                for t in req.topics
+            ]
+        )
+    if api_key in (33, 44):
+        module: Any = alc if api_key == 33 else iac
+        response = alc.AlterConfigsResponse if api_key == 33 else iac.IncrementalAlterConfigsResponse
+        return response(
+            responses=[
+                module.AlterConfigsResourceResponse(
+                    error_code=_resource_code(r.resource_type),
+                    error_message=None,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                )
+                for r in req.resources
+            ]
+        )
+    if api_key == 32:
+        return DescribeConfigsResponse(
+            results=[
+                DescribeConfigsResult(
+                    error_code=_resource_code(r.resource_type),
+                    error_message=_resource_code(r.resource_type).message,
+                    resource_type=r.resource_type,
+                    resource_name=r.resource_name,
+                )
+                for r in req.resources
+            ]
+        )
+    if api_key == 30:
+        return cra.CreateAclsResponse(
+            results=[
+                cra.AclCreationResult(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED.message)
+                for _ in req.creations
+            ]
+        )
+    if api_key == 31:
+        return dla.DeleteAclsResponse(
+            filter_results=[
+                dla.DeleteAclsFilterResult(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED.message)
+                for _ in req.filters
+            ]
+        )
+    if api_key == 51:
+        users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
+        return AlterUserScramCredentialsResponse(
+            results=[
+                AlterUserScramCredentialsResult(
+                    user=u, error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED.message
+                )
+                for u in users
+            ]
+        )
+    if api_key == 49:
+        return acq.AlterClientQuotasResponse(
+            entries=[
+                acq.EntryData(
+                    error_code=CLUSTER_DENIED,
+                    error_message=CLUSTER_DENIED.message,
+                    entity=[acq.EntityData(e.entity_type, e.entity_name) for e in entry.entity],
+                )
+                for entry in req.entries
+            ]
+        )
+    if api_key == 43:
+        return _elect_leaders(req, version)
+    spec = API_SPECS.get(api_key)
+    if spec is None:
+        raise LocalProtocolError(f"no denied response for api key {api_key}")
+    response = spec.response()
+    if not hasattr(response, "error_code"):
+        raise LocalProtocolError(f"no denied response for api key {api_key}")
+    response.error_code = CLUSTER_DENIED
+    if hasattr(response, "error_message"):
+        response.error_message = CLUSTER_DENIED.message
+    return response
+
+
+def _elect_leaders(req: Any, version: int) -> elr.ElectLeadersResponse:
+    """ElectLeaders v0 has no top-level error code: every named partition carries it (all versions)."""
+    results = [
+        elr.ReplicaElectionResult(
+            topic=t.topic,
+            partition_result=[
+                elr.PartitionResult(p, CLUSTER_DENIED, CLUSTER_DENIED.message) for p in t.partitions
+            ],
+        )
+        for t in req.topic_partitions or []
+    ]
+    top = CLUSTER_DENIED if version != 0 else ErrorCode.NONE
+    return elr.ElectLeadersResponse(error_code=top, replica_election_results=results)
