@@ -31,6 +31,8 @@ Contracts:
    connection's principal (SASL user, else TLS subject, else ANONYMOUS), its peer host and the request body;
    a denied one is answered with ``denied(api_key, request, version)`` (the caller's CLUSTER_AUTHORIZATION_FAILED /
    TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited).
+9. While a handler serves a request, :func:`request_principal` names that connection's principal (as in 8,
+   with or without an authorizer), so a handler can record who asked (a delegation token's owner).
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from contextvars import ContextVar
 from dataclasses import dataclass
 from ssl import SSLContext, SSLError
 from typing import Any
@@ -87,6 +90,14 @@ def _releaser(
         in_flight.discard(task)
 
     return done
+
+
+_PRINCIPAL: ContextVar[str] = ContextVar("kwire_request_principal", default=ANONYMOUS)
+
+
+def request_principal() -> str:
+    """Contract 9 (each request is served in its own task, so the value is that request's)."""
+    return _PRINCIPAL.get()
 
 
 class _Close(Exception):
@@ -377,6 +388,7 @@ class KafkaServer:
                 body = self._denied(req.api_key, req.body, version)
             else:
                 try:
+                    _PRINCIPAL.set(principal() if principal is not None else ANONYMOUS)
                     body = await self._handler(req.header, req.body, info)
                 except asyncio.CancelledError:
                     raise

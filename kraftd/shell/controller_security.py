@@ -11,7 +11,8 @@ Contracts:
 2. ACL RPCs need an authorizer (``authorizer.class.name``), as Kafka's AclApis: without one, SECURITY_DISABLED
    "No Authorizer is configured." (DescribeAcls: "No Authorizer is configured on the broker").
 3. The principal of a request is the one the broker forwarded in the Envelope (Kafka's DefaultPrincipalData,
-   version-prefixed), else ``User:ANONYMOUS``; delegation tokens are owned and renewed by it.
+   version-prefixed), else the connection's own (kwire.server contract 9: the SASL user, the TLS subject or
+   ``User:ANONYMOUS``); delegation tokens are owned and renewed by it.
 4. The active controller removes expired delegation tokens every ``delegation.token.expiry.check.interval.ms``.
 5. AlterClientQuotas resolves ip entity names that are not IP literals before validating (Kafka's
    InetAddress.getByName), off the event loop.

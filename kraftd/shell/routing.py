@@ -36,6 +36,7 @@ from kraftd.shell import (
 )
 from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
 from kwire.errors import ErrorCode
+from kwire.server import request_principal
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
@@ -82,7 +83,7 @@ class RequestRouter:
         if key in controller_admin.APIS or key in controller_ops.APIS:
             return await node.ctl_admin.handle(key, body)
         if key in controller_security.APIS:
-            return await node.ctl_security.handle(key, body, header.request_api_version)
+            return await node.ctl_security.handle(key, body, header.request_api_version, request_principal())
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
             code = await node.reads.before_read()

@@ -23,6 +23,7 @@ from generated.alter_user_scram_credentials_request import (
     ScramCredentialUpsertion,
 )
 from generated.create_acls_request import AclCreation, CreateAclsRequest
+from generated.create_delegation_token_request import CreateDelegationTokenRequest
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
@@ -53,6 +54,7 @@ def properties() -> dict[str, str]:
         "listener.name.controller.scram-sha-512.sasl.jaas.config": SCRAM_JAAS,
         "authorizer.class.name": "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
         "super.users": "User:admin",
+        "delegation.token.secret.key": "image-security-test-secret",
     }
 
 
@@ -210,6 +212,18 @@ def test_scram_user_from_the_image_logs_in_and_acls_decide(cluster: Cluster) -> 
     assert ask(cluster.ports[0], ADMIN, describe_quorum()).error_code == ErrorCode.NONE
     cluster.wait_leader(30)
     assert all(p.poll() is None for p in cluster.procs.values())
+
+
+def test_a_token_created_over_sasl_is_owned_by_the_sasl_user(cluster: Cluster) -> None:
+    """kwire.server contract 9 / kraftd.shell.controller_security 3: sent straight to the controller (no
+    Envelope), the token's owner and requester are the authenticated user, not User:ANONYMOUS."""
+    req = CreateDelegationTokenRequest(
+        owner_principal_type=None, owner_principal_name=None, max_lifetime_ms=-1
+    )
+    resp = at_leader(cluster, req, lambda r: r.error_code == ErrorCode.NONE)
+    assert resp.error_code == ErrorCode.NONE, resp
+    assert (resp.principal_type, resp.principal_name) == ("User", "admin")
+    assert (resp.token_requester_principal_type, resp.token_requester_principal_name) == ("User", "admin")
 
 
 def command_config(path: Path, mechanism: str, module: str, user: str, password: str) -> Path:

@@ -257,3 +257,21 @@ def test_sasl_handshake_v0_is_advertised() -> None:
         return srv.served[17]
 
     assert with_server(body) == (0, 1)
+
+
+def test_a_handler_sees_the_principal_of_the_request_it_serves() -> None:
+    """kwire.server contract 9: the SASL user while serving its request, ANONYMOUS on a plain listener."""
+    from kwire.server import request_principal
+
+    async def who(header, request, info):
+        return DescribeQuorumResponse(error_code=0, error_message=request_principal())
+
+    async def main():
+        async with KafkaServer(who, sasl=server_cfg()) as srv:
+            alice = await ask(srv.port, SaslClientConfig("SCRAM-SHA-256", "alice", 'al"ice'))
+            admin = await ask(srv.port, SaslClientConfig("PLAIN", "admin", "admin-secret"))
+        async with KafkaServer(who) as plain:
+            anon = await ask(plain.port, None)
+        return alice.error_message, admin.error_message, anon.error_message
+
+    assert asyncio.run(asyncio.wait_for(main(), 40)) == ("User:alice", "User:admin", "User:ANONYMOUS")
