@@ -7,6 +7,9 @@ Contracts:
    records appended as one atomic batch and answered after commit (controller_glue contract 3). Not the active
    controller: NOT_CONTROLLER for every entry (and top level where the response has one).
 2. ElectLeaders: the top-level error is NONE (v1+); per-partition errors as kraftd.controller.elect.
+2a. ListPartitionReassignments is a read of the committed image (never the leader's uncommitted view, as
+   Kafka's controller reads at its last committed offset), answered only after the read barrier confirms this
+   node still leads (kraftd.shell.reads contract 1); otherwise NOT_CONTROLLER (or the barrier's error).
 3. Rebalance: with ``auto.leader.rebalance.enable`` (default true) the active controller runs a preferred
    election round (kraftd.controller.elect contract 3) every ``leader.imbalance.check.interval.seconds``.
 """
@@ -65,7 +68,7 @@ class ControllerOps:
             return await self._elect_leaders(body)
         if api_key == ALTER_REASSIGNMENTS:
             return await self._alter_reassignments(body)
-        return self._list_reassignments(body)
+        return await self._list_reassignments(body)
 
     async def _alter_configs(self, req: AlterConfigsRequest) -> AlterConfigsResponse:
         results: list[tuple[int, str, ErrorCode, str | None]]
@@ -143,14 +146,17 @@ class ControllerOps:
             ],
         )
 
-    def _list_reassignments(
+    async def _list_reassignments(
         self, req: ListPartitionReassignmentsRequest
     ) -> ListPartitionReassignmentsResponse:
-        if not self.machine.active:
-            return ListPartitionReassignmentsResponse(
-                error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, topics=[]
-            )
-        found = reassign.list_reassignments(self.machine.latest(), req)
+        """Contract 2a."""
+        code = await self.node.reads.before_read() if self.machine.active else ErrorCode.NOT_CONTROLLER
+        if code == ErrorCode.NONE and not self.machine.active:
+            code = ErrorCode.NOT_CONTROLLER
+        if code != ErrorCode.NONE:
+            message = NOT_CONTROLLER_MESSAGE if code == ErrorCode.NOT_CONTROLLER else None
+            return ListPartitionReassignmentsResponse(error_code=code, error_message=message, topics=[])
+        found = reassign.list_reassignments(self.machine.committed, req)
         return ListPartitionReassignmentsResponse(
             error_code=ErrorCode.NONE,
             error_message=None,
