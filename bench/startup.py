@@ -161,13 +161,27 @@ def build(work: Path, total: int) -> dict[str, Any]:
     t0 = time.monotonic()
     q = MixedQuorum(work / "gen", ["kraftd"], extra=PROPS)
     node = q.nodes[0]
+
+    def metadata_version() -> int | None:
+        got = metadata_records(node.metadata_dir)
+        return next(
+            (d.record.feature_level for _, d in got if getattr(d.record, "name", "") == "metadata.version"),
+            None,
+        )
+
     try:
         q.start_all()
         q.wait_for("kraftd's first records committed", lambda i: i.leader_id == 1 and i.high_watermark > 0)
+        deadline = time.monotonic() + 60
+        while metadata_version() is None:
+            if time.monotonic() > deadline:
+                raise SystemExit(f"kraftd wrote no metadata.version record within 60 s\n{node.tail()}")
+            time.sleep(0.1)
     finally:
         q.stop_all()
     first = metadata_records(node.metadata_dir)
-    mv = next(d.record.feature_level for _, d in first if getattr(d.record, "name", "") == "metadata.version")
+    mv = metadata_version()
+    assert mv is not None
     log = MetadataLog(node.metadata_dir, SEGMENT_BYTES, fsync=False)
     epoch, start_end = log.last_epoch, log.end_offset
     values, last_topic = bench_records(total, mv, len(first))
