@@ -296,11 +296,14 @@ def start_and_wait(q: MixedQuorum, node: Node, topic: str, timeout: float) -> di
     return out
 
 
-def measure(kind: str, source: Path, built: dict[str, Any], root: Path, timeout: float) -> dict[str, Any]:
+def measure(
+    kind: str, source: Path, built: dict[str, Any], root: Path, timeout: float, kafka_log_level: str
+) -> dict[str, Any]:
     q = MixedQuorum(root, [kind], cluster_id=built["cluster_id"], extra=PROPS, format_nodes=False)
     node = q.nodes[0]
     if kind == "kafka":
         node.jvm_opts = KAFKA_JVM
+        node.log_level = kafka_log_level
     shutil.copytree(source, node.data_dir)
     try:
         first = start_and_wait(q, node, built["last_topic"], timeout)
@@ -324,6 +327,11 @@ def main() -> None:
     ap.add_argument(
         "--keep", type=Path, help="work in DIR and keep it (default: a temporary directory, removed)"
     )
+    ap.add_argument(
+        "--kafka-log-level",
+        default="INFO",
+        help="the Kafka controller's root log level (INFO, its default, logs a line per replayed PartitionRecord)",
+    )
     ap.add_argument("--timeout", type=float, default=900, help="seconds a start may take")
     args = ap.parse_args()
     work = args.keep or Path(tempfile.mkdtemp(prefix="kraftd-startup-"))
@@ -336,10 +344,13 @@ def main() -> None:
             "log_mib": round(built["log_bytes"] / 2**20, 1),
             "snapshot_mib": round(built["snapshot_bytes"] / 2**20, 1),
             "generate_s": built["gen_s"],
+            "kafka_log_level": args.kafka_log_level,
         }
         for case, source in (("log", built["log_dir"]), ("snapshot", built["snapshot_dir"])):
             for kind in ("kraftd", "kafka"):
-                res[f"{case}_{kind}"] = measure(kind, source, built, work / f"{case}-{kind}", args.timeout)
+                res[f"{case}_{kind}"] = measure(
+                    kind, source, built, work / f"{case}-{kind}", args.timeout, args.kafka_log_level
+                )
             for start in ("first", "restart"):
                 k, j = res[f"{case}_kraftd"][start], res[f"{case}_kafka"][start]
                 res[f"{case}_{start}_ratio"] = {

@@ -164,6 +164,7 @@ class Node:
     proc: subprocess.Popen[bytes] | None = None
     # JVM flags for a "kafka" node in place of JVM_OPTS (a benchmark sizes the heap and JIT like a server).
     jvm_opts: list[str] | None = None
+    log_level: str = "INFO"
 
     @property
     def data_dir(self) -> Path:
@@ -194,7 +195,11 @@ class Node:
         assert not self.alive(), f"node {self.node_id} is already running"
         if self.kind == "kafka":
             opts = JVM_OPTS if self.jvm_opts is None else self.jvm_opts
-            cmd = ["java", *opts, *log_config(self.root / f"log4j-{self.node_id}", self.version)]
+            cmd = [
+                "java",
+                *opts,
+                *log_config(self.root / f"log4j-{self.node_id}", self.version, self.log_level),
+            ]
             cmd += ["-cp", classpath(self.version), "kafka.Kafka", str(self.config)]
         else:
             cmd = [KRAFTD, "start", str(self.config)]
