@@ -21,6 +21,8 @@ from generated import fetch_snapshot_request as fs
 from generated import update_raft_voter_request as urv
 from generated import vote_request as vr
 from generated.alter_client_quotas_request import AlterClientQuotasRequest
+from generated.alter_configs_request import AlterConfigsRequest
+from generated.alter_partition_reassignments_request import AlterPartitionReassignmentsRequest
 from generated.alter_partition_request import AlterPartitionRequest
 from generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
 from generated.api_versions_request import ApiVersionsRequest
@@ -33,9 +35,11 @@ from generated.delete_topics_request import DeleteTopicsRequest
 from generated.describe_acls_request import DescribeAclsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_configs_request import DescribeConfigsRequest
+from generated.elect_leaders_request import ElectLeadersRequest
 from generated.expire_delegation_token_request import ExpireDelegationTokenRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.kraftd_append_request import KraftdAppendRequest
+from generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from generated.metadata_request import MetadataRequest
 from generated.read_offset_request import PartitionData as ROPartition
 from generated.read_offset_request import ReadOffsetRequest
@@ -244,6 +248,14 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
         return CreatePartitionsRequest(topics=[], timeout_ms=5000, validate_only=True)
     if api_key == 44:
         return IncrementalAlterConfigsRequest(resources=[], validate_only=True)
+    if api_key == 33:
+        return AlterConfigsRequest(resources=[], validate_only=True)
+    if api_key == 43:  # an empty list, not null (null elects every partition)
+        return ElectLeadersRequest(election_type=0, topic_partitions=[], timeout_ms=5000)
+    if api_key == 45:
+        return AlterPartitionReassignmentsRequest(timeout_ms=5000, topics=[])
+    if api_key == 46:  # a read: the reassignments of no partition
+        return ListPartitionReassignmentsRequest(timeout_ms=5000, topics=[])
     if api_key == 56:
         return AlterPartitionRequest(broker_id=UNREGISTERED_BROKER, broker_epoch=-1, topics=[])
     if api_key == 63:
