@@ -20,7 +20,7 @@ replayed the log up to their new epoch). "listening" is the first answer of any 
 its copy (first start, then a restart after SIGTERM): a directory written by kraftd has no ``.kafka_cleanshutdown``
 marker, so Kafka's first start also recovers the segments (its real behaviour on that directory); the restart is
 on a directory Kafka itself shut down. Snapshotting is disabled in both kinds during the measurement so the bytes
-loaded stay the same. RSS is /proc/<pid>/status VmRSS 3 s after ready; Kafka's heap in use is ``jcmd GC.heap_info``.
+loaded stay the same. RSS is /proc/<pid>/status VmRSS 3 s (``--settle``) after ready; Kafka's heap in use is ``jcmd GC.heap_info``.
 """
 
 from __future__ import annotations
@@ -262,7 +262,7 @@ def heap_used_kib(pid: int) -> int | None:
     return int(m.group(2)) if m else None
 
 
-def start_and_wait(q: MixedQuorum, node: Node, topic: str, timeout: float) -> dict[str, Any]:
+def start_and_wait(q: MixedQuorum, node: Node, topic: str, timeout: float, settle: float) -> dict[str, Any]:
     t0 = time.monotonic()
     node.start()
     assert node.proc is not None
@@ -282,7 +282,7 @@ def start_and_wait(q: MixedQuorum, node: Node, topic: str, timeout: float) -> di
         time.sleep(0.02)
     ready = now - t0
     info = q.describe(timeout_ms=10000)
-    time.sleep(3)
+    time.sleep(settle)
     out: dict[str, Any] = {
         "listening_s": round(listening or ready, 3),
         "ready_s": round(ready, 3),
@@ -297,19 +297,22 @@ def start_and_wait(q: MixedQuorum, node: Node, topic: str, timeout: float) -> di
 
 
 def measure(
-    kind: str, source: Path, built: dict[str, Any], root: Path, timeout: float, kafka_log_level: str
+    kind: str, source: Path, built: dict[str, Any], root: Path, args: argparse.Namespace
 ) -> dict[str, Any]:
+    timeout, settle = args.timeout, args.settle
     q = MixedQuorum(root, [kind], cluster_id=built["cluster_id"], extra=PROPS, format_nodes=False)
     node = q.nodes[0]
     if kind == "kafka":
         node.jvm_opts = KAFKA_JVM
-        node.log_level = kafka_log_level
+        node.log_level = args.kafka_log_level
     shutil.copytree(source, node.data_dir)
     try:
-        first = start_and_wait(q, node, built["last_topic"], timeout)
+        first = start_and_wait(q, node, built["last_topic"], timeout, settle)
         assert first["high_watermark"] >= built["end_offset"], (first, built["end_offset"])
+        if args.no_restart:
+            return {"first": first}
         code = node.stop(signal.SIGTERM, timeout=120)
-        restart = start_and_wait(q, node, built["last_topic"], timeout)
+        restart = start_and_wait(q, node, built["last_topic"], timeout, settle)
         restart["previous_exit"] = code
         return {"first": first, "restart": restart}
     finally:
@@ -333,7 +336,12 @@ def main() -> None:
         help="the Kafka controller's root log level (INFO, its default, logs a line per replayed PartitionRecord)",
     )
     ap.add_argument("--timeout", type=float, default=900, help="seconds a start may take")
+    ap.add_argument(
+        "--settle", type=float, default=3.0, help="seconds after ready before reading RSS and heap"
+    )
+    ap.add_argument("--no-restart", action="store_true", help="measure the first start only")
     args = ap.parse_args()
+    starts = ("first",) if args.no_restart else ("first", "restart")
     work = args.keep or Path(tempfile.mkdtemp(prefix="kraftd-startup-"))
     try:
         built = build(work, args.records)
@@ -348,10 +356,8 @@ def main() -> None:
         }
         for case, source in (("log", built["log_dir"]), ("snapshot", built["snapshot_dir"])):
             for kind in ("kraftd", "kafka"):
-                res[f"{case}_{kind}"] = measure(
-                    kind, source, built, work / f"{case}-{kind}", args.timeout, args.kafka_log_level
-                )
-            for start in ("first", "restart"):
+                res[f"{case}_{kind}"] = measure(kind, source, built, work / f"{case}-{kind}", args)
+            for start in starts:
                 k, j = res[f"{case}_kraftd"][start], res[f"{case}_kafka"][start]
                 res[f"{case}_{start}_ratio"] = {
                     "ready": ratio(k["ready_s"], j["ready_s"]),
@@ -367,7 +373,7 @@ def main() -> None:
     print(f"metadata log: {res['records']} records, {res['log_mib']} MiB; snapshot {res['snapshot_mib']} MiB")
     print(f"generating took {res['generate_s']} s")
     for case in ("log", "snapshot"):
-        for start in ("first", "restart"):
+        for start in starts:
             k, j = res[f"{case}_kraftd"][start], res[f"{case}_kafka"][start]
             print(
                 f"{case:8s} {start:7s} kraftd ready {k['ready_s']:7.2f} s rss {k['rss_mib']:7.1f} MiB | "
