@@ -95,6 +95,17 @@ def check_topics(admin: Any, names: list[str], partitions: int) -> None:
         time.sleep(0.5)
 
 
+def _controller_id(admin: Any) -> int:
+    """The controller the broker names, or -1 while it names none or the answer fails: right after start a broker
+    sometimes closes librdkafka's bootstrap connection (a "Partial response" KafkaException), which is retried."""
+    from confluent_kafka import KafkaException
+
+    try:
+        return int(admin.list_topics(timeout=15).controller_id)
+    except KafkaException:
+        return -1
+
+
 def run_kind(kind: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     from confluent_kafka.admin import AdminClient
 
@@ -113,7 +124,7 @@ def run_kind(kind: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
         _wait_log(broker, r"Kafka Server started", 180)
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.port}"})
         deadline = time.monotonic() + 60
-        while admin.list_topics(timeout=15).controller_id < 0:  # the admin client sends its RPCs there
+        while _controller_id(admin) < 0:  # the admin client sends its RPCs there
             if time.monotonic() > deadline:
                 raise SystemExit("the broker never named a controller in its Metadata answers")
             time.sleep(0.2)
