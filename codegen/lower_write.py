@@ -205,18 +205,24 @@ class Writer(LowerBase):
             L(ind, "else:")
             L(ind + 1, "out.append(_B1[0])")
             return
+        # Known tags are collected in ascending tag order, so the section is written without a sort unless
+        # unknown tags must be merged in; an all-default section is the single byte 0.
         tags = f"tags_{pfx}"
         L(ind, f"{tags}: list[tuple[int, bytes]] = []")
-        L(ind, f"if {obj}.unknown_tagged_fields:")
-        L(ind + 1, f"{tags} += {obj}.unknown_tagged_fields")
         for f in known:
             x = f"{obj}.{snake(f.name)}"
             L(ind, f"if {self.defaults.nondefault(f, x)}:")
+            if f.type in FIXED_CODES:
+                val = f"{x}.int.to_bytes(16)" if f.type == "uuid" else f"{self.pk(FIXED_CODES[f.type])}({x})"
+                L(ind + 1, f"{tags}.append(({f.tag}, {val}))")
+                continue
             tb = f"tb_{pfx}{f.tag}"
             L(ind + 1, f"{tb}: list[bytes] = []")
             self.write_value(L, ind + 1, tb, x, f, v, pfx, in_tag=True)
             L(ind + 1, f'{tags}.append(({f.tag}, b"".join({tb})))')
-        L(ind, f"if {tags}:")
-        L(ind + 1, f"_wtags(out, {tags})")
+        L(ind, f"if {obj}.unknown_tagged_fields:")
+        L(ind + 1, f"_wtags(out, [*{obj}.unknown_tagged_fields, *{tags}])")
+        L(ind, f"elif {tags}:")
+        L(ind + 1, f"_wstags(out, {tags})")
         L(ind, "else:")
         L(ind + 1, "out.append(_B1[0])")

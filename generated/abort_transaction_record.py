@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -119,8 +120,6 @@ class AbortTransactionRecord:
 
 def _w_AbortTransactionRecord_0(out: list[bytes], o: AbortTransactionRecord) -> None:
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.reason is not None:
         tb_0: list[bytes] = []
         if o.reason is None:
@@ -128,8 +127,10 @@ def _w_AbortTransactionRecord_0(out: list[bytes], o: AbortTransactionRecord) -> 
         else:
             tb_0.append(_SC.get(o.reason) or _cstr(o.reason))
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -306,8 +307,6 @@ def _w_ApiVersionsResponse_3(out: list[bytes], o: ApiVersionsResponse) -> None:
             _wtags(out, e_api_keys.unknown_tagged_fields)
     out.append(_P_i(o.throttle_time_ms))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.supported_features is None or len(o.supported_features) != 0:
         tb_0: list[bytes] = []
         a_supported_features = o.supported_features
@@ -320,9 +319,7 @@ def _w_ApiVersionsResponse_3(out: list[bytes], o: ApiVersionsResponse) -> None:
             _w_SupportedFeatureKey_3(tb_0, e_supported_features)
         tags_.append((0, b"".join(tb_0)))
     if o.finalized_features_epoch != -1:
-        tb_1: list[bytes] = []
-        tb_1.append(_P_q(o.finalized_features_epoch))
-        tags_.append((1, b"".join(tb_1)))
+        tags_.append((1, _P_q(o.finalized_features_epoch)))
     if o.finalized_features is None or len(o.finalized_features) != 0:
         tb_2: list[bytes] = []
         a_finalized_features = o.finalized_features
@@ -335,11 +332,11 @@ def _w_ApiVersionsResponse_3(out: list[bytes], o: ApiVersionsResponse) -> None:
             _w_FinalizedFeatureKey_3(tb_2, e_finalized_features)
         tags_.append((2, b"".join(tb_2)))
     if o.zk_migration_ready:
-        tb_3: list[bytes] = []
-        tb_3.append(_P_o(o.zk_migration_ready))
-        tags_.append((3, b"".join(tb_3)))
-    if tags_:
-        _wtags(out, tags_)
+        tags_.append((3, _P_o(o.zk_migration_ready)))
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

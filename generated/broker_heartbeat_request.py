@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -147,8 +148,6 @@ def _w_BrokerHeartbeatRequest_1(out: list[bytes], o: BrokerHeartbeatRequest) -> 
         _P_iqqoo(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     )
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
         tb_0: list[bytes] = []
         a_offline_log_dirs = o.offline_log_dirs
@@ -160,8 +159,10 @@ def _w_BrokerHeartbeatRequest_1(out: list[bytes], o: BrokerHeartbeatRequest) -> 
         for e_offline_log_dirs in a_offline_log_dirs:
             tb_0.append(e_offline_log_dirs.int.to_bytes(16))
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -171,8 +172,6 @@ def _w_BrokerHeartbeatRequest_2(out: list[bytes], o: BrokerHeartbeatRequest) -> 
         _P_iqqoo(o.broker_id, o.broker_epoch, o.current_metadata_offset, o.want_fence, o.want_shut_down)
     )
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.offline_log_dirs is None or len(o.offline_log_dirs) != 0:
         tb_0: list[bytes] = []
         a_offline_log_dirs = o.offline_log_dirs
@@ -198,8 +197,10 @@ def _w_BrokerHeartbeatRequest_2(out: list[bytes], o: BrokerHeartbeatRequest) -> 
             for e_cordoned_log_dirs in a_cordoned_log_dirs:
                 tb_1.append(e_cordoned_log_dirs.int.to_bytes(16))
         tags_.append((1, b"".join(tb_1)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

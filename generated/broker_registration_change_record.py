@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -136,14 +137,12 @@ def _w_BrokerRegistrationChangeRecord_0(out: list[bytes], o: BrokerRegistrationC
         raise MessageEncodeError("Attempted to write a non-default CordonedLogDirs")
     out.append(_P_iq(o.broker_id, o.broker_epoch))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.fenced != 0:
-        tb_0: list[bytes] = []
-        tb_0.append(_P_b(o.fenced))
-        tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+        tags_.append((0, _P_b(o.fenced)))
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -155,18 +154,14 @@ def _w_BrokerRegistrationChangeRecord_1(out: list[bytes], o: BrokerRegistrationC
         raise MessageEncodeError("Attempted to write a non-default CordonedLogDirs")
     out.append(_P_iq(o.broker_id, o.broker_epoch))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.fenced != 0:
-        tb_0: list[bytes] = []
-        tb_0.append(_P_b(o.fenced))
-        tags_.append((0, b"".join(tb_0)))
+        tags_.append((0, _P_b(o.fenced)))
     if o.in_controlled_shutdown != 0:
-        tb_1: list[bytes] = []
-        tb_1.append(_P_b(o.in_controlled_shutdown))
-        tags_.append((1, b"".join(tb_1)))
-    if tags_:
-        _wtags(out, tags_)
+        tags_.append((1, _P_b(o.in_controlled_shutdown)))
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -176,16 +171,10 @@ def _w_BrokerRegistrationChangeRecord_2(out: list[bytes], o: BrokerRegistrationC
         raise MessageEncodeError("Attempted to write a non-default CordonedLogDirs")
     out.append(_P_iq(o.broker_id, o.broker_epoch))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.fenced != 0:
-        tb_0: list[bytes] = []
-        tb_0.append(_P_b(o.fenced))
-        tags_.append((0, b"".join(tb_0)))
+        tags_.append((0, _P_b(o.fenced)))
     if o.in_controlled_shutdown != 0:
-        tb_1: list[bytes] = []
-        tb_1.append(_P_b(o.in_controlled_shutdown))
-        tags_.append((1, b"".join(tb_1)))
+        tags_.append((1, _P_b(o.in_controlled_shutdown)))
     if o.log_dirs is None or len(o.log_dirs) != 0:
         tb_2: list[bytes] = []
         a_log_dirs = o.log_dirs
@@ -197,8 +186,10 @@ def _w_BrokerRegistrationChangeRecord_2(out: list[bytes], o: BrokerRegistrationC
         for e_log_dirs in a_log_dirs:
             tb_2.append(e_log_dirs.int.to_bytes(16))
         tags_.append((2, b"".join(tb_2)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -206,16 +197,10 @@ def _w_BrokerRegistrationChangeRecord_2(out: list[bytes], o: BrokerRegistrationC
 def _w_BrokerRegistrationChangeRecord_3(out: list[bytes], o: BrokerRegistrationChangeRecord) -> None:
     out.append(_P_iq(o.broker_id, o.broker_epoch))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.fenced != 0:
-        tb_0: list[bytes] = []
-        tb_0.append(_P_b(o.fenced))
-        tags_.append((0, b"".join(tb_0)))
+        tags_.append((0, _P_b(o.fenced)))
     if o.in_controlled_shutdown != 0:
-        tb_1: list[bytes] = []
-        tb_1.append(_P_b(o.in_controlled_shutdown))
-        tags_.append((1, b"".join(tb_1)))
+        tags_.append((1, _P_b(o.in_controlled_shutdown)))
     if o.log_dirs is None or len(o.log_dirs) != 0:
         tb_2: list[bytes] = []
         a_log_dirs = o.log_dirs
@@ -241,8 +226,10 @@ def _w_BrokerRegistrationChangeRecord_3(out: list[bytes], o: BrokerRegistrationC
             for e_cordoned_log_dirs in a_cordoned_log_dirs:
                 tb_3.append(e_cordoned_log_dirs.int.to_bytes(16))
         tags_.append((3, b"".join(tb_3)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -223,14 +224,12 @@ def _w_CreateTopicsResponse_5(out: list[bytes], o: CreateTopicsResponse) -> None
                     out[-1] = out[-1][:-1]
                     _wtags(out, e_topics__configs.unknown_tagged_fields)
         tags_topics__: list[tuple[int, bytes]] = []
-        if e_topics.unknown_tagged_fields:
-            tags_topics__ += e_topics.unknown_tagged_fields
         if e_topics.topic_config_error_code != 0:
-            tb_topics__0: list[bytes] = []
-            tb_topics__0.append(_P_h(e_topics.topic_config_error_code))
-            tags_topics__.append((0, b"".join(tb_topics__0)))
-        if tags_topics__:
-            _wtags(out, tags_topics__)
+            tags_topics__.append((0, _P_h(e_topics.topic_config_error_code)))
+        if e_topics.unknown_tagged_fields:
+            _wtags(out, [*e_topics.unknown_tagged_fields, *tags_topics__])
+        elif tags_topics__:
+            _wstags(out, tags_topics__)
         else:
             out.append(_B1[0])
     if o.unknown_tagged_fields:
@@ -281,14 +280,12 @@ def _w_CreateTopicsResponse_7(out: list[bytes], o: CreateTopicsResponse) -> None
                     out[-1] = out[-1][:-1]
                     _wtags(out, e_topics__configs.unknown_tagged_fields)
         tags_topics__: list[tuple[int, bytes]] = []
-        if e_topics.unknown_tagged_fields:
-            tags_topics__ += e_topics.unknown_tagged_fields
         if e_topics.topic_config_error_code != 0:
-            tb_topics__0: list[bytes] = []
-            tb_topics__0.append(_P_h(e_topics.topic_config_error_code))
-            tags_topics__.append((0, b"".join(tb_topics__0)))
-        if tags_topics__:
-            _wtags(out, tags_topics__)
+            tags_topics__.append((0, _P_h(e_topics.topic_config_error_code)))
+        if e_topics.unknown_tagged_fields:
+            _wtags(out, [*e_topics.unknown_tagged_fields, *tags_topics__])
+        elif tags_topics__:
+            _wstags(out, tags_topics__)
         else:
             out.append(_B1[0])
     if o.unknown_tagged_fields:

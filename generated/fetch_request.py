@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -569,8 +570,6 @@ def _w_FetchRequest_12(out: list[bytes], o: FetchRequest) -> None:
             out.append(_B1[0])
     out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
         tb_0: list[bytes] = []
         if o.cluster_id is None:
@@ -578,8 +577,10 @@ def _w_FetchRequest_12(out: list[bytes], o: FetchRequest) -> None:
         else:
             tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -673,8 +674,6 @@ def _w_FetchRequest_13(out: list[bytes], o: FetchRequest) -> None:
             out.append(_B1[0])
     out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
         tb_0: list[bytes] = []
         if o.cluster_id is None:
@@ -682,8 +681,10 @@ def _w_FetchRequest_13(out: list[bytes], o: FetchRequest) -> None:
         else:
             tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -766,8 +767,6 @@ def _w_FetchRequest_15(out: list[bytes], o: FetchRequest) -> None:
             out.append(_B1[0])
     out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
         tb_0: list[bytes] = []
         if o.cluster_id is None:
@@ -783,8 +782,10 @@ def _w_FetchRequest_15(out: list[bytes], o: FetchRequest) -> None:
         tb_1: list[bytes] = []
         _w_ReplicaState_15(tb_1, o.replica_state)
         tags_.append((1, b"".join(tb_1)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -833,14 +834,14 @@ def _w_FetchRequest_17(out: list[bytes], o: FetchRequest) -> None:
                 )
             )
             tags_topics__partitions__: list[tuple[int, bytes]] = []
-            if e_topics__partitions.unknown_tagged_fields:
-                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if e_topics__partitions.replica_directory_id != ZERO_UUID:
-                tb_topics__partitions__0: list[bytes] = []
-                tb_topics__partitions__0.append(e_topics__partitions.replica_directory_id.int.to_bytes(16))
-                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
-            if tags_topics__partitions__:
-                _wtags(out, tags_topics__partitions__)
+                tags_topics__partitions__.append(
+                    (0, e_topics__partitions.replica_directory_id.int.to_bytes(16))
+                )
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_topics__partitions.unknown_tagged_fields, *tags_topics__partitions__])
+            elif tags_topics__partitions__:
+                _wstags(out, tags_topics__partitions__)
             else:
                 out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
@@ -875,8 +876,6 @@ def _w_FetchRequest_17(out: list[bytes], o: FetchRequest) -> None:
             out.append(_B1[0])
     out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
         tb_0: list[bytes] = []
         if o.cluster_id is None:
@@ -892,8 +891,10 @@ def _w_FetchRequest_17(out: list[bytes], o: FetchRequest) -> None:
         tb_1: list[bytes] = []
         _w_ReplicaState_15(tb_1, o.replica_state)
         tags_.append((1, b"".join(tb_1)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -942,18 +943,16 @@ def _w_FetchRequest_18(out: list[bytes], o: FetchRequest) -> None:
                 )
             )
             tags_topics__partitions__: list[tuple[int, bytes]] = []
-            if e_topics__partitions.unknown_tagged_fields:
-                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if e_topics__partitions.replica_directory_id != ZERO_UUID:
-                tb_topics__partitions__0: list[bytes] = []
-                tb_topics__partitions__0.append(e_topics__partitions.replica_directory_id.int.to_bytes(16))
-                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
+                tags_topics__partitions__.append(
+                    (0, e_topics__partitions.replica_directory_id.int.to_bytes(16))
+                )
             if e_topics__partitions.high_watermark != 9223372036854775807:
-                tb_topics__partitions__1: list[bytes] = []
-                tb_topics__partitions__1.append(_P_q(e_topics__partitions.high_watermark))
-                tags_topics__partitions__.append((1, b"".join(tb_topics__partitions__1)))
-            if tags_topics__partitions__:
-                _wtags(out, tags_topics__partitions__)
+                tags_topics__partitions__.append((1, _P_q(e_topics__partitions.high_watermark)))
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_topics__partitions.unknown_tagged_fields, *tags_topics__partitions__])
+            elif tags_topics__partitions__:
+                _wstags(out, tags_topics__partitions__)
             else:
                 out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
@@ -988,8 +987,6 @@ def _w_FetchRequest_18(out: list[bytes], o: FetchRequest) -> None:
             out.append(_B1[0])
     out.append(_SC.get(o.rack_id) or _cstr(o.rack_id))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
         tb_0: list[bytes] = []
         if o.cluster_id is None:
@@ -1005,8 +1002,10 @@ def _w_FetchRequest_18(out: list[bytes], o: FetchRequest) -> None:
         tb_1: list[bytes] = []
         _w_ReplicaState_15(tb_1, o.replica_state)
         tags_.append((1, b"".join(tb_1)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -1107,8 +1108,6 @@ def _w_FetchResponse_12(out: list[bytes], o: FetchResponse) -> None:
                     out.append(_uvb(n_responses__partitions__records + 1))
                 out.append(s_responses__partitions__records)
             tags_responses__partitions__: list[tuple[int, bytes]] = []
-            if e_responses__partitions.unknown_tagged_fields:
-                tags_responses__partitions__ += e_responses__partitions.unknown_tagged_fields
             if (
                 (e_responses__partitions.diverging_epoch.epoch != -1)
                 or (e_responses__partitions.diverging_epoch.end_offset != -1)
@@ -1133,8 +1132,10 @@ def _w_FetchResponse_12(out: list[bytes], o: FetchResponse) -> None:
                 tb_responses__partitions__2: list[bytes] = []
                 _w_SnapshotId_12(tb_responses__partitions__2, e_responses__partitions.snapshot_id)
                 tags_responses__partitions__.append((2, b"".join(tb_responses__partitions__2)))
-            if tags_responses__partitions__:
-                _wtags(out, tags_responses__partitions__)
+            if e_responses__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_responses__partitions.unknown_tagged_fields, *tags_responses__partitions__])
+            elif tags_responses__partitions__:
+                _wstags(out, tags_responses__partitions__)
             else:
                 out.append(_B1[0])
         if e_responses.unknown_tagged_fields:
@@ -1210,8 +1211,6 @@ def _w_FetchResponse_13(out: list[bytes], o: FetchResponse) -> None:
                     out.append(_uvb(n_responses__partitions__records + 1))
                 out.append(s_responses__partitions__records)
             tags_responses__partitions__: list[tuple[int, bytes]] = []
-            if e_responses__partitions.unknown_tagged_fields:
-                tags_responses__partitions__ += e_responses__partitions.unknown_tagged_fields
             if (
                 (e_responses__partitions.diverging_epoch.epoch != -1)
                 or (e_responses__partitions.diverging_epoch.end_offset != -1)
@@ -1236,8 +1235,10 @@ def _w_FetchResponse_13(out: list[bytes], o: FetchResponse) -> None:
                 tb_responses__partitions__2: list[bytes] = []
                 _w_SnapshotId_12(tb_responses__partitions__2, e_responses__partitions.snapshot_id)
                 tags_responses__partitions__.append((2, b"".join(tb_responses__partitions__2)))
-            if tags_responses__partitions__:
-                _wtags(out, tags_responses__partitions__)
+            if e_responses__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_responses__partitions.unknown_tagged_fields, *tags_responses__partitions__])
+            elif tags_responses__partitions__:
+                _wstags(out, tags_responses__partitions__)
             else:
                 out.append(_B1[0])
         if e_responses.unknown_tagged_fields:
@@ -1311,8 +1312,6 @@ def _w_FetchResponse_16(out: list[bytes], o: FetchResponse) -> None:
                     out.append(_uvb(n_responses__partitions__records + 1))
                 out.append(s_responses__partitions__records)
             tags_responses__partitions__: list[tuple[int, bytes]] = []
-            if e_responses__partitions.unknown_tagged_fields:
-                tags_responses__partitions__ += e_responses__partitions.unknown_tagged_fields
             if (
                 (e_responses__partitions.diverging_epoch.epoch != -1)
                 or (e_responses__partitions.diverging_epoch.end_offset != -1)
@@ -1337,8 +1336,10 @@ def _w_FetchResponse_16(out: list[bytes], o: FetchResponse) -> None:
                 tb_responses__partitions__2: list[bytes] = []
                 _w_SnapshotId_12(tb_responses__partitions__2, e_responses__partitions.snapshot_id)
                 tags_responses__partitions__.append((2, b"".join(tb_responses__partitions__2)))
-            if tags_responses__partitions__:
-                _wtags(out, tags_responses__partitions__)
+            if e_responses__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_responses__partitions.unknown_tagged_fields, *tags_responses__partitions__])
+            elif tags_responses__partitions__:
+                _wstags(out, tags_responses__partitions__)
             else:
                 out.append(_B1[0])
         if e_responses.unknown_tagged_fields:
@@ -1346,8 +1347,6 @@ def _w_FetchResponse_16(out: list[bytes], o: FetchResponse) -> None:
         else:
             out.append(_B1[0])
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         tb_0: list[bytes] = []
         a_node_endpoints = o.node_endpoints
@@ -1359,8 +1358,10 @@ def _w_FetchResponse_16(out: list[bytes], o: FetchResponse) -> None:
         for e_node_endpoints in a_node_endpoints:
             _w_NodeEndpoint_16(tb_0, e_node_endpoints)
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

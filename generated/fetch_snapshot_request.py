@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -221,8 +222,6 @@ def _w_FetchSnapshotRequest_0(out: list[bytes], o: FetchSnapshotRequest) -> None
         else:
             out.append(_B1[0])
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
         tb_0: list[bytes] = []
         if o.cluster_id is None:
@@ -230,8 +229,10 @@ def _w_FetchSnapshotRequest_0(out: list[bytes], o: FetchSnapshotRequest) -> None
         else:
             tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -257,14 +258,14 @@ def _w_FetchSnapshotRequest_1(out: list[bytes], o: FetchSnapshotRequest) -> None
             _w_SnapshotId_0(out, e_topics__partitions.snapshot_id)
             out.append(_P_q(e_topics__partitions.position))
             tags_topics__partitions__: list[tuple[int, bytes]] = []
-            if e_topics__partitions.unknown_tagged_fields:
-                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if e_topics__partitions.replica_directory_id != ZERO_UUID:
-                tb_topics__partitions__0: list[bytes] = []
-                tb_topics__partitions__0.append(e_topics__partitions.replica_directory_id.int.to_bytes(16))
-                tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
-            if tags_topics__partitions__:
-                _wtags(out, tags_topics__partitions__)
+                tags_topics__partitions__.append(
+                    (0, e_topics__partitions.replica_directory_id.int.to_bytes(16))
+                )
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_topics__partitions.unknown_tagged_fields, *tags_topics__partitions__])
+            elif tags_topics__partitions__:
+                _wstags(out, tags_topics__partitions__)
             else:
                 out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
@@ -272,8 +273,6 @@ def _w_FetchSnapshotRequest_1(out: list[bytes], o: FetchSnapshotRequest) -> None
         else:
             out.append(_B1[0])
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.cluster_id is not None:
         tb_0: list[bytes] = []
         if o.cluster_id is None:
@@ -281,8 +280,10 @@ def _w_FetchSnapshotRequest_1(out: list[bytes], o: FetchSnapshotRequest) -> None
         else:
             tb_0.append(_SC.get(o.cluster_id) or _cstr(o.cluster_id))
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

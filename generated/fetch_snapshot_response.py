@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -323,8 +324,6 @@ def _w_FetchSnapshotResponse_0(out: list[bytes], o: FetchSnapshotResponse) -> No
                 out.append(_uvb(n_topics__partitions__unaligned_records + 1))
             out.append(s_topics__partitions__unaligned_records)
             tags_topics__partitions__: list[tuple[int, bytes]] = []
-            if e_topics__partitions.unknown_tagged_fields:
-                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if (
                 (e_topics__partitions.current_leader.leader_id != 0)
                 or (e_topics__partitions.current_leader.leader_epoch != 0)
@@ -333,8 +332,10 @@ def _w_FetchSnapshotResponse_0(out: list[bytes], o: FetchSnapshotResponse) -> No
                 tb_topics__partitions__0: list[bytes] = []
                 _w_LeaderIdAndEpoch_0(tb_topics__partitions__0, e_topics__partitions.current_leader)
                 tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
-            if tags_topics__partitions__:
-                _wtags(out, tags_topics__partitions__)
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_topics__partitions.unknown_tagged_fields, *tags_topics__partitions__])
+            elif tags_topics__partitions__:
+                _wstags(out, tags_topics__partitions__)
             else:
                 out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
@@ -375,8 +376,6 @@ def _w_FetchSnapshotResponse_1(out: list[bytes], o: FetchSnapshotResponse) -> No
                 out.append(_uvb(n_topics__partitions__unaligned_records + 1))
             out.append(s_topics__partitions__unaligned_records)
             tags_topics__partitions__: list[tuple[int, bytes]] = []
-            if e_topics__partitions.unknown_tagged_fields:
-                tags_topics__partitions__ += e_topics__partitions.unknown_tagged_fields
             if (
                 (e_topics__partitions.current_leader.leader_id != 0)
                 or (e_topics__partitions.current_leader.leader_epoch != 0)
@@ -385,8 +384,10 @@ def _w_FetchSnapshotResponse_1(out: list[bytes], o: FetchSnapshotResponse) -> No
                 tb_topics__partitions__0: list[bytes] = []
                 _w_LeaderIdAndEpoch_0(tb_topics__partitions__0, e_topics__partitions.current_leader)
                 tags_topics__partitions__.append((0, b"".join(tb_topics__partitions__0)))
-            if tags_topics__partitions__:
-                _wtags(out, tags_topics__partitions__)
+            if e_topics__partitions.unknown_tagged_fields:
+                _wtags(out, [*e_topics__partitions.unknown_tagged_fields, *tags_topics__partitions__])
+            elif tags_topics__partitions__:
+                _wstags(out, tags_topics__partitions__)
             else:
                 out.append(_B1[0])
         if e_topics.unknown_tagged_fields:
@@ -394,8 +395,6 @@ def _w_FetchSnapshotResponse_1(out: list[bytes], o: FetchSnapshotResponse) -> No
         else:
             out.append(_B1[0])
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         tb_0: list[bytes] = []
         a_node_endpoints = o.node_endpoints
@@ -407,8 +406,10 @@ def _w_FetchSnapshotResponse_1(out: list[bytes], o: FetchSnapshotResponse) -> No
         for e_node_endpoints in a_node_endpoints:
             _w_NodeEndpoint_1(tb_0, e_node_endpoints)
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -146,8 +147,6 @@ def _w_PartitionChangeRecord_0(out: list[bytes], o: PartitionChangeRecord) -> No
         raise MessageEncodeError("Attempted to write a non-default LastKnownElr")
     out.append(_P_i16s(o.partition_id, o.topic_id.int.to_bytes(16)))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.isr is not None:
         tb_0: list[bytes] = []
         if o.isr is None:
@@ -164,9 +163,7 @@ def _w_PartitionChangeRecord_0(out: list[bytes], o: PartitionChangeRecord) -> No
                 tb_0.append(_AP_i[n_isr](*a_isr))
         tags_.append((0, b"".join(tb_0)))
     if o.leader != -2:
-        tb_1: list[bytes] = []
-        tb_1.append(_P_i(o.leader))
-        tags_.append((1, b"".join(tb_1)))
+        tags_.append((1, _P_i(o.leader)))
     if o.replicas is not None:
         tb_2: list[bytes] = []
         if o.replicas is None:
@@ -213,11 +210,11 @@ def _w_PartitionChangeRecord_0(out: list[bytes], o: PartitionChangeRecord) -> No
                 tb_4.append(_AP_i[n_adding_replicas](*a_adding_replicas))
         tags_.append((4, b"".join(tb_4)))
     if o.leader_recovery_state != -1:
-        tb_5: list[bytes] = []
-        tb_5.append(_P_b(o.leader_recovery_state))
-        tags_.append((5, b"".join(tb_5)))
-    if tags_:
-        _wtags(out, tags_)
+        tags_.append((5, _P_b(o.leader_recovery_state)))
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -229,8 +226,6 @@ def _w_PartitionChangeRecord_1(out: list[bytes], o: PartitionChangeRecord) -> No
         raise MessageEncodeError("Attempted to write a non-default LastKnownElr")
     out.append(_P_i16s(o.partition_id, o.topic_id.int.to_bytes(16)))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.isr is not None:
         tb_0: list[bytes] = []
         if o.isr is None:
@@ -247,9 +242,7 @@ def _w_PartitionChangeRecord_1(out: list[bytes], o: PartitionChangeRecord) -> No
                 tb_0.append(_AP_i[n_isr](*a_isr))
         tags_.append((0, b"".join(tb_0)))
     if o.leader != -2:
-        tb_1: list[bytes] = []
-        tb_1.append(_P_i(o.leader))
-        tags_.append((1, b"".join(tb_1)))
+        tags_.append((1, _P_i(o.leader)))
     if o.replicas is not None:
         tb_2: list[bytes] = []
         if o.replicas is None:
@@ -296,9 +289,7 @@ def _w_PartitionChangeRecord_1(out: list[bytes], o: PartitionChangeRecord) -> No
                 tb_4.append(_AP_i[n_adding_replicas](*a_adding_replicas))
         tags_.append((4, b"".join(tb_4)))
     if o.leader_recovery_state != -1:
-        tb_5: list[bytes] = []
-        tb_5.append(_P_b(o.leader_recovery_state))
-        tags_.append((5, b"".join(tb_5)))
+        tags_.append((5, _P_b(o.leader_recovery_state)))
     if o.directories is not None:
         tb_8: list[bytes] = []
         if o.directories is None:
@@ -313,8 +304,10 @@ def _w_PartitionChangeRecord_1(out: list[bytes], o: PartitionChangeRecord) -> No
             for e_directories in a_directories:
                 tb_8.append(e_directories.int.to_bytes(16))
         tags_.append((8, b"".join(tb_8)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -322,8 +315,6 @@ def _w_PartitionChangeRecord_1(out: list[bytes], o: PartitionChangeRecord) -> No
 def _w_PartitionChangeRecord_2(out: list[bytes], o: PartitionChangeRecord) -> None:
     out.append(_P_i16s(o.partition_id, o.topic_id.int.to_bytes(16)))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.isr is not None:
         tb_0: list[bytes] = []
         if o.isr is None:
@@ -340,9 +331,7 @@ def _w_PartitionChangeRecord_2(out: list[bytes], o: PartitionChangeRecord) -> No
                 tb_0.append(_AP_i[n_isr](*a_isr))
         tags_.append((0, b"".join(tb_0)))
     if o.leader != -2:
-        tb_1: list[bytes] = []
-        tb_1.append(_P_i(o.leader))
-        tags_.append((1, b"".join(tb_1)))
+        tags_.append((1, _P_i(o.leader)))
     if o.replicas is not None:
         tb_2: list[bytes] = []
         if o.replicas is None:
@@ -389,9 +378,7 @@ def _w_PartitionChangeRecord_2(out: list[bytes], o: PartitionChangeRecord) -> No
                 tb_4.append(_AP_i[n_adding_replicas](*a_adding_replicas))
         tags_.append((4, b"".join(tb_4)))
     if o.leader_recovery_state != -1:
-        tb_5: list[bytes] = []
-        tb_5.append(_P_b(o.leader_recovery_state))
-        tags_.append((5, b"".join(tb_5)))
+        tags_.append((5, _P_b(o.leader_recovery_state)))
     if o.eligible_leader_replicas is not None:
         tb_6: list[bytes] = []
         if o.eligible_leader_replicas is None:
@@ -436,8 +423,10 @@ def _w_PartitionChangeRecord_2(out: list[bytes], o: PartitionChangeRecord) -> No
             for e_directories in a_directories:
                 tb_8.append(e_directories.int.to_bytes(16))
         tags_.append((8, b"".join(tb_8)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

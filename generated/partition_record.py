@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -186,14 +187,12 @@ def _w_PartitionRecord_0(out: list[bytes], o: PartitionRecord) -> None:
         out.append(_AP_i[n_adding_replicas](*a_adding_replicas))
     out.append(_P_iii(o.leader, o.leader_epoch, o.partition_epoch))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.leader_recovery_state != 0:
-        tb_0: list[bytes] = []
-        tb_0.append(_P_b(o.leader_recovery_state))
-        tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+        tags_.append((0, _P_b(o.leader_recovery_state)))
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -251,14 +250,12 @@ def _w_PartitionRecord_1(out: list[bytes], o: PartitionRecord) -> None:
     for e_directories in a_directories:
         out.append(e_directories.int.to_bytes(16))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.leader_recovery_state != 0:
-        tb_0: list[bytes] = []
-        tb_0.append(_P_b(o.leader_recovery_state))
-        tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+        tags_.append((0, _P_b(o.leader_recovery_state)))
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -312,12 +309,8 @@ def _w_PartitionRecord_2(out: list[bytes], o: PartitionRecord) -> None:
     for e_directories in a_directories:
         out.append(e_directories.int.to_bytes(16))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.leader_recovery_state != 0:
-        tb_0: list[bytes] = []
-        tb_0.append(_P_b(o.leader_recovery_state))
-        tags_.append((0, b"".join(tb_0)))
+        tags_.append((0, _P_b(o.leader_recovery_state)))
     if o.eligible_leader_replicas is not None:
         tb_1: list[bytes] = []
         if o.eligible_leader_replicas is None:
@@ -348,8 +341,10 @@ def _w_PartitionRecord_2(out: list[bytes], o: PartitionRecord) -> None:
                 tb_2.append(_uvb(n_last_known_elr + 1))
                 tb_2.append(_AP_i[n_last_known_elr](*a_last_known_elr))
         tags_.append((2, b"".join(tb_2)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -360,8 +361,6 @@ def _w_RegisterBrokerRecord_3(out: list[bytes], o: RegisterBrokerRecord) -> None
         out.append(_SC.get(o.rack) or _cstr(o.rack))
     out.append(_P_oo(o.fenced, o.in_controlled_shutdown))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.log_dirs is None or len(o.log_dirs) != 0:
         tb_0: list[bytes] = []
         a_log_dirs = o.log_dirs
@@ -373,8 +372,10 @@ def _w_RegisterBrokerRecord_3(out: list[bytes], o: RegisterBrokerRecord) -> None
         for e_log_dirs in a_log_dirs:
             tb_0.append(e_log_dirs.int.to_bytes(16))
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 
@@ -424,8 +425,6 @@ def _w_RegisterBrokerRecord_4(out: list[bytes], o: RegisterBrokerRecord) -> None
         out.append(_SC.get(o.rack) or _cstr(o.rack))
     out.append(_P_oo(o.fenced, o.in_controlled_shutdown))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.log_dirs is None or len(o.log_dirs) != 0:
         tb_0: list[bytes] = []
         a_log_dirs = o.log_dirs
@@ -451,8 +450,10 @@ def _w_RegisterBrokerRecord_4(out: list[bytes], o: RegisterBrokerRecord) -> None
             for e_cordoned_log_dirs in a_cordoned_log_dirs:
                 tb_1.append(e_cordoned_log_dirs.int.to_bytes(16))
         tags_.append((1, b"".join(tb_1)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

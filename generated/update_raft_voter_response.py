@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -185,8 +186,6 @@ def _r_CurrentLeader_0(d: bytes, p: int) -> tuple[CurrentLeader, int]:
 def _w_UpdateRaftVoterResponse_0(out: list[bytes], o: UpdateRaftVoterResponse) -> None:
     out.append(_P_ih(o.throttle_time_ms, o.error_code))
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if (
         (o.current_leader.leader_id != -1)
         or (o.current_leader.leader_epoch != -1)
@@ -197,8 +196,10 @@ def _w_UpdateRaftVoterResponse_0(out: list[bytes], o: UpdateRaftVoterResponse) -
         tb_0: list[bytes] = []
         _w_CurrentLeader_0(tb_0, o.current_leader)
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

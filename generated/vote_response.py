@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
@@ -283,8 +284,6 @@ def _w_VoteResponse_1(out: list[bytes], o: VoteResponse) -> None:
         else:
             out.append(_B1[0])
     tags_: list[tuple[int, bytes]] = []
-    if o.unknown_tagged_fields:
-        tags_ += o.unknown_tagged_fields
     if o.node_endpoints is None or len(o.node_endpoints) != 0:
         tb_0: list[bytes] = []
         a_node_endpoints = o.node_endpoints
@@ -296,8 +295,10 @@ def _w_VoteResponse_1(out: list[bytes], o: VoteResponse) -> None:
         for e_node_endpoints in a_node_endpoints:
             _w_NodeEndpoint_1(tb_0, e_node_endpoints)
         tags_.append((0, b"".join(tb_0)))
-    if tags_:
-        _wtags(out, tags_)
+    if o.unknown_tagged_fields:
+        _wtags(out, [*o.unknown_tagged_fields, *tags_])
+    elif tags_:
+        _wstags(out, tags_)
     else:
         out.append(_B1[0])
 

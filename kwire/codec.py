@@ -38,6 +38,7 @@ __all__ = [
     "read_uvarint",
     "uuid_from_bytes",
     "uvarint_bytes",
+    "write_sorted_tagged",
     "write_tagged",
     "write_uvarint",
 ]
@@ -144,15 +145,28 @@ def write_tagged(out: list[bytes], fields: Sequence[tuple[int, bytes]]) -> None:
     """Append a tagged-field section holding ``fields`` in ascending tag order (stable for equal tags)."""
     if len(fields) > 1:
         fields = sorted(fields, key=_tag_of)
-    buf = bytearray()
-    write_uvarint(buf, len(fields))
+    write_sorted_tagged(out, fields)
+
+
+_PACK_BB = struct.Struct(">BB").pack
+
+
+def write_sorted_tagged(out: list[bytes], fields: Sequence[tuple[int, bytes]]) -> None:
+    """Append a tagged-field section holding ``fields``, which the caller guarantees are already in
+    ascending tag order (generated writers collect their known tags in that order). Payloads are
+    appended as they are (no copy); tag and size share one two-byte part when both are below 128."""
+    n = len(fields)
+    out.append(ONE_BYTE[n] if n < 0x80 else uvarint_bytes(n))
     for tag, payload in fields:
-        if not isinstance(tag, int) or tag < 0:
-            raise errors.MessageEncodeError(f"invalid tag {tag!r} in tagged fields")
-        write_uvarint(buf, tag)
-        write_uvarint(buf, len(payload))
-        buf += payload
-    out.append(bytes(buf))
+        if type(tag) is not int or tag < 0:
+            if not isinstance(tag, int) or tag < 0:
+                raise errors.MessageEncodeError(f"invalid tag {tag!r} in tagged fields")
+        size = len(payload)
+        if tag < 0x80 and size < 0x80:
+            out.append(_PACK_BB(tag, size))
+        else:
+            out.append(uvarint_bytes(tag) + uvarint_bytes(size))
+        out.append(payload)
 
 
 # Encoded-string caches: str -> length prefix + UTF-8 bytes. Names, hosts and listener names repeat in
