@@ -8,7 +8,7 @@ from codegen.model import FIXED_CODES, FieldSpec, MessageSpec, StructSpec
 from codegen.names import Defaults
 
 # Struct-array element bodies up to this many lines are inlined into the parent's loop.
-INLINE_MAX_LINES = 120
+INLINE_MAX_LINES = 260
 
 
 @dataclass

@@ -165,136 +165,6 @@ class AlterClientQuotasRequest:
             raise MessageDecodeError(f"{e} (reading AlterClientQuotasRequest v{version})") from None
 
 
-def _r_EntryData_1(d: bytes, p: int) -> tuple[EntryData, int]:
-    ob_ = _new(EntryData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Entity was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Entity claims more elements than bytes remain")
-        l_entity: list[EntityData] = []
-        for _ in range(ln):
-            ob_entity__ = _new(EntityData)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field EntityType was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field EntityType had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field EntityType is longer than the remaining bytes")
-                ob_entity__.entity_type = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                ob_entity__.entity_name = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field EntityName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field EntityName is longer than the remaining bytes")
-                ob_entity__.entity_name = d[p:e].decode()
-                p = e
-            unk_entity__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_entity__.append((tg, d[p:te]))
-                    p = te
-            ob_entity__.unknown_tagged_fields = unk_entity__
-            l_entity.append(ob_entity__)
-        ob_.entity = l_entity
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Ops was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Ops claims more elements than bytes remain")
-        l_ops: list[OpData] = []
-        for _ in range(ln):
-            ob_ops__ = _new(OpData)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Key was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Key had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Key is longer than the remaining bytes")
-                ob_ops__.key = d[p:e].decode()
-                p = e
-            ob_ops__.value, ob_ops__.remove, nt = _U_doB(d, p)
-            p += 10
-            unk_ops__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_ops__.append((tg, d[p:te]))
-                    p = te
-            ob_ops__.unknown_tagged_fields = unk_ops__
-            l_ops.append(ob_ops__)
-        ob_.ops = l_ops
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_AlterClientQuotasRequest_0(out: list[bytes], o: AlterClientQuotasRequest) -> None:
     a_entries = o.entries
     n_entries = len(a_entries)
@@ -472,8 +342,133 @@ def _r_AlterClientQuotasRequest_1(d: bytes, p: int) -> tuple[AlterClientQuotasRe
             raise MessageDecodeError("array Entries claims more elements than bytes remain")
         l_entries: list[EntryData] = []
         for _ in range(ln):
-            el_entries, p = _r_EntryData_1(d, p)
-            l_entries.append(el_entries)
+            ob_entries__ = _new(EntryData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Entity was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Entity claims more elements than bytes remain")
+                l_entries__entity: list[EntityData] = []
+                for _ in range(ln):
+                    ob_entries__entity__ = _new(EntityData)
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field EntityType was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field EntityType had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field EntityType is longer than the remaining bytes")
+                        ob_entries__entity__.entity_type = d[p:e].decode()
+                        p = e
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        ob_entries__entity__.entity_name = None
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field EntityName had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field EntityName is longer than the remaining bytes")
+                        ob_entries__entity__.entity_name = d[p:e].decode()
+                        p = e
+                    unk_entries__entity__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_entries__entity__.append((tg, d[p:te]))
+                            p = te
+                    ob_entries__entity__.unknown_tagged_fields = unk_entries__entity__
+                    l_entries__entity.append(ob_entries__entity__)
+                ob_entries__.entity = l_entries__entity
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Ops was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Ops claims more elements than bytes remain")
+                l_entries__ops: list[OpData] = []
+                for _ in range(ln):
+                    ob_entries__ops__ = _new(OpData)
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Key was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Key had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Key is longer than the remaining bytes")
+                        ob_entries__ops__.key = d[p:e].decode()
+                        p = e
+                    ob_entries__ops__.value, ob_entries__ops__.remove, nt = _U_doB(d, p)
+                    p += 10
+                    unk_entries__ops__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_entries__ops__.append((tg, d[p:te]))
+                            p = te
+                    ob_entries__ops__.unknown_tagged_fields = unk_entries__ops__
+                    l_entries__ops.append(ob_entries__ops__)
+                ob_entries__.ops = l_entries__ops
+            unk_entries__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_entries__.append((tg, d[p:te]))
+                    p = te
+            ob_entries__.unknown_tagged_fields = unk_entries__
+            l_entries.append(ob_entries__)
         ob_.entries = l_entries
     ob_.validate_only, nt = _U_oB(d, p)
     p += 2

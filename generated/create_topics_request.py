@@ -172,147 +172,6 @@ class CreateTopicsRequest:
             raise MessageDecodeError(f"{e} (reading CreateTopicsRequest v{version})") from None
 
 
-def _r_CreatableTopic_5(d: bytes, p: int) -> tuple[CreatableTopic, int]:
-    ob_ = _new(CreatableTopic)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ob_.num_partitions, ob_.replication_factor, ln = _U_ihB(d, p)
-    p += 7
-    if ln >= 128:
-        ln, p = _ruv(d, p - 1)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Assignments was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Assignments claims more elements than bytes remain")
-        l_assignments: list[CreatableReplicaAssignment] = []
-        for _ in range(ln):
-            ob_assignments__ = _new(CreatableReplicaAssignment)
-            ob_assignments__.partition_index, ln = _U_iB(d, p)
-            p += 5
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field BrokerIds was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array BrokerIds claims more elements than bytes remain")
-                ob_assignments__.broker_ids = list(_AU_i[ln](d, p))
-                p += 4 * ln
-            unk_assignments__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_assignments__.append((tg, d[p:te]))
-                    p = te
-            ob_assignments__.unknown_tagged_fields = unk_assignments__
-            l_assignments.append(ob_assignments__)
-        ob_.assignments = l_assignments
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Configs was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Configs claims more elements than bytes remain")
-        l_configs: list[CreatableTopicConfig] = []
-        for _ in range(ln):
-            ob_configs__ = _new(CreatableTopicConfig)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                ob_configs__.name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                ob_configs__.value = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Value had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Value is longer than the remaining bytes")
-                ob_configs__.value = d[p:e].decode()
-                p = e
-            unk_configs__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_configs__.append((tg, d[p:te]))
-                    p = te
-            ob_configs__.unknown_tagged_fields = unk_configs__
-            l_configs.append(ob_configs__)
-        ob_.configs = l_configs
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_CreateTopicsRequest_2(out: list[bytes], o: CreateTopicsRequest) -> None:
     a_topics = o.topics
     n_topics = len(a_topics)
@@ -518,8 +377,144 @@ def _r_CreateTopicsRequest_5(d: bytes, p: int) -> tuple[CreateTopicsRequest, int
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[CreatableTopic] = []
         for _ in range(ln):
-            el_topics, p = _r_CreatableTopic_5(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(CreatableTopic)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Name was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Name had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                ob_topics__.name = d[p:e].decode()
+                p = e
+            ob_topics__.num_partitions, ob_topics__.replication_factor, ln = _U_ihB(d, p)
+            p += 7
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Assignments was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Assignments claims more elements than bytes remain")
+                l_topics__assignments: list[CreatableReplicaAssignment] = []
+                for _ in range(ln):
+                    ob_topics__assignments__ = _new(CreatableReplicaAssignment)
+                    ob_topics__assignments__.partition_index, ln = _U_iB(d, p)
+                    p += 5
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field BrokerIds was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array BrokerIds claims more elements than bytes remain")
+                        ob_topics__assignments__.broker_ids = list(_AU_i[ln](d, p))
+                        p += 4 * ln
+                    unk_topics__assignments__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__assignments__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__assignments__.unknown_tagged_fields = unk_topics__assignments__
+                    l_topics__assignments.append(ob_topics__assignments__)
+                ob_topics__.assignments = l_topics__assignments
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Configs was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Configs claims more elements than bytes remain")
+                l_topics__configs: list[CreatableTopicConfig] = []
+                for _ in range(ln):
+                    ob_topics__configs__ = _new(CreatableTopicConfig)
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Name was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Name had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Name is longer than the remaining bytes")
+                        ob_topics__configs__.name = d[p:e].decode()
+                        p = e
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        ob_topics__configs__.value = None
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Value had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Value is longer than the remaining bytes")
+                        ob_topics__configs__.value = d[p:e].decode()
+                        p = e
+                    unk_topics__configs__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__configs__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__configs__.unknown_tagged_fields = unk_topics__configs__
+                    l_topics__configs.append(ob_topics__configs__)
+                ob_topics__.configs = l_topics__configs
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.timeout_ms, ob_.validate_only, nt = _U_ioB(d, p)
     p += 6

@@ -163,133 +163,6 @@ class DeleteAclsResponse:
             raise MessageDecodeError(f"{e} (reading DeleteAclsResponse v{version})") from None
 
 
-def _r_DeleteAclsFilterResult_2(d: bytes, p: int) -> tuple[DeleteAclsFilterResult, int]:
-    ob_ = _new(DeleteAclsFilterResult)
-    ob_.error_code, ln = _U_hB(d, p)
-    p += 3
-    if ln >= 128:
-        ln, p = _ruv(d, p - 1)
-    ln -= 1
-    if ln < 0:
-        ob_.error_message = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field ErrorMessage had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        ob_.error_message = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field MatchingAcls was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array MatchingAcls claims more elements than bytes remain")
-        l_matching_acls: list[DeleteAclsMatchingAcl] = []
-        for _ in range(ln):
-            ob_matching_acls__ = _new(DeleteAclsMatchingAcl)
-            ob_matching_acls__.error_code, ln = _U_hB(d, p)
-            p += 3
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                ob_matching_acls__.error_message = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field ErrorMessage had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-                ob_matching_acls__.error_message = d[p:e].decode()
-                p = e
-            ob_matching_acls__.resource_type, ln = _U_bB(d, p)
-            p += 2
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field ResourceName was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field ResourceName had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field ResourceName is longer than the remaining bytes")
-                ob_matching_acls__.resource_name = d[p:e].decode()
-                p = e
-            ob_matching_acls__.pattern_type, ln = _U_bB(d, p)
-            p += 2
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Principal was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Principal had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Principal is longer than the remaining bytes")
-                ob_matching_acls__.principal = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Host was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Host had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Host is longer than the remaining bytes")
-                ob_matching_acls__.host = d[p:e].decode()
-                p = e
-            ob_matching_acls__.operation, ob_matching_acls__.permission_type, nt = _U_bbB(d, p)
-            p += 3
-            unk_matching_acls__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_matching_acls__.append((tg, d[p:te]))
-                    p = te
-            ob_matching_acls__.unknown_tagged_fields = unk_matching_acls__
-            l_matching_acls.append(ob_matching_acls__)
-        ob_.matching_acls = l_matching_acls
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_DeleteAclsResponse_1(out: list[bytes], o: DeleteAclsResponse) -> None:
     out.append(_P_i(o.throttle_time_ms))
     a_filter_results = o.filter_results
@@ -510,8 +383,136 @@ def _r_DeleteAclsResponse_2(d: bytes, p: int) -> tuple[DeleteAclsResponse, int]:
             raise MessageDecodeError("array FilterResults claims more elements than bytes remain")
         l_filter_results: list[DeleteAclsFilterResult] = []
         for _ in range(ln):
-            el_filter_results, p = _r_DeleteAclsFilterResult_2(d, p)
-            l_filter_results.append(el_filter_results)
+            ob_filter_results__ = _new(DeleteAclsFilterResult)
+            ob_filter_results__.error_code, ln = _U_hB(d, p)
+            p += 3
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                ob_filter_results__.error_message = None
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field ErrorMessage had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
+                ob_filter_results__.error_message = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field MatchingAcls was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array MatchingAcls claims more elements than bytes remain")
+                l_filter_results__matching_acls: list[DeleteAclsMatchingAcl] = []
+                for _ in range(ln):
+                    ob_filter_results__matching_acls__ = _new(DeleteAclsMatchingAcl)
+                    ob_filter_results__matching_acls__.error_code, ln = _U_hB(d, p)
+                    p += 3
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_filter_results__matching_acls__.error_message = None
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field ErrorMessage had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
+                        ob_filter_results__matching_acls__.error_message = d[p:e].decode()
+                        p = e
+                    ob_filter_results__matching_acls__.resource_type, ln = _U_bB(d, p)
+                    p += 2
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field ResourceName was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field ResourceName had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field ResourceName is longer than the remaining bytes")
+                        ob_filter_results__matching_acls__.resource_name = d[p:e].decode()
+                        p = e
+                    ob_filter_results__matching_acls__.pattern_type, ln = _U_bB(d, p)
+                    p += 2
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Principal was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Principal had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Principal is longer than the remaining bytes")
+                        ob_filter_results__matching_acls__.principal = d[p:e].decode()
+                        p = e
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Host was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Host had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Host is longer than the remaining bytes")
+                        ob_filter_results__matching_acls__.host = d[p:e].decode()
+                        p = e
+                    (
+                        ob_filter_results__matching_acls__.operation,
+                        ob_filter_results__matching_acls__.permission_type,
+                        nt,
+                    ) = _U_bbB(d, p)
+                    p += 3
+                    unk_filter_results__matching_acls__: list[tuple[int, bytes]] = []
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_filter_results__matching_acls__.append((tg, d[p:te]))
+                            p = te
+                    ob_filter_results__matching_acls__.unknown_tagged_fields = (
+                        unk_filter_results__matching_acls__
+                    )
+                    l_filter_results__matching_acls.append(ob_filter_results__matching_acls__)
+                ob_filter_results__.matching_acls = l_filter_results__matching_acls
+            unk_filter_results__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_filter_results__.append((tg, d[p:te]))
+                    p = te
+            ob_filter_results__.unknown_tagged_fields = unk_filter_results__
+            l_filter_results.append(ob_filter_results__)
         ob_.filter_results = l_filter_results
     unk_: list[tuple[int, bytes]] = []
     nt = d[p]

@@ -180,135 +180,6 @@ class DescribeConfigsResponse:
             raise MessageDecodeError(f"{e} (reading DescribeConfigsResponse v{version})") from None
 
 
-def _r_DescribeConfigsResourceResult_4(d: bytes, p: int) -> tuple[DescribeConfigsResourceResult, int]:
-    ob_ = _new(DescribeConfigsResourceResult)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Name was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Name had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Name is longer than the remaining bytes")
-        ob_.name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        ob_.value = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Value had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Value is longer than the remaining bytes")
-        ob_.value = d[p:e].decode()
-        p = e
-    ob_.read_only, ob_.config_source, ob_.is_sensitive, ln = _U_oboB(d, p)
-    p += 4
-    if ln >= 128:
-        ln, p = _ruv(d, p - 1)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Synonyms was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Synonyms claims more elements than bytes remain")
-        l_synonyms: list[DescribeConfigsSynonym] = []
-        for _ in range(ln):
-            ob_synonyms__ = _new(DescribeConfigsSynonym)
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Name was serialized as null")
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Name had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Name is longer than the remaining bytes")
-                ob_synonyms__.name = d[p:e].decode()
-                p = e
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                ob_synonyms__.value = None
-            else:
-                if ln > 32767:
-                    raise MessageDecodeError("string field Value had invalid length")
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Value is longer than the remaining bytes")
-                ob_synonyms__.value = d[p:e].decode()
-                p = e
-            ob_synonyms__.source, nt = _U_bB(d, p)
-            p += 2
-            unk_synonyms__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_synonyms__.append((tg, d[p:te]))
-                    p = te
-            ob_synonyms__.unknown_tagged_fields = unk_synonyms__
-            l_synonyms.append(ob_synonyms__)
-        ob_.synonyms = l_synonyms
-    ob_.config_type, ln = _U_bB(d, p)
-    p += 2
-    if ln >= 128:
-        ln, p = _ruv(d, p - 1)
-    ln -= 1
-    if ln < 0:
-        ob_.documentation = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Documentation had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Documentation is longer than the remaining bytes")
-        ob_.documentation = d[p:e].decode()
-        p = e
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_DescribeConfigsResponse_1(out: list[bytes], o: DescribeConfigsResponse) -> None:
     out.append(_P_i(o.throttle_time_ms))
     a_results = o.results
@@ -828,8 +699,141 @@ def _r_DescribeConfigsResponse_4(d: bytes, p: int) -> tuple[DescribeConfigsRespo
                     raise MessageDecodeError("array Configs claims more elements than bytes remain")
                 l_results__configs: list[DescribeConfigsResourceResult] = []
                 for _ in range(ln):
-                    el_results__configs, p = _r_DescribeConfigsResourceResult_4(d, p)
-                    l_results__configs.append(el_results__configs)
+                    ob_results__configs__ = _new(DescribeConfigsResourceResult)
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Name was serialized as null")
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Name had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Name is longer than the remaining bytes")
+                        ob_results__configs__.name = d[p:e].decode()
+                        p = e
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        ob_results__configs__.value = None
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Value had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Value is longer than the remaining bytes")
+                        ob_results__configs__.value = d[p:e].decode()
+                        p = e
+                    (
+                        ob_results__configs__.read_only,
+                        ob_results__configs__.config_source,
+                        ob_results__configs__.is_sensitive,
+                        ln,
+                    ) = _U_oboB(d, p)
+                    p += 4
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Synonyms was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array Synonyms claims more elements than bytes remain")
+                        l_results__configs__synonyms: list[DescribeConfigsSynonym] = []
+                        for _ in range(ln):
+                            ob_results__configs__synonyms__ = _new(DescribeConfigsSynonym)
+                            ln = d[p]
+                            if ln < 128:
+                                p += 1
+                            else:
+                                ln, p = _ruv(d, p)
+                            ln -= 1
+                            if ln < 0:
+                                raise MessageDecodeError("non-nullable field Name was serialized as null")
+                            else:
+                                if ln > 32767:
+                                    raise MessageDecodeError("string field Name had invalid length")
+                                e = p + ln
+                                if e > len(d):
+                                    raise MessageDecodeError("field Name is longer than the remaining bytes")
+                                ob_results__configs__synonyms__.name = d[p:e].decode()
+                                p = e
+                            ln = d[p]
+                            if ln < 128:
+                                p += 1
+                            else:
+                                ln, p = _ruv(d, p)
+                            ln -= 1
+                            if ln < 0:
+                                ob_results__configs__synonyms__.value = None
+                            else:
+                                if ln > 32767:
+                                    raise MessageDecodeError("string field Value had invalid length")
+                                e = p + ln
+                                if e > len(d):
+                                    raise MessageDecodeError("field Value is longer than the remaining bytes")
+                                ob_results__configs__synonyms__.value = d[p:e].decode()
+                                p = e
+                            ob_results__configs__synonyms__.source, nt = _U_bB(d, p)
+                            p += 2
+                            unk_results__configs__synonyms__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_results__configs__synonyms__.append((tg, d[p:te]))
+                                    p = te
+                            ob_results__configs__synonyms__.unknown_tagged_fields = (
+                                unk_results__configs__synonyms__
+                            )
+                            l_results__configs__synonyms.append(ob_results__configs__synonyms__)
+                        ob_results__configs__.synonyms = l_results__configs__synonyms
+                    ob_results__configs__.config_type, ln = _U_bB(d, p)
+                    p += 2
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_results__configs__.documentation = None
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field Documentation had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Documentation is longer than the remaining bytes")
+                        ob_results__configs__.documentation = d[p:e].decode()
+                        p = e
+                    unk_results__configs__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_results__configs__.append((tg, d[p:te]))
+                            p = te
+                    ob_results__configs__.unknown_tagged_fields = unk_results__configs__
+                    l_results__configs.append(ob_results__configs__)
                 ob_results__.configs = l_results__configs
             unk_results__: list[tuple[int, bytes]] = []
             nt = d[p]

@@ -211,560 +211,6 @@ class DescribeQuorumResponse:
             raise MessageDecodeError(f"{e} (reading DescribeQuorumResponse v{version})") from None
 
 
-def _r_PartitionData_2(d: bytes, p: int) -> tuple[PartitionData, int]:
-    ob_ = _new(PartitionData)
-    ob_.partition_index, ob_.error_code, ln = _U_ihB(d, p)
-    p += 7
-    if ln >= 128:
-        ln, p = _ruv(d, p - 1)
-    ln -= 1
-    if ln < 0:
-        ob_.error_message = None
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field ErrorMessage had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
-        ob_.error_message = d[p:e].decode()
-        p = e
-    ob_.leader_id, ob_.leader_epoch, ob_.high_watermark, ln = _U_iiqB(d, p)
-    p += 17
-    if ln >= 128:
-        ln, p = _ruv(d, p - 1)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-        l_current_voters: list[ReplicaState] = []
-        if ln >= 8:
-            if 45 * ln > len(d) - p:
-                raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-            for (
-                v_current_voters__replica_id,
-                v_current_voters__replica_directory_id,
-                v_current_voters__log_end_offset,
-                v_current_voters__last_fetch_timestamp,
-                v_current_voters__last_caught_up_timestamp,
-                nt,
-            ) in _I_i16sqqqB(memoryview(d)[p : p + 45 * ln]):
-                if nt:
-                    break
-                ob_current_voters__ = _new(ReplicaState)
-                ob_current_voters__.replica_id = v_current_voters__replica_id
-                ob_current_voters__.replica_directory_id = _UC.get(
-                    v_current_voters__replica_directory_id
-                ) or _uuid(v_current_voters__replica_directory_id)
-                ob_current_voters__.log_end_offset = v_current_voters__log_end_offset
-                ob_current_voters__.last_fetch_timestamp = v_current_voters__last_fetch_timestamp
-                ob_current_voters__.last_caught_up_timestamp = v_current_voters__last_caught_up_timestamp
-                ob_current_voters__.unknown_tagged_fields = []
-                l_current_voters.append(ob_current_voters__)
-            p += 45 * len(l_current_voters)
-        for _ in range(ln - len(l_current_voters)):
-            ob_current_voters__ = _new(ReplicaState)
-            (
-                ob_current_voters__.replica_id,
-                u_current_voters__replica_directory_id,
-                ob_current_voters__.log_end_offset,
-                ob_current_voters__.last_fetch_timestamp,
-                ob_current_voters__.last_caught_up_timestamp,
-                nt,
-            ) = _U_i16sqqqB(d, p)
-            p += 45
-            ob_current_voters__.replica_directory_id = _UC.get(
-                u_current_voters__replica_directory_id
-            ) or _uuid(u_current_voters__replica_directory_id)
-            unk_current_voters__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_current_voters__.append((tg, d[p:te]))
-                    p = te
-            ob_current_voters__.unknown_tagged_fields = unk_current_voters__
-            l_current_voters.append(ob_current_voters__)
-        ob_.current_voters = l_current_voters
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Observers was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Observers claims more elements than bytes remain")
-        l_observers: list[ReplicaState] = []
-        if ln >= 8:
-            if 45 * ln > len(d) - p:
-                raise MessageDecodeError("array Observers claims more elements than bytes remain")
-            for (
-                v_observers__replica_id,
-                v_observers__replica_directory_id,
-                v_observers__log_end_offset,
-                v_observers__last_fetch_timestamp,
-                v_observers__last_caught_up_timestamp,
-                nt,
-            ) in _I_i16sqqqB(memoryview(d)[p : p + 45 * ln]):
-                if nt:
-                    break
-                ob_observers__ = _new(ReplicaState)
-                ob_observers__.replica_id = v_observers__replica_id
-                ob_observers__.replica_directory_id = _UC.get(v_observers__replica_directory_id) or _uuid(
-                    v_observers__replica_directory_id
-                )
-                ob_observers__.log_end_offset = v_observers__log_end_offset
-                ob_observers__.last_fetch_timestamp = v_observers__last_fetch_timestamp
-                ob_observers__.last_caught_up_timestamp = v_observers__last_caught_up_timestamp
-                ob_observers__.unknown_tagged_fields = []
-                l_observers.append(ob_observers__)
-            p += 45 * len(l_observers)
-        for _ in range(ln - len(l_observers)):
-            ob_observers__ = _new(ReplicaState)
-            (
-                ob_observers__.replica_id,
-                u_observers__replica_directory_id,
-                ob_observers__.log_end_offset,
-                ob_observers__.last_fetch_timestamp,
-                ob_observers__.last_caught_up_timestamp,
-                nt,
-            ) = _U_i16sqqqB(d, p)
-            p += 45
-            ob_observers__.replica_directory_id = _UC.get(u_observers__replica_directory_id) or _uuid(
-                u_observers__replica_directory_id
-            )
-            unk_observers__: list[tuple[int, bytes]] = []
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_observers__.append((tg, d[p:te]))
-                    p = te
-            ob_observers__.unknown_tagged_fields = unk_observers__
-            l_observers.append(ob_observers__)
-        ob_.observers = l_observers
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_TopicData_0(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.leader_id,
-                ob_partitions__.leader_epoch,
-                ob_partitions__.high_watermark,
-                ln,
-            ) = _U_ihiiqB(d, p)
-            p += 23
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-                l_partitions__current_voters: list[ReplicaState] = []
-                if ln >= 8:
-                    if 13 * ln > len(d) - p:
-                        raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-                    for (
-                        v_partitions__current_voters__replica_id,
-                        v_partitions__current_voters__log_end_offset,
-                        nt,
-                    ) in _I_iqB(memoryview(d)[p : p + 13 * ln]):
-                        if nt:
-                            break
-                        ob_partitions__current_voters__ = _new(ReplicaState)
-                        ob_partitions__current_voters__.replica_id = v_partitions__current_voters__replica_id
-                        ob_partitions__current_voters__.log_end_offset = (
-                            v_partitions__current_voters__log_end_offset
-                        )
-                        ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
-                        ob_partitions__current_voters__.last_fetch_timestamp = -1
-                        ob_partitions__current_voters__.last_caught_up_timestamp = -1
-                        ob_partitions__current_voters__.unknown_tagged_fields = []
-                        l_partitions__current_voters.append(ob_partitions__current_voters__)
-                    p += 13 * len(l_partitions__current_voters)
-                for _ in range(ln - len(l_partitions__current_voters)):
-                    ob_partitions__current_voters__ = _new(ReplicaState)
-                    (
-                        ob_partitions__current_voters__.replica_id,
-                        ob_partitions__current_voters__.log_end_offset,
-                        nt,
-                    ) = _U_iqB(d, p)
-                    p += 13
-                    ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
-                    ob_partitions__current_voters__.last_fetch_timestamp = -1
-                    ob_partitions__current_voters__.last_caught_up_timestamp = -1
-                    unk_partitions__current_voters__: list[tuple[int, bytes]] = []
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions__current_voters__.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions__current_voters__.unknown_tagged_fields = unk_partitions__current_voters__
-                    l_partitions__current_voters.append(ob_partitions__current_voters__)
-                ob_partitions__.current_voters = l_partitions__current_voters
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Observers was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                l_partitions__observers: list[ReplicaState] = []
-                if ln >= 8:
-                    if 13 * ln > len(d) - p:
-                        raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                    for (
-                        v_partitions__observers__replica_id,
-                        v_partitions__observers__log_end_offset,
-                        nt,
-                    ) in _I_iqB(memoryview(d)[p : p + 13 * ln]):
-                        if nt:
-                            break
-                        ob_partitions__observers__ = _new(ReplicaState)
-                        ob_partitions__observers__.replica_id = v_partitions__observers__replica_id
-                        ob_partitions__observers__.log_end_offset = v_partitions__observers__log_end_offset
-                        ob_partitions__observers__.replica_directory_id = ZERO_UUID
-                        ob_partitions__observers__.last_fetch_timestamp = -1
-                        ob_partitions__observers__.last_caught_up_timestamp = -1
-                        ob_partitions__observers__.unknown_tagged_fields = []
-                        l_partitions__observers.append(ob_partitions__observers__)
-                    p += 13 * len(l_partitions__observers)
-                for _ in range(ln - len(l_partitions__observers)):
-                    ob_partitions__observers__ = _new(ReplicaState)
-                    ob_partitions__observers__.replica_id, ob_partitions__observers__.log_end_offset, nt = (
-                        _U_iqB(d, p)
-                    )
-                    p += 13
-                    ob_partitions__observers__.replica_directory_id = ZERO_UUID
-                    ob_partitions__observers__.last_fetch_timestamp = -1
-                    ob_partitions__observers__.last_caught_up_timestamp = -1
-                    unk_partitions__observers__: list[tuple[int, bytes]] = []
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions__observers__.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions__observers__.unknown_tagged_fields = unk_partitions__observers__
-                    l_partitions__observers.append(ob_partitions__observers__)
-                ob_partitions__.observers = l_partitions__observers
-            ob_partitions__.error_message = ""
-            unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions__.append((tg, d[p:te]))
-                    p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_TopicData_1(d: bytes, p: int) -> tuple[TopicData, int]:
-    ob_ = _new(TopicData)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field TopicName was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field TopicName had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field TopicName is longer than the remaining bytes")
-        ob_.topic_name = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.leader_id,
-                ob_partitions__.leader_epoch,
-                ob_partitions__.high_watermark,
-                ln,
-            ) = _U_ihiiqB(d, p)
-            p += 23
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-                l_partitions__current_voters: list[ReplicaState] = []
-                if ln >= 8:
-                    if 29 * ln > len(d) - p:
-                        raise MessageDecodeError("array CurrentVoters claims more elements than bytes remain")
-                    for (
-                        v_partitions__current_voters__replica_id,
-                        v_partitions__current_voters__log_end_offset,
-                        v_partitions__current_voters__last_fetch_timestamp,
-                        v_partitions__current_voters__last_caught_up_timestamp,
-                        nt,
-                    ) in _I_iqqqB(memoryview(d)[p : p + 29 * ln]):
-                        if nt:
-                            break
-                        ob_partitions__current_voters__ = _new(ReplicaState)
-                        ob_partitions__current_voters__.replica_id = v_partitions__current_voters__replica_id
-                        ob_partitions__current_voters__.log_end_offset = (
-                            v_partitions__current_voters__log_end_offset
-                        )
-                        ob_partitions__current_voters__.last_fetch_timestamp = (
-                            v_partitions__current_voters__last_fetch_timestamp
-                        )
-                        ob_partitions__current_voters__.last_caught_up_timestamp = (
-                            v_partitions__current_voters__last_caught_up_timestamp
-                        )
-                        ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
-                        ob_partitions__current_voters__.unknown_tagged_fields = []
-                        l_partitions__current_voters.append(ob_partitions__current_voters__)
-                    p += 29 * len(l_partitions__current_voters)
-                for _ in range(ln - len(l_partitions__current_voters)):
-                    ob_partitions__current_voters__ = _new(ReplicaState)
-                    (
-                        ob_partitions__current_voters__.replica_id,
-                        ob_partitions__current_voters__.log_end_offset,
-                        ob_partitions__current_voters__.last_fetch_timestamp,
-                        ob_partitions__current_voters__.last_caught_up_timestamp,
-                        nt,
-                    ) = _U_iqqqB(d, p)
-                    p += 29
-                    ob_partitions__current_voters__.replica_directory_id = ZERO_UUID
-                    unk_partitions__current_voters__: list[tuple[int, bytes]] = []
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions__current_voters__.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions__current_voters__.unknown_tagged_fields = unk_partitions__current_voters__
-                    l_partitions__current_voters.append(ob_partitions__current_voters__)
-                ob_partitions__.current_voters = l_partitions__current_voters
-            ln = d[p]
-            if ln < 128:
-                p += 1
-            else:
-                ln, p = _ruv(d, p)
-            ln -= 1
-            if ln < 0:
-                raise MessageDecodeError("non-nullable field Observers was serialized as null")
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                l_partitions__observers: list[ReplicaState] = []
-                if ln >= 8:
-                    if 29 * ln > len(d) - p:
-                        raise MessageDecodeError("array Observers claims more elements than bytes remain")
-                    for (
-                        v_partitions__observers__replica_id,
-                        v_partitions__observers__log_end_offset,
-                        v_partitions__observers__last_fetch_timestamp,
-                        v_partitions__observers__last_caught_up_timestamp,
-                        nt,
-                    ) in _I_iqqqB(memoryview(d)[p : p + 29 * ln]):
-                        if nt:
-                            break
-                        ob_partitions__observers__ = _new(ReplicaState)
-                        ob_partitions__observers__.replica_id = v_partitions__observers__replica_id
-                        ob_partitions__observers__.log_end_offset = v_partitions__observers__log_end_offset
-                        ob_partitions__observers__.last_fetch_timestamp = (
-                            v_partitions__observers__last_fetch_timestamp
-                        )
-                        ob_partitions__observers__.last_caught_up_timestamp = (
-                            v_partitions__observers__last_caught_up_timestamp
-                        )
-                        ob_partitions__observers__.replica_directory_id = ZERO_UUID
-                        ob_partitions__observers__.unknown_tagged_fields = []
-                        l_partitions__observers.append(ob_partitions__observers__)
-                    p += 29 * len(l_partitions__observers)
-                for _ in range(ln - len(l_partitions__observers)):
-                    ob_partitions__observers__ = _new(ReplicaState)
-                    (
-                        ob_partitions__observers__.replica_id,
-                        ob_partitions__observers__.log_end_offset,
-                        ob_partitions__observers__.last_fetch_timestamp,
-                        ob_partitions__observers__.last_caught_up_timestamp,
-                        nt,
-                    ) = _U_iqqqB(d, p)
-                    p += 29
-                    ob_partitions__observers__.replica_directory_id = ZERO_UUID
-                    unk_partitions__observers__: list[tuple[int, bytes]] = []
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions__observers__.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions__observers__.unknown_tagged_fields = unk_partitions__observers__
-                    l_partitions__observers.append(ob_partitions__observers__)
-                ob_partitions__.observers = l_partitions__observers
-            ob_partitions__.error_message = ""
-            unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    unk_partitions__.append((tg, d[p:te]))
-                    p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_DescribeQuorumResponse_0(out: list[bytes], o: DescribeQuorumResponse) -> None:
     if o.nodes is None or len(o.nodes) != 0:
         raise MessageEncodeError("Attempted to write a non-default Nodes")
@@ -1076,8 +522,217 @@ def _r_DescribeQuorumResponse_0(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_0(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ob_topics__partitions__.high_watermark,
+                        ln,
+                    ) = _U_ihiiqB(d, p)
+                    p += 23
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array CurrentVoters claims more elements than bytes remain"
+                            )
+                        l_topics__partitions__current_voters: list[ReplicaState] = []
+                        if ln >= 8:
+                            if 13 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array CurrentVoters claims more elements than bytes remain"
+                                )
+                            for (
+                                v_topics__partitions__current_voters__replica_id,
+                                v_topics__partitions__current_voters__log_end_offset,
+                                nt,
+                            ) in _I_iqB(memoryview(d)[p : p + 13 * ln]):
+                                if nt:
+                                    break
+                                ob_topics__partitions__current_voters__ = _new(ReplicaState)
+                                ob_topics__partitions__current_voters__.replica_id = (
+                                    v_topics__partitions__current_voters__replica_id
+                                )
+                                ob_topics__partitions__current_voters__.log_end_offset = (
+                                    v_topics__partitions__current_voters__log_end_offset
+                                )
+                                ob_topics__partitions__current_voters__.replica_directory_id = ZERO_UUID
+                                ob_topics__partitions__current_voters__.last_fetch_timestamp = -1
+                                ob_topics__partitions__current_voters__.last_caught_up_timestamp = -1
+                                ob_topics__partitions__current_voters__.unknown_tagged_fields = []
+                                l_topics__partitions__current_voters.append(
+                                    ob_topics__partitions__current_voters__
+                                )
+                            p += 13 * len(l_topics__partitions__current_voters)
+                        for _ in range(ln - len(l_topics__partitions__current_voters)):
+                            ob_topics__partitions__current_voters__ = _new(ReplicaState)
+                            (
+                                ob_topics__partitions__current_voters__.replica_id,
+                                ob_topics__partitions__current_voters__.log_end_offset,
+                                nt,
+                            ) = _U_iqB(d, p)
+                            p += 13
+                            ob_topics__partitions__current_voters__.replica_directory_id = ZERO_UUID
+                            ob_topics__partitions__current_voters__.last_fetch_timestamp = -1
+                            ob_topics__partitions__current_voters__.last_caught_up_timestamp = -1
+                            unk_topics__partitions__current_voters__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_topics__partitions__current_voters__.append((tg, d[p:te]))
+                                    p = te
+                            ob_topics__partitions__current_voters__.unknown_tagged_fields = (
+                                unk_topics__partitions__current_voters__
+                            )
+                            l_topics__partitions__current_voters.append(
+                                ob_topics__partitions__current_voters__
+                            )
+                        ob_topics__partitions__.current_voters = l_topics__partitions__current_voters
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Observers was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array Observers claims more elements than bytes remain")
+                        l_topics__partitions__observers: list[ReplicaState] = []
+                        if ln >= 8:
+                            if 13 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array Observers claims more elements than bytes remain"
+                                )
+                            for (
+                                v_topics__partitions__observers__replica_id,
+                                v_topics__partitions__observers__log_end_offset,
+                                nt,
+                            ) in _I_iqB(memoryview(d)[p : p + 13 * ln]):
+                                if nt:
+                                    break
+                                ob_topics__partitions__observers__ = _new(ReplicaState)
+                                ob_topics__partitions__observers__.replica_id = (
+                                    v_topics__partitions__observers__replica_id
+                                )
+                                ob_topics__partitions__observers__.log_end_offset = (
+                                    v_topics__partitions__observers__log_end_offset
+                                )
+                                ob_topics__partitions__observers__.replica_directory_id = ZERO_UUID
+                                ob_topics__partitions__observers__.last_fetch_timestamp = -1
+                                ob_topics__partitions__observers__.last_caught_up_timestamp = -1
+                                ob_topics__partitions__observers__.unknown_tagged_fields = []
+                                l_topics__partitions__observers.append(ob_topics__partitions__observers__)
+                            p += 13 * len(l_topics__partitions__observers)
+                        for _ in range(ln - len(l_topics__partitions__observers)):
+                            ob_topics__partitions__observers__ = _new(ReplicaState)
+                            (
+                                ob_topics__partitions__observers__.replica_id,
+                                ob_topics__partitions__observers__.log_end_offset,
+                                nt,
+                            ) = _U_iqB(d, p)
+                            p += 13
+                            ob_topics__partitions__observers__.replica_directory_id = ZERO_UUID
+                            ob_topics__partitions__observers__.last_fetch_timestamp = -1
+                            ob_topics__partitions__observers__.last_caught_up_timestamp = -1
+                            unk_topics__partitions__observers__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_topics__partitions__observers__.append((tg, d[p:te]))
+                                    p = te
+                            ob_topics__partitions__observers__.unknown_tagged_fields = (
+                                unk_topics__partitions__observers__
+                            )
+                            l_topics__partitions__observers.append(ob_topics__partitions__observers__)
+                        ob_topics__partitions__.observers = l_topics__partitions__observers
+                    ob_topics__partitions__.error_message = ""
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.error_message = ""
     ob_.nodes = []
@@ -1113,8 +768,229 @@ def _r_DescribeQuorumResponse_1(d: bytes, p: int) -> tuple[DescribeQuorumRespons
             raise MessageDecodeError("array Topics claims more elements than bytes remain")
         l_topics: list[TopicData] = []
         for _ in range(ln):
-            el_topics, p = _r_TopicData_1(d, p)
-            l_topics.append(el_topics)
+            ob_topics__ = _new(TopicData)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field TopicName was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field TopicName had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field TopicName is longer than the remaining bytes")
+                ob_topics__.topic_name = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_topics__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_topics__partitions__ = _new(PartitionData)
+                    (
+                        ob_topics__partitions__.partition_index,
+                        ob_topics__partitions__.error_code,
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ob_topics__partitions__.high_watermark,
+                        ln,
+                    ) = _U_ihiiqB(d, p)
+                    p += 23
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array CurrentVoters claims more elements than bytes remain"
+                            )
+                        l_topics__partitions__current_voters: list[ReplicaState] = []
+                        if ln >= 8:
+                            if 29 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array CurrentVoters claims more elements than bytes remain"
+                                )
+                            for (
+                                v_topics__partitions__current_voters__replica_id,
+                                v_topics__partitions__current_voters__log_end_offset,
+                                v_topics__partitions__current_voters__last_fetch_timestamp,
+                                v_topics__partitions__current_voters__last_caught_up_timestamp,
+                                nt,
+                            ) in _I_iqqqB(memoryview(d)[p : p + 29 * ln]):
+                                if nt:
+                                    break
+                                ob_topics__partitions__current_voters__ = _new(ReplicaState)
+                                ob_topics__partitions__current_voters__.replica_id = (
+                                    v_topics__partitions__current_voters__replica_id
+                                )
+                                ob_topics__partitions__current_voters__.log_end_offset = (
+                                    v_topics__partitions__current_voters__log_end_offset
+                                )
+                                ob_topics__partitions__current_voters__.last_fetch_timestamp = (
+                                    v_topics__partitions__current_voters__last_fetch_timestamp
+                                )
+                                ob_topics__partitions__current_voters__.last_caught_up_timestamp = (
+                                    v_topics__partitions__current_voters__last_caught_up_timestamp
+                                )
+                                ob_topics__partitions__current_voters__.replica_directory_id = ZERO_UUID
+                                ob_topics__partitions__current_voters__.unknown_tagged_fields = []
+                                l_topics__partitions__current_voters.append(
+                                    ob_topics__partitions__current_voters__
+                                )
+                            p += 29 * len(l_topics__partitions__current_voters)
+                        for _ in range(ln - len(l_topics__partitions__current_voters)):
+                            ob_topics__partitions__current_voters__ = _new(ReplicaState)
+                            (
+                                ob_topics__partitions__current_voters__.replica_id,
+                                ob_topics__partitions__current_voters__.log_end_offset,
+                                ob_topics__partitions__current_voters__.last_fetch_timestamp,
+                                ob_topics__partitions__current_voters__.last_caught_up_timestamp,
+                                nt,
+                            ) = _U_iqqqB(d, p)
+                            p += 29
+                            ob_topics__partitions__current_voters__.replica_directory_id = ZERO_UUID
+                            unk_topics__partitions__current_voters__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_topics__partitions__current_voters__.append((tg, d[p:te]))
+                                    p = te
+                            ob_topics__partitions__current_voters__.unknown_tagged_fields = (
+                                unk_topics__partitions__current_voters__
+                            )
+                            l_topics__partitions__current_voters.append(
+                                ob_topics__partitions__current_voters__
+                            )
+                        ob_topics__partitions__.current_voters = l_topics__partitions__current_voters
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Observers was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array Observers claims more elements than bytes remain")
+                        l_topics__partitions__observers: list[ReplicaState] = []
+                        if ln >= 8:
+                            if 29 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array Observers claims more elements than bytes remain"
+                                )
+                            for (
+                                v_topics__partitions__observers__replica_id,
+                                v_topics__partitions__observers__log_end_offset,
+                                v_topics__partitions__observers__last_fetch_timestamp,
+                                v_topics__partitions__observers__last_caught_up_timestamp,
+                                nt,
+                            ) in _I_iqqqB(memoryview(d)[p : p + 29 * ln]):
+                                if nt:
+                                    break
+                                ob_topics__partitions__observers__ = _new(ReplicaState)
+                                ob_topics__partitions__observers__.replica_id = (
+                                    v_topics__partitions__observers__replica_id
+                                )
+                                ob_topics__partitions__observers__.log_end_offset = (
+                                    v_topics__partitions__observers__log_end_offset
+                                )
+                                ob_topics__partitions__observers__.last_fetch_timestamp = (
+                                    v_topics__partitions__observers__last_fetch_timestamp
+                                )
+                                ob_topics__partitions__observers__.last_caught_up_timestamp = (
+                                    v_topics__partitions__observers__last_caught_up_timestamp
+                                )
+                                ob_topics__partitions__observers__.replica_directory_id = ZERO_UUID
+                                ob_topics__partitions__observers__.unknown_tagged_fields = []
+                                l_topics__partitions__observers.append(ob_topics__partitions__observers__)
+                            p += 29 * len(l_topics__partitions__observers)
+                        for _ in range(ln - len(l_topics__partitions__observers)):
+                            ob_topics__partitions__observers__ = _new(ReplicaState)
+                            (
+                                ob_topics__partitions__observers__.replica_id,
+                                ob_topics__partitions__observers__.log_end_offset,
+                                ob_topics__partitions__observers__.last_fetch_timestamp,
+                                ob_topics__partitions__observers__.last_caught_up_timestamp,
+                                nt,
+                            ) = _U_iqqqB(d, p)
+                            p += 29
+                            ob_topics__partitions__observers__.replica_directory_id = ZERO_UUID
+                            unk_topics__partitions__observers__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_topics__partitions__observers__.append((tg, d[p:te]))
+                                    p = te
+                            ob_topics__partitions__observers__.unknown_tagged_fields = (
+                                unk_topics__partitions__observers__
+                            )
+                            l_topics__partitions__observers.append(ob_topics__partitions__observers__)
+                        ob_topics__partitions__.observers = l_topics__partitions__observers
+                    ob_topics__partitions__.error_message = ""
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
+                ob_topics__.partitions = l_topics__partitions
+            unk_topics__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_topics__.append((tg, d[p:te]))
+                    p = te
+            ob_topics__.unknown_tagged_fields = unk_topics__
+            l_topics.append(ob_topics__)
         ob_.topics = l_topics
     ob_.error_message = ""
     ob_.nodes = []
@@ -1196,8 +1072,208 @@ def _r_DescribeQuorumResponse_2(d: bytes, p: int) -> tuple[DescribeQuorumRespons
                     raise MessageDecodeError("array Partitions claims more elements than bytes remain")
                 l_topics__partitions: list[PartitionData] = []
                 for _ in range(ln):
-                    el_topics__partitions, p = _r_PartitionData_2(d, p)
-                    l_topics__partitions.append(el_topics__partitions)
+                    ob_topics__partitions__ = _new(PartitionData)
+                    ob_topics__partitions__.partition_index, ob_topics__partitions__.error_code, ln = _U_ihB(
+                        d, p
+                    )
+                    p += 7
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_topics__partitions__.error_message = None
+                    else:
+                        if ln > 32767:
+                            raise MessageDecodeError("string field ErrorMessage had invalid length")
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field ErrorMessage is longer than the remaining bytes")
+                        ob_topics__partitions__.error_message = d[p:e].decode()
+                        p = e
+                    (
+                        ob_topics__partitions__.leader_id,
+                        ob_topics__partitions__.leader_epoch,
+                        ob_topics__partitions__.high_watermark,
+                        ln,
+                    ) = _U_iiqB(d, p)
+                    p += 17
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field CurrentVoters was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array CurrentVoters claims more elements than bytes remain"
+                            )
+                        l_topics__partitions__current_voters: list[ReplicaState] = []
+                        if ln >= 8:
+                            if 45 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array CurrentVoters claims more elements than bytes remain"
+                                )
+                            for (
+                                v_topics__partitions__current_voters__replica_id,
+                                v_topics__partitions__current_voters__replica_directory_id,
+                                v_topics__partitions__current_voters__log_end_offset,
+                                v_topics__partitions__current_voters__last_fetch_timestamp,
+                                v_topics__partitions__current_voters__last_caught_up_timestamp,
+                                nt,
+                            ) in _I_i16sqqqB(memoryview(d)[p : p + 45 * ln]):
+                                if nt:
+                                    break
+                                ob_topics__partitions__current_voters__ = _new(ReplicaState)
+                                ob_topics__partitions__current_voters__.replica_id = (
+                                    v_topics__partitions__current_voters__replica_id
+                                )
+                                ob_topics__partitions__current_voters__.replica_directory_id = _UC.get(
+                                    v_topics__partitions__current_voters__replica_directory_id
+                                ) or _uuid(v_topics__partitions__current_voters__replica_directory_id)
+                                ob_topics__partitions__current_voters__.log_end_offset = (
+                                    v_topics__partitions__current_voters__log_end_offset
+                                )
+                                ob_topics__partitions__current_voters__.last_fetch_timestamp = (
+                                    v_topics__partitions__current_voters__last_fetch_timestamp
+                                )
+                                ob_topics__partitions__current_voters__.last_caught_up_timestamp = (
+                                    v_topics__partitions__current_voters__last_caught_up_timestamp
+                                )
+                                ob_topics__partitions__current_voters__.unknown_tagged_fields = []
+                                l_topics__partitions__current_voters.append(
+                                    ob_topics__partitions__current_voters__
+                                )
+                            p += 45 * len(l_topics__partitions__current_voters)
+                        for _ in range(ln - len(l_topics__partitions__current_voters)):
+                            ob_topics__partitions__current_voters__ = _new(ReplicaState)
+                            (
+                                ob_topics__partitions__current_voters__.replica_id,
+                                u_topics__partitions__current_voters__replica_directory_id,
+                                ob_topics__partitions__current_voters__.log_end_offset,
+                                ob_topics__partitions__current_voters__.last_fetch_timestamp,
+                                ob_topics__partitions__current_voters__.last_caught_up_timestamp,
+                                nt,
+                            ) = _U_i16sqqqB(d, p)
+                            p += 45
+                            ob_topics__partitions__current_voters__.replica_directory_id = _UC.get(
+                                u_topics__partitions__current_voters__replica_directory_id
+                            ) or _uuid(u_topics__partitions__current_voters__replica_directory_id)
+                            unk_topics__partitions__current_voters__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_topics__partitions__current_voters__.append((tg, d[p:te]))
+                                    p = te
+                            ob_topics__partitions__current_voters__.unknown_tagged_fields = (
+                                unk_topics__partitions__current_voters__
+                            )
+                            l_topics__partitions__current_voters.append(
+                                ob_topics__partitions__current_voters__
+                            )
+                        ob_topics__partitions__.current_voters = l_topics__partitions__current_voters
+                    ln = d[p]
+                    if ln < 128:
+                        p += 1
+                    else:
+                        ln, p = _ruv(d, p)
+                    ln -= 1
+                    if ln < 0:
+                        raise MessageDecodeError("non-nullable field Observers was serialized as null")
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError("array Observers claims more elements than bytes remain")
+                        l_topics__partitions__observers: list[ReplicaState] = []
+                        if ln >= 8:
+                            if 45 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array Observers claims more elements than bytes remain"
+                                )
+                            for (
+                                v_topics__partitions__observers__replica_id,
+                                v_topics__partitions__observers__replica_directory_id,
+                                v_topics__partitions__observers__log_end_offset,
+                                v_topics__partitions__observers__last_fetch_timestamp,
+                                v_topics__partitions__observers__last_caught_up_timestamp,
+                                nt,
+                            ) in _I_i16sqqqB(memoryview(d)[p : p + 45 * ln]):
+                                if nt:
+                                    break
+                                ob_topics__partitions__observers__ = _new(ReplicaState)
+                                ob_topics__partitions__observers__.replica_id = (
+                                    v_topics__partitions__observers__replica_id
+                                )
+                                ob_topics__partitions__observers__.replica_directory_id = _UC.get(
+                                    v_topics__partitions__observers__replica_directory_id
+                                ) or _uuid(v_topics__partitions__observers__replica_directory_id)
+                                ob_topics__partitions__observers__.log_end_offset = (
+                                    v_topics__partitions__observers__log_end_offset
+                                )
+                                ob_topics__partitions__observers__.last_fetch_timestamp = (
+                                    v_topics__partitions__observers__last_fetch_timestamp
+                                )
+                                ob_topics__partitions__observers__.last_caught_up_timestamp = (
+                                    v_topics__partitions__observers__last_caught_up_timestamp
+                                )
+                                ob_topics__partitions__observers__.unknown_tagged_fields = []
+                                l_topics__partitions__observers.append(ob_topics__partitions__observers__)
+                            p += 45 * len(l_topics__partitions__observers)
+                        for _ in range(ln - len(l_topics__partitions__observers)):
+                            ob_topics__partitions__observers__ = _new(ReplicaState)
+                            (
+                                ob_topics__partitions__observers__.replica_id,
+                                u_topics__partitions__observers__replica_directory_id,
+                                ob_topics__partitions__observers__.log_end_offset,
+                                ob_topics__partitions__observers__.last_fetch_timestamp,
+                                ob_topics__partitions__observers__.last_caught_up_timestamp,
+                                nt,
+                            ) = _U_i16sqqqB(d, p)
+                            p += 45
+                            ob_topics__partitions__observers__.replica_directory_id = _UC.get(
+                                u_topics__partitions__observers__replica_directory_id
+                            ) or _uuid(u_topics__partitions__observers__replica_directory_id)
+                            unk_topics__partitions__observers__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_topics__partitions__observers__.append((tg, d[p:te]))
+                                    p = te
+                            ob_topics__partitions__observers__.unknown_tagged_fields = (
+                                unk_topics__partitions__observers__
+                            )
+                            l_topics__partitions__observers.append(ob_topics__partitions__observers__)
+                        ob_topics__partitions__.observers = l_topics__partitions__observers
+                    unk_topics__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            unk_topics__partitions__.append((tg, d[p:te]))
+                            p = te
+                    ob_topics__partitions__.unknown_tagged_fields = unk_topics__partitions__
+                    l_topics__partitions.append(ob_topics__partitions__)
                 ob_topics__.partitions = l_topics__partitions
             unk_topics__: list[tuple[int, bytes]] = []
             nt = d[p]

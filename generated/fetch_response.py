@@ -319,354 +319,6 @@ def _r_SnapshotId_12(d: bytes, p: int) -> tuple[SnapshotId, int]:
     return ob_, p
 
 
-def _r_FetchableTopicResponse_12(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    ob_ = _new(FetchableTopicResponse)
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Topic was serialized as null")
-    else:
-        if ln > 32767:
-            raise MessageDecodeError("string field Topic had invalid length")
-        e = p + ln
-        if e > len(d):
-            raise MessageDecodeError("field Topic is longer than the remaining bytes")
-        ob_.topic = d[p:e].decode()
-        p = e
-    ln = d[p]
-    if ln < 128:
-        p += 1
-    else:
-        ln, p = _ruv(d, p)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.high_watermark,
-                ob_partitions__.last_stable_offset,
-                ob_partitions__.log_start_offset,
-                ln,
-            ) = _U_ihqqqB(d, p)
-            p += 31
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                ob_partitions__.aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions__aborted_transactions: list[AbortedTransaction] = []
-                if ln >= 8:
-                    if 17 * ln > len(d) - p:
-                        raise MessageDecodeError(
-                            "array AbortedTransactions claims more elements than bytes remain"
-                        )
-                    for (
-                        v_partitions__aborted_transactions__producer_id,
-                        v_partitions__aborted_transactions__first_offset,
-                        nt,
-                    ) in _I_qqB(memoryview(d)[p : p + 17 * ln]):
-                        if nt:
-                            break
-                        ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
-                        ob_partitions__aborted_transactions__.producer_id = (
-                            v_partitions__aborted_transactions__producer_id
-                        )
-                        ob_partitions__aborted_transactions__.first_offset = (
-                            v_partitions__aborted_transactions__first_offset
-                        )
-                        ob_partitions__aborted_transactions__.unknown_tagged_fields = []
-                        l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
-                    p += 17 * len(l_partitions__aborted_transactions)
-                for _ in range(ln - len(l_partitions__aborted_transactions)):
-                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
-                    (
-                        ob_partitions__aborted_transactions__.producer_id,
-                        ob_partitions__aborted_transactions__.first_offset,
-                        nt,
-                    ) = _U_qqB(d, p)
-                    p += 17
-                    unk_partitions__aborted_transactions__: list[tuple[int, bytes]] = []
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions__aborted_transactions__.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions__aborted_transactions__.unknown_tagged_fields = (
-                        unk_partitions__aborted_transactions__
-                    )
-                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
-                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
-            ob_partitions__.preferred_read_replica, ln = _U_iB(d, p)
-            p += 5
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                ob_partitions__.records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                ob_partitions__.records = d[p:e]
-                p = e
-            t_partitions__diverging_epoch = _new(EpochEndOffset)
-            t_partitions__diverging_epoch.epoch = -1
-            t_partitions__diverging_epoch.end_offset = -1
-            t_partitions__diverging_epoch.unknown_tagged_fields = []
-            ob_partitions__.diverging_epoch = t_partitions__diverging_epoch
-            t_partitions__current_leader = _new(LeaderIdAndEpoch)
-            t_partitions__current_leader.leader_id = -1
-            t_partitions__current_leader.leader_epoch = -1
-            t_partitions__current_leader.unknown_tagged_fields = []
-            ob_partitions__.current_leader = t_partitions__current_leader
-            t_partitions__snapshot_id = _new(SnapshotId)
-            t_partitions__snapshot_id.end_offset = -1
-            t_partitions__snapshot_id.epoch = -1
-            t_partitions__snapshot_id.unknown_tagged_fields = []
-            ob_partitions__.snapshot_id = t_partitions__snapshot_id
-            unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        ob_partitions__.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field DivergingEpoch does not fill its declared size"
-                            )
-                    elif tg == 1:
-                        ob_partitions__.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field CurrentLeader does not fill its declared size"
-                            )
-                    elif tg == 2:
-                        ob_partitions__.snapshot_id, p = _r_SnapshotId_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field SnapshotId does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic_id = ZERO_UUID
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
-def _r_FetchableTopicResponse_13(d: bytes, p: int) -> tuple[FetchableTopicResponse, int]:
-    ob_ = _new(FetchableTopicResponse)
-    u_topic_id, ln = _U_16sB(d, p)
-    p += 17
-    ob_.topic_id = _UC.get(u_topic_id) or _uuid(u_topic_id)
-    if ln >= 128:
-        ln, p = _ruv(d, p - 1)
-    ln -= 1
-    if ln < 0:
-        raise MessageDecodeError("non-nullable field Partitions was serialized as null")
-    else:
-        if ln > len(d) - p:
-            raise MessageDecodeError("array Partitions claims more elements than bytes remain")
-        l_partitions: list[PartitionData] = []
-        for _ in range(ln):
-            ob_partitions__ = _new(PartitionData)
-            (
-                ob_partitions__.partition_index,
-                ob_partitions__.error_code,
-                ob_partitions__.high_watermark,
-                ob_partitions__.last_stable_offset,
-                ob_partitions__.log_start_offset,
-                ln,
-            ) = _U_ihqqqB(d, p)
-            p += 31
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                ob_partitions__.aborted_transactions = None
-            else:
-                if ln > len(d) - p:
-                    raise MessageDecodeError(
-                        "array AbortedTransactions claims more elements than bytes remain"
-                    )
-                l_partitions__aborted_transactions: list[AbortedTransaction] = []
-                if ln >= 8:
-                    if 17 * ln > len(d) - p:
-                        raise MessageDecodeError(
-                            "array AbortedTransactions claims more elements than bytes remain"
-                        )
-                    for (
-                        v_partitions__aborted_transactions__producer_id,
-                        v_partitions__aborted_transactions__first_offset,
-                        nt,
-                    ) in _I_qqB(memoryview(d)[p : p + 17 * ln]):
-                        if nt:
-                            break
-                        ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
-                        ob_partitions__aborted_transactions__.producer_id = (
-                            v_partitions__aborted_transactions__producer_id
-                        )
-                        ob_partitions__aborted_transactions__.first_offset = (
-                            v_partitions__aborted_transactions__first_offset
-                        )
-                        ob_partitions__aborted_transactions__.unknown_tagged_fields = []
-                        l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
-                    p += 17 * len(l_partitions__aborted_transactions)
-                for _ in range(ln - len(l_partitions__aborted_transactions)):
-                    ob_partitions__aborted_transactions__ = _new(AbortedTransaction)
-                    (
-                        ob_partitions__aborted_transactions__.producer_id,
-                        ob_partitions__aborted_transactions__.first_offset,
-                        nt,
-                    ) = _U_qqB(d, p)
-                    p += 17
-                    unk_partitions__aborted_transactions__: list[tuple[int, bytes]] = []
-                    if nt:
-                        if nt >= 128:
-                            nt, p = _ruv(d, p - 1)
-                        for _ in range(nt):
-                            tg, p = _ruv(d, p)
-                            sz, p = _ruv(d, p)
-                            te = p + sz
-                            if te > len(d):
-                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                            unk_partitions__aborted_transactions__.append((tg, d[p:te]))
-                            p = te
-                    ob_partitions__aborted_transactions__.unknown_tagged_fields = (
-                        unk_partitions__aborted_transactions__
-                    )
-                    l_partitions__aborted_transactions.append(ob_partitions__aborted_transactions__)
-                ob_partitions__.aborted_transactions = l_partitions__aborted_transactions
-            ob_partitions__.preferred_read_replica, ln = _U_iB(d, p)
-            p += 5
-            if ln >= 128:
-                ln, p = _ruv(d, p - 1)
-            ln -= 1
-            if ln < 0:
-                ob_partitions__.records = None
-            else:
-                e = p + ln
-                if e > len(d):
-                    raise MessageDecodeError("field Records is longer than the remaining bytes")
-                ob_partitions__.records = d[p:e]
-                p = e
-            t_partitions__diverging_epoch = _new(EpochEndOffset)
-            t_partitions__diverging_epoch.epoch = -1
-            t_partitions__diverging_epoch.end_offset = -1
-            t_partitions__diverging_epoch.unknown_tagged_fields = []
-            ob_partitions__.diverging_epoch = t_partitions__diverging_epoch
-            t_partitions__current_leader = _new(LeaderIdAndEpoch)
-            t_partitions__current_leader.leader_id = -1
-            t_partitions__current_leader.leader_epoch = -1
-            t_partitions__current_leader.unknown_tagged_fields = []
-            ob_partitions__.current_leader = t_partitions__current_leader
-            t_partitions__snapshot_id = _new(SnapshotId)
-            t_partitions__snapshot_id.end_offset = -1
-            t_partitions__snapshot_id.epoch = -1
-            t_partitions__snapshot_id.unknown_tagged_fields = []
-            ob_partitions__.snapshot_id = t_partitions__snapshot_id
-            unk_partitions__: list[tuple[int, bytes]] = []
-            nt = d[p]
-            p += 1
-            if nt:
-                if nt >= 128:
-                    nt, p = _ruv(d, p - 1)
-                for _ in range(nt):
-                    tg, p = _ruv(d, p)
-                    sz, p = _ruv(d, p)
-                    te = p + sz
-                    if te > len(d):
-                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
-                    if tg == 0:
-                        ob_partitions__.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field DivergingEpoch does not fill its declared size"
-                            )
-                    elif tg == 1:
-                        ob_partitions__.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field CurrentLeader does not fill its declared size"
-                            )
-                    elif tg == 2:
-                        ob_partitions__.snapshot_id, p = _r_SnapshotId_12(d, p)
-                        if p != te:
-                            raise MessageDecodeError(
-                                "tagged field SnapshotId does not fill its declared size"
-                            )
-                    else:
-                        unk_partitions__.append((tg, d[p:te]))
-                        p = te
-            ob_partitions__.unknown_tagged_fields = unk_partitions__
-            l_partitions.append(ob_partitions__)
-        ob_.partitions = l_partitions
-    ob_.topic = ""
-    unk_: list[tuple[int, bytes]] = []
-    nt = d[p]
-    p += 1
-    if nt:
-        if nt >= 128:
-            nt, p = _ruv(d, p - 1)
-        for _ in range(nt):
-            tg, p = _ruv(d, p)
-            sz, p = _ruv(d, p)
-            te = p + sz
-            if te > len(d):
-                raise MessageDecodeError("tagged field is longer than the remaining bytes")
-            unk_.append((tg, d[p:te]))
-            p = te
-    ob_.unknown_tagged_fields = unk_
-    return ob_, p
-
-
 def _w_NodeEndpoint_16(out: list[bytes], o: NodeEndpoint) -> None:
     out.append(_P_i(o.node_id))
     out.append(_SC.get(o.host) or _cstr(o.host))
@@ -1831,8 +1483,193 @@ def _r_FetchResponse_12(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            el_responses, p = _r_FetchableTopicResponse_12(d, p)
-            l_responses.append(el_responses)
+            ob_responses__ = _new(FetchableTopicResponse)
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Topic was serialized as null")
+            else:
+                if ln > 32767:
+                    raise MessageDecodeError("string field Topic had invalid length")
+                e = p + ln
+                if e > len(d):
+                    raise MessageDecodeError("field Topic is longer than the remaining bytes")
+                ob_responses__.topic = d[p:e].decode()
+                p = e
+            ln = d[p]
+            if ln < 128:
+                p += 1
+            else:
+                ln, p = _ruv(d, p)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_responses__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_responses__partitions__ = _new(PartitionData)
+                    (
+                        ob_responses__partitions__.partition_index,
+                        ob_responses__partitions__.error_code,
+                        ob_responses__partitions__.high_watermark,
+                        ob_responses__partitions__.last_stable_offset,
+                        ob_responses__partitions__.log_start_offset,
+                        ln,
+                    ) = _U_ihqqqB(d, p)
+                    p += 31
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_responses__partitions__.aborted_transactions = None
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array AbortedTransactions claims more elements than bytes remain"
+                            )
+                        l_responses__partitions__aborted_transactions: list[AbortedTransaction] = []
+                        if ln >= 8:
+                            if 17 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array AbortedTransactions claims more elements than bytes remain"
+                                )
+                            for (
+                                v_responses__partitions__aborted_transactions__producer_id,
+                                v_responses__partitions__aborted_transactions__first_offset,
+                                nt,
+                            ) in _I_qqB(memoryview(d)[p : p + 17 * ln]):
+                                if nt:
+                                    break
+                                ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                                ob_responses__partitions__aborted_transactions__.producer_id = (
+                                    v_responses__partitions__aborted_transactions__producer_id
+                                )
+                                ob_responses__partitions__aborted_transactions__.first_offset = (
+                                    v_responses__partitions__aborted_transactions__first_offset
+                                )
+                                ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                                l_responses__partitions__aborted_transactions.append(
+                                    ob_responses__partitions__aborted_transactions__
+                                )
+                            p += 17 * len(l_responses__partitions__aborted_transactions)
+                        for _ in range(ln - len(l_responses__partitions__aborted_transactions)):
+                            ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                            (
+                                ob_responses__partitions__aborted_transactions__.producer_id,
+                                ob_responses__partitions__aborted_transactions__.first_offset,
+                                nt,
+                            ) = _U_qqB(d, p)
+                            p += 17
+                            unk_responses__partitions__aborted_transactions__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_responses__partitions__aborted_transactions__.append((tg, d[p:te]))
+                                    p = te
+                            ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = (
+                                unk_responses__partitions__aborted_transactions__
+                            )
+                            l_responses__partitions__aborted_transactions.append(
+                                ob_responses__partitions__aborted_transactions__
+                            )
+                        ob_responses__partitions__.aborted_transactions = (
+                            l_responses__partitions__aborted_transactions
+                        )
+                    ob_responses__partitions__.preferred_read_replica, ln = _U_iB(d, p)
+                    p += 5
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_responses__partitions__.records = None
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Records is longer than the remaining bytes")
+                        ob_responses__partitions__.records = d[p:e]
+                        p = e
+                    t_responses__partitions__diverging_epoch = _new(EpochEndOffset)
+                    t_responses__partitions__diverging_epoch.epoch = -1
+                    t_responses__partitions__diverging_epoch.end_offset = -1
+                    t_responses__partitions__diverging_epoch.unknown_tagged_fields = []
+                    ob_responses__partitions__.diverging_epoch = t_responses__partitions__diverging_epoch
+                    t_responses__partitions__current_leader = _new(LeaderIdAndEpoch)
+                    t_responses__partitions__current_leader.leader_id = -1
+                    t_responses__partitions__current_leader.leader_epoch = -1
+                    t_responses__partitions__current_leader.unknown_tagged_fields = []
+                    ob_responses__partitions__.current_leader = t_responses__partitions__current_leader
+                    t_responses__partitions__snapshot_id = _new(SnapshotId)
+                    t_responses__partitions__snapshot_id.end_offset = -1
+                    t_responses__partitions__snapshot_id.epoch = -1
+                    t_responses__partitions__snapshot_id.unknown_tagged_fields = []
+                    ob_responses__partitions__.snapshot_id = t_responses__partitions__snapshot_id
+                    unk_responses__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                ob_responses__partitions__.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field DivergingEpoch does not fill its declared size"
+                                    )
+                            elif tg == 1:
+                                ob_responses__partitions__.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field CurrentLeader does not fill its declared size"
+                                    )
+                            elif tg == 2:
+                                ob_responses__partitions__.snapshot_id, p = _r_SnapshotId_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field SnapshotId does not fill its declared size"
+                                    )
+                            else:
+                                unk_responses__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_responses__partitions__.unknown_tagged_fields = unk_responses__partitions__
+                    l_responses__partitions.append(ob_responses__partitions__)
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic_id = ZERO_UUID
+            unk_responses__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_responses__.append((tg, d[p:te]))
+                    p = te
+            ob_responses__.unknown_tagged_fields = unk_responses__
+            l_responses.append(ob_responses__)
         ob_.responses = l_responses
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
@@ -1870,8 +1707,177 @@ def _r_FetchResponse_13(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            el_responses, p = _r_FetchableTopicResponse_13(d, p)
-            l_responses.append(el_responses)
+            ob_responses__ = _new(FetchableTopicResponse)
+            u_responses__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_responses__.topic_id = _UC.get(u_responses__topic_id) or _uuid(u_responses__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_responses__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_responses__partitions__ = _new(PartitionData)
+                    (
+                        ob_responses__partitions__.partition_index,
+                        ob_responses__partitions__.error_code,
+                        ob_responses__partitions__.high_watermark,
+                        ob_responses__partitions__.last_stable_offset,
+                        ob_responses__partitions__.log_start_offset,
+                        ln,
+                    ) = _U_ihqqqB(d, p)
+                    p += 31
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_responses__partitions__.aborted_transactions = None
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array AbortedTransactions claims more elements than bytes remain"
+                            )
+                        l_responses__partitions__aborted_transactions: list[AbortedTransaction] = []
+                        if ln >= 8:
+                            if 17 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array AbortedTransactions claims more elements than bytes remain"
+                                )
+                            for (
+                                v_responses__partitions__aborted_transactions__producer_id,
+                                v_responses__partitions__aborted_transactions__first_offset,
+                                nt,
+                            ) in _I_qqB(memoryview(d)[p : p + 17 * ln]):
+                                if nt:
+                                    break
+                                ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                                ob_responses__partitions__aborted_transactions__.producer_id = (
+                                    v_responses__partitions__aborted_transactions__producer_id
+                                )
+                                ob_responses__partitions__aborted_transactions__.first_offset = (
+                                    v_responses__partitions__aborted_transactions__first_offset
+                                )
+                                ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                                l_responses__partitions__aborted_transactions.append(
+                                    ob_responses__partitions__aborted_transactions__
+                                )
+                            p += 17 * len(l_responses__partitions__aborted_transactions)
+                        for _ in range(ln - len(l_responses__partitions__aborted_transactions)):
+                            ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                            (
+                                ob_responses__partitions__aborted_transactions__.producer_id,
+                                ob_responses__partitions__aborted_transactions__.first_offset,
+                                nt,
+                            ) = _U_qqB(d, p)
+                            p += 17
+                            unk_responses__partitions__aborted_transactions__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_responses__partitions__aborted_transactions__.append((tg, d[p:te]))
+                                    p = te
+                            ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = (
+                                unk_responses__partitions__aborted_transactions__
+                            )
+                            l_responses__partitions__aborted_transactions.append(
+                                ob_responses__partitions__aborted_transactions__
+                            )
+                        ob_responses__partitions__.aborted_transactions = (
+                            l_responses__partitions__aborted_transactions
+                        )
+                    ob_responses__partitions__.preferred_read_replica, ln = _U_iB(d, p)
+                    p += 5
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_responses__partitions__.records = None
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Records is longer than the remaining bytes")
+                        ob_responses__partitions__.records = d[p:e]
+                        p = e
+                    t_responses__partitions__diverging_epoch = _new(EpochEndOffset)
+                    t_responses__partitions__diverging_epoch.epoch = -1
+                    t_responses__partitions__diverging_epoch.end_offset = -1
+                    t_responses__partitions__diverging_epoch.unknown_tagged_fields = []
+                    ob_responses__partitions__.diverging_epoch = t_responses__partitions__diverging_epoch
+                    t_responses__partitions__current_leader = _new(LeaderIdAndEpoch)
+                    t_responses__partitions__current_leader.leader_id = -1
+                    t_responses__partitions__current_leader.leader_epoch = -1
+                    t_responses__partitions__current_leader.unknown_tagged_fields = []
+                    ob_responses__partitions__.current_leader = t_responses__partitions__current_leader
+                    t_responses__partitions__snapshot_id = _new(SnapshotId)
+                    t_responses__partitions__snapshot_id.end_offset = -1
+                    t_responses__partitions__snapshot_id.epoch = -1
+                    t_responses__partitions__snapshot_id.unknown_tagged_fields = []
+                    ob_responses__partitions__.snapshot_id = t_responses__partitions__snapshot_id
+                    unk_responses__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                ob_responses__partitions__.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field DivergingEpoch does not fill its declared size"
+                                    )
+                            elif tg == 1:
+                                ob_responses__partitions__.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field CurrentLeader does not fill its declared size"
+                                    )
+                            elif tg == 2:
+                                ob_responses__partitions__.snapshot_id, p = _r_SnapshotId_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field SnapshotId does not fill its declared size"
+                                    )
+                            else:
+                                unk_responses__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_responses__partitions__.unknown_tagged_fields = unk_responses__partitions__
+                    l_responses__partitions.append(ob_responses__partitions__)
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic = ""
+            unk_responses__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_responses__.append((tg, d[p:te]))
+                    p = te
+            ob_responses__.unknown_tagged_fields = unk_responses__
+            l_responses.append(ob_responses__)
         ob_.responses = l_responses
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
@@ -1909,8 +1915,177 @@ def _r_FetchResponse_16(d: bytes, p: int) -> tuple[FetchResponse, int]:
             raise MessageDecodeError("array Responses claims more elements than bytes remain")
         l_responses: list[FetchableTopicResponse] = []
         for _ in range(ln):
-            el_responses, p = _r_FetchableTopicResponse_13(d, p)
-            l_responses.append(el_responses)
+            ob_responses__ = _new(FetchableTopicResponse)
+            u_responses__topic_id, ln = _U_16sB(d, p)
+            p += 17
+            ob_responses__.topic_id = _UC.get(u_responses__topic_id) or _uuid(u_responses__topic_id)
+            if ln >= 128:
+                ln, p = _ruv(d, p - 1)
+            ln -= 1
+            if ln < 0:
+                raise MessageDecodeError("non-nullable field Partitions was serialized as null")
+            else:
+                if ln > len(d) - p:
+                    raise MessageDecodeError("array Partitions claims more elements than bytes remain")
+                l_responses__partitions: list[PartitionData] = []
+                for _ in range(ln):
+                    ob_responses__partitions__ = _new(PartitionData)
+                    (
+                        ob_responses__partitions__.partition_index,
+                        ob_responses__partitions__.error_code,
+                        ob_responses__partitions__.high_watermark,
+                        ob_responses__partitions__.last_stable_offset,
+                        ob_responses__partitions__.log_start_offset,
+                        ln,
+                    ) = _U_ihqqqB(d, p)
+                    p += 31
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_responses__partitions__.aborted_transactions = None
+                    else:
+                        if ln > len(d) - p:
+                            raise MessageDecodeError(
+                                "array AbortedTransactions claims more elements than bytes remain"
+                            )
+                        l_responses__partitions__aborted_transactions: list[AbortedTransaction] = []
+                        if ln >= 8:
+                            if 17 * ln > len(d) - p:
+                                raise MessageDecodeError(
+                                    "array AbortedTransactions claims more elements than bytes remain"
+                                )
+                            for (
+                                v_responses__partitions__aborted_transactions__producer_id,
+                                v_responses__partitions__aborted_transactions__first_offset,
+                                nt,
+                            ) in _I_qqB(memoryview(d)[p : p + 17 * ln]):
+                                if nt:
+                                    break
+                                ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                                ob_responses__partitions__aborted_transactions__.producer_id = (
+                                    v_responses__partitions__aborted_transactions__producer_id
+                                )
+                                ob_responses__partitions__aborted_transactions__.first_offset = (
+                                    v_responses__partitions__aborted_transactions__first_offset
+                                )
+                                ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = []
+                                l_responses__partitions__aborted_transactions.append(
+                                    ob_responses__partitions__aborted_transactions__
+                                )
+                            p += 17 * len(l_responses__partitions__aborted_transactions)
+                        for _ in range(ln - len(l_responses__partitions__aborted_transactions)):
+                            ob_responses__partitions__aborted_transactions__ = _new(AbortedTransaction)
+                            (
+                                ob_responses__partitions__aborted_transactions__.producer_id,
+                                ob_responses__partitions__aborted_transactions__.first_offset,
+                                nt,
+                            ) = _U_qqB(d, p)
+                            p += 17
+                            unk_responses__partitions__aborted_transactions__: list[tuple[int, bytes]] = []
+                            if nt:
+                                if nt >= 128:
+                                    nt, p = _ruv(d, p - 1)
+                                for _ in range(nt):
+                                    tg, p = _ruv(d, p)
+                                    sz, p = _ruv(d, p)
+                                    te = p + sz
+                                    if te > len(d):
+                                        raise MessageDecodeError(
+                                            "tagged field is longer than the remaining bytes"
+                                        )
+                                    unk_responses__partitions__aborted_transactions__.append((tg, d[p:te]))
+                                    p = te
+                            ob_responses__partitions__aborted_transactions__.unknown_tagged_fields = (
+                                unk_responses__partitions__aborted_transactions__
+                            )
+                            l_responses__partitions__aborted_transactions.append(
+                                ob_responses__partitions__aborted_transactions__
+                            )
+                        ob_responses__partitions__.aborted_transactions = (
+                            l_responses__partitions__aborted_transactions
+                        )
+                    ob_responses__partitions__.preferred_read_replica, ln = _U_iB(d, p)
+                    p += 5
+                    if ln >= 128:
+                        ln, p = _ruv(d, p - 1)
+                    ln -= 1
+                    if ln < 0:
+                        ob_responses__partitions__.records = None
+                    else:
+                        e = p + ln
+                        if e > len(d):
+                            raise MessageDecodeError("field Records is longer than the remaining bytes")
+                        ob_responses__partitions__.records = d[p:e]
+                        p = e
+                    t_responses__partitions__diverging_epoch = _new(EpochEndOffset)
+                    t_responses__partitions__diverging_epoch.epoch = -1
+                    t_responses__partitions__diverging_epoch.end_offset = -1
+                    t_responses__partitions__diverging_epoch.unknown_tagged_fields = []
+                    ob_responses__partitions__.diverging_epoch = t_responses__partitions__diverging_epoch
+                    t_responses__partitions__current_leader = _new(LeaderIdAndEpoch)
+                    t_responses__partitions__current_leader.leader_id = -1
+                    t_responses__partitions__current_leader.leader_epoch = -1
+                    t_responses__partitions__current_leader.unknown_tagged_fields = []
+                    ob_responses__partitions__.current_leader = t_responses__partitions__current_leader
+                    t_responses__partitions__snapshot_id = _new(SnapshotId)
+                    t_responses__partitions__snapshot_id.end_offset = -1
+                    t_responses__partitions__snapshot_id.epoch = -1
+                    t_responses__partitions__snapshot_id.unknown_tagged_fields = []
+                    ob_responses__partitions__.snapshot_id = t_responses__partitions__snapshot_id
+                    unk_responses__partitions__: list[tuple[int, bytes]] = []
+                    nt = d[p]
+                    p += 1
+                    if nt:
+                        if nt >= 128:
+                            nt, p = _ruv(d, p - 1)
+                        for _ in range(nt):
+                            tg, p = _ruv(d, p)
+                            sz, p = _ruv(d, p)
+                            te = p + sz
+                            if te > len(d):
+                                raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                            if tg == 0:
+                                ob_responses__partitions__.diverging_epoch, p = _r_EpochEndOffset_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field DivergingEpoch does not fill its declared size"
+                                    )
+                            elif tg == 1:
+                                ob_responses__partitions__.current_leader, p = _r_LeaderIdAndEpoch_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field CurrentLeader does not fill its declared size"
+                                    )
+                            elif tg == 2:
+                                ob_responses__partitions__.snapshot_id, p = _r_SnapshotId_12(d, p)
+                                if p != te:
+                                    raise MessageDecodeError(
+                                        "tagged field SnapshotId does not fill its declared size"
+                                    )
+                            else:
+                                unk_responses__partitions__.append((tg, d[p:te]))
+                                p = te
+                    ob_responses__partitions__.unknown_tagged_fields = unk_responses__partitions__
+                    l_responses__partitions.append(ob_responses__partitions__)
+                ob_responses__.partitions = l_responses__partitions
+            ob_responses__.topic = ""
+            unk_responses__: list[tuple[int, bytes]] = []
+            nt = d[p]
+            p += 1
+            if nt:
+                if nt >= 128:
+                    nt, p = _ruv(d, p - 1)
+                for _ in range(nt):
+                    tg, p = _ruv(d, p)
+                    sz, p = _ruv(d, p)
+                    te = p + sz
+                    if te > len(d):
+                        raise MessageDecodeError("tagged field is longer than the remaining bytes")
+                    unk_responses__.append((tg, d[p:te]))
+                    p = te
+            ob_responses__.unknown_tagged_fields = unk_responses__
+            l_responses.append(ob_responses__)
         ob_.responses = l_responses
     ob_.node_endpoints = []
     unk_: list[tuple[int, bytes]] = []
