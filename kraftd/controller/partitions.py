@@ -8,7 +8,8 @@ Contracts (Kafka 4.3.1 ReplicationControlManager / ConfigurationControlManager, 
    FENCED_LEADER_EPOCH; another partition epoch -> INVALID_UPDATE_VERSION; a proposed ISR member that is not a
    replica, or is fenced or in controlled shutdown, or (v3) whose broker epoch is not its registration's ->
    INELIGIBLE_REPLICA. An accepted ISR that differs becomes a PartitionChangeRecord (partition epoch + 1); the
-   answer carries the resulting state.
+   answer carries the resulting state. Under reassignment, or with eligible.leader.replicas.version >= 1, the
+   change is kraftd.controller.change's (a shrink below the minimum ISR keeps the removed replicas in the ELR).
 2. CreatePartitions: unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one ->
    INVALID_PARTITIONS; new partitions are placed like CreateTopics with the replication factor of partition 0
    (or take the given assignments), one PartitionRecord each.
@@ -33,6 +34,7 @@ from generated.create_partitions_request import CreatePartitionsRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
+from kraftd.controller import elr
 from kraftd.controller import placement as placer
 from kraftd.controller import reassign
 from kraftd.controller.brokers import NO_BUGS
@@ -70,7 +72,8 @@ def alter_partition(
                 out.append((t.topic_id, p.partition_index, error, None))
                 continue
             isr = [b.broker_id for b in p.new_isr_with_epochs] if version >= 3 else list(p.new_isr)
-            if reassign.reassigning(state):  # the ISR change may complete a reassignment (KIP-455)
+            # The ISR change may complete a reassignment (KIP-455) or move replicas into the ELR (KIP-966).
+            if reassign.reassigning(state) or elr.enabled(image):
                 rec, code, after = reassign.alter_partition_change(
                     image, t.topic_id, p.partition_index, state, isr, req.broker_id
                 )
