@@ -34,9 +34,8 @@ from generated.create_partitions_request import CreatePartitionsRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
-from kraftd.controller import elr
+from kraftd.controller import elr, reassign
 from kraftd.controller import placement as placer
-from kraftd.controller import reassign
 from kraftd.controller.brokers import NO_BUGS
 from kraftd.controller.image import MetadataImage, PartitionState
 from kraftd.controller.topics import directories, usable_brokers
