@@ -16,7 +16,7 @@ Contracts:
 5. Eligible Leader Replicas (KIP-966), only while kraftd.controller.elr contract 1 holds:
    a. A target ISR at or above the topic's minimum ISR empties the ELR. Below it, the ELR becomes the old ELR
       plus the partition's current ISR, minus the target ISR and minus the brokers of an unclean shutdown
-      (kraftd.controller.elr contract 4 gives its order): a replica leaving the ISR cleanly stays eligible.
+      (kraftd.controller.elr contract 5 gives its order): a replica leaving the ISR cleanly stays eligible.
    b. A valid leader (contract 2) may also be an ELR member when the target ISR is empty; electing one makes the
       ISR that broker alone and takes it out of the ELR (a clean election). When the target ISR and ELR are both
       empty and LastKnownElr names exactly one broker that is acceptable, that broker is elected uncleanly (it was

@@ -15,7 +15,8 @@ Contracts (Kafka 4.3.1 ReplicationControlManager / ConfigurationControlManager, 
    (or take the given assignments), one PartitionRecord each.
 3. IncrementalAlterConfigs: TOPIC resources must exist (UNKNOWN_TOPIC_OR_PARTITION), BROKER resources are "" (the
    cluster default) or a node id (INVALID_REQUEST otherwise); SET/DELETE/APPEND/SUBTRACT (0-3) become
-   ConfigRecords (a null value deletes); other resource types -> INVALID_REQUEST; validateOnly writes nothing.
+   ConfigRecords (a null value deletes); other resource types -> INVALID_REQUEST; then kraftd.controller.elr
+   contract 4 (INVALID_CONFIG, and ClearElrRecords after the config records); validateOnly writes nothing.
 4. UpdateFeatures: a known feature at a level this controller and every registered broker and controller
    supports, respecting level dependencies; lowering a level needs a downgrade upgrade type and is refused for
    metadata.version; kraft.version is not changed here. Any failure -> INVALID_UPDATE_VERSION and no records at
@@ -220,9 +221,14 @@ def incremental_alter_configs(
                     resource_type=r.resource_type, resource_name=r.resource_name, name=c.name, value=value
                 )
             )
+        if not error:
+            refusal = elr.config_refusal(image, changes)
+            if refusal is not None:
+                error, message = ErrorCode.INVALID_CONFIG, refusal
         results.append((r.resource_type, r.resource_name, error, message))
         if not error and not req.validate_only:
             records += changes
+    records += elr.clear_records(image, records)
     return records, results
 
 

@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from generated.alter_configs_request import AlterableConfig, AlterConfigsRequest, AlterConfigsResource
 from generated.broker_registration_request import Feature
 from generated.config_record import ConfigRecord
 from generated.feature_level_record import FeatureLevelRecord
 from generated.partition_change_record import PartitionChangeRecord
-from kraftd.controller import brokers, elr
+from kraftd.controller import brokers, configs, elr, partitions
 from kraftd.controller.features import ELR_VERSION
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
@@ -251,3 +252,60 @@ def test_effective_min_isr_and_hash_order() -> None:
     assert elr.hash_order([3, 1, 2]) == [1, 2, 3]
     assert elr.hash_order([17, 1]) == [17, 1] and elr.hash_order([1, 17]) == [1, 17]
     assert elr.hash_order([65536, 2]) == [65536, 2]  # 65536 spreads to bucket 1
+
+
+def _incremental(image: MetadataImage, rtype: int, name: str, op: int, value: str | None) -> Any:
+    from generated.incremental_alter_configs_request import (
+        AlterableConfig,
+        AlterConfigsResource,
+        IncrementalAlterConfigsRequest,
+    )
+
+    req = IncrementalAlterConfigsRequest(
+        resources=[
+            AlterConfigsResource(
+                resource_type=rtype,
+                resource_name=name,
+                configs=[AlterableConfig(name="min.insync.replicas", config_operation=op, value=value)],
+            )
+        ]
+    )
+    records, results = partitions.incremental_alter_configs(image, req)
+    return records, results[0][2:]
+
+
+def test_min_isr_config_changes_clear_the_elr() -> None:
+    image, _ = _elr_cluster()
+    records, _, _ = _alter_isr(image, 1, [1])
+    _apply(image, records)
+    assert _p(image).elr == [2, 3]
+    # A topic's min ISR changes: its ELRs were chosen against the old minimum, so a ClearElrRecord follows.
+    records, (code, _) = _incremental(image, 2, "t", 0, "1")
+    assert code == ErrorCode.NONE
+    assert [type(r).__name__ for r in records] == ["ConfigRecord", "ClearElrRecord"] and records[
+        1
+    ].topic_name == "t"
+    _apply(image, records)
+    assert (_p(image).elr, elr.min_isr(image, "t")) == ([], 1)
+    # The cluster default changes: every topic is cleared (topic name "").
+    records, (code, _) = _incremental(image, 4, "", 0, "3")
+    assert code == ErrorCode.NONE and records[-1].topic_name == ""
+    # A broker-level value or removing the cluster default is refused while ELR is on, also by AlterConfigs.
+    for rtype, name, op, value in ((4, "1", 0, "2"), (4, "", 1, None)):
+        records, (code, message) = _incremental(image, rtype, name, op, value)
+        assert records == [] and code == ErrorCode.INVALID_CONFIG and "while ELR is enabled" in message
+    req = AlterConfigsRequest(
+        resources=[
+            AlterConfigsResource(
+                resource_type=4,
+                resource_name="1",
+                configs=[AlterableConfig(name="min.insync.replicas", value="2")],
+            )
+        ]
+    )
+    records, results = configs.alter_configs(image, req)
+    assert records == [] and results[0][2] == ErrorCode.INVALID_CONFIG
+    # At eligible.leader.replicas.version 0 none of this applies.
+    image0, _ = _elr_cluster(level=0)
+    records, (code, _) = _incremental(image0, 4, "1", 0, "2")
+    assert code == ErrorCode.NONE and [type(r).__name__ for r in records] == ["ConfigRecord"]
