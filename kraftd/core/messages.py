@@ -29,6 +29,8 @@ import generated.read_offset_request as RREQ
 import generated.read_offset_response as RRESP
 import generated.remove_raft_voter_request as RVOREQ
 import generated.remove_raft_voter_response as RVORESP
+import generated.update_raft_voter_request as UVOREQ
+import generated.update_raft_voter_response as UVORESP
 import generated.vote_request as VREQ
 import generated.vote_response as VRESP
 from kraftd.core.log import LogBatch, OffsetAndEpoch
@@ -332,6 +334,7 @@ _RESPONSE_OF: dict[type, Any] = {
     AVREQ.ApiVersionsRequest: lambda e: AVRESP.ApiVersionsResponse(error_code=int(e)),  # AddRaftVoter's probe
     AVOREQ.AddRaftVoterRequest: lambda e: AVORESP.AddRaftVoterResponse(error_code=int(e)),  # auto-join
     RVOREQ.RemoveRaftVoterRequest: lambda e: RVORESP.RemoveRaftVoterResponse(error_code=int(e)),
+    UVOREQ.UpdateRaftVoterRequest: lambda e: UVORESP.UpdateRaftVoterResponse(error_code=int(e)),  # auto-join
 }
 
 

@@ -74,11 +74,11 @@ class ControllerAdmin:
     def machine(self) -> Any:
         return self.node.controller.machine
 
-    async def handle(self, api_key: int, body: Any) -> Any:
+    async def handle(self, api_key: int, body: Any, version: int) -> Any:
         if api_key == ENVELOPE:
             return await self._envelope(body)
         if api_key in controller_ops.APIS:
-            return await self.node.ctl_ops.handle(api_key, body)
+            return await self.node.ctl_ops.handle(api_key, body, version)
         if api_key == CREATE_TOPICS:
             return await self._create_topics(body)
         if api_key == CREATE_PARTITIONS:
@@ -103,7 +103,7 @@ class ControllerAdmin:
                 inner.api_key, inner.body, inner.api_version, principal
             )
         else:
-            body = await self.handle(inner.api_key, inner.body)
+            body = await self.handle(inner.api_key, inner.body, inner.api_version)
         data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)
         return EnvelopeResponse(response_data=data, error_code=ErrorCode.NONE)
 

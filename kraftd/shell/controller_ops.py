@@ -10,6 +10,8 @@ Contracts:
 2a. ListPartitionReassignments is a read of the committed image (never the leader's uncommitted view, as
    Kafka's controller reads at its last committed offset), answered only after the read barrier confirms this
    node still leads (kraftd.shell.reads contract 1); otherwise NOT_CONTROLLER (or the barrier's error).
+2b. An ElectLeaders refused whole (not the active controller, a failed write) answers as
+   :func:`elect_leaders_failed`: the error at the top level from v1, on every requested partition at every version.
 3. Rebalance: with ``auto.leader.rebalance.enable`` (default true) the active controller runs a preferred
    election round (kraftd.controller.elect contract 3) every ``leader.imbalance.check.interval.seconds``.
 """
@@ -53,6 +55,23 @@ FORWARDABLE: dict[int, tuple[int, int]] = {
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 
 
+def elect_leaders_failed(req: ElectLeadersRequest, version: int, code: ErrorCode) -> ElectLeadersResponse:
+    """Contract 2b: v1+ carries ``code`` at the top level; v0 has no such field, so every requested partition
+    carries it (as Kafka's ElectLeadersRequest.getErrorResponse); a null list (all partitions) gets none."""
+    per_partition = [
+        ReplicaElectionResult(
+            topic=t.topic,
+            partition_result=[
+                PartitionResult(partition_id=p, error_code=code, error_message=None) for p in t.partitions
+            ],
+        )
+        for t in req.topic_partitions or []
+    ]
+    return ElectLeadersResponse(
+        error_code=code if version >= 1 else ErrorCode.NONE, replica_election_results=per_partition
+    )
+
+
 class ControllerOps:
     def __init__(self, node: ControllerNode) -> None:
         self.node = node
@@ -61,11 +80,11 @@ class ControllerOps:
     def machine(self) -> Any:
         return self.node.controller.machine
 
-    async def handle(self, api_key: int, body: Any) -> Any:
+    async def handle(self, api_key: int, body: Any, version: int) -> Any:
         if api_key == ALTER_CONFIGS:
             return await self._alter_configs(body)
         if api_key == ELECT_LEADERS:
-            return await self._elect_leaders(body)
+            return await self._elect_leaders(body, version)
         if api_key == ALTER_REASSIGNMENTS:
             return await self._alter_reassignments(body)
         return await self._list_reassignments(body)
@@ -92,13 +111,13 @@ class ControllerOps:
             ]
         )
 
-    async def _elect_leaders(self, req: ElectLeadersRequest) -> ElectLeadersResponse:
+    async def _elect_leaders(self, req: ElectLeadersRequest, version: int) -> ElectLeadersResponse:
         if not self.machine.active:
-            return ElectLeadersResponse(error_code=ErrorCode.NOT_CONTROLLER, replica_election_results=[])
+            return elect_leaders_failed(req, version, ErrorCode.NOT_CONTROLLER)
         records, results = elect.elect_leaders(self.machine.latest(), req)
         error = await self.node.controller.try_write(records)
         if error:
-            return ElectLeadersResponse(error_code=error, replica_election_results=[])
+            return elect_leaders_failed(req, version, ErrorCode(error))
         if records:
             log.info("ElectLeaders (type %d): %d leader change(s)", req.election_type, len(records))
         return ElectLeadersResponse(

@@ -81,7 +81,7 @@ class RequestRouter:
         if key in controller_rpcs.APIS:
             return await node.rpcs.handle(key, body, header.request_api_version)
         if key in controller_admin.APIS or key in controller_ops.APIS:
-            return await node.ctl_admin.handle(key, body)
+            return await node.ctl_admin.handle(key, body, header.request_api_version)
         if key in controller_security.APIS:
             return await node.ctl_security.handle(key, body, header.request_api_version, request_principal())
         if key == handlers.METADATA:

@@ -83,24 +83,33 @@ def wait_caught_up(cluster: Cluster, offset: int, timeout: float = 30) -> None:
     raise AssertionError(f"voters did not reach offset {offset}")
 
 
+def wait_acks(cluster: Cluster, more_than: int, timeout: float = 30) -> int:
+    """Deadline-based: the load generator starts once the leader is the active controller (after its
+    activation records), which takes longer on a loaded machine."""
+    deadline = time.monotonic() + timeout
+    while (n := len(read_acks(cluster))) <= more_than:
+        assert time.monotonic() < deadline, f"no more than {more_than} acknowledgements within {timeout}s"
+        time.sleep(0.1)
+    return n
+
+
 def test_kill_9_of_the_leader_under_load_loses_nothing(tmp_path: Path) -> None:
     cluster = Cluster(tmp_path, load=(4, 100))
     cluster.start_all()
     try:
         first = cluster.wait_leader()
-        time.sleep(2.0)
+        wait_acks(cluster, 200)
         cluster.kill(first.leader_id, signal.SIGKILL)
         acked_before = len(read_acks(cluster))
         assert acked_before > 0, "the leader acknowledged nothing under load"
         others = [i for i in cluster.node_ids() if i != first.leader_id]
         second = cluster.wait_leader(hosts=others, exclude=first.leader_id)
         assert second.leader_epoch > first.leader_epoch
-        time.sleep(1.5)
+        wait_acks(cluster, acked_before)  # the new leader commits
         cluster.start(first.leader_id)
         wait_restarted(cluster, first.leader_id)
         time.sleep(0.5)
         acks = read_acks(cluster)
-        assert len(acks) > acked_before, "the new leader committed nothing"
         wait_caught_up(cluster, max(acks))
     finally:
         cluster.stop_all()
@@ -118,7 +127,7 @@ def test_a_damaged_follower_cuts_its_tail_and_catches_up(tmp_path: Path, damage:
     cluster.start_all()
     try:
         info = cluster.wait_leader()
-        time.sleep(1.5)
+        wait_acks(cluster, 100)
         victim = next(i for i in cluster.node_ids() if i != info.leader_id)
         cluster.kill(victim, signal.SIGKILL)
         seg = partition_dir(cluster.data_dir(victim)) / "00000000000000000000.log"

@@ -8,10 +8,14 @@ import asyncio
 from types import SimpleNamespace
 from typing import Any
 
+import pytest
+
+from generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
 from generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from kraftd.controller.image import MetadataImage
-from kraftd.shell.controller_ops import LIST_REASSIGNMENTS, ControllerOps
+from kraftd.shell.controller_ops import LIST_REASSIGNMENTS, ControllerOps, elect_leaders_failed
 from kwire.errors import ErrorCode
+from kwire.headers import decode_response, encode_response
 from tests.controller.test_lifecycle import _apply, _cluster
 from tests.controller.test_operations import _reassign, _topic
 
@@ -41,7 +45,7 @@ def _ask(
         controller=SimpleNamespace(machine=_Machine(committed, uncommitted)), reads=reads
     )
     resp = asyncio.run(
-        ControllerOps(node).handle(LIST_REASSIGNMENTS, ListPartitionReassignmentsRequest(topics=None))
+        ControllerOps(node).handle(LIST_REASSIGNMENTS, ListPartitionReassignmentsRequest(topics=None), 0)
     )
     return resp, reads
 
@@ -68,3 +72,18 @@ def test_a_leader_the_barrier_finds_deposed_does_not_answer_from_its_image() -> 
     _, uncommitted = _images()
     resp, reads = _ask(uncommitted, uncommitted, ErrorCode.NOT_CONTROLLER)
     assert (resp.error_code, resp.topics, reads.calls) == (ErrorCode.NOT_CONTROLLER, [], 1)
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_a_refused_elect_leaders_encodes_at_every_version(version: int) -> None:
+    """Contract 2b: v0 has no top-level error, so the refusal rides on each requested partition."""
+    req = ElectLeadersRequest(
+        election_type=0, topic_partitions=[TopicPartitions(topic="t", partitions=[0, 1])]
+    )
+    resp = elect_leaders_failed(req, version, ErrorCode.NOT_CONTROLLER)
+    _, back = decode_response(encode_response(43, version, 7, resp), 43, version)
+    codes = [p.error_code for r in back.replica_election_results for p in r.partition_result]
+    assert codes == [ErrorCode.NOT_CONTROLLER] * 2
+    assert back.error_code == (ErrorCode.NOT_CONTROLLER if version >= 1 else ErrorCode.NONE)
+    empty = elect_leaders_failed(ElectLeadersRequest(topic_partitions=[]), version, ErrorCode.NOT_CONTROLLER)
+    encode_response(43, version, 8, empty)  # the conformance probe's form: no partition, still encodable

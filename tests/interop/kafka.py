@@ -162,6 +162,9 @@ class Node:
     directory_id: str = field(default_factory=random_directory_id)
     version: str = DEFAULT_VERSION
     proc: subprocess.Popen[bytes] | None = None
+    # JVM flags for a "kafka" node in place of JVM_OPTS (a benchmark sizes the heap and JIT like a server).
+    jvm_opts: list[str] | None = None
+    log_level: str = "INFO"
 
     @property
     def data_dir(self) -> Path:
@@ -191,7 +194,12 @@ class Node:
     def start(self) -> None:
         assert not self.alive(), f"node {self.node_id} is already running"
         if self.kind == "kafka":
-            cmd = ["java", *JVM_OPTS, *log_config(self.root / f"log4j-{self.node_id}", self.version)]
+            opts = JVM_OPTS if self.jvm_opts is None else self.jvm_opts
+            cmd = [
+                "java",
+                *opts,
+                *log_config(self.root / f"log4j-{self.node_id}", self.version, self.log_level),
+            ]
             cmd += ["-cp", classpath(self.version), "kafka.Kafka", str(self.config)]
         else:
             cmd = [KRAFTD, "start", str(self.config)]

@@ -44,10 +44,17 @@ def hosts(q: MixedQuorum) -> str:
 
 
 def retried(run: object, what: str, q: MixedQuorum) -> ToolResult:
-    """A leader answers REQUEST_TIMED_OUT while an observer catches up or the last change commits: retry."""
-    deadline = time.monotonic() + 60
+    """A leader answers REQUEST_TIMED_OUT while an observer catches up or the last change commits: retry. Kafka's
+    Admin client retries such answers itself until its own 60 s API timeout, which on a loaded machine can outlast
+    the tool's subprocess timeout: that counts as a retryable answer too."""
+    deadline = time.monotonic() + 150
     while True:
-        out: ToolResult = run()  # type: ignore[operator]
+        try:
+            out: ToolResult = run()  # type: ignore[operator]
+        except subprocess.TimeoutExpired as exc:
+            if time.monotonic() > deadline:
+                raise
+            out = ToolResult([str(c) for c in exc.cmd], 1, "", "TimeoutException: the tool did not finish")
         if (
             out.returncode == 0
             or time.monotonic() > deadline

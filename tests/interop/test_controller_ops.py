@@ -94,6 +94,12 @@ def test_kafka_tools_through_a_broker_on_kraftd(tmp_path: Path) -> None:
                 _wait_log(n, r"Kafka Server started", 120)
             bootstrap = ",".join(f"127.0.0.1:{n.port}" for n in nodes)
             admin = KafkaAdminClient(bootstrap_servers=bootstrap, request_timeout_ms=20000)
+            # "Kafka Server started" precedes unfencing: until both brokers are in the metadata, a broker may
+            # name the other as controller and kafka-python cannot route to it (UnknownBrokerIdError).
+            deadline = time.monotonic() + 60
+            while len(admin.describe_cluster()["brokers"]) < 2:
+                assert time.monotonic() < deadline, "both brokers unfenced"
+                time.sleep(0.2)
             admin.create_topics(
                 [NewTopic("spread", 4, 2), NewTopic("moves", 1, replica_assignments={0: [100, 101]})]
             )
