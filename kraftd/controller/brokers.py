@@ -31,11 +31,15 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
    registered epoch is a clean shutdown, handled as fencing; any other (an unclean shutdown) takes the broker
    out of every ISR and every ELR holding it. A registration repeating the registered incarnation changes no
    partition.
+7. From metadata.version 3.7-IV2, a heartbeat naming offline log directories that the registration still lists
+   as online takes the broker out of the ISR of every partition placed in them (as in 3, per directory), then a
+   BrokerRegistrationChangeRecord lists the remaining online directories; these records follow any the
+   heartbeat's state change writes (Kafka's processBrokerHeartbeat order).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
@@ -143,7 +147,17 @@ def register(
 def heartbeat(
     image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int, bugs: BugFlags = NO_BUGS
 ) -> Outcome:
-    """Contracts 2 and 4 (and 3 for WantFence)."""
+    """Contracts 2, 4 and 7 (and 3 for WantFence)."""
+    out = _heartbeat_state(image, req, hb, now_ms, bugs)
+    if out.error or not req.offline_log_dirs:
+        return out
+    dirs = offline_dirs(image, req.broker_id, list(req.offline_log_dirs))
+    return replace(out, records=[*out.records, *dirs]) if dirs else out
+
+
+def _heartbeat_state(
+    image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int, bugs: BugFlags
+) -> Outcome:
     b = image.brokers.get(req.broker_id)
     if b is None:
         return Outcome([], ErrorCode.BROKER_ID_NOT_REGISTERED)
@@ -237,7 +251,7 @@ def remove_from_partitions(image: MetadataImage, broker_id: int, keep_leader: bo
     """Shrink every ISR holding ``broker_id`` (never to empty; with ELR on, contract 6) and move its leaderships
     (contract 3)."""
     if elr.enabled(image) and not keep_leader:
-        return _changes(image, _holding(image, broker_id, isr=True), remove=broker_id)
+        return partition_changes(image, holding(image, broker_id, isr=True), remove=broker_id)
     records: list[Any] = []
     for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
         for pid, p in sorted(t.partitions.items()):
@@ -260,6 +274,38 @@ def remove_from_partitions(image: MetadataImage, broker_id: int, keep_leader: bo
     return records
 
 
+def leave_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
+    """An unregistered broker's changes (kraftd.controller.broker_dirs contract 1, Kafka's
+    handleBrokerUnregistered): out of every ISR as when fenced; with ELR on, each partition whose ELR holds it is
+    then re-decided without it as a candidate (its ELR membership itself is kept, as Kafka's builder keeps it)."""
+    records = remove_from_partitions(image, broker_id)
+    if elr.enabled(image):
+        records += partition_changes(image, holding(image, broker_id, isr=False), remove=broker_id)
+    return records
+
+
+def offline_dirs(image: MetadataImage, broker_id: int, offline: list[Any]) -> list[Any]:
+    """Contract 7: the records for log directories a heartbeat newly reports offline."""
+    b = image.brokers[broker_id]
+    newly = [d for d in b.log_dirs if d in set(offline)]
+    if not newly or image.metadata_version < MV_DIRECTORIES:
+        return []
+    records: list[Any] = []
+    for d in newly:
+        placed = [
+            (tid, pid)
+            for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
+            for pid, p in sorted(t.partitions.items())
+            if broker_id in p.replicas
+            and len(p.directories) == len(p.replicas)
+            and p.directories[p.replicas.index(broker_id)] == d
+        ]
+        records += partition_changes(image, placed, remove=broker_id)
+    online = [d for d in b.log_dirs if d not in set(offline)]
+    records.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, log_dirs=online))
+    return records
+
+
 def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
     """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced); with ELR
     on, every leaderless partition gets an election that counts it as active (contract 6)."""
@@ -270,7 +316,7 @@ def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
             for pid, p in sorted(t.partitions.items())
             if p.leader == NO_LEADER
         ]
-        return _changes(image, leaderless, add=broker_id)
+        return partition_changes(image, leaderless, add=broker_id)
     records: list[Any] = []
     for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
         for pid, p in sorted(t.partitions.items()):
@@ -279,7 +325,7 @@ def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
     return records
 
 
-def _holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[Any, int]]:
+def holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[Any, int]]:
     """(topic id, partition) of every partition whose ISR (else ELR) holds ``broker_id``, in name order."""
     return [
         (tid, pid)
@@ -289,7 +335,7 @@ def _holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[A
     ]
 
 
-def _changes(
+def partition_changes(
     image: MetadataImage, where: list[tuple[Any, int]], *, remove: int = -1, add: int = -1, unclean: int = -1
 ) -> list[Any]:
     """Contract 6: one kraftd.controller.change per partition, ``remove`` / ``unclean`` taken out of the ISR and
@@ -325,9 +371,9 @@ def _reregister_moves(
         return []
     bid = req.broker_id
     if req.previous_broker_epoch == old_epoch:  # a clean shutdown: leave the ISRs as when fenced
-        return _changes(image, _holding(image, bid, isr=True), remove=bid)
-    in_isr = _changes(image, _holding(image, bid, isr=True), unclean=bid)
-    return in_isr + _changes(image, _holding(image, bid, isr=False), unclean=bid)
+        return partition_changes(image, holding(image, bid, isr=True), remove=bid)
+    in_isr = partition_changes(image, holding(image, bid, isr=True), unclean=bid)
+    return in_isr + partition_changes(image, holding(image, bid, isr=False), unclean=bid)
 
 
 def allocate_producer_ids(

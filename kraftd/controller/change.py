@@ -26,6 +26,9 @@ Contracts:
       leader and the field was empty; emptied when the change names a leader and the field was not empty.
    e. Record fields follow Kafka's encoding: a field left null means "unchanged", an empty list means "empty".
    With ELR off, an ELR left over from an earlier level is emptied by the next change.
+6. A directory placement (AssignReplicasToDirs) rewrites one replica's Directories entry, from metadata.version
+   3.7-IV2 on, written only when the list differs; the rest of the change is decided as above (a leaderless
+   partition may so get a leader, as Kafka's builder tries an election on every change).
 """
 
 from __future__ import annotations
@@ -135,9 +138,11 @@ def build(
     election: int = ANY,
     acceptable: Acceptable | None = None,
     unclean_shutdown: Sequence[int] = (),
+    directory: tuple[int, uuid.UUID] | None = None,
 ) -> PartitionChangeRecord | None:
-    """Contracts 1-5. ``acceptable`` replaces "active" as the leader test (a broker being fenced is not
-    acceptable, one being unfenced is); ``unclean_shutdown`` brokers never stay in or enter the ELR."""
+    """Contracts 1-6. ``acceptable`` replaces "active" as the leader test (a broker being fenced is not
+    acceptable, one being unfenced is); ``unclean_shutdown`` brokers never stay in or enter the ELR;
+    ``directory`` (broker, directory id) places that broker's replica (contract 6)."""
     t_replicas, t_isr, t_adding, t_removing = complete_reassignment(
         list(p.replicas if replicas is None else replicas),
         list(p.isr if isr is None else isr),
@@ -187,6 +192,11 @@ def build(
         record.replicas = t_replicas
         if image.metadata_version >= MV_DIRECTORIES:
             record.directories = _directories(image, p, t_replicas)
+    if directory is not None and directory[0] in t_replicas and image.metadata_version >= MV_DIRECTORIES:
+        dirs = list(record.directories or _directories(image, p, t_replicas))
+        dirs[t_replicas.index(directory[0])] = directory[1]
+        if record.directories is not None or dirs != list(p.directories):
+            record.directories = dirs
     if t_removing != p.removing_replicas:
         record.removing_replicas = t_removing
     if t_adding != p.adding_replicas:
