@@ -27,6 +27,8 @@ from generated.incremental_alter_configs_request import (
 )
 from kraftd.storage.uuids import uuid_to_str
 from kwire.client import KafkaClient
+from kwire.control import ControlRecordType, decode_control_records
+from kwire.records import decode_batch
 from tests.interop.broker_load import metadata_records
 from tests.interop.kafka import (
     MixedQuorum,
@@ -202,6 +204,18 @@ def config_values(node: Node) -> list[str]:
     ]
 
 
+def voter_history(batches: list[tuple[int, bytes]]) -> list[list[int]]:
+    """The voter ids of every VotersRecord among ``batches`` (raw, in offset order)."""
+    out = []
+    for _, raw in batches:
+        batch = decode_batch(raw)
+        if batch.is_control:
+            for kind, rec in decode_control_records(batch):
+                if kind == ControlRecordType.KRAFT_VOTERS:
+                    out.append(sorted(v.voter_id for v in rec.voters))
+    return out
+
+
 def remove_args(q: MixedQuorum, node_id: int) -> list[str]:
     return [
         "remove-controller",
@@ -286,6 +300,12 @@ def test_mixed_quorum_grows_to_five_and_back_to_one_under_load(tmp_path: Path, f
             assert logs[i] == logs[1], (
                 f"node {i} ({q.node(i).kind}) differs from node 1 below {info.high_watermark}"
             )
+        # The voter set history they agree on: one voter added or removed at a time, up to five and down to the
+        # last (a leader may write the set it started its epoch with again: repeats are collapsed).
+        written = voter_history(logs[1])
+        history = [v for k, v in enumerate(written) if k == 0 or v != written[k - 1]]
+        assert [len(v) for v in history][-8:] == [2, 3, 4, 5, 4, 3, 2, 1] and history[-1] == [last], history
+        assert all(len(set(a) ^ set(b)) == 1 for a, b in zip(history, history[1:], strict=False)), history
         # Every acknowledged write is in every log, exactly once.
         for n in q.nodes:
             values = config_values(n)
