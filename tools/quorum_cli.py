@@ -161,7 +161,7 @@ _Obj = tuple[str | None, str | None, int, str | None]
 def _failure(exc: KraftError, ssl: SSLContext | None, sasl: SaslClientConfig | None) -> click.ClickException:
     """Contract 2."""
     text = str(exc)
-    plaintext_refused = sasl is None and "closed the connection" in text
+    plaintext_refused = sasl is None and ("closed the connection" in text or "reset by peer" in text)
     if ssl is None and (plaintext_refused or "the peer speaks TLS" in text):
         text += (
             " (a controller listener that requires SSL or SASL closes plaintext clients: set security.protocol"

@@ -104,9 +104,14 @@ def test_quorum_cli_usage_and_unreachable_errors() -> None:
     assert result.exit_code == 1 and f"127.0.0.1:{port}" in result.output
 
 
-def test_quorum_cli_hints_at_security_when_a_listener_closes_a_plaintext_client(tmp_path) -> None:
-    """A TLS or SASL listener closes a plaintext client unanswered; the one-line error says what to configure."""
+@pytest.mark.parametrize("reset", [False, True])
+def test_quorum_cli_hints_at_security_when_a_listener_closes_a_plaintext_client(
+    tmp_path, reset: bool
+) -> None:
+    """A TLS or SASL listener closes a plaintext client unanswered (or resets it, when the request's bytes were not
+    all read); the one-line error says what to configure."""
     import socket
+    import struct
     import threading
 
     server = socket.socket()
@@ -120,7 +125,9 @@ def test_quorum_cli_hints_at_security_when_a_listener_closes_a_plaintext_client(
                 conn, _ = server.accept()
             except OSError:
                 return
-            conn.recv(64)
+            conn.recv(1 if reset else 64)
+            if reset:  # close with unread bytes and no linger: the peer gets a RST
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             conn.close()
 
     threading.Thread(target=refuse, daemon=True).start()
@@ -138,7 +145,7 @@ def test_quorum_cli_hints_at_security_when_a_listener_closes_a_plaintext_client(
             result = runner.invoke(main, [*base, *args])
             lines = result.output.strip().splitlines()
             assert result.exit_code == 1 and len(lines) == 1, result.output
-            assert "closed the connection" in lines[0] and "set security.protocol" in lines[0], lines
+            assert "set security.protocol" in lines[0], lines
         cfg = tmp_path / "client.properties"
         cfg.write_text(
             "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
