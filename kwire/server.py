@@ -33,6 +33,12 @@ Contracts:
    TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited).
 9. While a handler serves a request, :func:`request_principal` names that connection's principal (as in 8,
    with or without an authorizer), so a handler can record who asked (a delegation token's owner).
+10. The first ApiVersions of a connection is its version handshake (KIP-511) and is answered at once from
+   ``finalized_features()``. With ``features_read``, every later ApiVersions on that connection is a read of the
+   finalized features (Kafka's Admin.describeFeatures sends one on an established connection): it is answered
+   only after ``await features_read()`` returns NONE, and otherwise carries that error code and no finalized
+   features. Exempting the handshake keeps connection set-up (Raft peers, brokers, the read barrier's own
+   connection to the leader) from ever waiting on a read barrier, which itself needs those connections.
 """
 
 from __future__ import annotations
@@ -133,6 +139,7 @@ class KafkaServer:
         sasl: SaslServerConfig | None = None,
         authorizer: Authorizer | None = None,
         denied: Callable[[int, Any, int], Any] | None = None,
+        features_read: Callable[[], Awaitable[int]] | None = None,
     ) -> None:
         limits = limits or ListenerLimits()
         max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
@@ -167,6 +174,7 @@ class KafkaServer:
         self._max_in_flight = max_in_flight
         self._supported = supported_features
         self._finalized = finalized_features
+        self._features_read = features_read
         self._chunk = read_chunk
         self._server: asyncio.Server | None = None
         self._conns: dict[int, tuple[asyncio.StreamWriter, asyncio.Task[None]]] = {}
@@ -266,6 +274,7 @@ class KafkaServer:
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Task[bytes] | None] = asyncio.Queue()
         session = ServerSession(self._sasl) if self._sasl is not None else None
+        versioned = False  # contract 10: this connection's handshake ApiVersions has arrived
         tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
 
         def principal() -> str:
@@ -312,8 +321,10 @@ class KafkaServer:
                         )
                     if session is not None:
                         session.admit(parsed.api_key, int(time.monotonic() * 1000))
+                    handshake = parsed.api_key == API_VERSIONS_KEY and not versioned
+                    versioned = versioned or parsed.api_key == API_VERSIONS_KEY
                     await slots.acquire()
-                    t = asyncio.create_task(self._respond(parsed, info, session, principal))
+                    t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
                     order.put_nowait(t)
@@ -363,6 +374,7 @@ class KafkaServer:
         info: ConnectionInfo,
         session: ServerSession | None = None,
         principal: Callable[[], str] | None = None,
+        handshake: bool = True,
     ) -> bytes:
         try:
             if req.unsupported_api_versions:
@@ -372,7 +384,10 @@ class KafkaServer:
                 )
             version = req.api_version
             if req.api_key == API_VERSIONS_KEY:
-                body: Any = self._api_versions(req.body, version)
+                read = ErrorCode.NONE
+                if self._features_read is not None and not handshake:
+                    read = ErrorCode(await self._features_read())
+                body: Any = self._api_versions(req.body, version, read)
             elif session is not None and req.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
                 body = self._sasl_step(session, req, info)
             elif (
@@ -427,8 +442,12 @@ class KafkaServer:
             log.debug("connection %d authenticated as %s", info.connection_id, session.principal)
         return body
 
-    def _api_versions(self, request: ApiVersionsRequest, version: int) -> Any:
+    def _api_versions(
+        self, request: ApiVersionsRequest, version: int, read: ErrorCode = ErrorCode.NONE
+    ) -> Any:
         epoch, finalized = self._finalized() if self._finalized is not None else (-1, {})
+        if read != ErrorCode.NONE:  # contract 10: a failed read of the features never serves the local ones
+            epoch, finalized = -1, {}
         if version >= 3 and not (
             valid_client_software(request.client_software_name)
             and valid_client_software(request.client_software_version)
@@ -442,4 +461,5 @@ class KafkaServer:
             supported_features=self._supported,
             finalized_features=finalized,
             finalized_features_epoch=epoch,
+            error_code=read,
         )

@@ -165,6 +165,7 @@ class ControllerNode:
             sasl=server_sasl,
             authorizer=authorizer,
             denied=handlers.denied_response,
+            features_read=self.reads.before_read,
         )
         await start_listening(self, bind)
         log.info(
