@@ -9,7 +9,9 @@ Contracts:
 2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
-   leader; this is what DescribeCluster with ``--bootstrap-controller`` reports.
+   leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
+   security protocol ``listener.security.protocol.map`` gives it (Kafka's SecurityProtocol ids), as Kafka's
+   controllers register theirs.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from generated.unregister_broker_request import UnregisterBrokerRequest
 from generated.unregister_broker_response import UnregisterBrokerResponse
 from kraftd.controller import broker_dirs, brokers, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
+from kraftd.security import PROTOCOLS
 from kraftd.shell.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode
 
@@ -66,7 +69,6 @@ APIS: tuple[int, ...] = (
     ALLOCATE_PRODUCER_IDS,
     ALTER_PARTITION,
 )
-PLAINTEXT = 0
 
 
 class ControllerRpcs:
@@ -265,7 +267,7 @@ class ControllerRpcs:
                     name=e.name,
                     host=e.host,
                     port=e.port if e.port else self.node.port,
-                    security_protocol=PLAINTEXT,
+                    security_protocol=PROTOCOLS.index(cfg.security_protocol_map[e.name]),
                 )
                 for e in cfg.advertised_controller_listeners
             ],
