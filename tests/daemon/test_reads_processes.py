@@ -136,3 +136,21 @@ def test_stale_reads_answer_from_the_image_and_say_so(tmp_path: Path) -> None:
         assert later.error_code == 0 and "metadata.version" in [f.name for f in later.finalized_features]
     finally:
         q.stop_all()
+
+
+def test_reads_bench_runs_end_to_end() -> None:
+    """``bench/reads.py`` at a tiny size: every read answered without error in both phases, server CPU measured."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    args = ["--json", "--seconds", "1", "--samples", "40", "--workers", "1", "--in-flight", "32"]
+    done = subprocess.run(
+        [sys.executable, "bench/reads.py", *args], cwd=root, capture_output=True, text=True, timeout=100
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads(done.stdout.strip().splitlines()[-1])
+    assert res["failed_reads"] == 0, res
+    assert res["leader_alone_reads_per_s"] > 0 and res["three_controllers_reads_per_s"] > 0, res
+    assert res["leader_alone_server_cpu_per_s"] > 0 and res["samples"] == 40, res
