@@ -27,6 +27,7 @@ from kwire.codec import legacy_string as _lstr
 from kwire.codec import read_uvarint as _ruv
 from kwire.codec import uuid_from_bytes as _uuid
 from kwire.codec import uvarint_bytes as _uvb
+from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
