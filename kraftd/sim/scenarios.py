@@ -10,7 +10,9 @@ from collections.abc import Callable
 from functools import partial
 
 from kraftd.core.types import Role
+from kraftd.sim import membership
 from kraftd.sim.harness import LIVENESS_BOUND_MS, Harness, ScenarioFailure
+from kraftd.sim.membership_scenarios import membership_changes
 from kraftd.sim.network import NetworkFaults
 
 
@@ -379,7 +381,7 @@ def reconfig(h: Harness) -> None:
     c.run_until(c.now + LIVENESS_BOUND_MS, lambda: c.leader() is not None)
     first = c.leader()
     if first is not None:
-        c.remove_voter(rng.choice([i for i in first.voters.ids if i != first.local.id]))
+        membership.remove_voter(c, rng.choice([i for i in first.voters.ids if i != first.local.id]))
     h.wait_leader()
     h.wait_commit()
     end = c.now + rng.randint(5000, 15000)
@@ -390,7 +392,7 @@ def reconfig(h: Harness) -> None:
         action = rng.random()
         others = [i for i in lead.voters.ids if i != lead.local.id] if lead is not None else []
         if action < 0.35 and others:
-            c.remove_voter(rng.choice(others))
+            membership.remove_voter(c, rng.choice(others))
         elif action < 0.5:
             up = [i for i in ids if c.is_up(i)]
             if up:
@@ -428,6 +430,7 @@ SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "figure8": figure8,
     "snapshots": snapshots,
     "reconfig": reconfig,
+    "membership": membership_changes,
     # one scenario per quorum size, so a round-robin sweep runs 1, 2, 3, 4 and 5 voters alike
     **{f"steady_leader_{n}v": partial(steady_leader, voters=n) for n in range(1, 6)},
 }
