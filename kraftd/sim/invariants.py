@@ -77,6 +77,8 @@ class Checker:
     committed_voters: tuple[int, ...] = ()
     voters_changed: bool = False
     former_voters: set[ReplicaKey] = field(default_factory=set)
+    voter_sets: list[tuple[int, ...]] = field(default_factory=list)  # the committed log's sets, in order
+    auto_joins: int = 0  # additions leaders appended for an auto-join (AddRaftVoter without AckWhenCommitted)
 
     @property
     def committed_end(self) -> int:
@@ -158,6 +160,8 @@ class Checker:
                 )
             self.voters_changed = self.voters_changed or before != after
             self.committed_voters = tuple(sorted(after))
+            if before != after or not self.voter_sets:
+                self.voter_sets.append(self.committed_voters)
             self.former_voters.update(vs.voters)
 
     def _index_of(self, offset: int) -> int:
@@ -291,6 +295,7 @@ class Checker:
             raise InvariantViolation(10, f"leader {node} holds {uncommitted_sets} uncommitted voter sets")
         if len(old ^ new) > 1:
             raise InvariantViolation(10, f"leader {node} changed voters {sorted(old)} -> {sorted(new)}")
+        self.auto_joins += auto_join and len(new - old) == 1
         back = (after - before) & self.former_voters if auto_join else set()
         if back:
             raise InvariantViolation(

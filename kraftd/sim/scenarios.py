@@ -371,11 +371,12 @@ def reconfig(h: Harness) -> None:
     time while nodes crash and the network splits; removed voters keep running as observers. (A leader removing
     itself is covered by tests/core/test_update_voter.py and tests/interop/test_voters.py: here, a crash or
     check-quorum resignation before that change commits can leave the remaining voters behind the removed
-    leader's log, with no voter able to win; the issue report lists it.) Invariant (10) is checked on every Voters record a leader appends. The durability checks (4, 7)
-    count a fixed voter set, so they are off here; (1)-(3), (5), (6), (9) and (10) stay on."""
+    leader's log, with no voter able to win; the issue report lists it.) Invariant (10) is checked on every Voters
+    record a leader appends; every other invariant is on, the durability checks (4, 7) counting the voter set in
+    force (kraftd.sim.invariants (10))."""
     rng = h.rng
     voters = rng.randint(2, 5)
-    c = h.setup(voters, kraft_version=1, check_majority_hwm=False)
+    c = h.setup(voters, kraft_version=1)
     # A removal at the first moment a leader exists, usually before it has committed in its epoch: it must be
     # refused then (the single-server membership bug, BugFlags.reconfig_before_commit).
     c.run_until(c.now + LIVENESS_BOUND_MS, lambda: c.leader() is not None)
