@@ -19,7 +19,6 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
@@ -35,39 +34,18 @@ from kraftd.core.events import (
     Shutdown,
     Tick,
 )
-from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.log import ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
-from kraftd.core.snapshots import Snapshot
 from kraftd.core.states import Leader
-from kraftd.core.types import ElectionState, ReplicaKey, Role, VoterSet
+from kraftd.core.types import ReplicaKey, Role, VoterSet
 from kraftd.sim import membership
 from kraftd.sim.describe import describe_event
 from kraftd.sim.invariants import Checker, InvariantViolation
 from kraftd.sim.network import Network
+from kraftd.sim.storage import SimNode, Storage
 from kwire.errors import ErrorCode
 from kwire.records import decode_batch
-
-
-@dataclass(slots=True)
-class Storage:
-    election: ElectionState = field(default_factory=ElectionState)
-    batches: list[LogBatch] = field(default_factory=list)
-    snapshot: Snapshot | None = None  # the latest durable snapshot (KIP-630)
-
-    @property
-    def end_offset(self) -> int:
-        return self.batches[-1].next_offset if self.batches else 0
-
-
-@dataclass(slots=True)
-class SimNode:
-    node_id: int
-    storage: Storage = field(default_factory=Storage)
-    core: RaftNode | None = None
-    incarnation: int = 0
-    tick_at: int | None = None
-    state: list[bytes] = field(default_factory=list)  # the state machine: committed data values (volatile)
 
 
 class Cluster:
@@ -404,17 +382,3 @@ class Cluster:
 
     def max_epoch(self) -> int:
         return max(n.storage.election.epoch for n in self.nodes.values())
-
-
-def wire_roundtrip(rng: random.Random, fraction: float) -> Callable[[Any], Any]:
-    """Pass ``fraction`` of messages through encode/decode of the generated classes at their newest
-    version, so the simulator also exercises the real wire format."""
-
-    def roundtrip(msg: Any) -> Any:
-        if rng.random() >= fraction:
-            return msg
-        cls = type(msg)
-        version = cls.HIGHEST_VERSION
-        return cls.decode(msg.encode(version), version)
-
-    return roundtrip

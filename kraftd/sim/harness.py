@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from kraftd.core.config import BugFlags, QuorumConfig
 from kraftd.core.node import RaftNode
 from kraftd.core.types import Role
-from kraftd.sim.cluster import Cluster, wire_roundtrip
+from kraftd.sim.cluster import Cluster
 from kraftd.sim.invariants import Checker
-from kraftd.sim.network import NetworkFaults
+from kraftd.sim.network import NetworkFaults, wire_roundtrip
 
 LIVENESS_BOUND_MS = 20_000
 

@@ -1,4 +1,5 @@
-"""KIP-853 membership under faults: a kraft.version 1 quorum started from one voter (Kafka's ``--standalone``)
+"""KIP-853 voter changes under faults. ``reconfig``: a static quorum loses voters through RemoveRaftVoter.
+``membership`` (the contracts below): a kraft.version 1 quorum started from one voter (Kafka's ``--standalone``)
 grows to up to five through AddRaftVoter and auto-join and shrinks back through RemoveRaftVoter, while nodes
 crash (losing unflushed writes), restart and the network splits, cuts one way and drops messages.
 
@@ -149,4 +150,53 @@ def membership_changes(h: Harness) -> None:
     back = set(_committed_voters(lead)) - keep
     if back:
         raise ScenarioFailure(f"removed voters {sorted(back)} are voters again without an operator")
+    h.wait_commit()
+
+
+def reconfig(h: Harness) -> None:
+    """KIP-853 under faults: a kraft.version 1 quorum of 2 to 5 voters loses followers one RemoveRaftVoter at a
+    time while nodes crash and the network splits; removed voters keep running as observers. (A leader removing
+    itself is covered by tests/core/test_update_voter.py and tests/interop/test_voters.py: here, a crash or
+    check-quorum resignation before that change commits can leave the remaining voters behind the removed
+    leader's log, with no voter able to win; the issue report lists it.) Invariant (10) is checked on every Voters
+    record a leader appends; every other invariant is on, the durability checks (4, 7) counting the voter set in
+    force (kraftd.sim.invariants (10))."""
+    rng = h.rng
+    voters = rng.randint(2, 5)
+    c = h.setup(voters, kraft_version=1)
+    # A removal at the first moment a leader exists, usually before it has committed in its epoch: it must be
+    # refused then (the single-server membership bug, BugFlags.reconfig_before_commit).
+    c.run_until(c.now + LIVENESS_BOUND_MS, lambda: c.leader() is not None)
+    first = c.leader()
+    if first is not None:
+        membership.remove_voter(c, rng.choice([i for i in first.voters.ids if i != first.local.id]))
+    h.wait_leader()
+    h.wait_commit()
+    end = c.now + rng.randint(5000, 15000)
+    while c.now < end:
+        h.run(rng.randint(50, 1200))
+        lead = c.leader()
+        ids = list(c.nodes)
+        action = rng.random()
+        others = [i for i in lead.voters.ids if i != lead.local.id] if lead is not None else []
+        if action < 0.35 and others:
+            membership.remove_voter(c, rng.choice(others))
+        elif action < 0.5:
+            up = [i for i in ids if c.is_up(i)]
+            if up:
+                c.crash(rng.choice(up))
+        elif action < 0.7:
+            for i in ids:
+                if not c.is_up(i):
+                    c.start(i)
+        elif action < 0.8 and len(ids) > 1:
+            rng.shuffle(ids)
+            k = rng.randint(1, len(ids) - 1)
+            c.net.split(ids[:k], ids[k:])
+        else:
+            c.net.heal()
+    c.net.heal()
+    for i in c.nodes:
+        if not c.is_up(i):
+            c.start(i)
     h.wait_commit()

@@ -10,8 +10,8 @@ from kraftd.core.batches import control_batch, data_batch
 from kraftd.core.log import LogBatch
 from kraftd.core.types import ElectionState, ReplicaKey, VoterSet
 from kraftd.core.voters import voters_record
-from kwire.control import ControlRecordType as CT
 from kraftd.sim.invariants import Checker, InvariantViolation
+from kwire.control import ControlRecordType as CT
 
 
 def _checker() -> Checker:
