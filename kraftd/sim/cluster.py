@@ -267,7 +267,7 @@ class Cluster:
                     membership.check_voter_change(self, nid, core, core.data, e.batches)
             elif isinstance(e, fx.TruncateLog):
                 removed = [b for b in n.storage.batches if b.next_offset > e.offset]
-                self.checker.on_truncate(nid, removed)
+                self.checker.on_truncate(nid, removed, core.high_watermark)
                 n.storage.batches = [b for b in n.storage.batches if b.next_offset <= e.offset]
                 self.storage_version += 1
             elif isinstance(e, fx.FlushLog):

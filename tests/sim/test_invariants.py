@@ -39,10 +39,11 @@ def test_committed_batches_never_truncated_or_replaced() -> None:
     a = data_batch(0, 1, [b"a"], 0)
     c.on_apply(0, (a,), [a])
     with pytest.raises(InvariantViolation, match=r"\(4\)"):
-        c.on_truncate(1, [a])
+        c.on_truncate(1, [a], 1)
     with pytest.raises(InvariantViolation, match=r"\(4\)"):
         c.on_apply(1, (data_batch(0, 2, [b"x"], 0),), [])
-    c.on_truncate(1, [data_batch(0, 2, [b"x"], 0)])  # an uncommitted copy at the same offset may go
+    c.on_truncate(1, [data_batch(0, 2, [b"x"], 0)], 1)  # an uncommitted copy at the same offset may go
+    c.on_truncate(2, [a], 0)  # a node that never learned a is committed may drop it (a stale leader said so)
 
 
 def test_new_leader_has_committed_data() -> None:
