@@ -23,6 +23,8 @@ from generated.alter_user_scram_credentials_request import AlterUserScramCredent
 from generated.alter_user_scram_credentials_response import AlterUserScramCredentialsResponse
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
+from generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
+from generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
 from generated.begin_quorum_epoch_request import BeginQuorumEpochRequest
 from generated.begin_quorum_epoch_response import BeginQuorumEpochResponse
 from generated.begin_transaction_record import BeginTransactionRecord
@@ -111,6 +113,8 @@ from generated.snapshot_header_record import SnapshotHeaderRecord
 from generated.topic_record import TopicRecord
 from generated.unfence_broker_record import UnfenceBrokerRecord
 from generated.unregister_broker_record import UnregisterBrokerRecord
+from generated.unregister_broker_request import UnregisterBrokerRequest
+from generated.unregister_broker_response import UnregisterBrokerResponse
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdateFeaturesResponse
 from generated.update_raft_voter_request import UpdateRaftVoterRequest
@@ -140,6 +144,8 @@ ALL_CLASSES: tuple[type, ...] = (
     AlterUserScramCredentialsResponse,
     ApiVersionsRequest,
     ApiVersionsResponse,
+    AssignReplicasToDirsRequest,
+    AssignReplicasToDirsResponse,
     BeginQuorumEpochRequest,
     BeginQuorumEpochResponse,
     BeginTransactionRecord,
@@ -228,6 +234,8 @@ ALL_CLASSES: tuple[type, ...] = (
     TopicRecord,
     UnfenceBrokerRecord,
     UnregisterBrokerRecord,
+    UnregisterBrokerRequest,
+    UnregisterBrokerResponse,
     UpdateFeaturesRequest,
     UpdateFeaturesResponse,
     UpdateRaftVoterRequest,
@@ -714,6 +722,19 @@ API_SPECS: dict[int, ApiSpec] = {
         request_header_versions=(),
         response_header_versions=(),
     ),
+    64: ApiSpec(
+        api_key=64,
+        name="UnregisterBroker",
+        request=UnregisterBrokerRequest,
+        response=UnregisterBrokerResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["broker", "controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
     67: ApiSpec(
         api_key=67,
         name="AllocateProducerIds",
@@ -732,6 +753,19 @@ API_SPECS: dict[int, ApiSpec] = {
         name="ControllerRegistration",
         request=ControllerRegistrationRequest,
         response=ControllerRegistrationResponse,
+        lowest_version=0,
+        highest_version=0,
+        lowest_flexible_version=0,
+        listeners=frozenset(["controller"]),
+        latest_version_unstable=False,
+        request_header_versions=(),
+        response_header_versions=(),
+    ),
+    73: ApiSpec(
+        api_key=73,
+        name="AssignReplicasToDirs",
+        request=AssignReplicasToDirsRequest,
+        response=AssignReplicasToDirsResponse,
         lowest_version=0,
         highest_version=0,
         lowest_flexible_version=0,

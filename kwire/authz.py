@@ -14,8 +14,12 @@ Contracts:
    DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS) allows. When no entry at all exists for the resource, the
    answer is ``allow.everyone.if.no.acl.found`` (default false); otherwise it is denied.
 4. A request is allowed when every check passes; a check is a set of alternatives, any of which suffices
-   (CreateTopics: CREATE on the cluster or CREATE on the topic). Topic-level requests are decided as a whole:
-   one unauthorized topic refuses the request (Kafka answers per topic instead; see kraftd.shell.denials).
+   (CreateTopics: CREATE on the cluster or CREATE on the topic).
+4a. Requests made of per-topic or per-resource entries (CreateTopics, DeleteTopics, CreatePartitions,
+   AlterConfigs, IncrementalAlterConfigs, DescribeConfigs) are decided per entry, as Kafka's ControllerApis
+   does: :meth:`AclAuthorizer.denied_entries` names the entries refused (one check per entry, in the request's
+   order; for DeleteTopics the names, then the name/id pairs, an id alone needing DELETE on the cluster), and
+   the listener serves the rest (kwire.server contract 8).
 5. ApiVersions and the SASL APIs are never subject to authorization (they come before a principal exists), nor
    is Metadata (it needs Describe on topics, and a controller holds none). Kafka's controller takes the
    delegation-token APIs only inside an Envelope (CLUSTER_ACTION, the broker's principal inside); sent directly,
@@ -156,6 +160,25 @@ class Authorizer(Protocol):
     def authorize(self, principal: str, api_key: int, host: str = WILDCARD, request: Any = None) -> bool: ...
 
 
+PER_ENTRY_APIS = frozenset({19, 20, 37, 33, 44, 32})
+
+
+def entry_checks(api_key: int, request: Any) -> list[Alternatives] | None:
+    """Contract 4a: one check per entry of a per-entry request, in request order; None for other APIs."""
+    if api_key not in PER_ENTRY_APIS or request is None:
+        return None
+    cluster = (CLUSTER, CLUSTER_NAME)
+    if api_key == 19:
+        return [((*cluster, CREATE), (TOPIC, t.name, CREATE)) for t in request.topics]
+    if api_key == 20:
+        names: list[Alternatives] = [((*cluster, DELETE), (TOPIC, n, DELETE)) for n in request.topic_names]
+        return names + [
+            ((*cluster, DELETE), (TOPIC, t.name, DELETE)) if t.name is not None else ((*cluster, DELETE),)
+            for t in request.topics
+        ]
+    return required_checks(api_key, request)  # 37, 33, 44, 32: already one check per entry
+
+
 def _no_acls() -> tuple[AclEntry, ...]:
     return ()
 
@@ -177,6 +200,22 @@ class AclAuthorizer:
         return all(
             any(evaluate(entries, principal, host, c, self.allow_if_no_acl) for c in alternatives)
             for alternatives in checks
+        )
+
+    def denied_entries(
+        self, principal: str, api_key: int, host: str = WILDCARD, request: Any = None
+    ) -> frozenset[int] | None:
+        """Contract 4a: indexes of the entries refused; None when the API is not decided per entry."""
+        checks = entry_checks(api_key, request)
+        if checks is None:
+            return None
+        if principal in self.super_users:
+            return frozenset()
+        entries = list(self.acls())
+        return frozenset(
+            i
+            for i, alternatives in enumerate(checks)
+            if not any(evaluate(entries, principal, host, c, self.allow_if_no_acl) for c in alternatives)
         )
 
 

@@ -11,6 +11,8 @@ Contracts:
    decoder is then unusable: every later ``feed`` raises the same error (the connection must close).
 3. A zero-size frame is legal framing; what it means is up to the layer above.
 4. :func:`encode_frame` is the inverse; a payload over the limit is our own misuse (LocalProtocolError).
+5. When the rejected prefix is a TLS record header (content type 20-23, protocol version 3.x: a ClientHello or
+   an alert from a TLS peer), the error says so: the two ends disagree about the connection's security protocol.
 """
 
 from __future__ import annotations
@@ -50,9 +52,10 @@ class FrameDecoder:
                     break
                 size = int.from_bytes(buf[self._pos : self._pos + 4], "big", signed=True)
                 if size < 0 or size > self.max_frame_size:
-                    self._error = FrameSizeError(
-                        f"frame size {size} outside 0..{self.max_frame_size}; closing the connection"
-                    )
+                    why = f"frame size {size} outside 0..{self.max_frame_size}; closing the connection"
+                    if _tls_record(buf[self._pos : self._pos + 3]):
+                        why += " (the peer speaks TLS: its bytes are a TLS record header, sent to plaintext)"
+                    self._error = FrameSizeError(why)
                     raise self._error
                 self._pos += 4
                 self._need = size
@@ -67,6 +70,11 @@ class FrameDecoder:
             del buf[: self._pos]
             self._pos = 0
         return frames
+
+
+def _tls_record(head: bytes | bytearray) -> bool:
+    """Contract 5: content type change_cipher_spec/alert/handshake/application_data, major version 3."""
+    return 20 <= head[0] <= 23 and head[1] == 3 and head[2] <= 4
 
 
 def encode_frame(

@@ -55,6 +55,8 @@ def encode_metadata_record(api_key: int, version: int, message: _Encodable | byt
 
 def decode_metadata_frame(value: bytes | bytearray | memoryview) -> tuple[int, int, memoryview]:
     """Split a framed value into (api key, version, message bytes)."""
+    if len(value) >= 3 and value[0] == FRAME_VERSION and value[1] < 0x80 and value[2] < 0x80:
+        return value[1], value[2], memoryview(value)[3:]  # every shipped key and version: one-byte varints
     try:
         frame, pos = decode_unsigned_varint(value, 0)
         if frame != FRAME_VERSION:

@@ -30,9 +30,17 @@ Contracts:
 8. With ``authorizer`` (kwire.authz) every request but ApiVersions/SASL/Metadata is checked against the
    connection's principal (SASL user, else TLS subject, else ANONYMOUS), its peer host and the request body;
    a denied one is answered with ``denied(api_key, request, version)`` (the caller's CLUSTER_AUTHORIZATION_FAILED /
-   TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited).
+   TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited). With ``per_entry`` and an authorizer that
+   decides entries (kwire.authz contract 4a), a request with some entries authorized is split: the handler serves
+   those, and the refused entries' answers are merged into its response.
 9. While a handler serves a request, :func:`request_principal` names that connection's principal (as in 8,
    with or without an authorizer), so a handler can record who asked (a delegation token's owner).
+10. The first ApiVersions of a connection is its version handshake (KIP-511) and is answered at once from
+   ``finalized_features()``. With ``features_read``, every later ApiVersions on that connection is a read of the
+   finalized features (Kafka's Admin.describeFeatures sends one on an established connection): it is answered
+   only after ``await features_read()`` returns NONE, and otherwise carries that error code and no finalized
+   features. Exempting the handshake keeps connection set-up (Raft peers, brokers, the read barrier's own
+   connection to the leader) from ever waiting on a read barrier, which itself needs those connections.
 """
 
 from __future__ import annotations
@@ -80,6 +88,12 @@ class ConnectionInfo:
 
 Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
 FinalizedFeatures = Callable[[], tuple[int, Mapping[str, VersionRange]]]
+# (split(api key, request, refused entry indexes) -> (authorized part, refused part) | None,
+#  merge(api key, handler's response, refusal response) -> response): contract 8's per-entry decisions.
+PerEntry = tuple[
+    Callable[[int, Any, frozenset[int]], tuple[Any, Any] | None],
+    Callable[[int, Any, Any], Any],
+]
 
 
 def _releaser(
@@ -133,6 +147,8 @@ class KafkaServer:
         sasl: SaslServerConfig | None = None,
         authorizer: Authorizer | None = None,
         denied: Callable[[int, Any, int], Any] | None = None,
+        features_read: Callable[[], Awaitable[int]] | None = None,
+        per_entry: PerEntry | None = None,
     ) -> None:
         limits = limits or ListenerLimits()
         max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
@@ -160,6 +176,7 @@ class KafkaServer:
                 "an authorizer needs a denied(api_key, request, version) response builder"
             )
         self._authorizer, self._denied = authorizer, denied
+        self._per_entry = per_entry
         self.served: Mapping[int, VersionRange] = served
         self._host, self._port = host, port
         self.listener = listener
@@ -167,6 +184,7 @@ class KafkaServer:
         self._max_in_flight = max_in_flight
         self._supported = supported_features
         self._finalized = finalized_features
+        self._features_read = features_read
         self._chunk = read_chunk
         self._server: asyncio.Server | None = None
         self._conns: dict[int, tuple[asyncio.StreamWriter, asyncio.Task[None]]] = {}
@@ -266,6 +284,7 @@ class KafkaServer:
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Task[bytes] | None] = asyncio.Queue()
         session = ServerSession(self._sasl) if self._sasl is not None else None
+        versioned = False  # contract 10: this connection's handshake ApiVersions has arrived
         tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
 
         def principal() -> str:
@@ -312,8 +331,10 @@ class KafkaServer:
                         )
                     if session is not None:
                         session.admit(parsed.api_key, int(time.monotonic() * 1000))
+                    handshake = parsed.api_key == API_VERSIONS_KEY and not versioned
+                    versioned = versioned or parsed.api_key == API_VERSIONS_KEY
                     await slots.acquire()
-                    t = asyncio.create_task(self._respond(parsed, info, session, principal))
+                    t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
                     order.put_nowait(t)
@@ -363,6 +384,7 @@ class KafkaServer:
         info: ConnectionInfo,
         session: ServerSession | None = None,
         principal: Callable[[], str] | None = None,
+        handshake: bool = True,
     ) -> bytes:
         try:
             if req.unsupported_api_versions:
@@ -372,7 +394,10 @@ class KafkaServer:
                 )
             version = req.api_version
             if req.api_key == API_VERSIONS_KEY:
-                body: Any = self._api_versions(req.body, version)
+                read = ErrorCode.NONE
+                if self._features_read is not None and not handshake:
+                    read = ErrorCode(await self._features_read())
+                body: Any = self._api_versions(req.body, version, read)
             elif session is not None and req.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
                 body = self._sasl_step(session, req, info)
             elif (
@@ -382,23 +407,56 @@ class KafkaServer:
                     who := (principal() if principal else ANONYMOUS), req.api_key, info.peer[0], req.body
                 )
             ):
+                parts = self._split_refused(who, req, info)
                 self.warn(
-                    "connection %d: %s may not call %s (denied)", info.connection_id, who, req.spec.name
+                    "connection %d: %s may not call %s (denied%s)",
+                    info.connection_id,
+                    who,
+                    req.spec.name,
+                    "" if parts is None else " for some entries",
                 )
-                body = self._denied(req.api_key, req.body, version)
+                if parts is None:
+                    body = self._denied(req.api_key, req.body, version)
+                else:  # contract 8: the authorized entries are served, the refused ones answered as refused
+                    assert self._per_entry is not None
+                    served = await self._call_handler(req, req.header, parts[0], info, principal)
+                    refusal = self._denied(req.api_key, parts[1], version)
+                    body = self._per_entry[1](req.api_key, served, refusal)
             else:
-                try:
-                    _PRINCIPAL.set(principal() if principal is not None else ANONYMOUS)
-                    body = await self._handler(req.header, req.body, info)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    raise _Close(f"handler for {req.spec.name} v{version} failed: {exc!r}") from exc
-                if not isinstance(body, req.spec.response):
-                    raise _Close(f"handler for {req.spec.name} returned {type(body).__name__}")
+                body = await self._call_handler(req, req.header, req.body, info, principal)
             return encode_response(req.api_key, version, req.correlation_id, body)
         except KraftError as exc:
             raise _Close(f"cannot encode the {req.spec.name} response: {exc}") from exc
+
+    async def _call_handler(
+        self,
+        req: ParsedRequest,
+        header: Any,
+        body: Any,
+        info: ConnectionInfo,
+        principal: Callable[[], str] | None,
+    ) -> Any:
+        try:
+            _PRINCIPAL.set(principal() if principal is not None else ANONYMOUS)
+            out = await self._handler(header, body, info)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise _Close(f"handler for {req.spec.name} v{req.api_version} failed: {exc!r}") from exc
+        if not isinstance(out, req.spec.response):
+            raise _Close(f"handler for {req.spec.name} returned {type(out).__name__}")
+        return out
+
+    def _split_refused(self, who: str, req: ParsedRequest, info: ConnectionInfo) -> tuple[Any, Any] | None:
+        """Contract 8: (authorized part, refused part) of a per-entry request, None when refused whole."""
+        entries = getattr(self._authorizer, "denied_entries", None)
+        if self._per_entry is None or entries is None:
+            return None
+        refused = entries(who, req.api_key, info.peer[0], req.body)
+        if refused is None:
+            return None
+        parts: tuple[Any, Any] | None = self._per_entry[0](req.api_key, req.body, refused)
+        return parts
 
     async def _raw_token(self, session: ServerSession, token: bytes, info: ConnectionInfo) -> bytes:
         """kwire.sasl contract 6: a failed v0 exchange closes the connection without an answer."""
@@ -427,8 +485,12 @@ class KafkaServer:
             log.debug("connection %d authenticated as %s", info.connection_id, session.principal)
         return body
 
-    def _api_versions(self, request: ApiVersionsRequest, version: int) -> Any:
+    def _api_versions(
+        self, request: ApiVersionsRequest, version: int, read: ErrorCode = ErrorCode.NONE
+    ) -> Any:
         epoch, finalized = self._finalized() if self._finalized is not None else (-1, {})
+        if read != ErrorCode.NONE:  # contract 10: a failed read of the features never serves the local ones
+            epoch, finalized = -1, {}
         if version >= 3 and not (
             valid_client_software(request.client_software_name)
             and valid_client_software(request.client_software_version)
@@ -442,4 +504,5 @@ class KafkaServer:
             supported_features=self._supported,
             finalized_features=finalized,
             finalized_features_epoch=epoch,
+            error_code=read,
         )

@@ -7,7 +7,10 @@ accepted and follows the same path (our controllers answer brokers' questions to
 Contracts:
 1. Exactly one of ``--bootstrap-server`` / ``--bootstrap-controller`` is required, and exactly one of
    ``describe --status`` / ``--replication``; ``--human-readable`` only goes with ``--replication``.
-2. Output is tools.quorum_report's; failures print one line on stderr and exit 1.
+2. Output is tools.quorum_report's; failures print one line on stderr and exit 1. A plaintext client (no
+   ``security.protocol`` in ``--command-config``) whose connections the controller closes, or answers with TLS,
+   is told that the listener may require SSL or SASL: such a listener closes a plaintext client without an
+   answer (kraftd) or answers its first bytes with a TLS alert (Kafka).
 3. Every retry loop is bounded (a leader change between DescribeCluster and DescribeQuorum is retried a few
    times within ``--timeout-ms``).
 """
@@ -155,6 +158,18 @@ def main(
 _Obj = tuple[str | None, str | None, int, str | None]
 
 
+def _failure(exc: KraftError, ssl: SSLContext | None, sasl: SaslClientConfig | None) -> click.ClickException:
+    """Contract 2."""
+    text = str(exc)
+    plaintext_refused = sasl is None and ("closed the connection" in text or "reset by peer" in text)
+    if ssl is None and (plaintext_refused or "the peer speaks TLS" in text):
+        text += (
+            " (a controller listener that requires SSL or SASL closes plaintext clients: set security.protocol"
+            " and its ssl.*/sasl.* keys in --command-config)"
+        )
+    return click.ClickException(text)
+
+
 def _target(
     obj: _Obj,
 ) -> tuple[list[tuple[str, int]], int, int, SSLContext | None, SaslClientConfig | None]:
@@ -201,7 +216,7 @@ def describe(obj: _Obj, status: bool, replication: bool, human_readable: bool) -
             else replication_report(info, human_readable=human_readable)
         )
     except KraftError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise _failure(exc, ssl, sasl) from None
     click.echo(text, nl=False)
 
 
@@ -227,7 +242,7 @@ def remove_controller(
         try:
             asyncio.run(remove_voter(hosts, controller_id, dir_id, timeout_ms, ssl, sasl))
         except KraftError as exc:
-            raise click.ClickException(str(exc)) from None
+            raise _failure(exc, ssl, sasl) from None
     # Kafka 4.3.1's tool prints its prefix with a trailing space, then " KRaft controller": two spaces.
     prefix = "DRY RUN of removing " if dry_run else "Removed "
     click.echo(f"{prefix} KRaft controller {controller_id} with directory id {controller_directory_id}")
@@ -248,7 +263,7 @@ def add_controller(obj: _Obj, dry_run: bool) -> None:
         if not dry_run:
             asyncio.run(add_voter(hosts, joining, timeout_ms, ssl, sasl))
     except KraftError as exc:
-        raise click.ClickException(str(exc)) from None
+        raise _failure(exc, ssl, sasl) from None
     prefix = "DRY RUN of adding" if dry_run else "Added"
     click.echo(
         f"{prefix} controller {joining.node_id} with directory id {uuid_to_str(joining.directory_id)} and "

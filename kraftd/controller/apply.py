@@ -9,7 +9,9 @@ Contracts:
    topic) is ignored rather than raising: replay never stops on a record a Kafka controller accepted.
 4. Semantics follow Kafka 4.3.1: a PartitionChangeRecord bumps the partition epoch always and the leader epoch
    when it names a leader (-2 = unchanged); BrokerRegistrationChangeRecord.Fenced is 1 fence / -1 unfence /
-   0 none; a FeatureLevelRecord at level 0 removes the feature; RemoveTopicRecord drops the topic's configs.
+   0 none; a FeatureLevelRecord at level 0 removes the feature; RemoveTopicRecord drops the topic's configs;
+   ClearElrRecord (a topic, or every topic for "") empties ELR and LastKnownElr of each partition holding either,
+   as a change to that partition (partition epoch + 1), the others untouched.
 """
 
 from __future__ import annotations
@@ -207,7 +209,9 @@ def _clear_elr(image: MetadataImage, r: Any) -> None:
     for t in image.topics.values():
         if r.topic_name in ("", t.name):
             for p in t.partitions.values():
-                p.elr, p.last_known_elr = [], []
+                if p.elr or p.last_known_elr:  # a change that empties both fields (partition epoch + 1)
+                    p.elr, p.last_known_elr = [], []
+                    p.partition_epoch += 1
 
 
 def _keep(store: str, key: Any) -> Any:

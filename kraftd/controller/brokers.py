@@ -22,11 +22,24 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
    metadata offset at or past the offset of the last records written for its shutdown (Kafka's
    BrokerHeartbeatManager "lowest active offset" rule: the new leaders know they lead before the old one
    stops); at that point it is fenced.
+6. With eligible.leader.replicas.version >= 1 (KIP-966), every partition change of 3, 4 and the unfencing of 2
+   is built by kraftd.controller.change with ELR upkeep (its contract 5), per partition in topic-name order, as
+   Kafka's generateLeaderAndIsrUpdates: fencing or controlled shutdown takes the broker out of each ISR holding
+   it (which may leave the ISR empty, the broker then being kept in the ELR) and never elects it; unfencing
+   runs an election on every leaderless partition counting the broker as active (an ELR member or the last
+   known leader may so lead again). A registration from a new incarnation whose PreviousBrokerEpoch is the
+   registered epoch is a clean shutdown, handled as fencing; any other (an unclean shutdown) takes the broker
+   out of every ISR and every ELR holding it. A registration repeating the registered incarnation changes no
+   partition.
+7. From metadata.version 3.7-IV2, a heartbeat naming offline log directories that the registration still lists
+   as online takes the broker out of the ISR of every partition placed in them (as in 3, per directory), then a
+   BrokerRegistrationChangeRecord lists the remaining online directories; these records follow any the
+   heartbeat's state change writes (Kafka's processBrokerHeartbeat order).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
@@ -35,6 +48,7 @@ from generated.broker_registration_request import BrokerRegistrationRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.producer_ids_record import ProducerIdsRecord
 from generated.register_broker_record import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
+from kraftd.controller import change, elr
 from kraftd.controller.features import MV_DIRECTORIES
 from kraftd.controller.image import MetadataImage
 from kraftd.core.config import BugFlags
@@ -122,15 +136,28 @@ def register(
     )
     hb.touch(req.broker_id, now_ms)
     hb.shutdown_offset.pop(req.broker_id, None)  # a new incarnation starts outside controlled shutdown
-    # A broker registering again (a restart) leads nothing and leaves the ISRs first, as on an unclean shutdown.
-    moves = remove_from_partitions(image, req.broker_id) if old is not None else []
+    # A broker registering again (a restart) leads nothing and leaves the ISRs first (contract 6 with ELR on).
+    if old is not None and elr.enabled(image):
+        moves = _reregister_moves(image, req, old.epoch, old.incarnation_id)
+    else:
+        moves = remove_from_partitions(image, req.broker_id) if old is not None else []
     return Outcome([*moves, record], broker_epoch=epoch)
 
 
 def heartbeat(
     image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int, bugs: BugFlags = NO_BUGS
 ) -> Outcome:
-    """Contracts 2 and 4 (and 3 for WantFence)."""
+    """Contracts 2, 4 and 7 (and 3 for WantFence)."""
+    out = _heartbeat_state(image, req, hb, now_ms, bugs)
+    if out.error or not req.offline_log_dirs:
+        return out
+    dirs = offline_dirs(image, req.broker_id, list(req.offline_log_dirs))
+    return replace(out, records=[*out.records, *dirs]) if dirs else out
+
+
+def _heartbeat_state(
+    image: MetadataImage, req: BrokerHeartbeatRequest, hb: Heartbeats, now_ms: int, bugs: BugFlags
+) -> Outcome:
     b = image.brokers.get(req.broker_id)
     if b is None:
         return Outcome([], ErrorCode.BROKER_ID_NOT_REGISTERED)
@@ -221,7 +248,10 @@ def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
 
 
 def remove_from_partitions(image: MetadataImage, broker_id: int, keep_leader: bool = False) -> list[Any]:
-    """Shrink every ISR holding ``broker_id`` (never to empty) and move its leaderships (contract 3)."""
+    """Shrink every ISR holding ``broker_id`` (never to empty; with ELR on, contract 6) and move its leaderships
+    (contract 3)."""
+    if elr.enabled(image) and not keep_leader:
+        return partition_changes(image, holding(image, broker_id, isr=True), remove=broker_id)
     records: list[Any] = []
     for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
         for pid, p in sorted(t.partitions.items()):
@@ -244,14 +274,106 @@ def remove_from_partitions(image: MetadataImage, broker_id: int, keep_leader: bo
     return records
 
 
+def leave_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
+    """An unregistered broker's changes (kraftd.controller.broker_dirs contract 1, Kafka's
+    handleBrokerUnregistered): out of every ISR as when fenced; with ELR on, each partition whose ELR holds it is
+    then re-decided without it as a candidate (its ELR membership itself is kept, as Kafka's builder keeps it)."""
+    records = remove_from_partitions(image, broker_id)
+    if elr.enabled(image):
+        records += partition_changes(image, holding(image, broker_id, isr=False), remove=broker_id)
+    return records
+
+
+def offline_dirs(image: MetadataImage, broker_id: int, offline: list[Any]) -> list[Any]:
+    """Contract 7: the records for log directories a heartbeat newly reports offline."""
+    b = image.brokers[broker_id]
+    newly = [d for d in b.log_dirs if d in set(offline)]
+    if not newly or image.metadata_version < MV_DIRECTORIES:
+        return []
+    records: list[Any] = []
+    for d in newly:
+        placed = [
+            (tid, pid)
+            for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
+            for pid, p in sorted(t.partitions.items())
+            if broker_id in p.replicas
+            and len(p.directories) == len(p.replicas)
+            and p.directories[p.replicas.index(broker_id)] == d
+        ]
+        records += partition_changes(image, placed, remove=broker_id)
+    online = [d for d in b.log_dirs if d not in set(offline)]
+    records.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, log_dirs=online))
+    return records
+
+
 def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
-    """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced)."""
+    """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced); with ELR
+    on, every leaderless partition gets an election that counts it as active (contract 6)."""
+    if elr.enabled(image):
+        leaderless = [
+            (tid, pid)
+            for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
+            for pid, p in sorted(t.partitions.items())
+            if p.leader == NO_LEADER
+        ]
+        return partition_changes(image, leaderless, add=broker_id)
     records: list[Any] = []
     for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
         for pid, p in sorted(t.partitions.items()):
             if p.leader == NO_LEADER and broker_id in p.isr:
                 records.append(PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=broker_id))
     return records
+
+
+def holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[Any, int]]:
+    """(topic id, partition) of every partition whose ISR (else ELR) holds ``broker_id``, in name order."""
+    return [
+        (tid, pid)
+        for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
+        for pid, p in sorted(t.partitions.items())
+        if broker_id in (p.isr if isr else p.elr)
+    ]
+
+
+def partition_changes(
+    image: MetadataImage, where: list[tuple[Any, int]], *, remove: int = -1, add: int = -1, unclean: int = -1
+) -> list[Any]:
+    """Contract 6: one kraftd.controller.change per partition, ``remove`` / ``unclean`` taken out of the ISR and
+    never elected, ``add`` counted as active."""
+
+    def acceptable(r: int) -> bool:
+        return r not in (remove, unclean) and (r == add or change.active(image, r))
+
+    records: list[Any] = []
+    for tid, pid in where:
+        t = image.topics[tid]
+        p = t.partitions[pid]
+        record = change.build(
+            image,
+            tid,
+            pid,
+            p,
+            isr=[r for r in p.isr if r not in (remove, unclean)],
+            election=change.UNCLEAN if elr.unclean_enabled(image, t.name) else change.ANY,
+            acceptable=acceptable,
+            unclean_shutdown=[unclean] if unclean >= 0 else [],
+        )
+        if record is not None:
+            records.append(record)
+    return records
+
+
+def _reregister_moves(
+    image: MetadataImage, req: BrokerRegistrationRequest, old_epoch: int, old_incarnation: Any
+) -> list[Any]:
+    """Contract 6 for a registration replacing an earlier one."""
+    if req.incarnation_id == old_incarnation:
+        return []
+    bid = req.broker_id
+    if req.previous_broker_epoch == old_epoch:  # a clean shutdown: leave the ISRs as when fenced
+        return partition_changes(image, holding(image, bid, isr=True), remove=bid)
+    in_isr = partition_changes(image, holding(image, bid, isr=True), unclean=bid)
+    return in_isr + partition_changes(image, holding(image, bid, isr=False), unclean=bid)
 
 
 def allocate_producer_ids(

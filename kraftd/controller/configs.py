@@ -13,7 +13,8 @@ Contracts (ConfigurationControlManager.legacyAlterConfigs + ControllerConfigurat
    configs and values valid (INVALID_CONFIG), min.compaction.lag.ms must not exceed max.compaction.lag.ms and
    remote storage cannot be enabled (kraftd's brokers are assumed to run without tiered storage); then the
    resource must exist (UNKNOWN_TOPIC_OR_PARTITION; BROKER_ID_NOT_REGISTERED for an unknown broker id); other
-   resource types -> INVALID_REQUEST. A failed resource writes nothing; validateOnly writes nothing at all.
+   resource types -> INVALID_REQUEST; then kraftd.controller.elr contract 4 (INVALID_CONFIG, and ClearElrRecords
+   after the config records). A failed resource writes nothing; validateOnly writes nothing at all.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any
 
 from generated.alter_configs_request import AlterConfigsRequest
 from generated.config_record import ConfigRecord
+from kraftd.controller import elr
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
 
@@ -180,22 +182,26 @@ def alter_configs(
     for r in req.resources:
         given: dict[str, str | None] = {c.name: c.value for c in r.configs}
         error, message = _check(image, r.resource_type, r.resource_name, given)
-        results.append((r.resource_type, r.resource_name, error, message))
-        if error or req.validate_only:
+        if error:
+            results.append((r.resource_type, r.resource_name, error, message))
             continue
         current = image.configs.get((r.resource_type, r.resource_name), {})
-        for name, value in given.items():
-            if value != current.get(name) or r.resource_type == BROKER:
-                records.append(
-                    ConfigRecord(
-                        resource_type=r.resource_type, resource_name=r.resource_name, name=name, value=value
-                    )
-                )
-        for name in current:
-            if name not in given:
-                records.append(
-                    ConfigRecord(
-                        resource_type=r.resource_type, resource_name=r.resource_name, name=name, value=None
-                    )
-                )
+        mine = [
+            ConfigRecord(resource_type=r.resource_type, resource_name=r.resource_name, name=name, value=value)
+            for name, value in given.items()
+            if value != current.get(name) or r.resource_type == BROKER
+        ]
+        mine += [
+            ConfigRecord(resource_type=r.resource_type, resource_name=r.resource_name, name=name, value=None)
+            for name in current
+            if name not in given
+        ]
+        refusal = elr.config_refusal(image, mine)
+        if refusal is not None:
+            results.append((r.resource_type, r.resource_name, ErrorCode.INVALID_CONFIG, refusal))
+            continue
+        results.append((r.resource_type, r.resource_name, ErrorCode.NONE, None))
+        if not req.validate_only:
+            records += mine
+    records += elr.clear_records(image, records)
     return records, results

@@ -97,11 +97,14 @@ class MetadataController:
     def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
         """Apply newly committed batches; returns how many records were applied."""
         n = 0
-        for d in decode_batches(batches):
-            if d.offset <= self.committed.offset:
+        image = self.committed
+        for b in batches:
+            if b.is_control or b.last_offset <= image.offset:
                 continue
-            apply_record(self.committed, d.offset, d.api_key, d.version, d.record)
-            n += 1
+            for d in decode_batches((b,)):
+                if d.offset > image.offset:
+                    apply_record(image, d.offset, d.api_key, d.version, d.record)
+                    n += 1
         self.high_watermark = max(self.high_watermark, high_watermark)
         return n
 

@@ -8,13 +8,15 @@ Contracts (Kafka 4.3.1 ReplicationControlManager / ConfigurationControlManager, 
    FENCED_LEADER_EPOCH; another partition epoch -> INVALID_UPDATE_VERSION; a proposed ISR member that is not a
    replica, or is fenced or in controlled shutdown, or (v3) whose broker epoch is not its registration's ->
    INELIGIBLE_REPLICA. An accepted ISR that differs becomes a PartitionChangeRecord (partition epoch + 1); the
-   answer carries the resulting state.
+   answer carries the resulting state. Under reassignment, or with eligible.leader.replicas.version >= 1, the
+   change is kraftd.controller.change's (a shrink below the minimum ISR keeps the removed replicas in the ELR).
 2. CreatePartitions: unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one ->
    INVALID_PARTITIONS; new partitions are placed like CreateTopics with the replication factor of partition 0
    (or take the given assignments), one PartitionRecord each.
 3. IncrementalAlterConfigs: TOPIC resources must exist (UNKNOWN_TOPIC_OR_PARTITION), BROKER resources are "" (the
    cluster default) or a node id (INVALID_REQUEST otherwise); SET/DELETE/APPEND/SUBTRACT (0-3) become
-   ConfigRecords (a null value deletes); other resource types -> INVALID_REQUEST; validateOnly writes nothing.
+   ConfigRecords (a null value deletes); other resource types -> INVALID_REQUEST; then kraftd.controller.elr
+   contract 4 (INVALID_CONFIG, and ClearElrRecords after the config records); validateOnly writes nothing.
 4. UpdateFeatures: a known feature at a level this controller and every registered broker and controller
    supports, respecting level dependencies; lowering a level needs a downgrade upgrade type and is refused for
    metadata.version; kraft.version is not changed here. Any failure -> INVALID_UPDATE_VERSION and no records at
@@ -33,8 +35,8 @@ from generated.create_partitions_request import CreatePartitionsRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
+from kraftd.controller import elr, reassign
 from kraftd.controller import placement as placer
-from kraftd.controller import reassign
 from kraftd.controller.brokers import NO_BUGS
 from kraftd.controller.image import MetadataImage, PartitionState
 from kraftd.controller.topics import directories, usable_brokers
@@ -70,7 +72,8 @@ def alter_partition(
                 out.append((t.topic_id, p.partition_index, error, None))
                 continue
             isr = [b.broker_id for b in p.new_isr_with_epochs] if version >= 3 else list(p.new_isr)
-            if reassign.reassigning(state):  # the ISR change may complete a reassignment (KIP-455)
+            # The ISR change may complete a reassignment (KIP-455) or move replicas into the ELR (KIP-966).
+            if reassign.reassigning(state) or elr.enabled(image):
                 rec, code, after = reassign.alter_partition_change(
                     image, t.topic_id, p.partition_index, state, isr, req.broker_id
                 )
@@ -218,9 +221,14 @@ def incremental_alter_configs(
                     resource_type=r.resource_type, resource_name=r.resource_name, name=c.name, value=value
                 )
             )
+        if not error:
+            refusal = elr.config_refusal(image, changes)
+            if refusal is not None:
+                error, message = ErrorCode.INVALID_CONFIG, refusal
         results.append((r.resource_type, r.resource_name, error, message))
         if not error and not req.validate_only:
             records += changes
+    records += elr.clear_records(image, records)
     return records, results
 
 

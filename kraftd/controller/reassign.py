@@ -160,15 +160,25 @@ def list_reassignments(
 def alter_partition_change(
     image: MetadataImage, tid: uuid.UUID, pid: int, p: PartitionState, isr: list[int], sender: int
 ) -> tuple[Any, ErrorCode, PartitionState | None]:
-    """Contract 4, for a partition under reassignment: (record or None, error, resulting state)."""
+    """Contract 4, for a partition under reassignment (or any, with ELR on): (record or None, error, state)."""
     record = change.build(image, tid, pid, p, isr=isr)
     if record is None:
         return None, ErrorCode.NONE, p
     new = dataclasses.replace(p)
-    for name in ("isr", "replicas", "adding_replicas", "removing_replicas", "directories"):
+    for name, field in (
+        ("isr", "isr"),
+        ("replicas", "replicas"),
+        ("adding_replicas", "adding_replicas"),
+        ("removing_replicas", "removing_replicas"),
+        ("directories", "directories"),
+        ("eligible_leader_replicas", "elr"),
+        ("last_known_elr", "last_known_elr"),
+    ):
         value = getattr(record, name)
         if value is not None:
-            setattr(new, name, list(value))
+            setattr(new, field, list(value))
+    if record.leader_recovery_state != -1:
+        new.leader_recovery_state = record.leader_recovery_state
     if record.leader != change.NO_LEADER_CHANGE:
         new.leader, new.leader_epoch = record.leader, p.leader_epoch + 1
     new.partition_epoch = p.partition_epoch + 1

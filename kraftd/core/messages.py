@@ -217,6 +217,11 @@ def fetch_request(
     )
 
 
+def fetch_known_high_watermark(part: Any) -> int:
+    """The high watermark a Fetch partition says its sender knows (v18+); int64 max when the version lacks it."""
+    return int(part.high_watermark)
+
+
 def fetch_replica_id(msg: Any) -> int:
     rid: int = msg.replica_state.replica_id
     return rid if rid >= 0 else int(msg.replica_id)

@@ -137,7 +137,10 @@ class RaftNode(NodeContext):
         elif isinstance(d, Prospective | Candidate):
             election.poll_election(self, d)
         elif isinstance(d, Resigned):
-            quorum_rpcs.poll_resigned(self, d)
+            if self.voters.ids == (self.local.id,) and not self.shutting_down:
+                election.to_prospective(self)  # kraftd.core.quorum_rpcs invariant 4a
+            else:
+                quorum_rpcs.poll_resigned(self, d)
         elif self.is_voter:
             election.poll_unattached(self, d)
         else:

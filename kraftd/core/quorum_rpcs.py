@@ -10,6 +10,9 @@ Invariants:
    backoff is 0 for the first preferred candidate (and, as in Kafka, for a replica not named) and
    min(election backoff max, retry backoff * 2^(N-1)) for position N.
 4. A Resigned replica that is not shutting down moves to Unattached at epoch + 1 after its election timeout.
+4a. One that is the only voter (a restarted single-voter leader) becomes Prospective at once in its epoch, as
+   Kafka 4.3.1's KafkaRaftClient.initialize does: nobody else can lead, so waiting out the timeout only delays
+   (the dispatcher, kraftd.core.node, decides it before polling the Resigned state).
 """
 
 from __future__ import annotations

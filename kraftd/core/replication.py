@@ -7,6 +7,10 @@ Invariants:
    own flushed offset), moves only forward, and only once it exceeds the epoch start offset.
 2. A Fetch is answered at once on error, divergence or data; otherwise it waits (long poll) up to its max
    wait, and is completed early by new data or an HWM change.
+2a. A Fetch naming a known high watermark below the leader's (Fetch v18+, KIP-1166; Kafka 4.3.1's
+   isHighWatermarkUpdated) is answered at once, also when its own acknowledgement is what advanced it: a
+   follower never waits a long poll to learn that what it holds is committed (a read at a follower waits for
+   exactly that, kraftd.core.reads).
 3. A replica's progress (fetched offset, last fetch time, last caught-up time) is updated only from a
    Fetch that validated against the leader's log; only voters count for the HWM and check-quorum.
 4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
@@ -260,7 +264,9 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
     if rid >= 0:  # a negative id is no replica (a tool, a consumer): never an observer (Kafka LeaderState)
         _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
     found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
-    if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
+    hwm = reported_high_watermark(node, d)  # this fetch's own acknowledgement may just have advanced it
+    behind = m.fetch_known_high_watermark(part) < hwm  # invariant 2a
+    if found or behind or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
         return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
     d.parked[token] = ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms)
     return None

@@ -30,12 +30,12 @@ TRANSITIONS: dict[Role, frozenset[Role]] = {
     C: frozenset({U, P, L, F}),  # higher epoch; timeout or loss after backoff; majority; the winner
     L: frozenset({U, R, F}),  # higher epoch; check-quorum/shutdown; a higher-epoch leader
     F: frozenset({U, P, F}),  # higher epoch (observers: fetch timeout); fetch timeout; a new leader
-    R: frozenset({U, F}),  # higher epoch or election timeout; a higher-epoch leader
+    R: frozenset({U, P, F}),  # higher epoch or election timeout; the only voter; a higher-epoch leader
 }
 
 # Transitions allowed without raising the epoch (invariant 3).
 SAME_EPOCH: frozenset[tuple[Role, Role]] = frozenset(
-    {(U, U), (U, P), (U, F), (P, U), (P, C), (P, F), (C, P), (C, L), (C, F), (L, R), (F, P), (F, U)}
+    {(U, U), (U, P), (U, F), (P, U), (P, C), (P, F), (C, P), (C, L), (C, F), (L, R), (R, P), (F, P), (F, U)}
 )
 
 OBSERVER_ROLES = frozenset({U, F})

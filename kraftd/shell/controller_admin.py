@@ -47,7 +47,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("kraftd.controller")
 
 CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ENVELOPE = 19, 20, 37, 44, 58
-UPDATE_FEATURES = 57
+UPDATE_FEATURES, UNREGISTER_BROKER = 57, 64  # a broker forwards kafka-cluster's UnregisterBroker
 APIS: tuple[int, ...] = (
     CREATE_TOPICS,
     DELETE_TOPICS,
@@ -63,6 +63,12 @@ FORWARDABLE: dict[int, tuple[int, int]] = (
     }
     | controller_security.FORWARDABLE
     | controller_ops.FORWARDABLE
+    | {
+        UNREGISTER_BROKER: (
+            API_SPECS[UNREGISTER_BROKER].lowest_version,
+            API_SPECS[UNREGISTER_BROKER].highest_version,
+        )
+    }
 )
 
 
@@ -102,6 +108,8 @@ class ControllerAdmin:
             body = await self.node.ctl_security.handle(
                 inner.api_key, inner.body, inner.api_version, principal
             )
+        elif inner.api_key == UNREGISTER_BROKER:
+            body = await self.node.rpcs.handle(inner.api_key, inner.body, inner.api_version)
         else:
             body = await self.handle(inner.api_key, inner.body, inner.api_version)
         data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)

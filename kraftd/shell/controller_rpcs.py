@@ -1,5 +1,6 @@
 """Controller RPCs served on the controller listener: BrokerRegistration (62), BrokerHeartbeat (63),
-ControllerRegistration (70), AllocateProducerIds (67), AlterPartition (56), plus the periodic duties of the active controller.
+UnregisterBroker (64), ControllerRegistration (70), AllocateProducerIds (67), AlterPartition (56),
+AssignReplicasToDirs (73), plus the periodic duties of the active controller.
 
 Contracts:
 1. Every answer is computed from the state machine's latest image and, when it carries records, given only
@@ -8,7 +9,9 @@ Contracts:
 2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
-   leader; this is what DescribeCluster with ``--bootstrap-controller`` reports.
+   leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
+   security protocol ``listener.security.protocol.map`` gives it (Kafka's SecurityProtocol ids), as Kafka's
+   controllers register theirs.
 """
 
 from __future__ import annotations
@@ -24,6 +27,11 @@ from generated.alter_partition_request import AlterPartitionRequest
 from generated.alter_partition_response import AlterPartitionResponse
 from generated.alter_partition_response import PartitionData as ApPartitionData
 from generated.alter_partition_response import TopicData as ApTopicData
+from generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
+from generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
+from generated.assign_replicas_to_dirs_response import DirectoryData as ArdDirectory
+from generated.assign_replicas_to_dirs_response import PartitionData as ArdPartition
+from generated.assign_replicas_to_dirs_response import TopicData as ArdTopic
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from generated.broker_registration_request import BrokerRegistrationRequest
@@ -37,8 +45,11 @@ from generated.register_controller_record import (
     ControllerFeature,
     RegisterControllerRecord,
 )
-from kraftd.controller import brokers, partitions
+from generated.unregister_broker_request import UnregisterBrokerRequest
+from generated.unregister_broker_response import UnregisterBrokerResponse
+from kraftd.controller import broker_dirs, brokers, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
+from kraftd.security import PROTOCOLS
 from kraftd.shell.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode
 
@@ -48,15 +59,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("kraftd.controller")
 
 BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION, ALLOCATE_PRODUCER_IDS = 62, 63, 70, 67
-ALTER_PARTITION = 56
+ALTER_PARTITION, UNREGISTER_BROKER, ASSIGN_REPLICAS_TO_DIRS = 56, 64, 73
 APIS: tuple[int, ...] = (
+    UNREGISTER_BROKER,
+    ASSIGN_REPLICAS_TO_DIRS,
     BROKER_REGISTRATION,
     BROKER_HEARTBEAT,
     CONTROLLER_REGISTRATION,
     ALLOCATE_PRODUCER_IDS,
     ALTER_PARTITION,
 )
-PLAINTEXT = 0
 
 
 class ControllerRpcs:
@@ -84,7 +96,48 @@ class ControllerRpcs:
             return await self._heartbeat(body)
         if api_key == ALLOCATE_PRODUCER_IDS:
             return await self._allocate_producer_ids(body)
+        if api_key == UNREGISTER_BROKER:
+            return await self._unregister_broker(body)
+        if api_key == ASSIGN_REPLICAS_TO_DIRS:
+            return await self._assign_replicas_to_dirs(body)
         return await self._register_controller(body)
+
+    async def _unregister_broker(self, req: UnregisterBrokerRequest) -> UnregisterBrokerResponse:
+        if not self.machine.active:
+            return UnregisterBrokerResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        records, error, message = broker_dirs.unregister(self.machine.latest(), req.broker_id)
+        error = error or await self.node.controller.try_write(records)
+        if error:
+            return UnregisterBrokerResponse(error_code=error, error_message=message)
+        self.heartbeats.last_ms.pop(req.broker_id, None)
+        log.info("unregistered broker %d", req.broker_id)
+        return UnregisterBrokerResponse(error_code=ErrorCode.NONE)
+
+    async def _assign_replicas_to_dirs(
+        self, req: AssignReplicasToDirsRequest
+    ) -> AssignReplicasToDirsResponse:
+        if not self.machine.active:
+            return AssignReplicasToDirsResponse(error_code=ErrorCode.NOT_CONTROLLER)
+        records, error, results = broker_dirs.assign_replicas_to_dirs(self.machine.latest(), req)
+        error = error or await self.node.controller.try_write(records)
+        if error:
+            return AssignReplicasToDirsResponse(error_code=error)
+        return AssignReplicasToDirsResponse(
+            error_code=ErrorCode.NONE,
+            directories=[
+                ArdDirectory(
+                    id=d,
+                    topics=[
+                        ArdTopic(
+                            topic_id=t,
+                            partitions=[ArdPartition(partition_index=p, error_code=c) for p, c in parts],
+                        )
+                        for t, parts in topics
+                    ],
+                )
+                for d, topics in results
+            ],
+        )
 
     async def _register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
         if not self.machine.active:
@@ -214,7 +267,7 @@ class ControllerRpcs:
                     name=e.name,
                     host=e.host,
                     port=e.port if e.port else self.node.port,
-                    security_protocol=PLAINTEXT,
+                    security_protocol=PROTOCOLS.index(cfg.security_protocol_map[e.name]),
                 )
                 for e in cfg.advertised_controller_listeners
             ],

@@ -4,14 +4,17 @@ Contracts:
 1. Cluster-level refusals carry CLUSTER_AUTHORIZATION_FAILED; a per-topic entry (CreateTopics, DeleteTopics,
    CreatePartitions, topic resources of AlterConfigs / IncrementalAlterConfigs / DescribeConfigs) carries
    TOPIC_AUTHORIZATION_FAILED, as Kafka's ControllerApis answers an unauthorized topic.
-2. Kafka decides topic requests per topic; kraftd refuses such a request as a whole (kwire.authz contract 4), so
-   every entry of a refused request carries its refusal code.
+2. Topic and config requests are decided per entry (kwire.authz contract 4a): :func:`split` keeps the
+   authorized entries for the handler and :func:`merge` appends the refused entries' answers to its response,
+   as Kafka's ControllerApis appends TOPIC_AUTHORIZATION_FAILED results; a request refused whole carries its
+   refusal code in every entry.
 3. The answer's shape is the request's: one result per entry (per creation, filter, user, entity, partition);
    where the response version has a top-level error code it is set too.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from generated import alter_client_quotas_response as acq
@@ -38,6 +41,44 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 def _resource_code(resource_type: int) -> ErrorCode:
     return TOPIC_DENIED if resource_type == CONFIG_TOPIC else CLUSTER_DENIED
+
+
+# api key -> (request list attribute(s), response list attribute), for the per-entry APIs (contract 2).
+_ENTRIES: dict[int, tuple[tuple[str, ...], str]] = {
+    19: (("topics",), "topics"),
+    20: (("topic_names", "topics"), "responses"),
+    37: (("topics",), "results"),
+    33: (("resources",), "responses"),
+    44: (("resources",), "responses"),
+    32: (("resources",), "results"),
+}
+
+
+def split(api_key: int, req: Any, refused: frozenset[int]) -> tuple[Any, Any] | None:
+    """Contract 2: (request with the authorized entries, request with the refused ones); None when every entry
+    is refused or the API is not decided per entry."""
+    attrs = _ENTRIES.get(api_key)
+    if attrs is None:
+        return None
+    lists = [list(getattr(req, a)) for a in attrs[0]]
+    if len(refused) >= sum(len(x) for x in lists):
+        return None
+    allowed, denied_part = copy.copy(req), copy.copy(req)
+    index = 0
+    for attr, entries in zip(attrs[0], lists, strict=True):
+        keep = [e for i, e in enumerate(entries, index) if i not in refused]
+        drop = [e for i, e in enumerate(entries, index) if i in refused]
+        setattr(allowed, attr, keep)
+        setattr(denied_part, attr, drop)
+        index += len(entries)
+    return allowed, denied_part
+
+
+def merge(api_key: int, response: Any, refusal: Any) -> Any:
+    """Contract 2: the handler's response with the refused entries' answers appended."""
+    attr = _ENTRIES[api_key][1]
+    setattr(response, attr, [*getattr(response, attr), *getattr(refusal, attr)])
+    return response
 
 
 def denied(api_key: int, req: Any, version: int = -1) -> Any:

@@ -47,7 +47,33 @@ FETCH_SNAPSHOT, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 80, 8
 # CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope; kraftd.shell.controller_security: the ACL,
 # client quota, SCRAM and delegation token writes (29-31, 49, 51, 38-40); kraftd.shell.controller_ops: AlterConfigs,
 # ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments (33, 43, 45, 46).
-CONTROLLER_RPCS = (62, 63, 70, 67, 56, 19, 20, 37, 44, 57, 58, 29, 30, 31, 49, 51, 38, 39, 40, 33, 43, 45, 46)
+CONTROLLER_RPCS = (
+    62,
+    63,
+    64,
+    70,
+    67,
+    56,
+    73,
+    19,
+    20,
+    37,
+    44,
+    57,
+    58,
+    29,
+    30,
+    31,
+    49,
+    51,
+    38,
+    39,
+    40,
+    33,
+    43,
+    45,
+    46,
+)
 KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 READ_OFFSET = 650  # KIP-650, kraftd's key: answered by the core (kraftd.core.reads)
 DESCRIBE_CONFIGS = 32  # answered by kraftd.shell.reads

@@ -49,7 +49,7 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import handlers, image_security, membership, observe, wiring
+from kraftd.shell import denials, handlers, image_security, membership, observe, wiring
 from kraftd.shell.clock import now_ms
 from kraftd.shell.commits import CommitWaiters
 from kraftd.shell.controller_admin import ControllerAdmin
@@ -165,6 +165,8 @@ class ControllerNode:
             sasl=server_sasl,
             authorizer=authorizer,
             denied=handlers.denied_response,
+            features_read=self.reads.before_read,
+            per_entry=(denials.split, denials.merge),
         )
         await start_listening(self, bind)
         log.info(

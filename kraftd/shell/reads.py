@@ -2,7 +2,9 @@
 
 Contracts:
 1. ``kraftd.read.consistency=linearizable`` (the default): every answer built from the image - Metadata,
-   DescribeCluster, DescribeQuorum's voters view, DescribeConfigs - first passes a read barrier, so it reflects
+   DescribeCluster, DescribeQuorum's voters view, DescribeConfigs, ListPartitionReassignments and the finalized
+   features of any ApiVersions after a connection's handshake (kwire.server contract 10) - first passes a read
+   barrier, so it reflects
    every write acknowledged (by any controller) before the request arrived. A barrier that fails (no leader, or
    none reachable, within ``controller.quorum.request.timeout.ms``) fails the read: NOT_CONTROLLER or
    REQUEST_TIMED_OUT in the response's error fields; the local image is never served instead.

@@ -26,7 +26,7 @@ from typing import Any
 
 from generated.no_op_record import NoOpRecord
 from kraftd.controller import brokers as cb
-from kraftd.controller.features import bootstrap_feature_records, resolve_features
+from kraftd.controller.features import ELR_VERSION, bootstrap_feature_records, resolve_features
 from kraftd.controller.image_writer import image_from_batches, snapshot_values
 from kraftd.controller.machine import MetadataController
 from kraftd.core import effects as fx
@@ -66,6 +66,9 @@ class ControllerCluster(Cluster):
         mv = rng.choice(MVS)
         levels = resolve_features(None, {"metadata.version": mv})
         self.bootstrap = [encode_record(r, 0) for r in bootstrap_feature_records(levels)]
+        # With ELR on (KIP-966), a cluster-level min.insync.replicas of 2 half the time, so ISR shrinks below it
+        # (and ELR upkeep) happen without the ISR emptying.
+        self.min_isr = rng.choice((1, 2)) if levels.get(ELR_VERSION, 0) >= 1 else 1
         self.session_timeout_ms = 2000
         self.machines: dict[int, MetadataController] = {}
         self.heartbeats: dict[int, cb.Heartbeats] = {}
@@ -76,7 +79,7 @@ class ControllerCluster(Cluster):
 
     # ----- life cycle (contract 1) -----
     def start(self, node_id: int) -> None:
-        self.machines[node_id] = MetadataController(node_id, self.bootstrap)
+        self.machines[node_id] = MetadataController(node_id, self.bootstrap, min_insync_replicas=self.min_isr)
         self.heartbeats[node_id] = cb.Heartbeats(self.session_timeout_ms)
         self.end_offsets[node_id] = 0
         self.waiting[node_id] = []

@@ -16,7 +16,9 @@ from offset 0 into one image, batch by batch. Its invariants:
     offset (the image replayed from the log up to N).
 29. The active controller's uncommitted view, once everything it appended has committed, equals its committed
     image (the leader validates writes against exactly what every node will replay).
-(22)-(27) are checked on the reference image after every committed batch; (21) whenever a node commits or loads
+30. Eligible Leader Replicas (KIP-966) are replicas outside the ISR: ELR is disjoint from the ISR and a subset of
+    the replicas.
+(22)-(27) and (30) are checked on the reference image after every committed batch; (21) whenever a node commits or loads
 a snapshot; (28) whenever a node writes or installs one.
 """
 
@@ -82,6 +84,10 @@ class ControllerChecker(Checker):
                 if prev is not None and (now[0] < prev[0] or now[1] < prev[1]):
                     raise InvariantViolation(25, f"{where}: (leader, partition) epochs went {prev} -> {now}")
                 self.epochs[(tid, pid)] = now
+                if set(p.elr) & set(p.isr) or not set(p.elr) <= set(p.replicas):
+                    raise InvariantViolation(
+                        30, f"{where}: ELR {p.elr} not outside ISR {p.isr} within replicas {p.replicas}"
+                    )
                 if len(p.isr) > 1:
                     fenced = [r for r in p.isr if r in image.brokers and image.brokers[r].fenced]
                     if fenced:

@@ -329,3 +329,33 @@ def test_two_voter_leader_still_resigns_without_fetches() -> None:
     assert n.role is Role.LEADER
     n.step(Tick(2002 + n.config.check_quorum_timeout_ms))
     assert n.role is Role.RESIGNED
+
+
+def test_fetch_that_advances_the_high_watermark_is_answered_at_once() -> None:
+    """Replication invariant 2a (KIP-1166): the acknowledging follower learns the new HWM without a long poll;
+    a follower that already knows it waits (parked) as before, and a sender without the field (pre-v18) too."""
+    n = node()
+    elect(n)
+    n.step(LogFlushed(2003, 1))
+    ack = m.fetch_request("c", ReplicaKey(2), n.epoch, 1, n.epoch, 500, 1 << 20, -1)
+    resp = answer(n.step(RequestReceived(2004, 1, ack)))
+    assert n.high_watermark == 1 and m.single_partition(resp).high_watermark == 1
+    knows = m.fetch_request("c", ReplicaKey(2), n.epoch, 1, n.epoch, 500, 1 << 20, 1)
+    assert not [e for e in n.step(RequestReceived(2005, 2, knows)) if isinstance(e, fx.SendResponse)]
+    legacy = m.fetch_request("c", ReplicaKey(3), n.epoch, 1, n.epoch, 500, 1 << 20, (1 << 63) - 1)
+    assert not [e for e in n.step(RequestReceived(2006, 3, legacy)) if isinstance(e, fx.SendResponse)]
+
+
+def test_restarted_single_voter_leader_elects_itself_at_once() -> None:
+    """kraftd.core.quorum_rpcs invariant 4a: a former leader restarts Resigned, but as the only voter it does not
+    wait out an election timeout (Kafka 4.3.1's KafkaRaftClient.initialize goes Prospective at once)."""
+    first = node(voters=(1,))
+    first.step(Tick(0))
+    assert first.role is Role.LEADER and first.epoch == 1
+    again = node(voters=(1,), log=first.log, election_state=ElectionState(1, 1, ReplicaKey(1)))
+    assert again.role is Role.RESIGNED
+    again.step(Tick(1))
+    assert again.role is Role.LEADER and again.epoch == 2
+    three = node(voters=(1, 2, 3), election_state=ElectionState(1, 1, ReplicaKey(1)))
+    three.step(Tick(1))
+    assert three.role is Role.RESIGNED  # with other voters it waits for its election timeout, as before

@@ -34,7 +34,8 @@ def test_kafka_shape_of_the_table() -> None:
     assert TRANSITIONS[Role.LEADER] == {Role.UNATTACHED, Role.RESIGNED, Role.FOLLOWER}
     assert Role.CANDIDATE not in TRANSITIONS[Role.UNATTACHED]  # always through Prospective (KIP-996)
     assert Role.LEADER not in TRANSITIONS[Role.PROSPECTIVE]
-    assert TRANSITIONS[Role.RESIGNED] == {Role.UNATTACHED, Role.FOLLOWER}
+    # Resigned -> Prospective only for the only voter at start-up (Kafka 4.3.1's KafkaRaftClient.initialize).
+    assert TRANSITIONS[Role.RESIGNED] == {Role.UNATTACHED, Role.PROSPECTIVE, Role.FOLLOWER}
 
 
 @pytest.mark.parametrize("dst", [Role.PROSPECTIVE, Role.CANDIDATE, Role.LEADER, Role.RESIGNED])

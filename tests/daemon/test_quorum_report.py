@@ -102,3 +102,56 @@ def test_quorum_cli_usage_and_unreachable_errors() -> None:
     assert result.exit_code == 1 and "--human-readable is only supported" in result.output
     result = runner.invoke(main, [*base, "describe", "--status"])
     assert result.exit_code == 1 and f"127.0.0.1:{port}" in result.output
+
+
+@pytest.mark.parametrize("reset", [False, True])
+def test_quorum_cli_hints_at_security_when_a_listener_closes_a_plaintext_client(
+    tmp_path, reset: bool
+) -> None:
+    """A TLS or SASL listener closes a plaintext client unanswered (or resets it, when the request's bytes were not
+    all read); the one-line error says what to configure."""
+    import socket
+    import struct
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    port = server.getsockname()[1]
+
+    def refuse() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            conn.recv(1 if reset else 64)
+            if reset:  # close with unread bytes and no linger: the peer gets a RST
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            conn.close()
+
+    threading.Thread(target=refuse, daemon=True).start()
+    runner = CliRunner()
+    base = ["--bootstrap-controller", f"127.0.0.1:{port}", "--timeout-ms", "300"]
+    remove = [
+        "remove-controller",
+        "--controller-id",
+        "2",
+        "--controller-directory-id",
+        uuid_to_str(uuid.uuid4()),
+    ]
+    try:
+        for args in (["describe", "--status"], remove):
+            result = runner.invoke(main, [*base, *args])
+            lines = result.output.strip().splitlines()
+            assert result.exit_code == 1 and len(lines) == 1, result.output
+            assert "set security.protocol" in lines[0], lines
+        cfg = tmp_path / "client.properties"
+        cfg.write_text(
+            "security.protocol=SASL_PLAINTEXT\nsasl.mechanism=PLAIN\n"
+            'sasl.jaas.config=x required username="a" password="b";\n'
+        )
+        result = runner.invoke(main, [*base, "--command-config", str(cfg), "describe", "--status"])
+        assert result.exit_code == 1 and "security.protocol" not in result.output, result.output
+    finally:
+        server.close()

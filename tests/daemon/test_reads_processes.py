@@ -1,5 +1,6 @@
 """Failure modes of reads on real processes (kraftd.shell.reads): with the leader and a follower killed, the
-survivor waits up to the request timeout and fails every image read instead of answering from its image;
+survivor waits up to the request timeout and fails every image read (the finalized features of a later
+ApiVersions included) instead of answering from its image;
 with kraftd.read.consistency=stale it answers at once and marks the answer stale. About 15 s."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from generated.api_versions_request import ApiVersionsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from generated.incremental_alter_configs_request import (
@@ -30,6 +32,23 @@ TIMEOUT_MS = 1500
 DESCRIBE = DescribeConfigsRequest(
     resources=[DescribeConfigsResource(resource_type=4, resource_name="", configuration_keys=None)]
 )
+
+
+def features_read(port: int) -> tuple[dict[str, Any], Any]:
+    """kwire.server contract 10: (finalized features of the handshake, a later ApiVersions on the connection)."""
+
+    async def go() -> tuple[dict[str, Any], Any]:
+        c = KafkaClient("127.0.0.1", port, request_timeout=30)
+        try:
+            await c.connect()
+            assert c.versions is not None
+            handshake = dict(c.versions.finalized_features)
+            later = await c.send(ApiVersionsRequest(client_software_name="t", client_software_version="1"))
+            return handshake, later
+        finally:
+            await c.close()
+
+    return asyncio.run(go())
 
 
 async def ask(port: int, req: Any) -> Any:
@@ -95,6 +114,13 @@ def test_linearizable_reads_fail_without_a_leader(tmp_path: Path) -> None:
             ErrorCode.NOT_CONTROLLER,
             ErrorCode.REQUEST_TIMED_OUT,
         ), meta
+        # The connection's handshake is answered at once with the local features; a later ApiVersions (what
+        # Kafka's Admin.describeFeatures sends) is a read and fails like the others.
+        t0 = time.monotonic()
+        handshake, later = features_read(port)
+        assert "metadata.version" in handshake, handshake
+        assert later.error_code in (ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT), later
+        assert later.finalized_features == [] and time.monotonic() - t0 >= TIMEOUT_MS / 1000 * 0.9
     finally:
         q.stop_all()
 
@@ -106,5 +132,25 @@ def test_stale_reads_answer_from_the_image_and_say_so(tmp_path: Path) -> None:
         assert res.error_code == 0, res
         values = {c.name: c.value for c in res.configs}
         assert values["log.retention.ms"] == "4242" and values["kraftd.read.consistency"] == "stale", values
+        _, later = features_read(port)
+        assert later.error_code == 0 and "metadata.version" in [f.name for f in later.finalized_features]
     finally:
         q.stop_all()
+
+
+def test_reads_bench_runs_end_to_end() -> None:
+    """``bench/reads.py`` at a tiny size: every read answered without error in both phases, server CPU measured."""
+    import json
+    import subprocess
+    import sys
+
+    root = Path(__file__).resolve().parents[2]
+    args = ["--json", "--seconds", "1", "--samples", "40", "--workers", "1", "--in-flight", "32"]
+    done = subprocess.run(
+        [sys.executable, "bench/reads.py", *args], cwd=root, capture_output=True, text=True, timeout=100
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    res = json.loads(done.stdout.strip().splitlines()[-1])
+    assert res["failed_reads"] == 0, res
+    assert res["leader_alone_reads_per_s"] > 0 and res["three_controllers_reads_per_s"] > 0, res
+    assert res["leader_alone_server_cpu_per_s"] > 0 and res["samples"] == 40, res

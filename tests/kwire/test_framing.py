@@ -70,3 +70,21 @@ def test_garbage_raises_only_typed_errors(garbage, limit):
 def test_encode_refuses_oversize():
     with pytest.raises(LocalProtocolError):
         encode_frame(b"x" * 11, max_frame_size=10)
+
+
+@pytest.mark.parametrize(
+    "head",
+    [
+        b"\x15\x03\x03\x00\x02\x02\x46",  # a TLS 1.2 alert (what Kafka's SSL listener answers a plaintext client)
+        b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03",  # a ClientHello (a TLS client on a plaintext listener)
+    ],
+)
+def test_a_tls_record_instead_of_a_frame_is_named(head: bytes) -> None:
+    with pytest.raises(FrameSizeError, match=r"outside 0\.\.104857600.*the peer speaks TLS"):
+        FrameDecoder().feed(head)
+
+
+def test_an_oversized_frame_that_is_not_tls_is_not_called_tls() -> None:
+    with pytest.raises(FrameSizeError) as info:
+        FrameDecoder().feed(b"\x7f\x03\x03\x00")
+    assert "TLS" not in str(info.value)

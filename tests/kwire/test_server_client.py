@@ -162,9 +162,9 @@ def test_client_negotiates_down_to_a_server_limited_to_api_versions_v3():
         async with KafkaServer(echo_handler, served) as srv:
             orig = srv._api_versions
 
-            def spy(request, version):
+            def spy(request, version, *rest):
                 seen.append(version)
-                return orig(request, version)
+                return orig(request, version, *rest)
 
             srv._api_versions = spy  # type: ignore[method-assign]
             async with KafkaClient(HOST, srv.port) as c:
@@ -332,5 +332,52 @@ def test_request_once():
         async with KafkaServer(echo_handler) as srv:
             resp = await request_once(HOST, srv.port, DescribeQuorumRequest(), timeout=5)
             assert resp.error_message == "cid=1"  # correlation id 0 went to ApiVersions
+
+    run(main())
+
+
+def test_only_a_later_api_versions_waits_for_the_features_read():
+    """Contract 10: the handshake ApiVersions never waits; a later one on the connection is a read."""
+    from generated.api_versions_request import ApiVersionsRequest
+    from kwire.errors import ErrorCode
+
+    reads: list[int] = []
+    verdict = {"code": ErrorCode.REQUEST_TIMED_OUT}
+
+    async def features_read() -> int:
+        reads.append(1)
+        await asyncio.sleep(0.05)
+        return verdict["code"]
+
+    def ask(cid: int) -> bytes:
+        req = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        return encode_frame(encode_request(18, 3, cid, "raw", req))
+
+    async def main():
+        async with KafkaServer(
+            echo_handler,
+            finalized_features=lambda: (12, {"metadata.version": (30, 30)}),
+            features_read=features_read,
+        ) as srv:
+            reader, writer = await asyncio.open_connection(HOST, srv.port)
+            writer.write(ask(1) + ask(2))
+            first, second = await read_frames(reader, 2)
+            _, hs = decode_response(first, 18, 3)
+            _, later = decode_response(second, 18, 3)
+            assert (hs.error_code, [f.name for f in hs.finalized_features], hs.finalized_features_epoch) == (
+                0,
+                ["metadata.version"],
+                12,
+            )
+            # A failed read carries its error and never the local features; the api keys still negotiate.
+            assert later.error_code == ErrorCode.REQUEST_TIMED_OUT and later.finalized_features == []
+            assert later.finalized_features_epoch == -1 and later.api_keys
+            verdict["code"] = ErrorCode.NONE
+            writer.write(ask(3))
+            (third,) = await read_frames(reader, 1)
+            _, ok = decode_response(third, 18, 3)
+            assert ok.error_code == 0 and [f.name for f in ok.finalized_features] == ["metadata.version"]
+            writer.close()
+        assert len(reads) == 2  # the handshake never asked
 
     run(main())

@@ -105,6 +105,8 @@ APIS: dict[str, tuple[int, str, str, list[str]]] = {
     "BrokerRegistration": (62, "0-4", "0+", ["controller"]),
     "BrokerHeartbeat": (63, "0-2", "0+", ["controller"]),
     "AllocateProducerIds": (67, "0", "0+", ["controller"]),
+    "UnregisterBroker": (64, "0", "0+", ["broker", "controller"]),
+    "AssignReplicasToDirs": (73, "0", "0+", ["controller"]),
     "ControllerRegistration": (70, "0", "0+", ["controller"]),
     # Security metadata writes a broker forwards (kraftd.shell.controller_security), same jar.
     "DescribeAcls": (29, "1-3", "2+", ["broker", "controller"]),

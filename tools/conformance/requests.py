@@ -26,6 +26,7 @@ from generated.alter_partition_reassignments_request import AlterPartitionReassi
 from generated.alter_partition_request import AlterPartitionRequest
 from generated.alter_user_scram_credentials_request import AlterUserScramCredentialsRequest
 from generated.api_versions_request import ApiVersionsRequest
+from generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from generated.create_acls_request import CreateAclsRequest
 from generated.create_partitions_request import CreatePartitionsRequest
@@ -48,6 +49,7 @@ from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from generated.renew_delegation_token_request import RenewDelegationTokenRequest
 from generated.sasl_authenticate_request import SaslAuthenticateRequest
 from generated.sasl_handshake_request import SaslHandshakeRequest
+from generated.unregister_broker_request import UnregisterBrokerRequest
 from generated.update_features_request import UpdateFeaturesRequest
 from tools.conformance.runner import METADATA_TOPIC, describe_quorum_request
 
@@ -262,6 +264,10 @@ def harmless_request(api_key: int, version: int, cluster_id: str) -> Any:
         return BrokerHeartbeatRequest(
             broker_id=UNREGISTERED_BROKER, broker_epoch=-1, current_metadata_offset=0
         )
+    if api_key == 64:  # BROKER_ID_NOT_REGISTERED
+        return UnregisterBrokerRequest(broker_id=UNREGISTERED_BROKER)
+    if api_key == 73:  # no directory: BROKER_ID_NOT_REGISTERED (or UNSUPPORTED_VERSION before 3.7-IV2)
+        return AssignReplicasToDirsRequest(broker_id=UNREGISTERED_BROKER, broker_epoch=-1, directories=[])
     # Security metadata: a read, empty lists, validate-only, an HMAC no token has; none writes a record.
     # CreateDelegationToken (38) has no such form (a Kafka 4.3.1 controller closes the connection on a refused
     # one): None, and its version check SKIPs.
