@@ -62,24 +62,29 @@ def handle_add_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
         return added(ErrorCode.INVALID_REQUEST, "the request names no voter id and directory id")
     if not any(x.name == node.config.listener_name for x in listeners):
         return added(ErrorCode.INVALID_REQUEST, f"no listener named {node.config.listener_name}")
-    if d.voter_change is not None:
+    bugs = node.bugs
+    if d.voter_change is not None and not bugs.add_while_uncommitted:
         return added(ErrorCode.REQUEST_TIMED_OUT, "another voter change is in progress")
-    if node.high_watermark <= d.epoch_start_offset:
+    if node.high_watermark <= d.epoch_start_offset and not bugs.add_before_commit:
         return added(ErrorCode.REQUEST_TIMED_OUT, "the leader has not committed its epoch yet")
     hist = node.voter_history
     if hist.kraft_version < 1:
         return added(ErrorCode.UNSUPPORTED_VERSION, f"kraft.version is {hist.kraft_version}; adding needs 1")
-    if hist.latest_offset() < 0 or hist.has_uncommitted(node.high_watermark):
+    uncommitted = hist.latest_offset() < 0 or hist.has_uncommitted(node.high_watermark)
+    early = bugs.add_before_commit and node.high_watermark <= d.epoch_start_offset
+    if uncommitted and not (bugs.add_while_uncommitted or early):
         return added(ErrorCode.REQUEST_TIMED_OUT, "the latest voter change is not committed yet")
     key = ReplicaKey(msg.voter_id, msg.voter_directory_id)
     if node.voters.has_id(key.id):
         return added(ErrorCode.DUPLICATE_VOTER, f"{key.id} is already a voter of {list(node.voters.ids)}")
     ack = bool(getattr(msg, "ack_when_committed", True))
-    if not ack and key in hist.seen:
+    if not ack and key in hist.seen and not bugs.auto_join_rejoins:
         return added(ErrorCode.INVALID_VOTER_KEY, f"{key} was a voter before; it is not auto-joined again")
     timeout = node.config.request_timeout_ms
     if msg.timeout_ms > 0:
         timeout = min(timeout, msg.timeout_ms)
+    if d.voter_change is not None:  # only with BugFlags.add_while_uncommitted: the other requester times out
+        d.voter_change = None
     d.voter_change = PendingVoterChange(token, -1, node.now + timeout, "add", key, listeners, ack)
     node.probe_endpoints[key.id] = listeners
     node.send(key.id, probe_request())

@@ -26,6 +26,9 @@ class BugFlags:
     reconfig_before_commit: bool = False  # change voters before committing in the own epoch (KIP-853)
     two_uncommitted_changes: bool = False  # accept a voter change while another is uncommitted
     report_inherited_hwm: bool = False  # a new leader reports its follower-era HWM before committing
+    add_before_commit: bool = False  # AddRaftVoter before the leader committed in its own epoch (KIP-853)
+    add_while_uncommitted: bool = False  # AddRaftVoter while another voter change is pending or uncommitted
+    auto_join_rejoins: bool = False  # the leader auto-joins a key that was a voter before (KAFKA-19850)
     # Controller (metadata state machine) bugs, caught by the controller simulator (kraftd/sim/controller_*.py):
     fence_keeps_leader: bool = False  # fencing a broker shrinks its ISRs but leaves it leading
     isr_admits_fenced: bool = False  # AlterPartition accepts a fenced broker into an ISR
@@ -43,6 +46,9 @@ class BugFlags:
             or self.reconfig_before_commit
             or self.two_uncommitted_changes
             or self.report_inherited_hwm
+            or self.add_before_commit
+            or self.add_while_uncommitted
+            or self.auto_join_rejoins
             or self.fence_keeps_leader
             or self.isr_admits_fenced
             or self.reuse_broker_epoch

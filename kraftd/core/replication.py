@@ -14,7 +14,8 @@ Invariants:
 3. A replica's progress (fetched offset, last fetch time, last caught-up time) is updated only from a
    Fetch that validated against the leader's log; only voters count for the HWM and check-quorum.
 4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
-   is durable (node invariant 3); its HWM is min(leader HWM, own flushed offset) and never decreases.
+   is durable (node invariant 3); its HWM is min(leader HWM, own flushed offset), never decreases, and comes only
+   from an answer without diverging epoch or snapshot id (Kafka): a truncated log may keep a stale tail.
 5. Records handed to ``append`` get offsets at once; if the leader loses its epoch before they are
    written they are reported with ``AppendFailed`` and never commit.
 6. A follower answered with something it cannot act on (a snapshot id it cannot fetch, records that fail
@@ -168,9 +169,8 @@ def on_flushed(node: NodeContext, offset: int) -> None:
 
 
 def update_high_watermark(node: NodeContext, d: Leader) -> None:
-    ends = (
-        [node.flushed] if node.is_voter else []
-    )  # a leader removed from the set does not count (KAFKA-16530)
+    # A leader removed from the set does not count (KAFKA-16530).
+    ends = [node.flushed] if node.is_voter else []
     # Only the voter's own key counts: an observer reusing a voter's id with a new disk is no voter (KIP-853).
     ends += [p.end_offset for p in d.replicas.values() if node.voters.is_voter(p.key)]
     ends.sort(reverse=True)
@@ -364,7 +364,7 @@ def handle_fetch_response(node: NodeContext, source: int, resp: Any) -> None:
         if target < node.log.end_offset:
             end = node.log_truncate(target)
             node.out.append(TruncateLog(end))
-        _fetched(node, d, part.high_watermark)
+        _fetched(node, d, -1)  # invariant 4: what is left may still diverge
         return
     if part.records:
         try:

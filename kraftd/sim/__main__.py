@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import fields
 
 from kraftd.core.config import BugFlags
 from kraftd.sim.harness import LIVENESS_BOUND_MS
@@ -29,19 +30,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--workers", type=int, default=1)
     p.add_argument(
         "--bug",
-        choices=[
-            "ack_before_flush",
-            "commit_old_epoch",
-            "no_check_quorum",
-            "double_vote",
-            "snapshot_missing_record",
-            "reconfig_before_commit",
-            "two_uncommitted_changes",
-            "report_inherited_hwm",
-            "fence_keeps_leader",
-            "isr_admits_fenced",
-            "reuse_broker_epoch",
-        ],
+        choices=[f.name for f in fields(BugFlags)],  # every planted bug, Raft and controller alike
     )
     p.add_argument(
         "--verbose", action="store_true", help="sweeps: print every seed's line, not only failures"

@@ -19,16 +19,14 @@ import random
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from generated.remove_raft_voter_request import RemoveRaftVoterRequest
+from generated.api_versions_request import ApiVersionsRequest
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.config import QuorumConfig
 from kraftd.core.events import (
-    AppendRecords,
     Event,
     LogFlushed,
     RequestReceived,
@@ -36,39 +34,18 @@ from kraftd.core.events import (
     Shutdown,
     Tick,
 )
-from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.log import ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
-from kraftd.core.snapshots import Snapshot
 from kraftd.core.states import Leader
-from kraftd.core.types import ElectionState, ReplicaKey, Role, VoterSet
-from kraftd.core.voters import control_entries
+from kraftd.core.types import ReplicaKey, Role, VoterSet
+from kraftd.sim import membership
+from kraftd.sim.describe import describe_event
 from kraftd.sim.invariants import Checker, InvariantViolation
 from kraftd.sim.network import Network
-from kwire.control import ControlRecordType as CT
+from kraftd.sim.storage import SimNode, Storage
 from kwire.errors import ErrorCode
 from kwire.records import decode_batch
-
-
-@dataclass(slots=True)
-class Storage:
-    election: ElectionState = field(default_factory=ElectionState)
-    batches: list[LogBatch] = field(default_factory=list)
-    snapshot: Snapshot | None = None  # the latest durable snapshot (KIP-630)
-
-    @property
-    def end_offset(self) -> int:
-        return self.batches[-1].next_offset if self.batches else 0
-
-
-@dataclass(slots=True)
-class SimNode:
-    node_id: int
-    storage: Storage = field(default_factory=Storage)
-    core: RaftNode | None = None
-    incarnation: int = 0
-    tick_at: int | None = None
-    state: list[bytes] = field(default_factory=list)  # the state machine: committed data values (volatile)
 
 
 class Cluster:
@@ -99,9 +76,8 @@ class Cluster:
         self.nodes = {i: SimNode(i) for i in [*voters, *observers]}
         self._heap: list[tuple[int, int, Callable[[], None]]] = []
         self._seq = 0
-        self._tokens: dict[
-            int, tuple[int, int, int, int]
-        ] = {}  # token -> requester, incarnation, req id, server
+        # token -> requester, its incarnation, request id, server, the id the requester addressed
+        self._tokens: dict[int, tuple[int, int, int, int, int]] = {}
         self._next_token = 1
         self.trace: deque[str] = deque(maxlen=trace_len)
         self.events = 0
@@ -111,6 +87,11 @@ class Cluster:
         # Read barriers in progress: (node, incarnation, ticket) -> committed end when the read started (12).
         self.reads: dict[tuple[int, int, int], int] = {}
         self.reads_served = 0
+        # KIP-853 joiners (kraftd.sim.membership): per-node start-up voter sets and configs, bootstrap ids.
+        self.start_voters: dict[int, VoterSet] = {}
+        self.node_configs: dict[int, QuorumConfig] = {}
+        self.bootstrap_servers: dict[int, int] = {}  # bootstrap id (-2, -3, ...) -> the node it names
+        self.on_leader: Callable[[int], None] | None = None  # a scenario's hook: a node took office
 
     # ----- scheduling -----
     def at(self, when: int, action: Callable[[], None]) -> None:
@@ -145,9 +126,9 @@ class Cluster:
         n.core = RaftNode(
             snapshot=snap,
             local=self.keys[node_id],
-            voters=self.voter_set,
+            voters=self.start_voters.get(node_id, self.voter_set),
             kraft_version=self.kraft_version,
-            config=self.config,
+            config=self.node_configs.get(node_id, self.config),
             rng=random.Random(self.rng.getrandbits(32)),
             cluster_id="sim",
             election_state=n.storage.election,
@@ -210,30 +191,6 @@ class Cluster:
         self.deliver(node_id, Tick(self.now))
         return True
 
-    def remove_voter(self, node_id: int) -> None:
-        """An operator's RemoveRaftVoter to the current leader (its answer is not awaited)."""
-        lead = self.leader()
-        if lead is None:
-            return
-        key = self.keys[node_id]
-        dir_id = key.directory_id or uuid.UUID(int=0)
-        req = RemoveRaftVoterRequest(cluster_id="sim", voter_id=key.id, voter_directory_id=dir_id)
-        self.trace.append(f"{self.now:>7} remove voter n{node_id} via n{lead.local.id}")
-        self.deliver(lead.local.id, RequestReceived(self.now, -1, req))
-
-    def _check_voter_change(self, nid: int, core: RaftNode, d: Leader, batches: tuple[LogBatch, ...]) -> None:
-        for b in batches:
-            if b.base_offset == d.epoch_start_offset:
-                continue  # the epoch-start batch restates the voters; it changes nothing
-            if not any(k == CT.KRAFT_VOTERS for _, k, _ in control_entries(b)):
-                continue
-            hist = core.voter_history.history
-            after = {k.id for k in hist[-1][1].voters}
-            before = {k.id for k in hist[-2][1].voters} if len(hist) > 1 else after
-            pending = sum(1 for off, _ in hist if off >= core.high_watermark)
-            committed_own = core.high_watermark > d.epoch_start_offset
-            self.checker.on_voter_change(nid, committed_own, pending, before, after)
-
     # ----- stepping a node -----
     def deliver(self, node_id: int, event: Event) -> None:
         n = self.nodes[node_id]
@@ -244,12 +201,16 @@ class Cluster:
         if isinstance(event, ResponseReceived):
             self._check_fetch_response(node_id, core, event)
         out = core.step(event)
-        self.trace.append(f"{self.now:>7} n{node_id} {_describe(event)} -> {core.role.value} e{core.epoch}")
+        self.trace.append(
+            f"{self.now:>7} n{node_id} {describe_event(event)} -> {core.role.value} e{core.epoch}"
+        )
         self._execute(n, core, out, event)
         if core.role is Role.LEADER:
             if before_role is not Role.LEADER:
                 snap_end = core.snapshot.snapshot_id.offset if core.snapshot is not None else 0
                 self.checker.on_new_leader(node_id, core.epoch, core.log.batches, snap_end)
+                if self.on_leader is not None:
+                    self.on_leader(node_id)
             self.checker.on_leader_hwm(node_id, core.epoch, core.high_watermark)
         self.check_durable()
 
@@ -264,18 +225,22 @@ class Cluster:
 
     def check_durable(self) -> None:
         """Invariants (4) and (7); re-evaluated only when an input to them changed."""
-        leaders = [
-            (i, n.core.high_watermark, n.core.log.batches)
-            for i, n in self.nodes.items()
-            if n.core is not None and n.core.role is Role.LEADER
+        cores = [
+            (i, n.core) for i, n in self.nodes.items() if n.core is not None and n.core.role is Role.LEADER
         ]
-        signature = (tuple((i, h) for i, h, _ in leaders), len(self.checker.committed), self.storage_version)
+        leaders = [(i, core.high_watermark, core.log.batches) for i, core in cores]
+        voters = {i: core.voters.ids for i, core in cores}
+        signature = (
+            tuple((i, h, voters[i]) for i, h, _ in leaders),
+            len(self.checker.committed),
+            self.storage_version,
+        )
         if signature == self._durable_signature:
             return
         self._durable_signature = signature
         durable = {i: n.storage.batches for i, n in self.nodes.items()}
         ends = {i: n.storage.snapshot.snapshot_id.offset for i, n in self.nodes.items() if n.storage.snapshot}
-        self.checker.check_durable(durable, leaders, ends)
+        self.checker.check_durable(durable, leaders, ends, voters)
 
     def _execute(self, n: SimNode, core: RaftNode, out: list[fx.Effect], event: Event) -> None:
         nid = n.node_id
@@ -299,10 +264,10 @@ class Cluster:
             elif isinstance(e, fx.AppendBatches):
                 self.checker.on_append(nid, core.log.batches, len(e.batches))
                 if isinstance(core.data, Leader):
-                    self._check_voter_change(nid, core, core.data, e.batches)
+                    membership.check_voter_change(self, nid, core, core.data, e.batches)
             elif isinstance(e, fx.TruncateLog):
                 removed = [b for b in n.storage.batches if b.next_offset > e.offset]
-                self.checker.on_truncate(nid, removed)
+                self.checker.on_truncate(nid, removed, core.high_watermark)
                 n.storage.batches = [b for b in n.storage.batches if b.next_offset <= e.offset]
                 self.storage_version += 1
             elif isinstance(e, fx.FlushLog):
@@ -361,38 +326,51 @@ class Cluster:
 
     # ----- network -----
     def _send_request(self, n: SimNode, e: fx.SendRequest) -> None:
-        src, dst, inc = n.node_id, e.destination, n.incarnation
+        """``e.destination`` may be a bootstrap id (membership contract 1): the network sees the node it names,
+        the answer comes back from the id the core asked."""
+        src, alias, inc = n.node_id, e.destination, n.incarnation
+        dst = self.bootstrap_servers.get(alias, alias)
         msg = self.roundtrip(e.message) if self.roundtrip else e.message
-        if (not self.is_up(dst) and self.net.reachable(src, dst)) or self.net.disconnected():
+        if (
+            dst not in self.nodes
+            or (not self.is_up(dst) and self.net.reachable(src, dst))
+            or self.net.disconnected()
+        ):
             err = m.error_response(e.message, ErrorCode.BROKER_NOT_AVAILABLE)  # refused or reset
             self.at(
-                self.now + self.rng.randint(1, 5), lambda: self._response(src, inc, dst, e.request_id, err)
+                self.now + self.rng.randint(1, 5),
+                lambda: self._response(src, inc, dst, alias, e.request_id, err),
             )
             return
         for delay in self.net.delays():
-            self.at(self.now + delay, lambda: self._request(src, inc, dst, e.request_id, msg))
+            self.at(self.now + delay, lambda: self._request(src, inc, dst, alias, e.request_id, msg))
 
-    def _request(self, src: int, src_inc: int, dst: int, request_id: int, msg: Any) -> None:
+    def _request(self, src: int, src_inc: int, dst: int, alias: int, request_id: int, msg: Any) -> None:
         if not self.net.reachable(src, dst) or not self.is_up(dst):
+            return
+        if isinstance(msg, ApiVersionsRequest):  # answered by the shell (membership contract 2)
+            resp = membership.api_versions(msg)
+            for delay in self.net.delays():
+                self.at(self.now + delay, lambda: self._response(src, src_inc, dst, alias, request_id, resp))
             return
         token = self._next_token
         self._next_token += 1
-        self._tokens[token] = (src, src_inc, request_id, dst)
+        self._tokens[token] = (src, src_inc, request_id, dst, alias)
         self.deliver(dst, RequestReceived(self.now, token, msg))
 
     def _send_response(self, server: int, e: fx.SendResponse) -> None:
         entry = self._tokens.pop(e.token, None)
         if entry is None:
             return
-        src, src_inc, request_id, _ = entry
+        src, src_inc, request_id, _, alias = entry
         msg = self.roundtrip(e.message) if self.roundtrip else e.message
         for delay in self.net.delays():
-            self.at(self.now + delay, lambda: self._response(src, src_inc, server, request_id, msg))
+            self.at(self.now + delay, lambda: self._response(src, src_inc, server, alias, request_id, msg))
 
-    def _response(self, dst: int, dst_inc: int, server: int, request_id: int, msg: Any) -> None:
+    def _response(self, dst: int, dst_inc: int, server: int, alias: int, request_id: int, msg: Any) -> None:
         if self.nodes[dst].incarnation != dst_inc or not self.net.reachable(server, dst):
             return
-        self.deliver(dst, ResponseReceived(self.now, server, request_id, msg))
+        self.deliver(dst, ResponseReceived(self.now, alias, request_id, msg))
 
     # ----- views -----
     def leaders(self) -> list[RaftNode]:
@@ -404,60 +382,3 @@ class Cluster:
 
     def max_epoch(self) -> int:
         return max(n.storage.election.epoch for n in self.nodes.values())
-
-
-def _describe(event: Event) -> str:
-    if isinstance(event, RequestReceived | ResponseReceived):
-        kind = "req" if isinstance(event, RequestReceived) else f"resp from n{event.source}"
-        return f"{kind} {_summary(event.message)}"
-    if isinstance(event, AppendRecords):
-        return f"append {len(event.records)}"
-    return type(event).__name__
-
-
-def _summary(msg: Any) -> str:
-    name = type(msg).__name__
-    if getattr(msg, "error_code", 0):
-        return f"{name}(error={msg.error_code})"
-    if not hasattr(msg, "topics") and not hasattr(msg, "responses"):
-        return name  # the KIP-853 RPCs carry no partition
-    part = m.single_partition(msg)
-    if part is None:
-        return name
-    if isinstance(msg, m.VoteRequest):
-        return f"{name}(n{part.replica_id} e{part.replica_epoch} pre={part.pre_vote} last={part.last_offset}@{part.last_offset_epoch})"
-    if isinstance(msg, m.VoteResponse):
-        return f"{name}(granted={part.vote_granted} e{part.leader_epoch} leader={part.leader_id} err={part.error_code})"
-    if isinstance(msg, m.FetchRequest):
-        return f"{name}(n{m.fetch_replica_id(msg)} off={part.fetch_offset}@{part.last_fetched_epoch} e{part.current_leader_epoch})"
-    if isinstance(msg, m.FetchResponse):
-        div = part.diverging_epoch
-        extra = f" diverging={div.end_offset}@{div.epoch}" if div.epoch >= 0 else ""
-        n = len(part.records or b"")
-        return f"{name}(err={part.error_code} e{part.current_leader.leader_epoch} hwm={part.high_watermark} bytes={n}{extra})"
-    if isinstance(msg, m.ReadOffsetRequest):
-        return name
-    if isinstance(msg, m.ReadOffsetResponse):
-        leader = part.current_leader
-        return f"{name}(err={part.error_code} hwm={part.high_watermark} leader={leader.leader_id} e{leader.leader_epoch})"
-    if isinstance(msg, m.FetchSnapshotRequest):
-        return f"{name}({part.snapshot_id.end_offset}@{part.snapshot_id.epoch} pos={part.position})"
-    if isinstance(msg, m.FetchSnapshotResponse):
-        n = len(part.unaligned_records or b"")
-        return f"{name}(err={part.error_code} pos={part.position} bytes={n} size={part.size})"
-    err = getattr(part, "error_code", 0)
-    return f"{name}(leader={part.leader_id} e{part.leader_epoch}{f' err={err}' if err else ''})"
-
-
-def wire_roundtrip(rng: random.Random, fraction: float) -> Callable[[Any], Any]:
-    """Pass ``fraction`` of messages through encode/decode of the generated classes at their newest
-    version, so the simulator also exercises the real wire format."""
-
-    def roundtrip(msg: Any) -> Any:
-        if rng.random() >= fraction:
-            return msg
-        cls = type(msg)
-        version = cls.HIGHEST_VERSION
-        return cls.decode(msg.encode(version), version)
-
-    return roundtrip

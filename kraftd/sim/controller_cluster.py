@@ -36,9 +36,10 @@ from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader
 from kraftd.core.types import Role
-from kraftd.sim.cluster import Cluster, SimNode
+from kraftd.sim.cluster import Cluster
 from kraftd.sim.controller_invariants import ControllerChecker
 from kraftd.sim.invariants import Checker
+from kraftd.sim.storage import SimNode
 from kwire.errors import ErrorCode
 from kwire.metadata_frame import encode_record
 

@@ -11,14 +11,15 @@ needs at most a couple of randomized timeouts in [1 s, 2 s) plus election backof
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from kraftd.core.config import BugFlags, QuorumConfig
 from kraftd.core.node import RaftNode
 from kraftd.core.types import Role
-from kraftd.sim.cluster import Cluster, wire_roundtrip
+from kraftd.sim.cluster import Cluster
 from kraftd.sim.invariants import Checker
-from kraftd.sim.network import NetworkFaults
+from kraftd.sim.network import NetworkFaults, wire_roundtrip
 
 LIVENESS_BOUND_MS = 20_000
 
@@ -61,10 +62,12 @@ class Harness:
         snapshots: bool = False,
         kraft_version: int = 0,
         cluster_class: type[Cluster] = Cluster,
+        configure: Callable[[Cluster], None] | None = None,
     ) -> Cluster:
         """``cluster_class``: Cluster, or a subclass running a state machine on the nodes (the controller).
         ``snapshots``: the nodes' state machines snapshot at random times and every snapshot deletes the
-        log it covers (retention 0), so lagging replicas must catch up with FetchSnapshot."""
+        log it covers (retention 0), so lagging replicas must catch up with FetchSnapshot. ``configure`` runs
+        before any node starts (per-node start-up voters and configs: kraftd.sim.membership)."""
         rng = self.rng
         vids = list(range(voters))
         oids = list(range(voters, voters + observers))
@@ -91,6 +94,8 @@ class Harness:
         )
         c.roundtrip = wire_roundtrip(rng, 0.1)
         self.cluster = c
+        if configure is not None:
+            configure(c)
         for i in [*vids, *oids]:
             c.start(i)
         self._schedule_append(c)

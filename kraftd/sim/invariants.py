@@ -6,7 +6,10 @@ RaftEventSimulationTest checks the same family).
    Recorded as facts in a registry, so by induction equal (offset, epoch) implies equal prefixes.
 3. Every committed batch is in the log of every later leader (checked when a leader takes office).
 4. Committed data is never lost or changed: what any node applies agrees with the global committed prefix,
-   no node truncates a committed batch, and a majority of voters keeps it durable across crashes.
+   no node truncates a committed batch below its own high watermark (Kafka's follower refuses that), and a
+   majority of voters keeps it durable across crashes. A node may drop a committed batch it never knew to be
+   committed: a stale leader of an older epoch, which lacks what a newer epoch committed, answers its Fetch
+   with a diverging epoch (the membership simulation, seed 650); the majority check covers what is left.
 5. Each leader's HWM never decreases within its epoch.
 6. Each node's persisted epoch never decreases.
 7. A majority of voters has flushed (durably holds) every offset below each live leader's HWM.
@@ -15,8 +18,14 @@ RaftEventSimulationTest checks the same family).
    exactly the committed data records below it, in order. Below a node's log start, its snapshot stands in
    for the log in (2), (3), (4) and (7).
 10. Voter changes (KIP-853), checked whenever a leader appends a Voters record that changes its voter set: the
-   leader has committed a record of its own epoch, no other voter set is uncommitted in its log, and the new set
-   differs from the one in force by at most one voter.
+   leader has committed a record of its own epoch, no other voter set is uncommitted in its log, the new set
+   differs from the one in force by at most one voter, and an auto-join never adds back a key that was once a
+   committed voter (KAFKA-19850). Along the committed log, consecutive voter sets differ by at most one voter.
+   With a changing voter set, (4) and (7) count the voters of the set in force (the committed log's newest set
+   for (4), the leader's newest set for (7)); once any change happened, the holders must meet every majority
+   of that set rather than form one: data committed by a majority of the next set (in force before it commits)
+   meets every majority of the previous one, which is what keeps it from being lost, but need not be a
+   majority of it.
 11. A follower's high watermark never goes back: a Fetch response that names a high watermark (>= 0) names one at
    least the receiver's own (Kafka's FollowerState.updateHighWatermark kills the process otherwise).
 12. Linearizable reads (kraftd.core.reads): a read served at a node reflects every write acknowledged before the
@@ -33,7 +42,9 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 
 from kraftd.core.log import LogBatch
-from kraftd.core.types import ElectionState
+from kraftd.core.types import ElectionState, ReplicaKey
+from kraftd.core.voters import control_entries, voter_set_of
+from kwire.control import ControlRecordType as CT
 
 
 class InvariantViolation(AssertionError):
@@ -64,6 +75,13 @@ class Checker:
     committed: list[LogBatch] = field(default_factory=list)
     leader_hwm: dict[tuple[int, int], int] = field(default_factory=dict)  # (node, epoch) -> hwm
     snapshot_ends: dict[int, int] = field(default_factory=dict)  # node -> end offset of its durable snapshot
+    # (10): the committed log's newest voter set (empty: ``voters``, the start-up set), whether any leader ever
+    # changed its voter set, and every key that was in a committed voter set.
+    committed_voters: tuple[int, ...] = ()
+    voters_changed: bool = False
+    former_voters: set[ReplicaKey] = field(default_factory=set)
+    voter_sets: list[tuple[int, ...]] = field(default_factory=list)  # the committed log's sets, in order
+    auto_joins: int = 0  # additions leaders appended for an auto-join (AddRaftVoter without AckWhenCommitted)
 
     @property
     def committed_end(self) -> int:
@@ -71,6 +89,14 @@ class Checker:
 
     def majority(self) -> int:
         return len(self.voters) // 2 + 1
+
+    def in_force(self) -> tuple[int, ...]:
+        return self.committed_voters or self.voters
+
+    def _needed(self, voters: tuple[int, ...]) -> int:
+        """Holders needed among ``voters`` (4, 7): a majority, or with a changing set enough to meet every one."""
+        majority = len(voters) // 2 + 1
+        return len(voters) - majority + 1 if self.voters_changed else majority
 
     # (1), (6)
     def on_persist(self, node: int, old: ElectionState, new: ElectionState) -> None:
@@ -99,10 +125,14 @@ class Checker:
             if seen[1] is None and prev is not None:
                 self.registry[_key(b)] = (b.data, prev)
 
-    def on_truncate(self, node: int, removed: list[LogBatch]) -> None:
+    def on_truncate(self, node: int, removed: list[LogBatch], high_watermark: int) -> None:
         for b in removed:
             i = self._index_of(b.base_offset)
-            if i < len(self.committed) and _key(self.committed[i]) == _key(b):
+            if (
+                i < len(self.committed)
+                and _key(self.committed[i]) == _key(b)
+                and b.base_offset < high_watermark
+            ):
                 raise InvariantViolation(
                     4, f"node {node} truncated committed batch {b.base_offset}@{b.epoch}"
                 )
@@ -117,10 +147,29 @@ class Checker:
                     )
             elif b.base_offset == self.committed_end:
                 self.committed.append(b)
+                self._note_committed_voters(node, b)
             else:
                 raise InvariantViolation(
                     4, f"node {node} applied {_key(b)} past a gap at {self.committed_end}"
                 )
+
+    def _note_committed_voters(self, node: int, b: LogBatch) -> None:
+        """(10): the committed log's voter sets, each one voter away from the previous."""
+        for off, kind, value in control_entries(b):
+            if kind != CT.KRAFT_VOTERS:
+                continue
+            vs = voter_set_of(value)  # type: ignore[arg-type]
+            before, after = set(self.in_force()), set(vs.ids)
+            if len(before ^ after) > 1:
+                raise InvariantViolation(
+                    10,
+                    f"committed voter sets at {off} went {sorted(before)} -> {sorted(after)} (node {node})",
+                )
+            self.voters_changed = self.voters_changed or before != after
+            self.committed_voters = tuple(sorted(after))
+            if before != after or not self.voter_sets:
+                self.voter_sets.append(self.committed_voters)
+            self.former_voters.update(vs.voters)
 
     def _index_of(self, offset: int) -> int:
         lo, hi = 0, len(self.committed)
@@ -175,9 +224,11 @@ class Checker:
         durable: dict[int, list[LogBatch]],
         leaders: list[tuple[int, int, list[LogBatch]]],
         snapshot_ends: dict[int, int] | None = None,
+        leader_voters: dict[int, tuple[int, ...]] | None = None,
     ) -> None:
         """(7) and (4): count the voters whose durable log holds the very batch that ends at the offset in
-        question (by (2), the same batch at the same place means the same prefix)."""
+        question (by (2), the same batch at the same place means the same prefix). ``leader_voters``: each
+        leader's newest voter set (default: the start-up set)."""
         if not self.check_majority_hwm:
             return
         self.snapshot_ends = snapshot_ends or {}
@@ -185,22 +236,26 @@ class Checker:
             if hwm > 0:
                 # Below the leader's log start (a snapshot deleted it) the committed copy names the batch.
                 at = _batch_ending_at(log, hwm) or _batch_ending_at(self.committed, hwm)
-                held = self._holders(durable, at)
-                if held < self.majority():
+                voters = (leader_voters or {}).get(node, self.voters)
+                held = self._holders(durable, at, voters)
+                if held < self._needed(voters):
                     raise InvariantViolation(7, f"leader {node} HWM {hwm} is durable on only {held} voters")
         if self.committed:
-            held = self._holders(durable, self.committed[-1])
-            if held < self.majority():
+            voters = self.in_force()
+            held = self._holders(durable, self.committed[-1], voters)
+            if held < self._needed(voters):
                 raise InvariantViolation(
                     4, f"committed offset {self.committed_end} is durable on only {held} voters"
                 )
 
-    def _holders(self, durable: dict[int, list[LogBatch]], batch: LogBatch | None) -> int:
+    def _holders(
+        self, durable: dict[int, list[LogBatch]], batch: LogBatch | None, voters: tuple[int, ...]
+    ) -> int:
         if batch is None:
             return 0
         count = 0
         ends = self.snapshot_ends
-        for v in self.voters:
+        for v in voters:
             if ends.get(v, 0) >= batch.next_offset:  # a durable snapshot covers it (9)
                 count += 1
                 continue
@@ -229,14 +284,31 @@ class Checker:
 
     # (10)
     def on_voter_change(
-        self, node: int, own_epoch_committed: bool, uncommitted_sets: int, before: set[int], after: set[int]
+        self,
+        node: int,
+        own_epoch_committed: bool,
+        uncommitted_sets: int,
+        before: set[ReplicaKey],
+        after: set[ReplicaKey],
+        auto_join: bool = False,
     ) -> None:
+        """``before``/``after``: the leader's voter sets around the Voters record it appended; ``auto_join``: the
+        record answers an AddRaftVoter without AckWhenCommitted (KIP-1186, a node adding itself)."""
+        old, new = {k.id for k in before}, {k.id for k in after}
+        self.voters_changed = self.voters_changed or old != new
         if not own_epoch_committed:
             raise InvariantViolation(10, f"leader {node} changed voters before committing in its own epoch")
         if uncommitted_sets > 1:
             raise InvariantViolation(10, f"leader {node} holds {uncommitted_sets} uncommitted voter sets")
-        if len(before ^ after) > 1:
-            raise InvariantViolation(10, f"leader {node} changed voters {sorted(before)} -> {sorted(after)}")
+        if len(old ^ new) > 1:
+            raise InvariantViolation(10, f"leader {node} changed voters {sorted(old)} -> {sorted(new)}")
+        self.auto_joins += auto_join and len(new - old) == 1
+        back = (after - before) & self.former_voters if auto_join else set()
+        if back:
+            raise InvariantViolation(
+                10,
+                f"leader {node} auto-joined {sorted(k.id for k in back)} back after its removal (KAFKA-19850)",
+            )
 
     # (8)
     def on_prevote_sent(self, node: int, request_epoch: int, persisted_epoch: int) -> None:

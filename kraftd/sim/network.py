@@ -10,7 +10,9 @@ Invariants:
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(slots=True)
@@ -63,3 +65,17 @@ class Network:
 
     def heal(self) -> None:
         self.blocked.clear()
+
+
+def wire_roundtrip(rng: random.Random, fraction: float) -> Callable[[Any], Any]:
+    """Pass ``fraction`` of messages through encode/decode of the generated classes at their newest
+    version, so the simulator also exercises the real wire format."""
+
+    def roundtrip(msg: Any) -> Any:
+        if rng.random() >= fraction:
+            return msg
+        cls = type(msg)
+        version = cls.HIGHEST_VERSION
+        return cls.decode(msg.encode(version), version)
+
+    return roundtrip

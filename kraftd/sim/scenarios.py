@@ -1,5 +1,6 @@
 """The scenarios: Kafka's RaftEventSimulationTest set, KIP-996's pre-vote ping-pong (KAFKA-17641), the
-zombie leader (KAFKA-15489), a random-fault chaos run, and a Raft-thesis Figure 8 schedule. Each takes a
+zombie leader (KAFKA-15489), a random-fault chaos run, a Raft-thesis Figure 8 schedule, snapshots (KIP-630)
+and, from kraftd.sim.membership_scenarios, voter changes (KIP-853). Each takes a
 Harness, drives faults, and ends with a liveness check after healing. Safety is checked by the
 invariants on every event; scenario-specific expectations raise ScenarioFailure.
 """
@@ -11,6 +12,7 @@ from functools import partial
 
 from kraftd.core.types import Role
 from kraftd.sim.harness import LIVENESS_BOUND_MS, Harness, ScenarioFailure
+from kraftd.sim.membership_scenarios import membership_changes, reconfig
 from kraftd.sim.network import NetworkFaults
 
 
@@ -364,54 +366,6 @@ def snapshots(h: Harness) -> None:
         raise ScenarioFailure("a replica never caught up with the leader (snapshot catch-up stalled)")
 
 
-def reconfig(h: Harness) -> None:
-    """KIP-853 under faults: a kraft.version 1 quorum of 2 to 5 voters loses followers one RemoveRaftVoter at a
-    time while nodes crash and the network splits; removed voters keep running as observers. (A leader removing
-    itself is covered by tests/core/test_update_voter.py and tests/interop/test_voters.py: here, a crash or
-    check-quorum resignation before that change commits can leave the remaining voters behind the removed
-    leader's log, with no voter able to win; the issue report lists it.) Invariant (10) is checked on every Voters record a leader appends. The durability checks (4, 7)
-    count a fixed voter set, so they are off here; (1)-(3), (5), (6), (9) and (10) stay on."""
-    rng = h.rng
-    voters = rng.randint(2, 5)
-    c = h.setup(voters, kraft_version=1, check_majority_hwm=False)
-    # A removal at the first moment a leader exists, usually before it has committed in its epoch: it must be
-    # refused then (the single-server membership bug, BugFlags.reconfig_before_commit).
-    c.run_until(c.now + LIVENESS_BOUND_MS, lambda: c.leader() is not None)
-    first = c.leader()
-    if first is not None:
-        c.remove_voter(rng.choice([i for i in first.voters.ids if i != first.local.id]))
-    h.wait_leader()
-    h.wait_commit()
-    end = c.now + rng.randint(5000, 15000)
-    while c.now < end:
-        h.run(rng.randint(50, 1200))
-        lead = c.leader()
-        ids = list(c.nodes)
-        action = rng.random()
-        others = [i for i in lead.voters.ids if i != lead.local.id] if lead is not None else []
-        if action < 0.35 and others:
-            c.remove_voter(rng.choice(others))
-        elif action < 0.5:
-            up = [i for i in ids if c.is_up(i)]
-            if up:
-                c.crash(rng.choice(up))
-        elif action < 0.7:
-            for i in ids:
-                if not c.is_up(i):
-                    c.start(i)
-        elif action < 0.8 and len(ids) > 1:
-            rng.shuffle(ids)
-            k = rng.randint(1, len(ids) - 1)
-            c.net.split(ids[:k], ids[k:])
-        else:
-            c.net.heal()
-    c.net.heal()
-    for i in c.nodes:
-        if not c.is_up(i):
-            c.start(i)
-    h.wait_commit()
-
-
 SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "initial_election": initial_election,
     "failover_graceful": failover_graceful,
@@ -428,6 +382,7 @@ SCENARIOS: dict[str, Callable[[Harness], None]] = {
     "figure8": figure8,
     "snapshots": snapshots,
     "reconfig": reconfig,
+    "membership": membership_changes,
     # one scenario per quorum size, so a round-robin sweep runs 1, 2, 3, 4 and 5 voters alike
     **{f"steady_leader_{n}v": partial(steady_leader, voters=n) for n in range(1, 6)},
 }

@@ -40,7 +40,7 @@ from kraftd.core.log import OffsetAndEpoch, ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.states import Candidate, Follower, Leader, Prospective, Resigned, Unattached
 from kraftd.core.types import ElectionState, ReplicaKey, VoterSet
-from kraftd.sim.cluster import _summary
+from kraftd.sim.describe import summary as _summary
 
 
 @dataclass
