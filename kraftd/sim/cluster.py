@@ -18,7 +18,7 @@ import heapq
 import random
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Any
 
@@ -152,6 +152,18 @@ class Cluster:
 
     def is_up(self, node_id: int) -> bool:
         return self.nodes[node_id].core is not None
+
+    def start_down(self, ids: Iterable[int] | None = None) -> None:
+        """Start every node of ``ids`` (default: all) that is down."""
+        for i in list(self.nodes) if ids is None else ids:
+            if not self.is_up(i):
+                self.start(i)
+
+    def split_at_random(self, rng: random.Random, ids: list[int]) -> None:
+        """Partition ``ids`` into two non-empty random sides (shuffles ``ids``)."""
+        rng.shuffle(ids)
+        k = rng.randint(1, len(ids) - 1)
+        self.net.split(ids[:k], ids[k:])
 
     def shutdown(self, node_id: int) -> None:
         self.trace.append(f"{self.now:>7} n{node_id} graceful shutdown")

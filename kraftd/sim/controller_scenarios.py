@@ -66,9 +66,7 @@ def _faults(h: Harness, c: ControllerCluster, fleet: BrokerFleet, duration_ms: i
 
 def _heal_and_settle(h: Harness, c: ControllerCluster, fleet: BrokerFleet) -> None:
     c.net.heal()
-    for i in c.nodes:
-        if not c.is_up(i):
-            c.start(i)
+    c.start_down()
     for b in fleet.brokers:
         fleet.restart(b)
     h.wait_commit()

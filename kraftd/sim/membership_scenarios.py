@@ -129,13 +129,9 @@ def membership_changes(h: Harness) -> None:
         elif action < 0.52 and up:
             c.crash(rng.choice(up))
         elif action < 0.66:
-            for i in ids:
-                if not c.is_up(i):
-                    c.start(i)
+            c.start_down(ids)
         elif action < 0.78:
-            rng.shuffle(ids)
-            k = rng.randint(1, len(ids) - 1)
-            c.net.split(ids[:k], ids[k:])
+            c.split_at_random(rng, ids)
         elif action < 0.84:
             a, b = rng.sample(ids, 2)
             c.net.cut(a, b)
@@ -145,9 +141,7 @@ def membership_changes(h: Harness) -> None:
     h.run(500)
     c.net.heal()
     c.net.faults.drop_rate = 0.0
-    for i in c.nodes:
-        if not c.is_up(i):
-            c.start(i)
+    c.start_down()
     h.wait_commit()
     keep = _settle(h, set(rng.sample(list(c.nodes), rng.randint(0, 2))), "shrinking")
     for i in sorted(auto - keep):  # a restart forgets that it joined once: the leader must still refuse it
@@ -194,17 +188,11 @@ def reconfig(h: Harness) -> None:
             if up:
                 c.crash(rng.choice(up))
         elif action < 0.7:
-            for i in ids:
-                if not c.is_up(i):
-                    c.start(i)
+            c.start_down(ids)
         elif action < 0.8 and len(ids) > 1:
-            rng.shuffle(ids)
-            k = rng.randint(1, len(ids) - 1)
-            c.net.split(ids[:k], ids[k:])
+            c.split_at_random(rng, ids)
         else:
             c.net.heal()
     c.net.heal()
-    for i in c.nodes:
-        if not c.is_up(i):
-            c.start(i)
+    c.start_down()
     h.wait_commit()

@@ -251,9 +251,7 @@ def chaos(h: Harness) -> None:
     h.run(500)  # let scheduled crashes (after graceful shutdowns) happen before the final restart
     c.net.heal()
     c.net.faults.drop_rate = 0.0
-    for i in c.nodes:
-        if not c.is_up(i):
-            c.start(i)
+    c.start_down()
     h.wait_commit()
 
 
@@ -352,15 +350,11 @@ def snapshots(h: Harness) -> None:
         elif action < 0.45 and down:
             c.start(rng.choice(down))
         elif action < 0.6 and len(ids) > 1:
-            rng.shuffle(ids)
-            k = rng.randint(1, len(ids) - 1)
-            c.net.split(ids[:k], ids[k:])
+            c.split_at_random(rng, ids)
         else:
             c.net.heal()
     c.net.heal()
-    for i in c.nodes:
-        if not c.is_up(i):
-            c.start(i)
+    c.start_down()
     h.wait_commit()
     if not c.run_until(c.now + LIVENESS_BOUND_MS, lambda: _all_caught_up(h)):
         raise ScenarioFailure("a replica never caught up with the leader (snapshot catch-up stalled)")
