@@ -140,8 +140,13 @@ def _partition(image: MetadataImage, r: Any) -> None:
 def _partition_change(image: MetadataImage, r: Any) -> None:
     t = image.topics.get(r.topic_id)
     p = t.partitions.get(r.partition_id) if t is not None else None
-    if p is None:
-        return
+    if p is not None:
+        change_partition(p, r)
+
+
+def change_partition(p: PartitionState, r: Any) -> None:
+    """Contract 4 for one PartitionChangeRecord on ``p`` (each changed field gets a fresh list, so a
+    ``dataclasses.replace`` copy of a partition can be changed without touching the original)."""
     if r.isr is not None:
         p.isr = list(r.isr)
     if r.leader != NO_LEADER_CHANGE:

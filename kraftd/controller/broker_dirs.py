@@ -7,8 +7,9 @@ handleAssignReplicasToDirs) and ClusterControlManager:
 1. UnregisterBroker: an id with no registration -> BROKER_ID_NOT_REGISTERED ("Broker ID N is not currently
    registered"). Otherwise the broker first leaves every ISR holding it, and with ELR on every partition whose
    ELR holds it is re-decided without it as a candidate (kraftd.controller.brokers contract 6 and
-   ``leave_partitions``: one change each, in topic-name order), then an UnregisterBrokerRecord names its id and current broker epoch. A live broker so removed learns it at
-   its next heartbeat (BROKER_ID_NOT_REGISTERED) and registers again.
+   ``leave_partitions``: one change each, in topic-name order), then an UnregisterBrokerRecord names its id
+   and current broker epoch. A live broker so removed learns it at its next heartbeat
+   (BROKER_ID_NOT_REGISTERED) and registers again.
 2. AssignReplicasToDirs needs metadata.version 3.7-IV2 or later (UNSUPPORTED_VERSION before); the broker must
    be registered (BROKER_ID_NOT_REGISTERED) at the epoch it names (STALE_BROKER_EPOCH). Per partition: a topic
    id naming no topic -> UNKNOWN_TOPIC_ID, a partition the topic lacks -> UNKNOWN_TOPIC_OR_PARTITION, a
@@ -63,7 +64,7 @@ def assign_replicas_to_dirs(
     if b.epoch != req.broker_epoch:
         return [], ErrorCode.STALE_BROKER_EPOCH, []
     records: list[Any] = []
-    offline: list[tuple[Any, int]] = []
+    offline: dict[tuple[Any, int], None] = {}  # in request order, each partition once
     results: DirResults = []
     for d in req.directories:
         online = d.id in b.log_dirs
@@ -85,11 +86,11 @@ def assign_replicas_to_dirs(
                     record = change.build(image, t.topic_id, pid, p, directory=(bid, d.id))
                     if record is not None:
                         records.append(record)
-                    if not online and (t.topic_id, pid) not in offline:
-                        offline.append((t.topic_id, pid))
+                    if not online:
+                        offline[(t.topic_id, pid)] = None
                 parts_out.append((pid, code))
             topics_out.append((t.topic_id, parts_out))
         results.append((d.id, topics_out))
     if offline:
-        records += brokers.partition_changes(image, offline, remove=bid)
+        records += brokers.partition_changes(image, list(offline), remove=bid)
     return records, ErrorCode.NONE, results

@@ -286,9 +286,12 @@ def leave_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
 
 def offline_dirs(image: MetadataImage, broker_id: int, offline: list[Any]) -> list[Any]:
     """Contract 7: the records for log directories a heartbeat newly reports offline."""
+    if image.metadata_version < MV_DIRECTORIES:
+        return []
     b = image.brokers[broker_id]
-    newly = [d for d in b.log_dirs if d in set(offline)]
-    if not newly or image.metadata_version < MV_DIRECTORIES:
+    gone = set(offline)
+    newly = [d for d in b.log_dirs if d in gone]
+    if not newly:
         return []
     records: list[Any] = []
     for d in newly:
@@ -301,7 +304,7 @@ def offline_dirs(image: MetadataImage, broker_id: int, offline: list[Any]) -> li
             and p.directories[p.replicas.index(broker_id)] == d
         ]
         records += partition_changes(image, placed, remove=broker_id)
-    online = [d for d in b.log_dirs if d not in set(offline)]
+    online = [d for d in b.log_dirs if d not in gone]
     records.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, log_dirs=online))
     return records
 

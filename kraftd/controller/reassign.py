@@ -32,6 +32,7 @@ from generated.alter_partition_reassignments_request import AlterPartitionReassi
 from generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from kraftd.controller import change
+from kraftd.controller.apply import change_partition
 from kraftd.controller.image import MetadataImage, PartitionState
 from kwire.errors import ErrorCode
 
@@ -165,23 +166,7 @@ def alter_partition_change(
     if record is None:
         return None, ErrorCode.NONE, p
     new = dataclasses.replace(p)
-    for name, field in (
-        ("isr", "isr"),
-        ("replicas", "replicas"),
-        ("adding_replicas", "adding_replicas"),
-        ("removing_replicas", "removing_replicas"),
-        ("directories", "directories"),
-        ("eligible_leader_replicas", "elr"),
-        ("last_known_elr", "last_known_elr"),
-    ):
-        value = getattr(record, name)
-        if value is not None:
-            setattr(new, field, list(value))
-    if record.leader_recovery_state != -1:
-        new.leader_recovery_state = record.leader_recovery_state
-    if record.leader != change.NO_LEADER_CHANGE:
-        new.leader, new.leader_epoch = record.leader, p.leader_epoch + 1
-    new.partition_epoch = p.partition_epoch + 1
+    change_partition(new, record)  # the state the record gives once replayed
     if record.leader not in (change.NO_LEADER_CHANGE, sender):
         return record, ErrorCode.NOT_LEADER_OR_FOLLOWER, None
     return record, ErrorCode.NONE, new

@@ -59,16 +59,17 @@ APIS: tuple[int, ...] = (
 FORWARDABLE: dict[int, tuple[int, int]] = (
     {
         k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
-        for k in (CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, UPDATE_FEATURES)
+        for k in (
+            CREATE_TOPICS,
+            DELETE_TOPICS,
+            CREATE_PARTITIONS,
+            INCREMENTAL_ALTER_CONFIGS,
+            UPDATE_FEATURES,
+            UNREGISTER_BROKER,
+        )
     }
     | controller_security.FORWARDABLE
     | controller_ops.FORWARDABLE
-    | {
-        UNREGISTER_BROKER: (
-            API_SPECS[UNREGISTER_BROKER].lowest_version,
-            API_SPECS[UNREGISTER_BROKER].highest_version,
-        )
-    }
 )
 
 

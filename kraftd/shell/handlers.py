@@ -36,43 +36,20 @@ from kraftd.config import Endpoint
 from kraftd.core import messages as core_messages
 from kraftd.core.client import QuorumInfo, ReplicaInfo
 from kraftd.core.types import METADATA_PARTITION, METADATA_TOPIC
-from kraftd.shell import denials
+from kraftd.shell import controller_admin, controller_ops, controller_rpcs, controller_security, denials
 from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
 FETCH_SNAPSHOT, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 80, 81, 82
-# Metadata state machine RPCs (kraftd.shell.controller_rpcs, controller_admin): BrokerRegistration,
-# BrokerHeartbeat, ControllerRegistration, AllocateProducerIds, AlterPartition, CreateTopics, DeleteTopics,
-# CreatePartitions, IncrementalAlterConfigs, UpdateFeatures, Envelope; kraftd.shell.controller_security: the ACL,
-# client quota, SCRAM and delegation token writes (29-31, 49, 51, 38-40); kraftd.shell.controller_ops: AlterConfigs,
-# ElectLeaders, AlterPartitionReassignments, ListPartitionReassignments (33, 43, 45, 46).
+# Metadata state machine RPCs, as the modules that answer them list them (controller_rpcs: broker and controller
+# lifecycle; controller_admin: topics, configs, features, Envelope; controller_ops: operator RPCs;
+# controller_security: ACL, quota, SCRAM and delegation-token writes).
 CONTROLLER_RPCS = (
-    62,
-    63,
-    64,
-    70,
-    67,
-    56,
-    73,
-    19,
-    20,
-    37,
-    44,
-    57,
-    58,
-    29,
-    30,
-    31,
-    49,
-    51,
-    38,
-    39,
-    40,
-    33,
-    43,
-    45,
-    46,
+    *controller_rpcs.APIS,
+    *controller_admin.APIS,
+    *controller_ops.APIS,
+    *controller_security.APIS,
 )
 KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 READ_OFFSET = 650  # KIP-650, kraftd's key: answered by the core (kraftd.core.reads)

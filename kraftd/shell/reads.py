@@ -4,10 +4,9 @@ Contracts:
 1. ``kraftd.read.consistency=linearizable`` (the default): every answer built from the image - Metadata,
    DescribeCluster, DescribeQuorum's voters view, DescribeConfigs, ListPartitionReassignments and the finalized
    features of any ApiVersions after a connection's handshake (kwire.server contract 10) - first passes a read
-   barrier, so it reflects
-   every write acknowledged (by any controller) before the request arrived. A barrier that fails (no leader, or
-   none reachable, within ``controller.quorum.request.timeout.ms``) fails the read: NOT_CONTROLLER or
-   REQUEST_TIMED_OUT in the response's error fields; the local image is never served instead.
+   barrier, so it reflects every write acknowledged (by any controller) before the request arrived. A barrier
+   that fails (no leader, or none reachable, within ``controller.quorum.request.timeout.ms``) fails the read:
+   NOT_CONTROLLER or REQUEST_TIMED_OUT in the response's error fields; the local image is never served instead.
 2. ``stale``: the answer comes from the locally applied image at once. It is still error-free; DescribeConfigs
    then carries the read-only entry ``kraftd.read.consistency=stale`` in each result, and every stale answer
    counts in the metric ``kraftd_reads_total{consistency="stale"}`` (docs/CONFIG.md).

@@ -10,9 +10,11 @@ Contracts:
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
 9a. Metadata, DescribeCluster, DescribeConfigs and the leader's DescribeQuorum pass a read barrier first
    (kraftd.shell.reads contract 1).
-10. ApiVersions (v3+; after a connection's handshake behind the read barrier, kwire.server contract 10) finalizes every feature of the committed image (metadata.version and the others) and
-   kraft.version at the quorum's level when it is above 0, as Kafka's controllers do; SupportedFeatures are the
-   ranges this controller can run (kraftd.controller.features.supported_ranges); its FinalizedFeaturesEpoch is the last committed offset seen (Kafka: the metadata image's offset).
+10. ApiVersions (v3+; after a connection's handshake behind the read barrier, kwire.server contract 10)
+   finalizes every feature of the committed image (metadata.version and the others) and kraft.version at the
+   quorum's level when it is above 0, as Kafka's controllers do; SupportedFeatures are the
+   ranges this controller can run (kraftd.controller.features.supported_ranges); its FinalizedFeaturesEpoch is
+   the last committed offset seen (Kafka: the metadata image's offset).
 """
 
 from __future__ import annotations

@@ -87,9 +87,6 @@ class Checker:
     def committed_end(self) -> int:
         return self.committed[-1].next_offset if self.committed else 0
 
-    def majority(self) -> int:
-        return len(self.voters) // 2 + 1
-
     def in_force(self) -> tuple[int, ...]:
         return self.committed_voters or self.voters
 
