@@ -41,6 +41,9 @@ Contracts:
    only after ``await features_read()`` returns NONE, and otherwise carries that error code and no finalized
    features. Exempting the handshake keeps connection set-up (Raft peers, brokers, the read barrier's own
    connection to the leader) from ever waiting on a read barrier, which itself needs those connections.
+   The handshake is the first supported ApiVersions once the connection is authenticated: an ApiVersions that
+   KIP-511 answered with UNSUPPORTED_VERSION is retried by the client, and a SASL client (Kafka's
+   SaslClientAuthenticator) sends one before authenticating and its NetworkClient another after; each is set-up.
 """
 
 from __future__ import annotations
@@ -332,7 +335,11 @@ class KafkaServer:
                     if session is not None:
                         session.admit(parsed.api_key, int(time.monotonic() * 1000))
                     handshake = parsed.api_key == API_VERSIONS_KEY and not versioned
-                    versioned = versioned or parsed.api_key == API_VERSIONS_KEY
+                    versioned = versioned or (
+                        handshake
+                        and not parsed.unsupported_api_versions
+                        and (session is None or session.authenticated)
+                    )
                     await slots.acquire()
                     t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)

@@ -275,3 +275,61 @@ def test_a_handler_sees_the_principal_of_the_request_it_serves() -> None:
         return alice.error_message, admin.error_message, anon.error_message
 
     assert asyncio.run(asyncio.wait_for(main(), 40)) == ("User:alice", "User:admin", "User:ANONYMOUS")
+
+
+def test_set_up_api_versions_around_sasl_never_wait_for_the_features_read() -> None:
+    """kwire.server contract 10 with SASL: Kafka's client sends ApiVersions before authenticating and again once
+    authenticated (and retries an unsupported version); all three are set-up, only a later one is a read. A Kafka
+    controller joining over SASL would otherwise be refused while the quorum has no leader (CI, session 6)."""
+    from generated.api_versions_request import ApiVersionsRequest
+    from generated.sasl_authenticate_request import SaslAuthenticateRequest
+
+    reads: list[int] = []
+
+    async def features_read() -> int:
+        reads.append(1)
+        return int(ErrorCode.NOT_CONTROLLER)
+
+    def versions(cid: int, unsupported: bool = False) -> bytes:
+        req = ApiVersionsRequest(client_software_name="t", client_software_version="1")
+        frame = encode_frame(encode_request(18, 3, cid, "raw", req))
+        return frame[:6] + (99).to_bytes(2, "big") + frame[8:] if unsupported else frame
+
+    async def main() -> list[tuple[int, int]]:
+        async with KafkaServer(
+            handler,
+            sasl=server_cfg(),
+            finalized_features=lambda: (7, {"metadata.version": (30, 30)}),
+            features_read=features_read,
+        ) as srv:
+            reader, writer = await asyncio.open_connection("127.0.0.1", srv.port)
+            dec = FrameDecoder()
+            pending: list[bytes] = []
+
+            async def exchange(frame: bytes) -> bytes:
+                writer.write(frame)
+                while not pending:
+                    data = await asyncio.wait_for(reader.read(65536), 5)
+                    assert data, "server closed the connection"
+                    pending.extend(dec.feed(data))
+                return pending.pop(0)
+
+            out: list[tuple[int, int]] = []
+            _, v0 = decode_response(await exchange(versions(1, unsupported=True)), 18, 0)
+            assert v0.error_code == ErrorCode.UNSUPPORTED_VERSION
+            token = SaslAuthenticateRequest(b"\0admin\0admin-secret")
+            for cid, key, version, frame in (
+                (2, 18, 3, versions(2)),
+                (3, 17, 1, encode_frame(encode_request(17, 1, 3, "raw", SaslHandshakeRequest("PLAIN")))),
+                (4, 36, 2, encode_frame(encode_request(36, 2, 4, "raw", token))),
+                (5, 18, 3, versions(5)),
+                (6, 18, 3, versions(6)),
+            ):
+                _, body = decode_response(await exchange(frame), key, version)
+                out.append((cid, body.error_code))
+            writer.close()
+            return out
+
+    answers = asyncio.run(asyncio.wait_for(main(), 30))
+    assert answers == [(2, 0), (3, 0), (4, 0), (5, 0), (6, int(ErrorCode.NOT_CONTROLLER))]
+    assert len(reads) == 1  # only the ApiVersions after the authenticated handshake was a read
