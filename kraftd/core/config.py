@@ -72,6 +72,9 @@ class QuorumConfig:
     # A follower whose fetch timer expired waits a random [0, this) before its first pre-votes: followers of
     # one leader time out together, and Prospectives that pre-vote each other at once split the vote.
     prospective_jitter_ms: int = 150
+    # A leader shutting down gracefully waits up to this long for what it wrote to commit before it resigns
+    # (kraftd.core.replication invariant 8).
+    shutdown_drain_ms: int = 500
     # KIP-630: the log before the latest snapshot is deleted once it holds more than retention_bytes or its
     # oldest batch is older than retention_ms (metadata.max.retention.bytes/.ms; -1 disables that bound).
     retention_bytes: int = 100 * 1024 * 1024

@@ -18,6 +18,11 @@ Invariants (numbers are cited by the handlers):
    once it passes the epoch start offset (Raft thesis §3.6.2; BugFlags.commit_old_epoch breaks this).
 5. The election timeout is re-armed randomized in [T, 2T) on every entry to Unattached, Prospective,
    Candidate and Resigned.
+6. A leader's graceful shutdown completes only once another voter is known to lead (``handed_over``), or the
+   node is an observer or the only voter (Kafka 4.3.1's maybeCompleteShutdown). Until then it stays up,
+   Resigned and then Unattached/Follower in the next epoch, and keeps answering Vote requests: in a 3-voter
+   quorum the other follower rejects a pre-vote (it has fetched, KIP-996), so the resigned leader's grant is
+   the one the preferred successor needs.
 """
 
 from __future__ import annotations
@@ -195,6 +200,12 @@ class NodeContext:
 
     def leader_and_epoch(self) -> LeaderAndEpoch:
         return LeaderAndEpoch(self.leader_id(), self.epoch)
+
+    def handed_over(self) -> bool:
+        """Invariant 6: a graceful shutdown may complete (Kafka 4.3.1's maybeCompleteShutdown)."""
+        if not self.is_voter or self.voters.ids == (self.local.id,):
+            return True
+        return not isinstance(self.data, Leader | Resigned) and self.leader_id() >= 0
 
     def election_deadline(self) -> int:
         t = self.config.election_timeout_ms

@@ -218,6 +218,8 @@ class RaftNode(NodeContext):
             cands += [p.deadline for p in d.parked.values()]
             if d.linger_deadline is not None:
                 cands.append(d.linger_deadline)
+            if d.drain_deadline is not None:
+                cands.append(d.drain_deadline)
         elif isinstance(d, Follower):
             cands.append(d.fetch_deadline)
         elif isinstance(d, Candidate):

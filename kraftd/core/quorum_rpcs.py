@@ -6,9 +6,11 @@ Invariants:
 2. A leader resigns (check-quorum: no majority fetched within 1.5 x fetch timeout, or shutdown) into
    Resigned in the same epoch and sends EndQuorumEpoch, naming the other voters by descending fetched
    offset, until each acknowledges or the epoch moves on.
-3. A follower of the resigning leader moves its fetch deadline to min(current, now + backoff) where the
-   backoff is 0 for the first preferred candidate (and, as in Kafka, for a replica not named) and
-   min(election backoff max, retry backoff * 2^(N-1)) for position N.
+3. A follower of the resigning leader sets its fetch deadline to now + backoff (Kafka 4.3.1's
+   overrideFetchTimeout), the strict exponential backoff of its position N among the K preferred candidates:
+   0 for the first, min(max, (max >> (K - 1)) << (N - 1)) for N >= 1, and the election backoff max for a
+   replica not named (Kafka 4.3.1's endEpochElectionBackoff). A fetch answered after that (sent before the
+   resignation) no longer moves the deadline (kraftd.core.replication invariant 4a).
 4. A Resigned replica that is not shutting down moves to Unattached at epoch + 1 after its election timeout.
 4a. One that is the only voter (a restarted single-voter leader) becomes Prospective at once in its epoch, as
    Kafka 4.3.1's KafkaRaftClient.initialize does: nobody else can lead, so waiting out the timeout only delays
@@ -83,10 +85,14 @@ def handle_begin_quorum(node: NodeContext, msg: Any) -> Any:
 
 
 def end_epoch_backoff_ms(node: NodeContext, preferred: list[ReplicaKey]) -> int:
-    position = next((i for i, k in enumerate(preferred) if k.matches(node.local)), -1)
-    if position <= 0:  # first, or not named at all: campaign at once (Kafka's indexOf rule)
+    """Invariant 3."""
+    position = next((i for i, k in enumerate(preferred) if k.matches(node.local)), len(preferred))
+    most = node.config.election_backoff_max_ms
+    if position == 0:
         return 0
-    return min(node.config.election_backoff_max_ms, node.config.retry_backoff_ms << (position - 1))
+    if position >= len(preferred):
+        return most
+    return min(most, (most >> (len(preferred) - 1)) << (position - 1))
 
 
 def handle_end_quorum(node: NodeContext, msg: Any) -> Any:
@@ -97,8 +103,7 @@ def handle_end_quorum(node: NodeContext, msg: Any) -> Any:
     node.maybe_transition(part.leader_id, part.leader_epoch)
     d = node.data
     if isinstance(d, Follower) and d.leader_id == part.leader_id and node.epoch == part.leader_epoch:
-        backoff = end_epoch_backoff_ms(node, m.preferred_of(part))
-        d.fetch_deadline = min(d.fetch_deadline, node.now + backoff)
+        d.fetch_deadline = node.now + end_epoch_backoff_ms(node, m.preferred_of(part))
         d.ended_by_leader = True
     return build(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch)
 

@@ -16,6 +16,10 @@ Invariants:
 4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
    is durable (node invariant 3); its HWM is min(leader HWM, own flushed offset), never decreases, and comes only
    from an answer without diverging epoch or snapshot id (Kafka): a truncated log may keep a stale tail.
+4a. A successful fetch re-arms the follower's fetch timer, except once its leader ended the epoch
+   (EndQuorumEpoch, kraftd.core.quorum_rpcs invariant 3): an answer the leader sent before resigning would
+   otherwise push the election a whole fetch timeout away. Kafka 4.3.1 re-arms it there too; that race made
+   1-2 in 10 of our graceful hand-offs take the 2 s fetch timeout.
 5. Records handed to ``append`` get offsets at once; if the leader loses its epoch before they are
    written they are reported with ``AppendFailed`` and never commit.
 6. A follower answered with something it cannot act on (a snapshot id it cannot fetch, records that fail
@@ -23,6 +27,14 @@ Invariants:
 7. Check-quorum (KIP-595): a leader resigns when a majority of voters (itself included) has not fetched
    within the check-quorum timeout; a leader that is the only voter is that majority alone and never
    resigns for it (Kafka's LeaderState exempts a one-voter set), also after the set shrank to one (KIP-853).
+8. A leader shutting down gracefully accepts no more appends, writes the ones it accepted, keeps serving
+   fetches, and resigns once its high watermark reaches its log end offset, or after ``shutdown_drain_ms``.
+   Kafka 4.3.1 resigns at once. A leader that resigns with an uncommitted tail rejects every pre-vote from a
+   follower without that tail (not up to date), and the other followers reject it too (they have fetched,
+   KIP-996). So the first preferred successor then always loses, and the hand-off waits for the next one's
+   backoff (election backoff max / 2 in a 3-voter quorum) or a fetch timeout. Once the tail commits, the
+   leader's list names a follower that holds all of it first (descending fetched offset), and the accepted
+   appends commit instead of failing.
 """
 
 from __future__ import annotations
@@ -140,7 +152,7 @@ def poll_leader(node: NodeContext, d: Leader) -> None:
     if _sole_voter(node):  # re-armed while alone, so a voter added later gets a full check-quorum period
         d.check_quorum_deadline = max(d.check_quorum_deadline, now + node.config.check_quorum_timeout_ms)
     quorum_lost = now >= d.check_quorum_deadline and not _sole_voter(node)
-    if d.resign_requested or node.shutting_down or (quorum_lost and not node.bugs.no_check_quorum):
+    if d.resign_requested or (quorum_lost and not node.bugs.no_check_quorum) or _drained(node, d):
         node.resign(d)
         return
     if d.linger_deadline is not None and now >= d.linger_deadline:
@@ -152,6 +164,16 @@ def poll_leader(node: NodeContext, d: Leader) -> None:
         if now >= p.deadline:
             del d.parked[token]
             respond(node, token, _fetch_data(node, d, p.fetch_offset, p.max_bytes))
+
+
+def _drained(node: NodeContext, d: Leader) -> bool:
+    """Invariant 8: a shutting-down leader may resign now."""
+    if not node.shutting_down:
+        return False
+    if d.drain_deadline is None:
+        d.drain_deadline = node.now + node.config.shutdown_drain_ms
+        _drain(node, d)
+    return node.high_watermark >= node.log.end_offset or node.now >= d.drain_deadline
 
 
 def _sole_voter(node: NodeContext) -> bool:
@@ -240,8 +262,6 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
     d = node.data
     if not isinstance(d, Leader):
         return _not_leader(node)
-    if node.shutting_down:
-        return _not_leader(node, ErrorCode.BROKER_NOT_AVAILABLE)
     snap = node.snapshot
     hwm = reported_high_watermark(node, d)
     diverging = node.log.validate(offset, last_epoch) if offset >= node.log.start_offset else None
@@ -395,7 +415,8 @@ def _validated(node: NodeContext, got: list[LogBatch]) -> list[LogBatch]:
 
 def _fetched(node: NodeContext, d: Follower, leader_hwm: int) -> None:
     d.has_fetched = True
-    d.fetch_deadline = node.now + node.config.fetch_timeout_ms
+    if not d.ended_by_leader:  # invariant 4a
+        d.fetch_deadline = node.now + node.config.fetch_timeout_ms
     node.follower_leader_hwm = leader_hwm
     _advance_follower_hwm(node, leader_hwm)
 

@@ -93,6 +93,7 @@ class Leader:
     parked: dict[int, ParkedFetch] = field(default_factory=dict)
     voter_change: PendingVoterChange | None = None  # at most one (KIP-853)
     resign_requested: bool = False  # removed from the committed voter set (KIP-853)
+    drain_deadline: int | None = None  # a graceful shutdown resigns by then (replication invariant 8)
 
 
 @dataclass(slots=True)

@@ -200,11 +200,12 @@ class ControllerNode:
                 " (resigning first if leading)" if graceful else "",
             )
         if graceful and not self._stopped.is_set() and self._driver is not None:
+            # A leader waits until another voter leads (kraftd.core.context invariant 6); others stop at once.
+            leading = isinstance(self.core.data, Leader | Resigned)
             self._events.put_nowait(Shutdown(now_ms()))
             limit = time.monotonic() + self.config.request_timeout_ms / 1000
-            while time.monotonic() < limit and not self._stopped.is_set():
-                d = self.core.data
-                if not isinstance(d, Leader) and not (isinstance(d, Resigned) and d.unacked):
+            while leading and time.monotonic() < limit and not self._stopped.is_set():
+                if self.core.handed_over():
                     break
                 await asyncio.sleep(0.01)
         await self.shutdown()
@@ -345,7 +346,11 @@ class ControllerNode:
         else:
             where = f"{peer.host}:{peer.port}"
             try:
+                started = time.perf_counter()
                 resp = await peer.request(message)
+                if log.isEnabledFor(logging.DEBUG) and not isinstance(message, core_messages.FetchRequest):
+                    took = (time.perf_counter() - started) * 1000
+                    log.debug("%s to node %d answered in %.1f ms", type(message).__name__, dest, took)
                 membership.learn(self, resp)
                 self.netlog.reached(dest, where)
                 self.netlog.sent_rejected(dest, where, message, resp)

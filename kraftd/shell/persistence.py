@@ -15,6 +15,8 @@ Contracts:
 
 from __future__ import annotations
 
+import logging
+import time
 import uuid
 from dataclasses import dataclass
 
@@ -38,6 +40,8 @@ from kraftd.storage.layout import NodeStorage
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.quorum_state import NOT_VOTED, ElectionStateRecord
 from kraftd.storage.uuids import ZERO_UUID
+
+log = logging.getLogger("kraftd.storage")
 
 DiskEffect = (
     PersistElectionState | TruncateLog | AppendBatches | WriteSnapshot | InstallSnapshot | DeleteLogBefore
@@ -156,7 +160,11 @@ class DiskMirror:
             self.storage.log.delete_before(effect.offset)
             snapshots.delete_snapshots_before(pdir, effect.offset, fsync=fsync)
         elif isinstance(effect, PersistElectionState):
+            started = time.perf_counter()
             self.storage.quorum_state.write(to_record(effect.state, self.setup))
+            if log.isEnabledFor(logging.DEBUG):
+                took = (time.perf_counter() - started) * 1000
+                log.debug("persisted election state %s in %.1f ms", effect.state, took)
         elif isinstance(effect, TruncateLog):
             self.storage.log.truncate_to(effect.offset)
         else:

@@ -19,6 +19,8 @@ Contracts:
 
 from __future__ import annotations
 
+import logging
+import time
 from typing import TYPE_CHECKING, Any
 
 from generated.describe_cluster_request import DescribeClusterRequest
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
 
 FORWARD_CLIENT = "kraftd-forward-"
+_ELECTION_APIS = (handlers.VOTE, handlers.BEGIN_QUORUM, handlers.END_QUORUM)
+log = logging.getLogger("kraftd.routing")
 
 
 class RequestRouter:
@@ -94,7 +98,13 @@ class RequestRouter:
             return handlers.metadata_response(body, self.cluster_view())
         if key == admin.KRAFTD_APPEND:
             return await admin.handle_append(node, body)
+        if key == handlers.END_QUORUM or key == handlers.VOTE:
+            membership.warm(node, _election_peers(key, body))
+        started = time.perf_counter()
         resp = await node.ask_core(body)
+        if key in _ELECTION_APIS and log.isEnabledFor(logging.DEBUG):
+            took = (time.perf_counter() - started) * 1000
+            log.debug("answered %s from %s:%d in %.1f ms", type(body).__name__, *info.peer, took)
         membership.advertise_leader(node, header.request_api_version if key == handlers.FETCH else -1, resp)
         node.netlog.answered(info.peer, body, resp)
         return resp
@@ -156,3 +166,13 @@ class RequestRouter:
                 await conn.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+
+def _election_peers(key: int, body: Any) -> list[int]:
+    """kraftd.shell.membership contract 4: whom an EndQuorumEpoch or Vote request tells us to connect to."""
+    parts = [p for t in body.topics for p in t.partitions]
+    if key == handlers.VOTE:
+        return [p.replica_id for p in parts]
+    return [c.candidate_id for p in parts for c in p.preferred_candidates] + [
+        i for p in parts for i in p.preferred_successors
+    ]

@@ -12,6 +12,7 @@ Contracts:
 
 from __future__ import annotations
 
+import contextlib
 from ssl import SSLContext
 from typing import Any
 
@@ -73,6 +74,16 @@ class PeerConnection:
             raise PeerError(f"{where}: {exc}", ErrorCode.REQUEST_TIMED_OUT) from None
         except (KraftError, OSError, TimeoutError) as exc:
             raise PeerError(f"{where}: {exc}", ErrorCode.BROKER_NOT_AVAILABLE) from None
+
+    @property
+    def connected(self) -> bool:
+        return self._client.connected
+
+    async def warm(self) -> None:
+        """Open and negotiate the connection now (kraftd.shell.membership contract 4); a failure is left to
+        the next request, which then waits out the reconnect backoff."""
+        with contextlib.suppress(KraftError, OSError, TimeoutError):
+            await self._client.connect()
 
     async def close(self) -> None:
         await self._client.close()

@@ -145,6 +145,8 @@ def _deadline(node: RaftNode) -> tuple[str, int]:
     d = node.data
     if isinstance(d, Follower):
         return "fetch", d.fetch_deadline
+    if isinstance(d, Leader) and d.drain_deadline is not None:
+        return "resign", min(d.drain_deadline, d.check_quorum_deadline)
     if isinstance(d, Leader):
         return "check-quorum", d.check_quorum_deadline
     if isinstance(d, Candidate) and d.backoff_until is not None:
