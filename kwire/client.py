@@ -150,6 +150,12 @@ class KafkaClient:
                 await asyncio.sleep(wait)
             try:
                 self.versions = await self._open_and_negotiate()
+            except asyncio.CancelledError:
+                # A connect cancelled half-way leaves no half-negotiated connection behind (contract 6).
+                if self._conn is not None:
+                    self._conn.fail_all(NetworkError("connecting was cancelled"))
+                    self._conn = None
+                raise
             except (TimeoutError, KraftError, OSError) as exc:
                 self._failures += 1
                 self._next_attempt = time.monotonic() + self.backoff_delay(self._failures)
@@ -249,6 +255,7 @@ class KafkaClient:
         payload = encode_request(api_key, version, cid, self.client_id, request)
         conn.next_id = (cid + 1) & 0x7FFFFFFF
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        fut.add_done_callback(_retrieve)  # a caller cancelled while waiting never reads a later failure
         conn.pending[cid] = (api_key, version, fut)
         try:
             conn.writer.write(encode_frame(payload, self._max_frame))
@@ -311,6 +318,11 @@ class KafkaClient:
                 await conn.writer.wait_closed()
             except (ConnectionError, OSError):
                 pass
+
+
+def _retrieve(fut: asyncio.Future[Any]) -> None:
+    if not fut.cancelled():
+        fut.exception()
 
 
 async def request_once(

@@ -14,6 +14,10 @@ Execution contract ("persist, then send, then apply"):
    comes before the first ``ApplyCommitted`` that follows its end offset.
 6. ``WriteSnapshot``/``InstallSnapshot`` are durable before any later effect of the same step (a log start
    that moves past records is always covered by a durable snapshot).
+7. A step carries at most one ``PersistElectionState``: the last state it reached. The ones before it were
+   never visible to a peer (they would have run before every message of the step, invariant 1), so writing
+   only the last is a crash at one of the two ends of that sequence. A voter that adopts a candidate's epoch
+   and grants its vote writes once, not twice (Kafka writes both; each write is two fsyncs).
 """
 
 from __future__ import annotations
@@ -167,5 +171,9 @@ _ORDER: dict[type, int] = {
 
 
 def ordered(effects: list[Effect]) -> list[Effect]:
-    """Stable-sort effects into the execution contract's phases (invariant 1)."""
+    """Stable-sort effects into the execution contract's phases (invariant 1), keeping only the step's last
+    ``PersistElectionState`` (invariant 7)."""
+    states = [e for e in effects if isinstance(e, PersistElectionState)]
+    if len(states) > 1:
+        effects = [e for e in effects if not isinstance(e, PersistElectionState) or e is states[-1]]
     return sorted(effects, key=lambda e: _ORDER[type(e)])

@@ -164,7 +164,10 @@ def test_one_vote_per_epoch_and_durable_before_the_answer() -> None:
     n = node()
     out = _vote(n, 2, 1)
     kinds = [type(e) for e in out if not isinstance(e, fx.SetDeadline | fx.LeaderChanged)]
-    assert kinds == [fx.PersistElectionState, fx.PersistElectionState, fx.SendResponse]
+    # Adopting epoch 1 and voting in it is one write (effects invariant 7), durable before the answer.
+    assert kinds == [fx.PersistElectionState, fx.SendResponse]
+    (state,) = [e.state for e in out if isinstance(e, fx.PersistElectionState)]
+    assert (state.epoch, state.leader_id, state.voted_key) == (1, -1, ReplicaKey(2))
     assert m.single_partition(answer(out)).vote_granted
     assert not m.single_partition(answer(_vote(n, 3, 1))).vote_granted
     assert m.single_partition(answer(_vote(n, 2, 1))).vote_granted  # same candidate again
