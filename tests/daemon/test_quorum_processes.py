@@ -3,6 +3,7 @@ clients, shutdown."""
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -127,3 +128,7 @@ def test_sigterm_of_the_leader_hands_over(cluster: Cluster) -> None:
     assert time.monotonic() - started < 1.9
     log = cluster.log_file(info.leader_id).read_text()
     assert "Traceback" not in log
+    # Kafka's maybeCompleteShutdown (kraftd.core.context invariant 6): the old leader stayed up, able to grant
+    # votes, until it followed its successor; before, it left as soon as its EndQuorumEpoch was acknowledged.
+    (stopped,) = re.findall(r"node \d+: shut down: (\w+) in epoch (\d+)", log)
+    assert stopped == ("follower", str(new.leader_epoch))
