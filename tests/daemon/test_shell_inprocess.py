@@ -21,7 +21,7 @@ from kraftd.core.types import ElectionState, ReplicaKey, VoterSet
 from kraftd.shell import handlers
 from kraftd.shell.node import ControllerNode
 from kraftd.shell.persistence import QuorumSetup, to_core_state, to_record
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.transport import KafkaServer, PeerConnection
 from kraftd.storage import fsio
 from kraftd.storage.errors import LogIOError
 from kraftd.storage.layout import open_node_storage, partition_dir
@@ -283,3 +283,49 @@ def test_persist_happens_before_send_and_a_failed_persist_sends_nothing(tmp_path
     with pytest.raises(LogIOError):
         node._execute([PersistElectionState(ElectionState(4, -1, ReplicaKey(1))), SendRequest(2, 2, vote)])
     assert order == []
+
+
+def test_end_quorum_epoch_opens_the_connection_to_a_preferred_successor_before_any_request(
+    tmp_path: Path,
+) -> None:
+    """kraftd.shell.membership contract 4: told by leader 2 that it resigns, node 1 connects to voter 3 (the
+    first preferred successor) at once, not when its first Vote or Fetch needs it. Node 1 is second of two, so
+    it waits (election backoff max / 2 = 5 s here) before its own pre-votes: nothing else uses that
+    connection in the meantime. Before contract 4 no connection was made until a request needed it."""
+    ports = free_ports(3)
+    voters = ",".join(f"{i + 1}@127.0.0.1:{p}" for i, p in enumerate(ports))
+    slow = {
+        "controller.quorum.election.timeout.ms": "10000",
+        "controller.quorum.election.backoff.max.ms": "10000",
+    }
+    cfg = write_properties(tmp_path / "1.properties", 1, ports[0], tmp_path / "d", voters, slow)
+    format_directory(load_config(cfg), CLUSTER_ID)
+    seen: list[int] = []
+
+    async def record(header: Any, body: Any, info: Any) -> Any:
+        seen.append(header.request_api_key)
+        raise KraftError("the stand-in for voter 3 answers nothing")
+
+    async def run() -> tuple[int, list[int]]:
+        peer3 = KafkaServer(record, handlers.supported_versions(), port=ports[2])
+        await peer3.start()
+        node = ControllerNode(load_config(cfg), seed=1)
+        await node.start()
+        conn = PeerConnection("127.0.0.1", node.port, client_id="t", timeout_ms=3000)
+        try:
+            end = core_messages.end_quorum_request(CLUSTER_ID, 2, 1, [ReplicaKey(3), ReplicaKey(1)])
+            resp = await conn.request(end)
+            assert resp.error_code == ErrorCode.NONE
+            for _ in range(300):
+                if peer3.stats.connections_total:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.sleep(0.2)  # a request on it, had there been one, would have arrived by now
+            return peer3.stats.connections_total, list(seen)
+        finally:
+            await conn.close()
+            await node.stop(graceful=False)
+            await peer3.close()
+
+    connections, requests = asyncio.run(run())
+    assert connections == 1 and requests == []
