@@ -204,9 +204,11 @@ class NodeContext:
 
     def handed_over(self) -> bool:
         """Invariant 6: a graceful shutdown may complete (Kafka 4.3.1's maybeCompleteShutdown)."""
+        if isinstance(self.data, Leader):
+            return False  # it resigns first, after committing its tail (kraftd.core.replication invariant 8)
         if not self.is_voter or self.voters.ids == (self.local.id,):
             return True
-        return not isinstance(self.data, Leader | Resigned) and self.leader_id() >= 0
+        return not isinstance(self.data, Resigned) and self.leader_id() >= 0
 
     def election_deadline(self) -> int:
         t = self.config.election_timeout_ms

@@ -122,4 +122,9 @@ def test_handed_over_only_once_another_voter_leads() -> None:
     assert n.role is Role.UNATTACHED and n.epoch == 2 and not n.handed_over()
     n.step(RequestReceived(2030, 301, m.begin_quorum_request("c", ReplicaKey(1), 2, 2)))
     assert n.role is Role.FOLLOWER and n.handed_over()
-    assert node(voters=(1,)).handed_over()  # the only voter has nobody to hand over to
+    alone = node(voters=(1,))
+    alone.step(Tick(0))
+    alone.step(LogFlushed(1, alone.log.end_offset))
+    assert alone.role is Role.LEADER and not alone.handed_over()  # a leader resigns first
+    alone.step(Shutdown(2))
+    assert alone.role is Role.RESIGNED and alone.handed_over()  # the only voter has nobody to hand over to
