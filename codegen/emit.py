@@ -158,6 +158,8 @@ def render_module(env: Environment, item: Loaded) -> str:
         funcs=lw.funcs,
         top_writers=sorted(out.writers.items()),
         top_readers=sorted(out.readers.items()),
+        # the compiled engine reads FIELDS, which carry no field-level flexibleVersions override
+        compiled=not any(f.has_flexible_override for s in spec.all_structs() for f in s.fields),
     )
     return ruff_format(text, f"{item.module}.py")
 
