@@ -125,6 +125,8 @@ def _struct_ctx(lw: Lowerer, s: StructSpec, top: bool) -> dict[str, Any]:
                 "ignorable": f.ignorable,
                 "struct": f.struct.name if f.struct is not None else None,
                 "map_key": f.map_key,
+                "flexible_override": f.has_flexible_override,
+                "flexible_versions": f.flexible.as_tuple() if f.flexible else None,
             }
         )
     doc = f"Top-level {lw.spec.name} message." if top else f"Struct {s.name} of {lw.spec.name}."
@@ -158,8 +160,6 @@ def render_module(env: Environment, item: Loaded) -> str:
         funcs=lw.funcs,
         top_writers=sorted(out.writers.items()),
         top_readers=sorted(out.readers.items()),
-        # the compiled engine reads FIELDS, which carry no field-level flexibleVersions override
-        compiled=not any(f.has_flexible_override for s in spec.all_structs() for f in s.fields),
     )
     return ruff_format(text, f"{item.module}.py")
 

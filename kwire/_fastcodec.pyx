@@ -69,6 +69,14 @@ cdef extern from *:
         PyList_SET_ITEM(l, i, v);
     }
     static PyTypeObject* kf_type(PyObject* o) { return Py_TYPE(o); }
+    /* 16 big-endian bytes of a non-negative int below 2**128 (a UUID's .int); -1 with OverflowError else. */
+    static int kf_uuid_bytes(PyObject* n, unsigned char* out) {
+    #if PY_VERSION_HEX >= 0x030D0000
+        return _PyLong_AsByteArray((PyLongObject*)n, out, 16, 0, 0, 1);
+    #else
+        return _PyLong_AsByteArray((PyLongObject*)n, out, 16, 0, 0);
+    #endif
+    }
     """
     object kf_alloc(object cls)
     Py_ssize_t kf_slot_offset(object d)
@@ -76,6 +84,7 @@ cdef extern from *:
     void kf_slot_set(object o, Py_ssize_t off, object v)
     void kf_list_set(object l, Py_ssize_t i, object v)
     void* kf_type(object o)
+    int kf_uuid_bytes(object n, unsigned char* out) except -1
 
 
 class Bail(Exception):
@@ -138,6 +147,7 @@ cdef class Dflt:
     cdef int dkind
     cdef object value        # the default (shared when immutable; a list/struct is rebuilt per use)
     cdef bint fresh_list     # value is [] (a new list per decoded object)
+    cdef bint same_is_default  # immutable value equal to itself: ``x is value`` means x is the default
     cdef Defaults sub        # D_STRUCT
 
 
@@ -197,6 +207,7 @@ cdef Defaults defaults_of(object cls):
             it.dkind = D_BOOL
         else:
             it.dkind = D_EQ
+        it.same_is_default = it.dkind != D_STRUCT and type(v) in (int, bool, str, bytes, type(None), _UUID_TYPE)
         items.append(it)
     ds.items = tuple(items)
     return ds
@@ -219,7 +230,7 @@ cdef object new_default(Defaults ds):
     return obj
 
 
-cdef object get_attr(object obj, object attr, Py_ssize_t off, void* cls):
+cdef inline object get_attr(object obj, object attr, Py_ssize_t off, void* cls):
     """``obj.<attr>``: straight from the slot when obj is exactly the generated class."""
     cdef PyObject* v
     if kf_type(obj) == cls:
@@ -234,6 +245,8 @@ cdef bint nondefault(object x, Dflt it) except -1:
     """Kafka writes a tagged field only when it differs from its default (codegen/names.py nondefault)."""
     cdef Dflt g
     cdef Defaults ds
+    if it.same_is_default and x is it.value:
+        return False
     if it.dkind == D_NONE:
         return x is not None
     if it.dkind == D_LEN:
@@ -275,6 +288,7 @@ cdef class Prog:
     cdef tuple absent_checks # Dflt of non-ignorable fields absent in this version (must hold defaults)
     cdef tuple absent        # Dflt of every field absent in this version (decode sets them)
     cdef Py_ssize_t unk_off
+    cdef Py_ssize_t size_hint  # the last encoding's size: the next buffer starts that big (no regrowth)
 
 
 cdef bint _in(object rng, int v):
@@ -311,7 +325,8 @@ cdef Prog build_prog(object cls, int v, bint flexible, dict memo):
         f.off = (<Dflt>it).off
         f.dflt = it
         f.nullable = _in(fi.nullable_versions, v)
-        f.compact = flexible
+        # a field-level flexibleVersions override decides compactness on its own (codegen/lower_base.compact)
+        f.compact = flexible and (not fi.flexible_override or _in(fi.flexible_versions, v))
         t = fi.type
         if t.startswith("[]"):
             f.kind = K_ARRAY
@@ -484,11 +499,9 @@ cdef int put_fixed(Out* o, int kind, object x) except -1:
         if type(x) is not _UUID_TYPE:
             raise Bail("not a UUID")
         n = x.int
-        if not PyLong_CheckExact(n) or n < 0 or n >> 128:
+        if not PyLong_CheckExact(n):
             raise Bail("bad UUID")
-        at = room(o, 16)
-        be64(at, <uint64_t>PyLong_AsUnsignedLongLongMask(n >> 64))
-        be64(at + 8, <uint64_t>PyLong_AsUnsignedLongLongMask(n))
+        kf_uuid_bytes(n, <unsigned char*>room(o, 16))
     else:
         raise Bail("not fixed")
     return 0
@@ -594,13 +607,17 @@ cdef int put_struct(Out* o, Prog pr, object obj) except -1:
         return 0
     if not pr.tagged:
         return put_byte(o, 0)
-    todo = []
+    cdef Py_ssize_t count = 0
+    for f in pr.tagged:
+        if nondefault(get_attr(obj, f.attr, f.off, clsp), f.dflt):
+            count += 1
+    put_uvarint(o, <uint64_t>count)
+    if count == 0:
+        return 0
     for f in pr.tagged:
         x = get_attr(obj, f.attr, f.off, clsp)
-        if nondefault(x, f.dflt):
-            todo.append((f, x))
-    put_uvarint(o, len(todo))
-    for f, x in todo:
+        if not nondefault(x, f.dflt):
+            continue
         out_init(&sub, 64)
         try:
             put_value(&sub, f, x, True)
@@ -614,9 +631,10 @@ cdef int put_struct(Out* o, Prog pr, object obj) except -1:
 
 cpdef bytes encode(Prog pr, object obj):
     cdef Out o
-    out_init(&o, 256)
+    out_init(&o, pr.size_hint if pr.size_hint > 64 else 64)
     try:
         put_struct(&o, pr, obj)
+        pr.size_hint = o.n
         return out_finish(&o)
     finally:
         out_free(&o)
