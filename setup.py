@@ -18,17 +18,22 @@ NOTE = "kraftd: compiled codec not built ({}); the pure-Python codec will be use
 class OptionalBuildExt(build_ext):
     """A failed compile is not a failed install: the pure-Python codec is complete on its own."""
 
+    failed = False
+
     def run(self) -> None:
         try:
             super().run()
         except Exception as e:  # noqa: BLE001 - any compiler/toolchain failure means "pure Python"
-            print(NOTE.format(f"{type(e).__name__}: {e}"), file=sys.stderr)
+            if not self.failed:
+                print(NOTE.format(f"{type(e).__name__}: {e}"), file=sys.stderr)
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except Exception as e:  # noqa: BLE001
+            self.failed = True
             print(NOTE.format(f"{type(e).__name__}: {e}"), file=sys.stderr)
+            raise
 
 
 def ext_modules() -> list[Extension]:
