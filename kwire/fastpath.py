@@ -21,7 +21,7 @@ from uuid import UUID
 
 from kwire import codec
 
-__all__ = ["ENGINE", "compiled", "fallback_count", "install", "set_compiled"]
+__all__ = ["ENGINE", "compiled", "fallback_count", "install", "pure_method", "set_compiled"]
 
 _log = logging.getLogger("kraftd.codec")
 _METHODS = ("encode", "write", "decode", "read")
@@ -88,6 +88,13 @@ def set_compiled(enabled: bool) -> bool:
     for cls, pure in _PURE.items():
         _apply(cls, _FAST[cls] if enabled else pure)
     return before
+
+
+def pure_method(cls: type, name: str) -> Any:
+    """The pure-Python ``encode``/``write``/``decode``/``read`` of ``cls`` (bound for the class methods),
+    whichever path is selected (benchmarks time both in one run)."""
+    value = _PURE[cls][name] if cls in _PURE else cls.__dict__[name]
+    return value.__get__(None, cls) if isinstance(value, classmethod) else value
 
 
 def fallback_count() -> int:
