@@ -67,6 +67,7 @@ class NodeContext:
         self.cluster_id = cluster_id
         self.log = log if log is not None else ReplicatedLog()
         self.now = now_ms
+        self.steps = 0  # events stepped so far (replication invariant 2b counts steps)
         self.out: list[Effect] = []
         self.voter_history = VoterHistory(voters, kraft_version)
         self.snapshot: Snapshot | None = None

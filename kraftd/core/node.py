@@ -72,6 +72,7 @@ class RaftNode(NodeContext):
     # ----- the entry point -----
     def step(self, event: Event) -> list[Effect]:
         self.now = max(self.now, event.now_ms)
+        self.steps += 1
         if isinstance(event, RequestReceived):
             self._on_request(event)
         elif isinstance(event, ResponseReceived):
@@ -215,6 +216,8 @@ class RaftNode(NodeContext):
             cands += [d.check_quorum_deadline, d.begin_quorum_deadline]
             if d.voter_change is not None:
                 cands.append(d.voter_change.deadline)
+            if any(p.hwm_step >= 0 for p in d.parked.values()):
+                return now  # replication invariant 2b: the next step answers them
             cands += [p.deadline for p in d.parked.values()]
             if d.linger_deadline is not None:
                 cands.append(d.linger_deadline)

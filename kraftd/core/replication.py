@@ -11,6 +11,11 @@ Invariants:
    isHighWatermarkUpdated) is answered at once, also when its own acknowledgement is what advanced it: a
    follower never waits a long poll to learn that what it holds is committed (a read at a follower waits for
    exactly that, kraftd.core.reads).
+2b. An answer that would carry only a newer high watermark (2a, or a parked Fetch completed by an HWM change)
+   is coalesced: it goes out on the node's next step (the core asks for one at once, SetDeadline(now)), or
+   earlier with data if records are written meanwhile. An append made by whoever learned of the commit in the
+   same turn of the shell's loop then rides the same answer, so a closed append loop costs each follower one
+   round trip per commit, not two. Nothing waits longer than one step for it.
 3. A replica's progress (fetched offset, last fetch time, last caught-up time) is updated only from a
    Fetch that validated against the leader's log; only voters count for the HWM and check-quorum.
 4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
@@ -149,7 +154,7 @@ def poll_leader(node: NodeContext, d: Leader) -> None:
         node.send_begin_quorum(d)
         d.begin_quorum_deadline = now + node.config.begin_quorum_resend_ms
     for token, p in list(d.parked.items()):
-        if now >= p.deadline:
+        if now >= p.deadline or 0 <= p.hwm_step <= node.steps:
             del d.parked[token]
             respond(node, token, _fetch_data(node, d, p.fetch_offset, p.max_bytes))
 
@@ -180,7 +185,9 @@ def update_high_watermark(node: NodeContext, d: Leader) -> None:
     own_epoch_committed = candidate > d.epoch_start_offset or node.bugs.commit_old_epoch
     if own_epoch_committed and candidate > node.high_watermark:
         node.high_watermark = candidate
-        _complete_parked(node, d)
+        for p in d.parked.values():  # invariant 2b
+            if p.hwm_step < 0:
+                p.hwm_step = node.steps + 1
 
 
 def maybe_apply(node: NodeContext) -> None:
@@ -265,10 +272,11 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
         _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
     found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
     hwm = reported_high_watermark(node, d)  # this fetch's own acknowledgement may just have advanced it
-    behind = m.fetch_known_high_watermark(part) < hwm  # invariant 2a
-    if found or behind or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
+    if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
         return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
-    d.parked[token] = ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms)
+    behind = m.fetch_known_high_watermark(part) < hwm  # invariant 2a, coalesced (2b)
+    due = node.steps + 1 if behind else -1
+    d.parked[token] = ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms, due)
     return None
 
 

@@ -64,6 +64,7 @@ class ParkedFetch:
     fetch_offset: int
     max_bytes: int
     deadline: int
+    hwm_step: int = -1  # >= 0: only a high-watermark answer is due, from the step after this one (2b)
 
 
 @dataclass(slots=True)

@@ -331,19 +331,53 @@ def test_two_voter_leader_still_resigns_without_fetches() -> None:
     assert n.role is Role.RESIGNED
 
 
-def test_fetch_that_advances_the_high_watermark_is_answered_at_once() -> None:
-    """Replication invariant 2a (KIP-1166): the acknowledging follower learns the new HWM without a long poll;
-    a follower that already knows it waits (parked) as before, and a sender without the field (pre-v18) too."""
+def test_fetch_that_advances_the_high_watermark_is_answered_on_the_next_step() -> None:
+    """Replication invariants 2a/2b (KIP-1166): the acknowledging follower learns the new HWM without a long poll,
+    on the very next step (the core asks for one at once); a follower that already knows it waits (parked) as
+    before, and a sender without the field (pre-v18) too."""
     n = node()
     elect(n)
     n.step(LogFlushed(2003, 1))
     ack = m.fetch_request("c", ReplicaKey(2), n.epoch, 1, n.epoch, 500, 1 << 20, -1)
-    resp = answer(n.step(RequestReceived(2004, 1, ack)))
+    out = n.step(RequestReceived(2004, 1, ack))
+    assert not [e for e in out if isinstance(e, fx.SendResponse)]
+    assert [e.at_ms for e in out if isinstance(e, fx.SetDeadline)] == [2004]  # 2b: a step at once
+    resp = answer(n.step(Tick(2004)))
     assert n.high_watermark == 1 and m.single_partition(resp).high_watermark == 1
+    assert not m.single_partition(resp).records
     knows = m.fetch_request("c", ReplicaKey(2), n.epoch, 1, n.epoch, 500, 1 << 20, 1)
-    assert not [e for e in n.step(RequestReceived(2005, 2, knows)) if isinstance(e, fx.SendResponse)]
+    out = n.step(RequestReceived(2005, 2, knows))
+    assert not [e for e in out if isinstance(e, fx.SendResponse)]
+    assert not [e for e in n.step(Tick(2005)) if isinstance(e, fx.SendResponse)]
     legacy = m.fetch_request("c", ReplicaKey(3), n.epoch, 1, n.epoch, 500, 1 << 20, (1 << 63) - 1)
     assert not [e for e in n.step(RequestReceived(2006, 3, legacy)) if isinstance(e, fx.SendResponse)]
+    assert not [e for e in n.step(Tick(2006)) if isinstance(e, fx.SendResponse)]
+
+
+def test_an_append_before_the_next_step_rides_the_high_watermark_answer() -> None:
+    """Replication invariant 2b: the commit's acknowledgement and the next append share one answer, so a closed
+    append loop costs a follower one round trip per commit; a parked Fetch completed by a new HWM (a flush of
+    the leader's own log) is coalesced the same way."""
+    n = node()
+    elect(n)
+    n.step(LogFlushed(2003, 1))
+    ack = m.fetch_request("c", ReplicaKey(2), n.epoch, 1, n.epoch, 500, 1 << 20, -1)
+    n.step(RequestReceived(2004, 1, ack))
+    assert n.high_watermark == 1
+    rng = n.append([b"next"])
+    resp = answer(n.step(Tick(2004 + n.config.append_linger_ms)))
+    part = m.single_partition(resp)
+    assert part.high_watermark == 1 and part.records  # the new HWM and the next record, in one answer
+    assert rng.first == 1
+    # Follower 2 holds offset 1 durably and parks; the leader's own flush of offset 1 then commits it.
+    t = n.now
+    parked = m.fetch_request("c", ReplicaKey(2), n.epoch, 2, n.epoch, 500, 1 << 20, 1)
+    assert not [e for e in n.step(RequestReceived(t, 2, parked)) if isinstance(e, fx.SendResponse)]
+    out = n.step(LogFlushed(t + 1, 2))
+    assert n.high_watermark == 2 and not [e for e in out if isinstance(e, fx.SendResponse)]
+    assert [e.at_ms for e in out if isinstance(e, fx.SetDeadline)] == [t + 1]
+    (later,) = [e for e in n.step(Tick(t + 1)) if isinstance(e, fx.SendResponse)]
+    assert later.token == 2 and m.single_partition(later.message).high_watermark == 2
 
 
 def test_restarted_single_voter_leader_elects_itself_at_once() -> None:

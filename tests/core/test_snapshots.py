@@ -97,7 +97,9 @@ def test_fetch_snapshot_errors() -> None:
     def ask(epoch: int, sid: OffsetAndEpoch, pos: int, max_bytes: int = 1 << 20) -> object:
         req = m.fetch_snapshot_request("c", KEYS[1], epoch, sid, pos, max_bytes)
         (resp,) = [
-            e.message for e in leader.step(RequestReceived(p.now, 999, req)) if isinstance(e, fx.SendResponse)
+            e.message
+            for e in leader.step(RequestReceived(p.now, 999, req))
+            if isinstance(e, fx.SendResponse) and e.token == 999
         ]
         return m.single_partition(resp)
 
