@@ -274,3 +274,17 @@ def _fixture_check(cls: type, v: int) -> Callable[[], None]:
             assert fast_back == back == ("ok", obj) and declined == 0
 
     return check
+
+
+def test_failed_compile_falls_back_with_one_line(tmp_path: Path) -> None:
+    """setup.py: a compiler failure is reported on one line and the build still succeeds (pure Python)."""
+    env = dict(os.environ, CC="/bin/false")
+    env.pop("KRAFTD_PURE_PYTHON", None)
+    args = ["build_ext", "--build-lib", str(tmp_path / "lib"), "--build-temp", str(tmp_path / "tmp")]
+    proc = subprocess.run(
+        [sys.executable, "setup.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if ln.startswith("kraftd: compiled codec not built")]
+    assert len(notes) == 1 and "the pure-Python codec will be used" in notes[0], proc.stderr
+    assert not list((tmp_path / "lib").rglob("_fastcodec*.so"))
