@@ -176,7 +176,6 @@ cdef Defaults defaults_of(object cls):
     ds.unk_off = _offset(cls, "unknown_tagged_fields")
     if ds.unk_off < 0:
         raise Bail("no slot")
-    _DEFAULTS[cls] = ds
     probe = cls()
     items = []
     cdef Dflt it
@@ -210,6 +209,7 @@ cdef Defaults defaults_of(object cls):
         it.same_is_default = it.dkind != D_STRUCT and type(v) in (int, bool, str, bytes, type(None), _UUID_TYPE)
         items.append(it)
     ds.items = tuple(items)
+    _DEFAULTS[cls] = ds  # only complete tables are shared
     return ds
 
 
@@ -855,8 +855,9 @@ cdef class Codec:
             low = self.cls.LOWEST_FLEXIBLE_VERSION
             try:
                 p = build_prog(self.cls, <int>v, low is not None and v >= low, self.memo)
-            except Bail:
-                p = False
+            except Exception:
+                p = False  # this version stays on the pure-Python code
+                self.memo = {}  # drop any half-built program
             self.progs[v - self.lo] = p
         return p if p is not False else None
 
