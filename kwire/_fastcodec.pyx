@@ -634,7 +634,7 @@ cpdef bytes encode(Prog pr, object obj):
     out_init(&o, pr.size_hint if pr.size_hint > 64 else 64)
     try:
         put_struct(&o, pr, obj)
-        pr.size_hint = o.n
+        pr.size_hint = o.n if o.n < 65536 else 65536  # larger ones grow by realloc (no copy of big chunks)
         return out_finish(&o)
     finally:
         out_free(&o)

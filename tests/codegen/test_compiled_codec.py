@@ -223,6 +223,20 @@ def test_read_and_write_edges_match_pure() -> None:
         assert fast == pure and fast[0] != "ok"
 
 
+def test_large_and_shrinking_messages_match_pure() -> None:
+    """Buffers grow past the size remembered from the previous encoding, and shrink again."""
+    from generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+
+    for size in (10, 300_000, 70_000, 5, 1 << 20, 0):
+        parts = [PartitionData(partition_index=i, records=bytes([i % 251]) * size) for i in range(3)]
+        obj = FetchResponse(responses=[FetchableTopicResponse(topic_id=UUID(int=size), partitions=parts)])
+        for v in (4, 12, 16):
+            pure, fast, declined = _both(lambda o=obj, ver=v: o.encode(ver))
+            assert fast == pure and fast[0] == "ok" and declined == 0
+            back, fast_back, declined = _both(lambda data=pure[1], ver=v: FetchResponse.decode(data, ver))
+            assert fast_back == back and declined == 0
+
+
 def test_subclass_instances_use_the_codec_of_their_generated_base() -> None:
     cls = next(c for c in INSTALLED if c.__name__ == "VoteResponse")
     sub = type("MyVote", (cls,), {"__slots__": ()})
