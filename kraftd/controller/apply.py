@@ -56,10 +56,11 @@ def _features(fs: Any) -> dict[str, tuple[int, int]]:
 
 def _apply(image: MetadataImage, key: int, version: int, r: Any) -> None:
     handler = _HANDLERS.get(key)
-    if handler is None:
-        image.other.append((key, version, r))
-    else:
+    if handler is not None:
         handler(image, r)
+    elif key >= 0:
+        image.other.append((key, version, r))
+    # key < 0: a value that is no framed metadata record holds no fact of the cluster (image invariant 2a)
 
 
 def _register_broker(image: MetadataImage, r: Any) -> None:

@@ -3,7 +3,9 @@
 Invariants:
 1. An image changes only through :func:`kraftd.controller.apply.apply_record`; nothing else writes to it.
 2. Every record type Kafka 4.3.1 ships has a home here; types this controller does not act on are still kept
-   (``other``), so a replayed image loses nothing the log holds.
+   (``other``), so a replayed image loses no metadata the log holds.
+2a. A value that is not a framed metadata record (a load generator's raw bytes; Kafka's controller would stop on
+   it) is skipped: it is no fact of the cluster, so neither the image nor a snapshot of it grows with such load.
 3. ``copy()`` is a deep, independent copy (the leader's uncommitted view starts as one); ``checksum()`` is a
    deterministic digest of the whole image, equal on every node that applied the same records.
 4. Security metadata keeps the records themselves: ``acls`` id -> AccessControlEntryRecord, ``scram`` (user,

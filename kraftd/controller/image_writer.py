@@ -13,7 +13,7 @@ Contracts:
 3. An image inside an open metadata transaction (KIP-868) is never written: :class:`SnapshotInTransaction`
    (Kafka never snapshots between BeginTransaction and EndTransaction).
 4. :func:`snapshot_values` frames the records at the versions Kafka writes for the image's metadata.version;
-   values kept as raw bytes (api key -1, not a framed metadata record) are written back unchanged.
+   a value that is not a framed metadata record never reaches the image (kraftd.controller.image 2a).
 """
 
 from __future__ import annotations

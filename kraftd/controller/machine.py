@@ -37,7 +37,7 @@ from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS, MV
 from kraftd.controller.image import MetadataImage
 from kraftd.core.log import LogBatch
 from kwire.errors import KraftError
-from kwire.metadata_frame import decode_metadata_record, encode_record
+from kwire.metadata_frame import FRAME_VERSION, decode_metadata_record, encode_record
 from kwire.records import decode_batch
 
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER; resource name "" is the cluster default
@@ -58,9 +58,10 @@ class Decoded:
 UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
 
 
-def decode_batches(batches: Iterable[LogBatch]) -> list[Decoded]:
+def decode_batches(batches: Iterable[LogBatch], *, raw: bool = True) -> list[Decoded]:
     """The metadata records of ``batches`` (control batches skipped), with their offsets. A value that is not a
-    metadata record (e.g. written by ``kraftd perf``) is returned as raw bytes under api key -1 and kept."""
+    metadata record (e.g. a load generator's) is returned as raw bytes under api key -1, or left out when not
+    ``raw`` (replay: kraftd.controller.image invariant 2a)."""
     out: list[Decoded] = []
     for b in batches:
         if b.is_control:
@@ -72,10 +73,17 @@ def decode_batches(batches: Iterable[LogBatch]) -> list[Decoded]:
             if rec.value is None:
                 continue
             offset = batch.base_offset + rec.offset_delta
-            try:
-                key, version, obj = decode_metadata_record(rec.value)
-            except KraftError:
-                key, version, obj = UNDECODABLE, 0, bytes(rec.value)
+            value = rec.value
+            key = UNDECODABLE
+            if value and value[0] == FRAME_VERSION:  # else not framed at all: no decode attempt, no error
+                try:
+                    key, version, obj = decode_metadata_record(value)
+                except KraftError:
+                    key = UNDECODABLE
+            if key == UNDECODABLE:
+                if not raw:
+                    continue
+                version, obj = 0, bytes(value)
             out.append(Decoded(offset, key, version, obj))
     return out
 
@@ -101,7 +109,7 @@ class MetadataController:
         for b in batches:
             if b.is_control or b.last_offset <= image.offset:
                 continue
-            for d in decode_batches((b,)):
+            for d in decode_batches((b,), raw=False):
                 if d.offset > image.offset:
                     apply_record(image, d.offset, d.api_key, d.version, d.record)
                     n += 1

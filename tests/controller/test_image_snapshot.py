@@ -253,3 +253,22 @@ def test_the_snapshot_holds_the_image_in_kafkas_order_not_the_history() -> None:
     assert count > len(records)  # the NoOps and transaction markers are history, not image
     snap = snapshot_values(image)
     assert same_image(image_from_values(snap, image.offset + 1), image)
+
+
+def test_values_that_are_no_metadata_records_never_grow_the_image_or_its_snapshot() -> None:
+    """Image invariant 2a: a load generator's raw values replay as nothing (they used to pile up in ``other`` and
+    be rewritten by every snapshot, so throughput fell as the log grew); framed records around them still apply."""
+    from kraftd.controller.machine import MetadataController
+    from kraftd.core.batches import data_batch
+
+    mv = MV_ELR
+    feature = encode_record(FeatureLevelRecord("metadata.version", mv), 0)
+    raw = [f"1p7-{i}".encode().ljust(100, b".") for i in range(50)]
+    noop = encode_record(NoOpRecord(), 0)
+    machine = MetadataController(1, [])
+    batches = [data_batch(0, 1, [feature, *raw[:25]], 0), data_batch(26, 1, [*raw[25:], noop], 0)]
+    machine.replay(batches, 52)
+    image = machine.committed
+    assert image.offset == 51
+    assert image.other == [] and image.features["metadata.version"] == mv
+    assert snapshot_values(image) == [feature]
