@@ -4,9 +4,11 @@
     .venv/bin/python bench/codec.py --json   # one machine-readable line
     .venv/bin/python bench/codec.py --floor  # also the FetchResponse encode floor (see fetch_floor)
 
-Targets (issue #2 §6, a goal, not a CI gate): encode >= 10x and decode >= 2x kafka-python on every case.
+Targets (issue #2 §6 and #15, a goal, not a CI gate): encode >= 10x and decode >= 2x kafka-python on every case.
 Both sides encode the same field values (the kafka-python object is built from ours by tests/oracle/bridge.py) and
-each side decodes its own bytes; the run first checks that the two encodings are byte-identical.
+each side decodes its own bytes; the run first checks that the encodings are byte-identical. "ours" is the
+codec the package runs (the compiled engine kwire/_fastcodec when it is built, see kwire/fastpath.py);
+the pure-Python generated code is timed in the same rounds ("pure" columns), so both ratios come from one run.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from generated import messages  # noqa: E402
+from kwire import fastpath  # noqa: E402
 from tests.oracle.bridge import KP_CLASSES, to_kp  # noqa: E402
 
 
@@ -160,38 +163,57 @@ CASES: dict[str, Callable[[], tuple[Any, int]]] = {
 }
 
 
+def _best_rates(fns: list[Callable[[], object]], budget_s: float) -> list[float]:
+    """Operations per second of each of ``fns``, the best of rounds that alternate between them (a burst of
+    load from elsewhere on a shared machine then hits every side, not just one, so the ratios stay
+    meaningful)."""
+    timers = [timeit.Timer(fn) for fn in fns]
+    first = [t.autorange() for t in timers]
+    counts = [n for n, _ in first]
+    best = [e / n for n, e in first]
+    rounds = max(3, int(budget_s / max(sum(e for _, e in first), 1e-9)))
+    for _ in range(rounds):
+        for i, t in enumerate(timers):
+            best[i] = min(best[i], t.timeit(counts[i]) / counts[i])
+    return [1.0 / b for b in best]
+
+
 def _best_pair(
     ours: Callable[[], object], theirs: Callable[[], object], budget_s: float
 ) -> tuple[float, float]:
-    """Operations per second of ``ours`` and ``theirs``, the best of rounds that alternate between the two
-    (a burst of load from elsewhere on a shared machine then hits both sides, not just one, so the ratio
-    stays meaningful)."""
-    t_ours, t_theirs = timeit.Timer(ours), timeit.Timer(theirs)
-    n_ours, e_ours = t_ours.autorange()
-    n_theirs, e_theirs = t_theirs.autorange()
-    best_ours, best_theirs = e_ours / n_ours, e_theirs / n_theirs
-    rounds = max(3, int(budget_s / max(e_ours + e_theirs, 1e-9)))
-    for _ in range(rounds):
-        best_ours = min(best_ours, t_ours.timeit(n_ours) / n_ours)
-        best_theirs = min(best_theirs, t_theirs.timeit(n_theirs) / n_theirs)
-    return 1.0 / best_ours, 1.0 / best_theirs
+    a, b = _best_rates([ours, theirs], budget_s)
+    return a, b
 
 
 def _measure(
     ours: Any, theirs: Any, kp_cls: Any, version: int, data: bytes, budget_s: float
 ) -> dict[str, float]:
     cls = type(ours)
-    enc_ours, enc_kp = _best_pair(
-        lambda: ours.encode(version), lambda: theirs.encode(version=version), 2 * budget_s
+    pure_encode = fastpath.pure_method(cls, "encode")
+    pure_decode = fastpath.pure_method(cls, "decode")
+    enc = _best_rates(
+        [
+            lambda: ours.encode(version),
+            lambda: pure_encode(ours, version),
+            lambda: theirs.encode(version=version),
+        ],
+        3 * budget_s,
     )
-    dec_ours, dec_kp = _best_pair(
-        lambda: cls.decode(data, version), lambda: kp_cls.decode(data, version=version), 2 * budget_s
+    dec = _best_rates(
+        [
+            lambda: cls.decode(data, version),
+            lambda: pure_decode(data, version),
+            lambda: kp_cls.decode(data, version=version),
+        ],
+        3 * budget_s,
     )
     return {
-        "encode_ours": enc_ours,
-        "encode_kafka_python": enc_kp,
-        "decode_ours": dec_ours,
-        "decode_kafka_python": dec_kp,
+        "encode_ours": enc[0],
+        "encode_pure": enc[1],
+        "encode_kafka_python": enc[2],
+        "decode_ours": dec[0],
+        "decode_pure": dec[1],
+        "decode_kafka_python": dec[2],
     }
 
 
@@ -206,12 +228,15 @@ def run(budget_s: float) -> list[dict[str, Any]]:
         kp_bytes = bytes(theirs.encode(version=version))
         if our_bytes != kp_bytes:
             raise SystemExit(f"{name}: encodings differ ({len(our_bytes)} vs {len(kp_bytes)} bytes)")
+        if fastpath.pure_method(cls, "encode")(ours, version) != our_bytes:
+            raise SystemExit(f"{name}: the compiled and pure-Python encodings differ")
         if cls.decode(our_bytes, version) != ours:
             raise SystemExit(f"{name}: our round trip is not exact")
         row: dict[str, Any] = {"case": name, "bytes": len(our_bytes)}
         row.update(_measure(ours, theirs, kp_cls, version, our_bytes, budget_s))
-        row["encode_ratio"] = row["encode_ours"] / row["encode_kafka_python"]
-        row["decode_ratio"] = row["decode_ours"] / row["decode_kafka_python"]
+        for op in ("encode", "decode"):
+            row[f"{op}_ratio"] = row[f"{op}_ours"] / row[f"{op}_kafka_python"]
+            row[f"{op}_pure_ratio"] = row[f"{op}_pure"] / row[f"{op}_kafka_python"]
         rows.append(row)
     return rows
 
@@ -249,23 +274,31 @@ def main() -> None:
     args = parser.parse_args()
     rows = run(args.budget)
     floor = fetch_floor(args.budget) if args.floor else None
+    path = "compiled" if fastpath.compiled() else "pure-Python"
     if args.json:
-        doc: dict[str, Any] = {"benchmark": "codec", "peer": "kafka-python 3.0.12", "rows": rows}
+        doc: dict[str, Any] = {
+            "benchmark": "codec",
+            "peer": "kafka-python 3.0.12",
+            "ours": path,
+            "rows": rows,
+        }
         if floor is not None:
             doc["fetch_encode_floor"] = floor
         print(json.dumps(doc))
         return
+    print(f"ours: the {path} codec; pure: the generated pure-Python code (same rounds)")
     head = (
-        f"{'case':30} {'bytes':>7} {'enc ours/s':>11} {'enc kp/s':>10} {'enc x':>6} {'dec ours/s':>11} "
-        f"{'dec kp/s':>10} {'dec x':>6}"
+        f"{'case':30} {'bytes':>6} {'enc ours/s':>10} {'enc pure/s':>10} {'enc kp/s':>9} {'x':>5} {'pure x':>6}"
+        f" {'dec ours/s':>10} {'dec pure/s':>10} {'dec kp/s':>9} {'x':>5} {'pure x':>6}"
     )
     print(head)
     print("-" * len(head))
     for r in rows:
         print(
-            f"{r['case']:30} {r['bytes']:>7} {r['encode_ours']:>11.0f} {r['encode_kafka_python']:>10.0f} "
-            f"{r['encode_ratio']:>6.1f} {r['decode_ours']:>11.0f} {r['decode_kafka_python']:>10.0f} "
-            f"{r['decode_ratio']:>6.1f}"
+            f"{r['case']:30} {r['bytes']:>6} {r['encode_ours']:>10.0f} {r['encode_pure']:>10.0f} "
+            f"{r['encode_kafka_python']:>9.0f} {r['encode_ratio']:>5.1f} {r['encode_pure_ratio']:>6.1f} "
+            f"{r['decode_ours']:>10.0f} {r['decode_pure']:>10.0f} {r['decode_kafka_python']:>9.0f} "
+            f"{r['decode_ratio']:>5.1f} {r['decode_pure_ratio']:>6.1f}"
         )
     print("targets: encode >= 10x, decode >= 2x kafka-python 3.0.12")
     if floor is not None:

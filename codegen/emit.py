@@ -125,6 +125,8 @@ def _struct_ctx(lw: Lowerer, s: StructSpec, top: bool) -> dict[str, Any]:
                 "ignorable": f.ignorable,
                 "struct": f.struct.name if f.struct is not None else None,
                 "map_key": f.map_key,
+                "flexible_override": f.has_flexible_override,
+                "flexible_versions": f.flexible.as_tuple() if f.flexible else None,
             }
         )
     doc = f"Top-level {lw.spec.name} message." if top else f"Struct {s.name} of {lw.spec.name}."

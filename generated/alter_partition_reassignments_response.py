@@ -30,6 +30,7 @@ from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
+from kwire.fastpath import install as _install_compiled
 
 _new = object.__new__
 _P_ioh = struct.Struct(">i?h").pack
@@ -681,3 +682,5 @@ AlterPartitionReassignmentsResponse.FIELDS = (
         map_key=False,
     ),
 )
+
+_install_compiled(AlterPartitionReassignmentsResponse)

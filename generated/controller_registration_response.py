@@ -30,6 +30,7 @@ from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
+from kwire.fastpath import install as _install_compiled
 
 _new = object.__new__
 _P_ih = struct.Struct(">ih").pack
@@ -221,3 +222,5 @@ ControllerRegistrationResponse.FIELDS = (
         map_key=False,
     ),
 )
+
+_install_compiled(ControllerRegistrationResponse)

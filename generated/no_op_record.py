@@ -30,6 +30,7 @@ from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
+from kwire.fastpath import install as _install_compiled
 
 _new = object.__new__
 
@@ -148,3 +149,5 @@ _R_NoOpRecord: dict[int, Callable[[bytes, int], tuple[NoOpRecord, int]]] = {
 }
 
 NoOpRecord.FIELDS = ()
+
+_install_compiled(NoOpRecord)

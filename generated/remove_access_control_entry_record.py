@@ -30,6 +30,7 @@ from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
+from kwire.fastpath import install as _install_compiled
 
 _new = object.__new__
 _U_16sB = struct.Struct(">16sB").unpack_from
@@ -174,3 +175,5 @@ RemoveAccessControlEntryRecord.FIELDS = (
         map_key=False,
     ),
 )
+
+_install_compiled(RemoveAccessControlEntryRecord)

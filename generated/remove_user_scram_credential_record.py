@@ -30,6 +30,7 @@ from kwire.codec import uvarint_bytes as _uvb
 from kwire.codec import write_sorted_tagged as _wstags
 from kwire.codec import write_tagged as _wtags
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
+from kwire.fastpath import install as _install_compiled
 
 _new = object.__new__
 _U_bB = struct.Struct(">bB").unpack_from
@@ -204,3 +205,5 @@ RemoveUserScramCredentialRecord.FIELDS = (
         map_key=False,
     ),
 )
+
+_install_compiled(RemoveUserScramCredentialRecord)

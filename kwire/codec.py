@@ -81,6 +81,10 @@ class FieldInfo:
     default: object
     struct: builtins.type | None
     map_key: bool = False
+    # A field-level flexibleVersions override (Kafka's "flexibleVersions" on a field, e.g. RequestHeader's
+    # ClientId): compact encodings only in ``flexible_versions`` (None: never), whatever the message says.
+    flexible_override: bool = False
+    flexible_versions: tuple[int, int] | None = None
 
 
 def read_uvarint(data: bytes, pos: int) -> tuple[int, int]:

@@ -7,10 +7,16 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 stamp=.venv/.kraftd-installed
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+# (re)install when the project metadata, the build script or the compiled codec's source changed
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
+  || [ kwire/_fastcodec.pyx -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e '.[test,spark]'
   touch "$stamp"
+fi
+# The compiled codec (kwire/_fastcodec.pyx, Cython) is optional: without a C compiler the build skips it.
+if ! .venv/bin/python -c "import kwire._fastcodec" >/dev/null 2>&1; then
+  echo "setup: compiled codec not built (no C compiler or Cython?); the pure-Python codec will be used" >&2
 fi
 # Headless Chromium for the Spark report's screenshot test (tests/spark/test_analytics.py): Debian's package,
 # installed only where apt-get is usable (root); the test fails under CI=true without it.

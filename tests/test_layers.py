@@ -1,6 +1,6 @@
 """The layering contract of docs/CONTRACTS.md, checked by parsing every module's imports.
 
-1. generated/ imports only the standard library, kwire.errors and kwire.codec (and itself).
+1. generated/ imports only the standard library, kwire.errors, kwire.codec and kwire.fastpath (and itself).
 2. kwire/ never imports kraftd or tools; kwire.errors and kwire.codec import nothing of ours.
 3. kraftd/core never imports the shell (kraftd.shell, kraftd.storage, kraftd.config), the simulator or tools.
 4. Nothing below tools/ imports tools.
@@ -67,7 +67,9 @@ def _violations(
 def test_generated_depends_only_on_runtime() -> None:
     if not _modules("generated"):
         pytest.skip("generated/ is empty")
-    assert _violations("generated", allowed=("generated", "kwire.errors", "kwire.codec")) == []
+    assert (
+        _violations("generated", allowed=("generated", "kwire.errors", "kwire.codec", "kwire.fastpath")) == []
+    )
 
 
 def test_kwire_never_imports_kraftd_or_tools() -> None:
@@ -82,6 +84,15 @@ def test_kwire_runtime_modules_import_nothing_of_ours() -> None:
                 n for n in _imports(path) if _ours(n) and n != "kwire" and not n.startswith("kwire.errors")
             )
             assert ours == [], f"kwire/{name}.py imports {ours}"
+
+
+def test_fastpath_imports_only_codec_errors_and_engine() -> None:
+    ours = sorted(n for n in _imports(ROOT / "kwire" / "fastpath.py") if _ours(n) and n != "kwire")
+    assert {n for n in ours if not n.startswith("kwire.errors.")} <= {
+        "kwire.codec",
+        "kwire.errors",
+        "kwire._fastcodec",
+    }, ours
 
 
 def test_core_never_imports_shell_sim_or_tools() -> None:

@@ -9,6 +9,9 @@ import pytest
 
 from kwire.errors import MessageDecodeError, MessageEncodeError, UnsupportedVersionError
 
+# each test runs on the compiled codec engine and on the pure-Python generated code (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 # v0 (not flexible): every present field at its spec default, in spec order.
 GOLDEN_V0_DEFAULT = bytes.fromhex(
     "01"  # Bool1 true

@@ -11,6 +11,9 @@ from hypothesis import strategies as st
 from generated.messages import ALL_CLASSES, API_SPECS
 from kwire.errors import MessageDecodeError, UnsupportedVersionError
 
+# each test runs on the compiled codec engine and on the pure-Python generated code (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 CASES = [(cls, v) for cls in ALL_CLASSES for v in range(cls.LOWEST_VERSION, cls.HIGHEST_VERSION + 1)]
 
 

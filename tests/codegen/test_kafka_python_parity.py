@@ -13,6 +13,9 @@ from generated import describe_quorum_response as dq
 from generated import fetch_response as fr
 from generated import metadata_response as md
 
+# each test runs on the compiled codec engine and on the pure-Python generated code (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 kafka_metadata = pytest.importorskip("kafka.protocol.metadata")
 kafka_cluster = pytest.importorskip("kafka.protocol.admin.cluster")
 kafka_consumer = pytest.importorskip("kafka.protocol.consumer")

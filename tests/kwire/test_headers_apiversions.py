@@ -26,6 +26,9 @@ from kwire.errors import (
 )
 from kwire.headers import decode_response, encode_request, encode_response, parse_request
 
+# each test runs on the compiled codec engine and on the pure-Python generated code (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 SERVED = controller_apis()
 
 

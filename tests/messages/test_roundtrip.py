@@ -17,6 +17,9 @@ from hypothesis import strategies as st
 from tests.messages.strategies import is_flexible, message_strategy, populated
 from tests.messages.support import all_class_versions, pair_id
 
+# each test runs on the compiled codec engine and on the pure-Python generated code (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 PAIRS = all_class_versions()
 _STRATEGIES: dict[tuple[str, int], st.SearchStrategy[Any]] = {}
 

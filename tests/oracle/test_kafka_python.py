@@ -19,6 +19,9 @@ from generated import messages
 from tests.messages.strategies import struct_strategy
 from tests.oracle.bridge import KP_CLASSES, as_plain, from_kp, to_kp
 
+# each test runs on the compiled codec engine and on the pure-Python generated code (tests/conftest.py)
+pytestmark = pytest.mark.usefixtures("codec_path")
+
 EXAMPLES = settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
