@@ -1,4 +1,4 @@
-"""Builds the optional compiled codec engine (kwire/_fastcodec.pyx); everything else is in pyproject.toml.
+"""Builds the optional compiled codec (kwire/_fastcodec.pyx, kwire/_fastrecords.pyx); the rest is in pyproject.toml.
 
 Without Cython or a C compiler, or when KRAFTD_PURE_PYTHON is set, the build prints one line and installs the
 pure-Python package only: kwire.fastpath then keeps the generated pure-Python codec (the reference path).
@@ -45,8 +45,11 @@ def ext_modules() -> list[Extension]:
     except ImportError:
         print(NOTE.format("Cython is not installed"), file=sys.stderr)
         return []
-    ext = Extension("kwire._fastcodec", ["kwire/_fastcodec.pyx"], extra_compile_args=["-O2"])
-    return list(cythonize([ext], language_level=3, quiet=True))
+    exts = [
+        Extension(f"kwire.{name}", [f"kwire/{name}.pyx"], extra_compile_args=["-O2"])
+        for name in ("_fastcodec", "_fastrecords")
+    ]
+    return list(cythonize(exts, language_level=3, quiet=True))
 
 
 setup(ext_modules=ext_modules(), cmdclass={"build_ext": OptionalBuildExt})

@@ -19,7 +19,7 @@ from types import ModuleType
 from typing import Any
 from uuid import UUID
 
-from kwire import codec
+from kwire import codec, record_codec
 
 __all__ = ["ENGINE", "compiled", "fallback_count", "install", "pure_method", "set_compiled"]
 
@@ -85,6 +85,7 @@ def set_compiled(enabled: bool) -> bool:
         raise LocalProtocolError("the compiled codec is not built in this installation")
     before = compiled()
     _state["compiled"] = enabled
+    record_codec.set_compiled(enabled)
     for cls, pure in _PURE.items():
         _apply(cls, _FAST[cls] if enabled else pure)
     return before

@@ -10,12 +10,17 @@ Contracts (PROTOCOL-FACTS §5; Kafka DefaultRecord):
    count must match the records present and the section must be consumed exactly. Any violation raises
    CorruptRecordError and nothing else.
 3. Encoding writes exactly what Kafka's DefaultRecord.writeTo writes (attributes byte 0).
+4. ``encode_values`` and ``decode_records`` run the compiled twins in kwire/_fastrecords.pyx when they are built
+   and selected (:func:`set_compiled`, driven by kwire.fastpath); whatever the twins decline reruns the loops
+   here, which stay the reference (same bytes, equal records, the same errors).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from kwire.errors import CorruptRecordError, LocalProtocolError
 from kwire.varint import ZZ_BIAS, ZZ_TABLE, ZZ_TABLE_LEN, encode_varint, encode_varlong
@@ -80,6 +85,16 @@ def encode_records(parts: list[bytes], records: Sequence[Record]) -> None:
 
 def encode_values(parts: list[bytes], values: Sequence[bytes]) -> None:
     """Records with offset deltas 0..n-1, timestamp delta 0, null key, no headers (the common KRaft shape)."""
+    fast = _fast
+    if fast is not None:
+        body = fast.encode_values(values)
+        if body is not None:
+            parts.append(body)
+            return
+    _encode_values(parts, values)
+
+
+def _encode_values(parts: list[bytes], values: Sequence[bytes]) -> None:
     table, bias, tlen = ZZ_TABLE, ZZ_BIAS, ZZ_TABLE_LEN
     ap = parts.append
     for od, value in enumerate(values):
@@ -156,6 +171,31 @@ _UNZZ2: tuple[int, ...] = tuple((u >> 1) ^ -(u & 1) for u in range(1 << 14))
 
 
 def decode_records(data: bytes, count: int) -> tuple[Record, ...]:
+    fast = _fast
+    if fast is not None:
+        out: tuple[Record, ...] | None = fast.decode_records(data, count)
+        if out is not None:
+            return out
+    return _decode_records(data, count)
+
+
+def record_values(data: bytes, count: int, first_byte: int) -> list[tuple[int, bytes]]:
+    """(offset delta, value) of each record whose value starts with ``first_byte``, in order; the section is
+    checked exactly as :func:`decode_records` checks it (same errors). Replay's filter: a value that is no
+    framed metadata record never becomes an object (kraftd.controller.image invariant 2a)."""
+    fast = _fast
+    if fast is not None:
+        out: list[tuple[int, bytes]] | None = fast.record_values(data, count, first_byte)
+        if out is not None:
+            return out
+    return [
+        (r.offset_delta, r.value)
+        for r in _decode_records(data, count)
+        if r.value and r.value[0] == first_byte
+    ]
+
+
+def _decode_records(data: bytes, count: int) -> tuple[Record, ...]:
     if count < 0:
         raise CorruptRecordError(f"negative record count {count}")
     n = len(data)
@@ -269,3 +309,24 @@ def _decode_headers(data: bytes, pos: int, end: int) -> tuple[tuple[Header, ...]
             pos += hvl
         headers.append((hkey, hval))
     return tuple(headers), pos
+
+
+def _load_compiled() -> Any:
+    if os.environ.get("KRAFTD_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from kwire import _fastrecords  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    _fastrecords.configure(_RecordBuilder, Record)
+    return _fastrecords
+
+
+COMPILED: Any = _load_compiled()  # kwire._fastrecords when built and allowed, else None (contract 4)
+_fast: Any = COMPILED
+
+
+def set_compiled(enabled: bool) -> None:
+    """Select the compiled twins (when built) or the pure loops for every later call (kwire.fastpath)."""
+    global _fast
+    _fast = COMPILED if enabled else None

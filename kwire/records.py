@@ -26,15 +26,25 @@ Contracts (PROTOCOL-FACTS §5, Kafka DefaultRecordBatch / DefaultRecord):
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import TypeVar
 
 from crc32c import crc32c
 
 from kwire.compression import Compression, codec, compress, decompress
 from kwire.errors import CorruptRecordError, KraftError, LocalProtocolError
-from kwire.record_codec import Header, Record, decode_records, encode_records, encode_values
+from kwire.record_codec import (
+    Header,
+    Record,
+    decode_records,
+    encode_records,
+    encode_values,
+    record_values,
+)
+
+_T = TypeVar("_T")
 
 Buffer = bytes | bytearray | memoryview
 
@@ -282,25 +292,8 @@ def decode_at(
     buf: Buffer, hdr: BatchHeader, *, verify_crc: bool = True, max_decompressed: int | None = None
 ) -> RecordBatch:
     """Decode the batch whose header :func:`peek_batch` returned (``buf`` may hold more batches)."""
-    start, end = hdr.position, hdr.position + hdr.size
-    if end > len(buf):
-        raise CorruptRecordError(f"batch at offset {hdr.base_offset} is truncated")
-    view = memoryview(buf)[start:end]
-    if verify_crc and crc32c(view[CRC_START:]) != hdr.crc:
-        raise CorruptRecordError(f"batch at offset {hdr.base_offset}: CRC-32C mismatch")
+    kind, records = _records_at(buf, hdr, verify_crc, max_decompressed, decode_records)
     attrs = hdr.attributes
-    try:
-        kind = codec(attrs & ATTR_COMPRESSION_MASK)
-        if kind is Compression.NONE:
-            data = bytes(view[HEADER_SIZE:])
-        else:
-            limit = max_decompressed if max_decompressed is not None else 256 * 1024 * 1024
-            data = decompress(kind, view[HEADER_SIZE:], limit)
-        records = decode_records(data, hdr.records_count)
-    except KraftError as exc:
-        if isinstance(exc, CorruptRecordError):
-            raise CorruptRecordError(f"batch at offset {hdr.base_offset}: {exc}") from None
-        raise
     return RecordBatch(
         hdr.base_offset,
         hdr.partition_leader_epoch,
@@ -321,6 +314,49 @@ def decode_at(
     )
 
 
+def framed_values(buf: Buffer, first_byte: int) -> tuple[BatchHeader, list[tuple[int, bytes]]]:
+    """The batch in ``buf`` (exactly one, CRC not checked) as its header and the (offset, value) of each record
+    whose value starts with ``first_byte``, in order; the records section is checked as :func:`decode_batch`
+    checks it, with the same errors."""
+    hdr = peek_batch(buf, 0)
+    if hdr.size != len(buf):
+        raise CorruptRecordError(
+            f"batch at offset {hdr.base_offset}: Length says {hdr.size} bytes, buffer holds {len(buf)}"
+        )
+
+    def values(data: bytes, count: int) -> list[tuple[int, bytes]]:
+        return [(hdr.base_offset + d, v) for d, v in record_values(data, count, first_byte)]
+
+    return hdr, _records_at(buf, hdr, False, None, values)[1]
+
+
+def _records_at(
+    buf: Buffer,
+    hdr: BatchHeader,
+    verify_crc: bool,
+    max_decompressed: int | None,
+    decode: Callable[[bytes, int], _T],
+) -> tuple[Compression, _T]:
+    start, end = hdr.position, hdr.position + hdr.size
+    if end > len(buf):
+        raise CorruptRecordError(f"batch at offset {hdr.base_offset} is truncated")
+    view = memoryview(buf)[start:end]
+    if verify_crc and crc32c(view[CRC_START:]) != hdr.crc:
+        raise CorruptRecordError(f"batch at offset {hdr.base_offset}: CRC-32C mismatch")
+    try:
+        kind = codec(hdr.attributes & ATTR_COMPRESSION_MASK)
+        if kind is Compression.NONE:
+            data = bytes(view[HEADER_SIZE:])
+        else:
+            limit = max_decompressed if max_decompressed is not None else 256 * 1024 * 1024
+            data = decompress(kind, view[HEADER_SIZE:], limit)
+        return kind, decode(data, hdr.records_count)
+    except KraftError as exc:
+        if isinstance(exc, CorruptRecordError):
+            raise CorruptRecordError(f"batch at offset {hdr.base_offset}: {exc}") from None
+        raise
+
+
 __all__ = [
     "BatchHeader",
     "Header",
@@ -331,5 +367,6 @@ __all__ = [
     "build_data_batch",
     "decode_at",
     "decode_batch",
+    "framed_values",
     "peek_batch",
 ]

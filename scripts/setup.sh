@@ -9,13 +9,13 @@ fi
 stamp=.venv/.kraftd-installed
 # (re)install when the project metadata, the build script or the compiled codec's source changed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-  || [ kwire/_fastcodec.pyx -nt "$stamp" ]; then
+  || [ kwire/_fastcodec.pyx -nt "$stamp" ] || [ kwire/_fastrecords.pyx -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e '.[test,spark]'
   touch "$stamp"
 fi
 # The compiled codec (kwire/_fastcodec.pyx, Cython) is optional: without a C compiler the build skips it.
-if ! .venv/bin/python -c "import kwire._fastcodec" >/dev/null 2>&1; then
+if ! .venv/bin/python -c "import kwire._fastcodec, kwire._fastrecords" >/dev/null 2>&1; then
   echo "setup: compiled codec not built (no C compiler or Cython?); the pure-Python codec will be used" >&2
 fi
 # Headless Chromium for the Spark report's screenshot test (tests/spark/test_analytics.py): Debian's package,

@@ -13,16 +13,18 @@ from collections.abc import Iterator
 
 import pytest
 
-from kwire import fastpath
+from kwire import fastpath, record_codec
 
 
 @pytest.fixture(params=["compiled", "pure"])
 def codec_path(request: pytest.FixtureRequest) -> Iterator[str]:
     want = request.param == "compiled"
-    if want and fastpath.ENGINE is None:
+    if want and (fastpath.ENGINE is None or record_codec.COMPILED is None):
         if os.environ.get("CI") == "true" and os.environ.get("KRAFTD_PURE_PYTHON", "") in ("", "0"):
-            pytest.fail("kwire._fastcodec is not built; under CI the compiled codec must be tested")
-        pytest.skip("kwire._fastcodec is not built or KRAFTD_PURE_PYTHON is set")
+            pytest.fail(
+                "kwire._fastcodec/_fastrecords is not built; under CI the compiled codec must be tested"
+            )
+        pytest.skip("kwire._fastcodec/_fastrecords is not built or KRAFTD_PURE_PYTHON is set")
     before = fastpath.compiled()
     fastpath.set_compiled(want)
     try:

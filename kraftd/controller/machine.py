@@ -38,7 +38,7 @@ from kraftd.controller.image import MetadataImage
 from kraftd.core.log import LogBatch
 from kwire.errors import KraftError
 from kwire.metadata_frame import FRAME_VERSION, decode_metadata_record, encode_record
-from kwire.records import decode_batch
+from kwire.records import ATTR_CONTROL, decode_batch, framed_values
 
 BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER; resource name "" is the cluster default
 
@@ -66,6 +66,17 @@ def decode_batches(batches: Iterable[LogBatch], *, raw: bool = True) -> list[Dec
     for b in batches:
         if b.is_control:
             continue
+        if not raw:  # only framed values become objects (invariant 2a); the section is still checked
+            hdr, values = framed_values(b.data, FRAME_VERSION)
+            if hdr.attributes & ATTR_CONTROL:
+                continue
+            for offset, value in values:
+                try:
+                    key, version, obj = decode_metadata_record(value)
+                except KraftError:
+                    continue
+                out.append(Decoded(offset, key, version, obj))
+            continue
         batch = decode_batch(b.data, verify_crc=False)
         if batch.is_control:
             continue
@@ -81,8 +92,6 @@ def decode_batches(batches: Iterable[LogBatch], *, raw: bool = True) -> list[Dec
                 except KraftError:
                     key = UNDECODABLE
             if key == UNDECODABLE:
-                if not raw:
-                    continue
                 version, obj = 0, bytes(value)
             out.append(Decoded(offset, key, version, obj))
     return out

@@ -19,6 +19,8 @@ from kwire.records import (
     peek_batch,
 )
 
+pytestmark = pytest.mark.usefixtures("codec_path")  # the compiled records loops and the pure ones
+
 records_st = st.lists(
     st.builds(
         Record,

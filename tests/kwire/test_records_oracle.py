@@ -10,6 +10,8 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kwire.compression import Compression
 from kwire.records import Record, build_batch, decode_batch
 
+pytestmark = pytest.mark.usefixtures("codec_path")  # the compiled records loops and the pure ones
+
 CODECS = [Compression.NONE, Compression.GZIP, Compression.LZ4]
 
 blob = st.binary(max_size=300)
