@@ -148,12 +148,19 @@ cdef inline object _slice(const unsigned char* d, int64_t pos, int64_t length):
     return PyBytes_FromStringAndSize(<const char*>d + pos, length)
 
 
+cdef Py_ssize_t _section_size(object data, Py_ssize_t count):
+    """The byte size of a section the loops below may read, or -1 to decline: only exact ``bytes``, and a
+    count no larger than the bytes (every record takes at least one)."""
+    if not PyBytes_CheckExact(data):
+        return -1
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
+    return n if 0 <= count <= n else -1
+
+
 def decode_records(data, Py_ssize_t count):
     """The records of a section holding exactly ``count`` records without headers; None to decline (2)."""
-    if not PyBytes_CheckExact(data) or _BUILDER is None:
-        return None
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-    if count < 0 or count > n:
+    cdef Py_ssize_t n = _section_size(data, count)
+    if n < 0 or _BUILDER is None:
         return None
     cdef const unsigned char* d = <const unsigned char*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t pos = 0, i
@@ -179,10 +186,8 @@ def decode_records(data, Py_ssize_t count):
 
 def record_values(data, Py_ssize_t count, int first_byte):
     """(offset delta, value) of the records whose value starts with ``first_byte``; None to decline (2)."""
-    if not PyBytes_CheckExact(data):
-        return None
-    cdef Py_ssize_t n = PyBytes_GET_SIZE(data)
-    if count < 0 or count > n:
+    cdef Py_ssize_t n = _section_size(data, count)
+    if n < 0:
         return None
     cdef const unsigned char* d = <const unsigned char*>PyBytes_AS_STRING(data)
     cdef Py_ssize_t pos = 0, i
