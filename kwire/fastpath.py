@@ -4,7 +4,7 @@ Contracts:
 1. The pure-Python generated code is the reference: the compiled engine returns the same bytes and equal
    objects, and anything it declines (unusual values, unknown tagged fields to write, malformed input, any
    error) reruns the pure-Python method, so errors are always the pure path's (kwire/_fastcodec.pyx, 2).
-2. ``KRAFTD_PURE_PYTHON`` set to anything but "" or "0" keeps every class on the pure-Python code. When the
+2. ``KRAFTD_PURE_PYTHON`` (kwire.compiled contract 1) keeps every class on the pure-Python code. When the
    extension was not built (no Cython or no C compiler at install time, or a failed build), one log line says
    so and the pure-Python code runs.
 3. Generated modules call :func:`install` with their top-level class once ``FIELDS`` is filled in;
@@ -13,30 +13,23 @@ Contracts:
 
 from __future__ import annotations
 
-import logging
-import os
 from types import ModuleType
 from typing import Any
 from uuid import UUID
 
 from kwire import codec, record_codec
+from kwire import compiled as compiled_ext
 
 __all__ = ["ENGINE", "compiled", "fallback_count", "install", "pure_method", "set_compiled"]
 
-_log = logging.getLogger("kraftd.codec")
 _METHODS = ("encode", "write", "decode", "read")
 
 
 def _load() -> ModuleType | None:
-    if os.environ.get("KRAFTD_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from kwire import _fastcodec
-    except ImportError as e:
-        _log.info("compiled codec not available (%s); using the pure-Python codec", e)
-        return None
-    _fastcodec.configure(codec.UUID_CACHE, codec.uuid_from_bytes, UUID)
-    return _fastcodec
+    engine = compiled_ext.load("_fastcodec")
+    if engine is not None:
+        engine.configure(codec.UUID_CACHE, codec.uuid_from_bytes, UUID)
+    return engine
 
 
 ENGINE = _load()

@@ -17,11 +17,11 @@ Contracts (PROTOCOL-FACTS §5; Kafka DefaultRecord):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from kwire.compiled import load as load_compiled
 from kwire.errors import CorruptRecordError, LocalProtocolError
 from kwire.varint import ZZ_BIAS, ZZ_TABLE, ZZ_TABLE_LEN, encode_varint, encode_varlong
 
@@ -311,18 +311,9 @@ def _decode_headers(data: bytes, pos: int, end: int) -> tuple[tuple[Header, ...]
     return tuple(headers), pos
 
 
-def _load_compiled() -> Any:
-    if os.environ.get("KRAFTD_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from kwire import _fastrecords  # type: ignore[attr-defined]
-    except ImportError:
-        return None
-    _fastrecords.configure(_RecordBuilder, Record)
-    return _fastrecords
-
-
-COMPILED: Any = _load_compiled()  # kwire._fastrecords when built and allowed, else None (contract 4)
+COMPILED: Any = load_compiled("_fastrecords")  # when built and allowed, else None (contract 4)
+if COMPILED is not None:
+    COMPILED.configure(_RecordBuilder, Record)
 _fast: Any = COMPILED
 
 

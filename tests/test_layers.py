@@ -92,6 +92,7 @@ def test_fastpath_imports_only_codec_errors_and_engine() -> None:
         "kwire.codec",
         "kwire.errors",
         "kwire._fastcodec",
+        "kwire.compiled",
         "kwire.record_codec",  # set_compiled switches its compiled twins too (record_codec contract 4)
     }, ours
 

@@ -58,24 +58,13 @@ class Decoded:
 UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
 
 
-def decode_batches(batches: Iterable[LogBatch], *, raw: bool = True) -> list[Decoded]:
-    """The metadata records of ``batches`` (control batches skipped), with their offsets. A value that is not a
-    metadata record (e.g. a load generator's) is returned as raw bytes under api key -1, or left out when not
-    ``raw`` (replay: kraftd.controller.image invariant 2a)."""
+def decode_batches(batches: Iterable[LogBatch]) -> list[Decoded]:
+    """The records of ``batches`` (control batches skipped), with their offsets. A value that is not a metadata
+    record (e.g. a load generator's) is returned as raw bytes under api key -1 (replay skips those:
+    :func:`metadata_records`)."""
     out: list[Decoded] = []
     for b in batches:
         if b.is_control:
-            continue
-        if not raw:  # only framed values become objects (invariant 2a); the section is still checked
-            hdr, values = framed_values(b.data, FRAME_VERSION)
-            if hdr.attributes & ATTR_CONTROL:
-                continue
-            for offset, value in values:
-                try:
-                    key, version, obj = decode_metadata_record(value)
-                except KraftError:
-                    continue
-                out.append(Decoded(offset, key, version, obj))
             continue
         batch = decode_batch(b.data, verify_crc=False)
         if batch.is_control:
@@ -94,6 +83,24 @@ def decode_batches(batches: Iterable[LogBatch], *, raw: bool = True) -> list[Dec
             if key == UNDECODABLE:
                 version, obj = 0, bytes(value)
             out.append(Decoded(offset, key, version, obj))
+    return out
+
+
+def metadata_records(b: LogBatch) -> list[Decoded]:
+    """Replay's decode of one batch: only its framed metadata records become objects (image invariant 2a); the
+    other values are checked with the records section and skipped, as apply_record would skip them."""
+    if b.is_control:
+        return []
+    hdr, values = framed_values(b.data, FRAME_VERSION)
+    if hdr.attributes & ATTR_CONTROL:
+        return []
+    out: list[Decoded] = []
+    for offset, value in values:
+        try:
+            key, version, obj = decode_metadata_record(value)
+        except KraftError:
+            continue
+        out.append(Decoded(offset, key, version, obj))
     return out
 
 
@@ -118,7 +125,7 @@ class MetadataController:
         for b in batches:
             if b.is_control or b.last_offset <= image.offset:
                 continue
-            for d in decode_batches((b,), raw=False):
+            for d in metadata_records(b):
                 if d.offset > image.offset:
                     apply_record(image, d.offset, d.api_key, d.version, d.record)
                     n += 1

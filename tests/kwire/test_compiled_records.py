@@ -6,8 +6,6 @@ decline (return None) rather than differ, and must never accept a section the pu
 
 from __future__ import annotations
 
-import os
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -17,12 +15,16 @@ from kwire.compression import Compression
 from kwire.errors import CorruptRecordError, KraftError
 from kwire.record_codec import Record, _decode_records, _encode_values, encode_records
 from kwire.records import build_batch, build_data_batch, decode_batch, framed_values
+from tests.conftest import require_compiled
 
 fast = record_codec.COMPILED
-if fast is None:
-    if os.environ.get("CI") == "true" and os.environ.get("KRAFTD_PURE_PYTHON", "") in ("", "0"):
-        pytest.fail("kwire._fastrecords is not built; under CI the compiled records loops must be tested")
-    pytest.skip("kwire._fastrecords is not built or KRAFTD_PURE_PYTHON is set", allow_module_level=True)
+pytestmark = pytest.mark.usefixtures("compiled_records")
+
+
+@pytest.fixture
+def compiled_records() -> None:
+    require_compiled(fast is not None)
+
 
 plain = st.builds(
     Record,
