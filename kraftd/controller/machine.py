@@ -3,7 +3,8 @@
 Contracts:
 1. ``committed`` is built only by replaying committed batches (:meth:`replay`), on every node alike; each record
    goes through :func:`kraftd.controller.apply.apply_record` exactly once (offsets at or below the image's
-   offset are skipped, so a batch delivered twice is harmless).
+   offset are skipped, so a batch delivered twice is harmless); ``apply_committed`` is that function, which
+   kraftd.controller.metrics_counts may wrap to count what each record changes.
 2. Leadership: after :meth:`become_leader` the controller is *active* only once the high watermark has reached
    the log end offset it had when elected (a new leader replays to the end before writing). Until then, and on
    every non-leader, :meth:`latest` is the committed image and writes are refused with NOT_CONTROLLER.
@@ -23,7 +24,7 @@ Contracts:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -110,6 +111,7 @@ class MetadataController:
         self.bootstrap = [decode_metadata_record(v) for v in bootstrap]
         self.min_insync_replicas = min_insync_replicas
         self.committed = MetadataImage()
+        self.apply_committed: Callable[[MetadataImage, int, int, int, Any], None] = apply_record
         self.uncommitted: MetadataImage | None = None
         self.high_watermark = 0
         self.leader_epoch = -1
@@ -127,7 +129,7 @@ class MetadataController:
                 continue
             for d in metadata_records(b):
                 if d.offset > image.offset:
-                    apply_record(image, d.offset, d.api_key, d.version, d.record)
+                    self.apply_committed(image, d.offset, d.api_key, d.version, d.record)
                     n += 1
         self.high_watermark = max(self.high_watermark, high_watermark)
         return n

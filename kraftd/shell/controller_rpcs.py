@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from typing import TYPE_CHECKING, Any
 
@@ -93,7 +94,11 @@ class ControllerRpcs:
         if api_key == BROKER_REGISTRATION:
             return await self._register_broker(body)
         if api_key == BROKER_HEARTBEAT:
-            return await self._heartbeat(body)
+            started = time.perf_counter()
+            try:
+                return await self._heartbeat(body)
+            finally:
+                self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
         if api_key == ALLOCATE_PRODUCER_IDS:
             return await self._allocate_producer_ids(body)
         if api_key == UNREGISTER_BROKER:

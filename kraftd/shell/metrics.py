@@ -13,6 +13,7 @@ Contracts:
    requests and a latency histogram; ApiVersions is answered inside kwire's server and is not counted.
    Socket-server metrics count bytes in and out and open connections of the controller listener.
 4. Every registry is per node (two nodes in one process do not mix), plus the process collector.
+5. Kafka's controller metrics: kraftd.shell.controller_metrics, kept only while the endpoint serves.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from generated.messages import API_SPECS
 from kraftd.config import Endpoint
 from kraftd.core.states import Leader, Unattached
 from kraftd.core.types import Role
+from kraftd.shell.clock import now_ms as node_clock
+from kraftd.shell.controller_metrics import ControllerCollector, ControllerMetrics
 from kraftd.shell.transport import ListenError
 
 if TYPE_CHECKING:
@@ -138,6 +141,17 @@ class NodeMetrics:
             buckets=(0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
         )
         self._http: Any = None
+        self.controller: ControllerMetrics | None = None
+
+    def event_done(self, created_ms: int, busy_s: float) -> None:
+        """The driver processed an event created at ``created_ms`` in ``busy_s`` (contract 5)."""
+        if self.controller is not None:
+            now = node_clock()
+            self.controller.event_done(created_ms, now - int(busy_s * 1000), busy_s)
+
+    def heartbeat_done(self, took_ms: float) -> None:
+        if self.controller is not None:
+            self.controller.heartbeat_done(took_ms)
 
     def instrument(self, handler: Handler) -> Handler:
         async def timed(header: Any, body: Any, info: Any) -> Any:
@@ -154,7 +168,11 @@ class NodeMetrics:
 
     def serve(self, node: ControllerNode, host: str, port: int) -> int:
         """Start the HTTP endpoint; returns the bound port (``port`` 0 picks a free one)."""
-        self.registry.register(RaftCollector(node, asyncio.get_running_loop()))
+        loop = asyncio.get_running_loop()
+        self.registry.register(RaftCollector(node, loop))
+        self.controller = ControllerMetrics(node)
+        node.client.register(self.controller)
+        self.registry.register(ControllerCollector(self.controller, loop))
         server, _thread = start_http_server(port, host, registry=self.registry)
         self._http = server
         bound: int = server.server_address[1]

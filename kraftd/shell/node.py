@@ -268,7 +268,8 @@ class ControllerNode:
                 if isinstance(event, Tick):
                     self._tick_queued = False
                 self._step(event)
-                measures.busy_s.add(time.perf_counter() - busy_from)
+                measures.busy_s.add(busy := time.perf_counter() - busy_from)
+                self.metrics.event_done(event.now_ms, busy)
                 self._maybe_snapshot()
         except asyncio.CancelledError:
             raise
