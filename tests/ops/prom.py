@@ -32,7 +32,9 @@ def binary(name: str) -> str:
     """``prometheus`` or ``promtool`` (contract 1)."""
     found = shutil.which(name) or next((p for p in (f"/usr/bin/{name}",) if os.access(p, os.X_OK)), None)
     if found is None:
-        reason = f"{name} is not installed (Debian: apt-get install prometheus; scripts/setup.sh does it as root)"
+        reason = (
+            f"{name} is not installed (Debian: apt-get install prometheus; scripts/setup.sh does it as root)"
+        )
         if CI:
             pytest.fail(reason, pytrace=False)
         pytest.skip(reason)

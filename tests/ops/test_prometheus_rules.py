@@ -20,7 +20,10 @@ def test_rule_unit_tests_pass() -> None:
     files = sorted(RULE_TESTS.glob("*.yml"))
     assert files
     out = subprocess.run(
-        [binary("promtool"), "test", "rules", *map(str, files)], capture_output=True, text=True, cwd=RULE_TESTS
+        [binary("promtool"), "test", "rules", *map(str, files)],
+        capture_output=True,
+        text=True,
+        cwd=RULE_TESTS,
     )
     assert out.returncode == 0, out.stdout + out.stderr
 
