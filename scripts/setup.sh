@@ -36,5 +36,13 @@ if ! ls /usr/lib/*/faketime/libfaketimeMT.so.1 >/dev/null 2>&1 && [ "$(id -u)" =
   { apt-get install -y -q faketime || { apt-get update -q && apt-get install -y -q faketime; }; } >/dev/null 2>&1 \
     || echo "setup: could not install faketime; the wall-clock jump test will skip" >&2
 fi
+# Prometheus and promtool for the metrics tests (tests/ops, tests/interop/test_prometheus.py): Debian's package, only
+# as root; the tests run the binary with their own config (the package's service is not used); under CI=true they
+# fail without it.
+if ! command -v prometheus >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  { DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus \
+    || { apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus; }; } \
+    >/dev/null 2>&1 || echo "setup: could not install prometheus; the Prometheus tests will skip outside CI" >&2
+fi
 # The real Apache Kafka jars the interop tests run against (Maven Central; seconds when already fetched).
 scripts/fetch_kafka.sh

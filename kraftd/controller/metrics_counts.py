@@ -129,6 +129,10 @@ class MetadataCounts:
                 self._txn = None
             elif key != END_TXN and self._txn is not None and image.pending_transaction is not None:
                 self._txn.add(key, record)  # applied (and counted) at the transaction's end
+            elif key == PARTITION or key == PARTITION_CHANGE:
+                self._txn = None
+                self._one_partition(image, offset, key, version, record, apply)
+                return
             else:
                 change = self._txn if key == END_TXN and self._txn is not None else _Change()
                 if key != END_TXN:
@@ -141,6 +145,32 @@ class MetadataCounts:
             apply(image, offset, key, version, record)
 
         return counted
+
+    def _one_partition(
+        self, image: MetadataImage, offset: int, key: int, version: int, r: Any, apply: ApplyFn
+    ) -> None:
+        """The common case, one partition record outside a transaction, without building a :class:`_Change`."""
+        k = (r.topic_id, r.partition_id)
+        was = self._partition(image, k)
+        apply(image, offset, key, version, r)
+        now = self._partition(image, k)
+        counts = self._per_topic.get(k[0])
+        if counts is None:
+            if now is None:
+                self.metadata_errors += key == PARTITION_CHANGE  # contract 3
+                return
+            counts = self._per_topic[k[0]] = [0, 0, 0]  # the image holds a topic these counts missed
+        d_n = (now is not None) - (was is not None)
+        d_off = (now[0] if now else 0) - (was[0] if was else 0)
+        d_imb = (now[1] if now else 0) - (was[1] if was else 0)
+        counts[0] += d_n
+        counts[1] += d_off
+        counts[2] += d_imb
+        self.partitions += d_n
+        self.offline += d_off
+        self.imbalanced += d_imb
+        if now is None and key == PARTITION_CHANGE:
+            self.metadata_errors += 1
 
     def _read(self, image: MetadataImage, c: _Change) -> Any:
         topics = {t: t in image.topics for t in c.topics}
