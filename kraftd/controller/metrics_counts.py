@@ -84,6 +84,7 @@ class MetadataCounts:
         self.metadata_errors = 0
         self._per_topic: dict[uuid.UUID, list[int]] = {}  # topic id -> [partitions, offline, imbalanced]
         self._txn: _Change | None = None
+        self._recount_at_end = False
 
     @property
     def topics(self) -> int:
@@ -95,7 +96,8 @@ class MetadataCounts:
         if image is self.image:
             return
         self.image = image
-        self._txn = _Change() if image.pending_transaction is not None else None
+        self._txn = None
+        self._recount_at_end = image.pending_transaction is not None  # its earlier records are not known here
         self._per_topic = {}
         self.partitions = self.offline = self.imbalanced = 0
         for tid, topic in image.topics.items():
@@ -123,12 +125,19 @@ class MetadataCounts:
             if key not in TRACKED:
                 apply(image, offset, key, version, record)
                 return
+            if self._recount_at_end and key in (END_TXN, ABORT_TXN):
+                apply(image, offset, key, version, record)  # the end of a transaction begun before sync()
+                self._recount_at_end = False
+                self.image = None
+                self.sync(image)
+                return
             if key == BEGIN_TXN:
                 self._txn = _Change()
             elif key == ABORT_TXN:
                 self._txn = None
-            elif key != END_TXN and self._txn is not None and image.pending_transaction is not None:
-                self._txn.add(key, record)  # applied (and counted) at the transaction's end
+            elif key != END_TXN and image.pending_transaction is not None:
+                if self._txn is not None:
+                    self._txn.add(key, record)  # applied (and counted) at the transaction's end
             elif key == PARTITION or key == PARTITION_CHANGE:
                 self._txn = None
                 self._one_partition(image, offset, key, version, record, apply)

@@ -133,3 +133,16 @@ def test_a_replaced_image_is_recounted() -> None:
     apply_record(other, 1, 3, 0, PartitionRecord(partition_id=0, topic_id=TOPICS[0], replicas=[1], leader=-1))
     counts.sync(other)  # e.g. a snapshot was loaded
     assert (counts.partitions, counts.offline) == (1, 1)
+
+
+def test_an_image_taken_inside_a_transaction_is_recounted_at_its_end() -> None:
+    image = MetadataImage()
+    apply_record(image, 0, 2, 0, TopicRecord(name="a", topic_id=TOPICS[0]))
+    apply_record(image, 1, 23, 0, BeginTransactionRecord(name="t"))
+    apply_record(image, 2, 3, 0, PartitionRecord(partition_id=0, topic_id=TOPICS[0], replicas=[1], leader=-1))
+    counts = MetadataCounts()
+    counts.sync(image)  # e.g. a snapshot loaded while a transaction was open
+    apply = counts.wrap(apply_record)
+    apply(image, 3, 5, 0, PartitionChangeRecord(partition_id=0, topic_id=TOPICS[0], leader=1))
+    apply(image, 4, 24, 0, EndTransactionRecord())
+    assert (counts.partitions, counts.offline, counts.imbalanced, counts.metadata_errors) == (1, 0, 0, 0)
