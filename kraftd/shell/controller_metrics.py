@@ -5,7 +5,11 @@ Contracts:
 1. Names: ``kafka_controller_kafkacontroller_<name>`` gauges for the KafkaController MBeans in :data:`GAUGES`;
    ``kafka_controller_controllereventmanager_eventqueuetimems`` and ``..._eventqueueprocessingtimems`` are
    histograms in milliseconds (``_bucket``/``_sum``/``_count``; the JMX exporter renders Kafka's Yammer
-   histograms as quantile gauges and ``_count``: ``histogram_quantile`` gives the quantiles here).
+   histograms as quantile gauges and ``_count``: ``histogram_quantile`` gives the quantiles here);
+   ``kafka_controller_controllereventmanager_avgidleratio`` is the share of the last 30 s the queue was idle (the
+   raft ``poll_idle_ratio_avg``). Kafka 4.3.1's KafkaController gauges EventQueueOperationsStartedCount,
+   EventQueueOperationsTimedOutCount and IgnoredStaticVoters are not exported (kraftd has no deadline-bound
+   operation queue; tests/interop/test_controller_metric_names.py compares the names with a Kafka controller's).
 2. The metadata counts are those of this node's committed image (every controller reports them, as Kafka's
    ControllerMetadataMetricsPublisher does), kept by kraftd.controller.metrics_counts: a scrape costs O(1), never
    O(partitions).
@@ -173,6 +177,10 @@ class ControllerCollector(Collector):
             GaugeMetricFamily(CONTROLLER + name, f"Kafka KafkaController {name}: {GAUGES[name]}", value=v)
             for name, v in m.values().items()
         ]
+        idle = m.node.observer.measures.poll_idle_ratio()
+        families.append(
+            GaugeMetricFamily(EVENTS + "avgidleratio", "share of time the event queue was idle", idle)
+        )
         families.append(
             m.queue_time.family(EVENTS + "eventqueuetimems", "ms an event waited in the node's event queue")
         )
