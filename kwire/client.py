@@ -54,6 +54,7 @@ from kwire.errors import (
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
 from kwire.headers import decode_response, encode_request, peek_correlation_id
 from kwire.sasl import SaslClientConfig, client_exchange
+from kwire.version import VERSION
 
 
 def all_apis() -> dict[int, VersionRange]:
@@ -86,7 +87,7 @@ class KafkaClient:
         *,
         client_id: str | None = "kraftd",
         client_software_name: str = "kraftd",
-        client_software_version: str = "0.1.0",
+        client_software_version: str = VERSION,
         apis: Mapping[int, VersionRange] | None = None,
         request_timeout: float = 30.0,
         connect_timeout: float = 10.0,

@@ -34,6 +34,7 @@ from kraftd.core.types import ZERO_UUID, Listener, ReplicaKey
 from kraftd.core.voters import voters_record
 from kwire.control import ControlRecordType as CT
 from kwire.errors import ErrorCode
+from kwire.version import VERSION
 
 AddRaftVoterRequest = AREQ.AddRaftVoterRequest
 AddRaftVoterResponse = ARESP.AddRaftVoterResponse
@@ -47,7 +48,7 @@ def added(code: ErrorCode, text: str | None = None) -> Any:
 
 
 def probe_request() -> ApiVersionsRequest:
-    return ApiVersionsRequest(client_software_name="kraftd", client_software_version="0.1.0")
+    return ApiVersionsRequest(client_software_name="kraftd", client_software_version=VERSION)
 
 
 def handle_add_voter(node: NodeContext, token: int, msg: Any) -> Any | None:

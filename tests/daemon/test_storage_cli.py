@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -14,6 +15,8 @@ from kraftd.storage.meta import read_meta
 from kraftd.storage.uuids import random_uuid, uuid_from_str, uuid_to_str
 from tests.daemon.conftest import write_properties
 from tools.storage_cli import main
+
+VERSION = tomllib.loads((Path(__file__).parents[2] / "pyproject.toml").read_text())["project"]["version"]
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qg"
 
@@ -152,7 +155,7 @@ def test_every_tool_prints_its_version_and_describe_help_works() -> None:
     bindir = Path(sys.executable).parent
     for tool in ("kraftd", "kraft-storage", "kraft-metadata-quorum", "kraft-dump-log"):
         out = subprocess.run([str(bindir / tool), "--version"], capture_output=True, text=True, timeout=30)
-        assert out.returncode == 0 and out.stdout.strip() == f"{tool}, version 0.1.0", out.stderr
+        assert out.returncode == 0 and out.stdout.strip() == f"{tool}, version {VERSION}", out.stderr
     out = subprocess.run(
         [str(bindir / "kraft-metadata-quorum"), "describe", "--help"],
         capture_output=True,
