@@ -10,7 +10,8 @@ Invariants, each observed through Prometheus' HTTP API (PromQL), on real process
 3. ops/prometheus/kraftd-rules.yml loads into Prometheus, every rule evaluates without error, every recording rule
    has data and no alert fires on the healthy quorum.
 4. Every panel of ops/grafana/kraftd.json returns data.
-5. The broker killed: every node's fencedbrokercount reaches 1 and KraftdFencedBrokers goes pending.
+5. The broker killed: every node's fencedbrokercount reaches 1, the topic's partitions (replication factor 1) are
+   counted offline and off their preferred leader, and KraftdFencedBrokers and KraftdOfflinePartitions go pending.
 """
 
 from __future__ import annotations
@@ -186,6 +187,14 @@ def test_a_dead_broker_is_fenced_and_alerted(cluster: Cluster) -> None:
         30,
     )
     assert cluster.values(f"{C}activebrokercount") == dict.fromkeys(nodes, 0.0)
+    # Its partitions (replication factor 1) lose their leader: offline, and so not on their preferred leader.
+    cluster.wait(
+        "every node counts the topic's partitions offline",
+        lambda: set(cluster.values(f"{C}offlinepartitionscount == {PARTITIONS}")) == nodes or None,
+        30,
+    )
+    assert cluster.values(f"{C}preferredreplicaimbalancecount") == dict.fromkeys(nodes, float(PARTITIONS))
+    assert cluster.values(f"{C}globalpartitioncount") == dict.fromkeys(nodes, float(PARTITIONS))
 
     def pending() -> list[Any]:
         return [
@@ -196,3 +205,10 @@ def test_a_dead_broker_is_fenced_and_alerted(cluster: Cluster) -> None:
 
     (alert,) = cluster.wait("KraftdFencedBrokers pending", pending, 20)
     assert alert["state"] == "pending" and float(alert["value"]) == 1.0, alert
+
+    def offline() -> list[Any]:
+        alerts = cluster.prom.api("alerts")["alerts"]
+        return [a for a in alerts if a["labels"]["alertname"] == "KraftdOfflinePartitions"]
+
+    (alert,) = cluster.wait("KraftdOfflinePartitions pending", offline, 20)
+    assert float(alert["value"]) == PARTITIONS, alert
