@@ -12,6 +12,7 @@ Invariants, each observed through Prometheus' HTTP API (PromQL), on real process
 4. Every panel of ops/grafana/kraftd.json returns data.
 5. The broker killed: every node's fencedbrokercount reaches 1, the topic's partitions (replication factor 1) are
    counted offline and off their preferred leader, and KraftdFencedBrokers and KraftdOfflinePartitions go pending.
+6. The active controller killed: a survivor becomes the one active controller and the leader changes are counted.
 """
 
 from __future__ import annotations
@@ -212,3 +213,28 @@ def test_a_dead_broker_is_fenced_and_alerted(cluster: Cluster) -> None:
 
     (alert,) = cluster.wait("KraftdOfflinePartitions pending", offline, 20)
     assert float(alert["value"]) == PARTITIONS, alert
+
+
+def test_a_controller_failover_is_counted(cluster: Cluster) -> None:
+    """Invariant 6: the survivors' newactivecontrollerscount grows by at least one, the recorded leader changes
+    rise, and again exactly one node is active."""
+    (active,) = cluster.values(f"{C}activecontrollercount == 1")
+    ports = cluster.quorum.__dict__["metrics_ports"]
+    node = next(n for n in cluster.quorum.nodes if f"127.0.0.1:{ports[n.node_id]}" == active)
+    before = cluster.values(f"{C}newactivecontrollerscount")
+    changes = max(cluster.values("kraftd:leader_changes:increase1h").values())
+    node.stop()
+    survivors = set(cluster.targets) - {active}
+
+    def new_leader() -> bool:
+        counts = cluster.values(f"{C}newactivecontrollerscount")
+        grown = all(counts.get(t, 0) >= before[t] + 1 for t in survivors)
+        actives = cluster.values(f"{C}activecontrollercount == 1")
+        return grown and len(actives) == 1 and set(actives) <= survivors
+
+    cluster.wait("a new active controller among the survivors", new_leader, 60)
+    cluster.wait(
+        "the recorded leader changes rise",
+        lambda: max(cluster.values("kraftd:leader_changes:increase1h").values()) > changes,
+        30,
+    )
