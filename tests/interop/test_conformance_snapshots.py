@@ -31,16 +31,20 @@ SNAPSHOT_CHECKS = {
 @pytest.fixture(scope="module")
 def kraftd_snapshotting(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedQuorum]:
     classpath()
-    for q in _quorum(
+    quorum = _quorum(
         tmp_path_factory,
         "kraftd3-snapshots",
         ["kraftd"] * 3,
         bootstrap="kip853",
         extra={"metadata.log.max.snapshot.interval.ms": "1000"},
-    ):
+    )
+    q = next(quorum)
+    try:
         q.wait_leader()
         time.sleep(3)  # a few snapshots exist before the first battery (a fresh quorum has none to serve)
         yield q
+    finally:
+        quorum.close()  # stops the processes
 
 
 @pytest.mark.parametrize("run", range(RUNS))
