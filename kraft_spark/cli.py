@@ -145,6 +145,7 @@ def _session(master: str) -> Any:
 
 
 @click.group(help="Spark analytics over KRaft metadata logs and simulator sweeps.")
+@click.version_option(package_name="kraftd", prog_name="kraft-analytics")
 def main() -> None:
     pass
 

@@ -24,6 +24,7 @@ def _selected(prefixes: tuple[str, ...]) -> list[Check]:
 
 
 @click.command(help="Run the KRaft conformance battery against a controller quorum.")
+@click.version_option(package_name="kraftd", prog_name="kraft-conformance")
 @click.option("--bootstrap-controller", required=True, help="host:port of any controller.")
 @click.option("--cluster-id", default=None, help="Expected cluster id (default: what DescribeCluster says).")
 @click.option(

@@ -46,6 +46,7 @@ def _line(m: Message) -> str:
 
 
 @click.command(help="Decode the Kafka-protocol traffic in a pcap or pcapng capture.")
+@click.version_option(package_name="kraftd", prog_name="kraft-decode")
 @click.argument("capture", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--ports", default="", help="Comma-separated server (listener) ports, e.g. 9093,9094.")
 @click.option("--json", "as_json", is_flag=True, help="One JSON object per message per line.")
