@@ -157,7 +157,9 @@ def test_every_tool_prints_its_version_and_describe_help_works() -> None:
     assert {"kraft-conformance", "kraft-decode", "kraft-analytics"} <= set(tools)
     for tool in tools:
         out = subprocess.run([str(bindir / tool), "--version"], capture_output=True, text=True, timeout=60)
-        assert out.returncode == 0 and out.stdout.strip() == f"{tool}, version {project['version']}", out.stderr
+        assert out.returncode == 0 and out.stdout.strip() == f"{tool}, version {project['version']}", (
+            out.stderr
+        )
     out = subprocess.run(
         [str(bindir / "kraft-metadata-quorum"), "describe", "--help"],
         capture_output=True,
