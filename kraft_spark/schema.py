@@ -9,7 +9,9 @@ Contracts:
    int64/uint32→long, float64→double, bool→boolean, string/uuid→string (uuid in Kafka's base64url form),
    bytes/records→binary; ``[]T`` → array; a struct type → the nested struct.
 3. :func:`to_value` turns a decoded object into the nested dict/list form matching that struct (for Arrow);
-   :func:`to_json` renders Kafka's camelCase JSON view of the same object (what kafka-dump-log prints).
+   :func:`to_json` renders Kafka's camelCase JSON view of the same object, exactly what kafka-dump-log prints:
+   Kafka's generated JsonConverter writes a field present in the version always, except a tagged one, which
+   it writes only when it differs from the spec's default.
 4. The row's ``record`` column is a struct with one nullable field per record type (see
    :func:`record_union_fields`); exactly one of them is set on a decoded row.
 """
@@ -17,6 +19,7 @@ Contracts:
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
 import re
 import uuid
@@ -156,6 +159,28 @@ def _present(info: FieldInfo, version: int) -> bool:
     return info.versions[0] <= version <= info.versions[1]
 
 
+def _tagged(info: FieldInfo, version: int) -> bool:
+    tv = info.tagged_versions
+    return tv is not None and tv[0] <= version <= tv[1]
+
+
+_DEFAULTS: dict[type, dict[str, Any]] = {}
+
+
+def _defaults(cls: type) -> dict[str, Any]:
+    """The spec default of each field (what the generated dataclass defaults to)."""
+    out = _DEFAULTS.get(cls)
+    if out is None:
+        out = {}
+        for f in dataclasses.fields(cls):
+            if f.default is not dataclasses.MISSING:
+                out[f.name] = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                out[f.name] = f.default_factory()
+        _DEFAULTS[cls] = out
+    return out
+
+
 def to_value(obj: Any, version: int = 32767) -> Any:
     """Nested dict/list form of a decoded object; fields absent at ``version`` are null (contract 3)."""
     if isinstance(obj, EndTransactionMarker):
@@ -197,10 +222,12 @@ def _jsonable(obj: Any, version: int) -> Any:
         return {"version": obj.version, "coordinatorEpoch": obj.coordinator_epoch}
     infos = _fields(type(obj))
     if _is_struct(type(obj)):
+        defaults = _defaults(type(obj))
         return {
             _camel(f.name): _jsonable(getattr(obj, f.attr, None), version)
             for f in infos
             if _present(f, version)
+            and not (_tagged(f, version) and getattr(obj, f.attr, None) == defaults.get(f.attr))
         }
     if isinstance(obj, uuid.UUID):
         return uuid_text(obj)

@@ -6,14 +6,16 @@ Contracts:
    itself) and line continuation (an odd number of trailing backslashes). A later duplicate key wins.
 2. :func:`load_config` / :func:`config_from_properties` return an immutable :class:`KraftConfig` or raise
    :class:`ConfigError` whose message names the offending key and the form it expects.
-3. Keys we do not know are logged as warnings (never an error) and kept in ``KraftConfig.unknown_keys``; a short
-   list of Kafka keys that make no sense for this controller is accepted silently.
+3. Keys we do not know are logged as warnings (never an error), before any validation error, each with the
+   closest known key when one is close (``did you mean ...?``, difflib), and kept in ``KraftConfig.unknown_keys``;
+   a short list of Kafka keys that make no sense for this controller is accepted silently.
 4. Only the ``controller`` role is supported; the controller listener may be PLAINTEXT, SSL, SASL_PLAINTEXT or
    SASL_SSL (kraftd.security reads their ``ssl.*`` / ``sasl.*`` keys).
 """
 
 from __future__ import annotations
 
+import difflib
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from pathlib import Path
 
 from kraftd.controller.tokens import TokenSettings
 from kraftd.core.config import QuorumConfig
-from kraftd.security import PROTOCOLS, ListenerSecurity, is_security_key, listener_security
+from kraftd.security import PROTOCOLS, SECURITY_KEYS, ListenerSecurity, is_security_key, listener_security
 from kwire.errors import KraftError
 from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUEST_BYTES, ListenerLimits
 
@@ -359,8 +361,19 @@ def _bool(props: Mapping[str, str], key: str) -> bool:
     return raw == "true"
 
 
+def _warn_unknown(props: Mapping[str, str]) -> tuple[str, ...]:
+    """Contract 3."""
+    unknown = tuple(k for k in props if k not in _KNOWN and k not in _TOLERATED and not is_security_key(k))
+    for key in unknown:
+        close = difflib.get_close_matches(key, _KNOWN | _TOLERATED | SECURITY_KEYS, n=1, cutoff=0.8)
+        hint = f"; did you mean {close[0]}?" if close else ""
+        log.warning("unknown configuration key %r ignored%s", key, hint)
+    return unknown
+
+
 def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
     """Validate parsed properties into a :class:`KraftConfig` (contracts 2-4)."""
+    unknown = _warn_unknown(props)  # first: a mistyped key is often why validation fails below
     node_id = _int(props, "node.id", None, 0)
 
     roles = tuple(r.lower() for r in _csv(props.get("process.roles")))
@@ -416,10 +429,6 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             f"controller.quorum.voters: a controller's node.id {node_id} must be one of the voters; "
             "expected id@host:port,... including this node"
         )
-
-    unknown = tuple(k for k in props if k not in _KNOWN and k not in _TOLERATED and not is_security_key(k))
-    for key in unknown:
-        log.warning("unknown configuration key %r ignored", key)
 
     return KraftConfig(
         node_id=node_id,

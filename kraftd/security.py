@@ -36,6 +36,9 @@ _KEYS = (
 ).split()
 
 
+SECURITY_KEYS = frozenset(_KEYS)
+
+
 def is_security_key(key: str) -> bool:
     """True for the keys this module reads (bare, listener-prefixed, or per-mechanism JAAS)."""
     if key in _KEYS:

@@ -28,12 +28,13 @@ Invariants (numbers are cited by the handlers):
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from kraftd.core.config import QuorumConfig
 from kraftd.core.effects import Effect, PersistElectionState, SendRequest, SnapshotLoaded
-from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.log import LogBatch, OffsetAndEpoch, ReplicatedLog
 from kraftd.core.snapshots import Snapshot, log_agrees
 from kraftd.core.states import Follower, Leader, Prospective, ReadState, Resigned, RoleData, Unattached
 from kraftd.core.transitions import IllegalTransitionError, check_transition
@@ -63,6 +64,7 @@ class NodeContext:
         now_ms: int = 0,
         kraft_version: int = 0,
         snapshot: Snapshot | None = None,
+        retained: Sequence[Snapshot] = (),
     ) -> None:
         self.local = local
         self._last_leader = LeaderAndEpoch(NO_LEADER, -1)  # the last leader reported to listeners
@@ -76,6 +78,9 @@ class NodeContext:
         self.out: list[Effect] = []
         self.voter_history = VoterHistory(voters, kraft_version)
         self.snapshot: Snapshot | None = None
+        # Every snapshot still served by FetchSnapshot (kraftd.core.snapshotting invariant 2): the latest and
+        # the older ones Kafka's retention has not deleted yet (on restart: the files the shell found).
+        self.retained: dict[OffsetAndEpoch, Snapshot] = {s.snapshot_id: s for s in retained}
         self.high_watermark = self.log.start_offset
         self.applied = self.log.start_offset
         if snapshot is not None:
@@ -162,6 +167,9 @@ class NodeContext:
         if not log_agrees(log, sid):
             log.reset(sid.offset, sid.epoch)
         self.snapshot = snap
+        # A fetched snapshot replaces the whole log: older snapshots go with it (Kafka's FullTruncation).
+        self.retained = {k: v for k, v in self.retained.items() if log.start_offset <= k.offset < sid.offset}
+        self.retained[sid] = snap
         base = snap.voters if snap.voters is not None else self.voter_history.history[0][1]
         version = snap.kraft_version if snap.voters is not None else self.voter_history.kraft_version
         self.voter_history.reset(base, version, sid.offset - 1)

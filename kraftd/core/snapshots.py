@@ -32,13 +32,15 @@ from kwire.records import decode_batch
 
 @dataclass(frozen=True, slots=True)
 class Snapshot:
-    """A complete snapshot: its id and its bytes (the file's content)."""
+    """A complete snapshot: its id and its bytes (the file's content); ``timestamp_ms`` is its header's
+    last contained log timestamp (what Kafka's time-based snapshot retention compares)."""
 
     snapshot_id: OffsetAndEpoch
     data: bytes
     kraft_version: int = 0
     voters: VoterSet | None = None
     batches: tuple[LogBatch, ...] = field(default=(), repr=False)
+    timestamp_ms: int = 0
 
     def values(self) -> list[bytes]:
         """The state machine's records, in order (what a listener loads)."""
@@ -80,7 +82,7 @@ def build_snapshot(
     out.append(footer)
     data = b"".join(b.data for b in out)
     return Snapshot(
-        snapshot_id, data, kraft_version, voters if kraft_version >= 1 else None, tuple(out[1:-1])
+        snapshot_id, data, kraft_version, voters if kraft_version >= 1 else None, tuple(out[1:-1]), now_ms
     )
 
 
@@ -96,13 +98,16 @@ def read_snapshot(snapshot_id: OffsetAndEpoch, data: bytes) -> Snapshot:
         raise CorruptRecordError(f"snapshot {snapshot_id} does not end with a SnapshotFooter")
     kraft_version = 0
     voters: VoterSet | None = None
+    timestamp = 0
     for _, kind, value in head:
-        if kind == CT.KRAFT_VERSION and isinstance(value, KRaftVersionRecord):
+        if kind == CT.SNAPSHOT_HEADER and isinstance(value, SnapshotHeaderRecord):
+            timestamp = value.last_contained_log_timestamp
+        elif kind == CT.KRAFT_VERSION and isinstance(value, KRaftVersionRecord):
             kraft_version = value.kraft_version
         elif kind == CT.KRAFT_VOTERS and isinstance(value, VotersRecord):
             voters = voter_set_of(value)
     body = tuple(b for b in got[1:-1] if not b.is_control)
-    return Snapshot(snapshot_id, data, kraft_version, voters, body)
+    return Snapshot(snapshot_id, data, kraft_version, voters, body, timestamp)
 
 
 def log_agrees(log: ReplicatedLog, sid: OffsetAndEpoch) -> bool:

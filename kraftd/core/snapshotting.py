@@ -4,9 +4,15 @@ log cleaning, FetchSnapshot served by the leader and fetched by a follower or ob
 Invariants:
 1. A snapshot is taken only at a committed batch boundary above the previous snapshot (its id's epoch is the
    epoch of the record before the end offset); it is durable (WriteSnapshot) before the log start moves.
-2. The log start advances only to the latest snapshot's end offset, and only when the log below it exceeds
-   ``retention_bytes`` or its oldest batch is older than ``retention_ms`` (Kafka's metadata retention).
-3. Only the leader serves FetchSnapshot, from its latest snapshot; errors as Kafka answers them: epoch
+2. Snapshots are retained as Kafka's KafkaRaftLog retains them (maybeClean, run when a snapshot is taken):
+   the oldest retained snapshot (or the state at the log start when no snapshot is there yet, e.g. the
+   bootstrap checkpoint) is deleted, by advancing the log start to the next snapshot's end offset, while
+   (a) the whole log plus every retained snapshot exceeds ``retention_bytes``, then (b) while the oldest
+   one's timestamp is older than ``retention_ms`` (-1 disables either); the latest snapshot is never
+   deleted. Deleting one deletes every snapshot before the new log start (DeleteLogBefore); nothing else
+   does, except a fetched snapshot, which replaces the whole log and every older snapshot.
+3. Only the leader serves FetchSnapshot, from any retained snapshot (invariant 2; Kafka's readSnapshot), so a
+   transfer survives newer snapshots; errors as Kafka answers them: epoch
    checks (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER), SNAPSHOT_NOT_FOUND,
    POSITION_OUT_OF_RANGE; a chunk is at most min(request max bytes, fetch max bytes). A voter's
    FetchSnapshot counts for check-quorum as a Fetch does.
@@ -58,6 +64,7 @@ def create_snapshot(node: NodeContext, end_offset: int, values: list[bytes]) -> 
         max_batch_bytes=node.config.max_batch_size_bytes,
     )
     node.snapshot = snap
+    node.retained[sid] = snap
     node.out.append(WriteSnapshot(snap))
     node.bytes_since_snapshot = 0
     node.last_snapshot_ms = node.now
@@ -74,24 +81,50 @@ def snapshot_due(node: NodeContext) -> bool:
 
 
 def maybe_clean(node: NodeContext) -> None:
-    """Invariant 2."""
-    snap = node.snapshot
-    if snap is None:
-        return
-    end = snap.snapshot_id.offset
-    log = node.log
-    if end <= log.start_offset or end > log.end_offset:
-        return
-    below = [b for b in log.batches if b.next_offset <= end]
-    size = sum(len(b.data) for b in below)
+    """Invariant 2: Kafka's cleanSnapshotsRetentionSize, then cleanSnapshotsRetentionMs."""
     cfg = node.config
-    too_big = cfg.retention_bytes >= 0 and size > cfg.retention_bytes
-    too_old = False
-    if cfg.retention_ms >= 0 and below:
-        too_old = peek_batch(below[0].data).max_timestamp < node.now - cfg.retention_ms
-    if too_big or too_old:
-        log.advance_start(end, snap.snapshot_id.epoch)
-        node.out.append(DeleteLogBefore(end))
+    if cfg.retention_bytes >= 0:
+        total = sum(size for _, size, _ in _oldest_first(node))
+        log_size = sum(len(b.data) for b in node.log.batches)
+        for _, size, _ in _oldest_first(node)[:-1]:
+            if log_size + total <= cfg.retention_bytes or not _delete_oldest(node):
+                break
+            total -= size
+            log_size = sum(len(b.data) for b in node.log.batches)
+    if cfg.retention_ms >= 0:
+        for _, _, ts in _oldest_first(node)[:-1]:
+            if node.now - ts <= cfg.retention_ms or not _delete_oldest(node):
+                break
+
+
+def _oldest_first(node: NodeContext) -> list[tuple[OffsetAndEpoch | None, int, int]]:
+    """(id, size, timestamp) of the retained snapshots, oldest first; ``None`` stands for the state at the log
+    start when no snapshot is there (size 0, the timestamp of the log's first batch)."""
+    out: list[tuple[OffsetAndEpoch | None, int, int]] = [
+        (sid, len(s.data), s.timestamp_ms)
+        for sid, s in sorted(node.retained.items(), key=lambda kv: kv[0].offset)
+    ]
+    log = node.log
+    if log.batches and (not out or log.start_offset < out[0][0].offset):  # type: ignore[union-attr]
+        out.insert(0, (None, 0, peek_batch(log.batches[0].data).max_timestamp))
+    return out
+
+
+def _delete_oldest(node: NodeContext) -> bool:
+    """Kafka's deleteBeforeSnapshot(next oldest): advance the log start to the second-oldest snapshot and forget
+    every snapshot before it; False when the log cannot move there (nothing is deleted then)."""
+    order = _oldest_first(node)
+    if len(order) < 2:
+        return False
+    nxt = order[1][0]
+    assert nxt is not None
+    log = node.log
+    if not (log.start_offset < nxt.offset <= min(log.end_offset, node.high_watermark)):
+        return False
+    log.advance_start(nxt.offset, nxt.epoch)
+    node.retained = {k: v for k, v in node.retained.items() if k.offset >= nxt.offset}
+    node.out.append(DeleteLogBefore(nxt.offset))
+    return True
 
 
 # ----- leader: FetchSnapshot server -----
@@ -112,8 +145,8 @@ def handle_fetch_snapshot_request(node: NodeContext, msg: Any) -> Any:
     if not isinstance(d, Leader) or node.shutting_down:
         return build(ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER, leader, node.epoch)
     wanted = m.snapshot_id_of(part)
-    snap = node.snapshot
-    if snap is None or snap.snapshot_id != wanted:
+    snap = node.retained.get(wanted)
+    if snap is None:
         return build(ErrorCode.NONE, ErrorCode.SNAPSHOT_NOT_FOUND, leader, node.epoch)
     size = len(snap.data)
     if part.position < 0 or part.position >= size:

@@ -61,7 +61,13 @@ from kraftd.shell.flushing import LogFlusher
 from kraftd.shell.inbox import EventInbox
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
-from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
+from kraftd.shell.persistence import (
+    DiskMirror,
+    load_snapshot_and_log,
+    older_snapshots,
+    quorum_setup,
+    to_core_state,
+)
 from kraftd.shell.reads import ReadBarriers
 from kraftd.shell.routing import RequestRouter
 from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
@@ -134,6 +140,7 @@ class ControllerNode:
             election_state=to_core_state(storage.election_state),
             log=core_log,
             snapshot=snapshot,
+            retained=older_snapshots(storage, snapshot, core_log.start_offset),
             now_ms=now_ms(),
             kraft_version=self.setup.kraft_version,
         )

@@ -10,7 +10,9 @@ Contracts:
    fatal).
 4. :func:`load_snapshot_and_log` gives the core the latest snapshot and the log after it; a disk log that cannot
    continue after that snapshot (it ends before it or disagrees on its epoch) is emptied to start at its end,
-   exactly as the core would drop it.
+   exactly as the core would drop it. :func:`older_snapshots` gives it the older snapshot files still retained
+   (at or past the log start; Kafka's recoverSnapshots), so that FetchSnapshot serves them after a restart too;
+   snapshot files below the log start are deleted.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from kraftd.core.effects import (
     WriteSnapshot,
 )
 from kraftd.core.log import LogBatch, ReplicatedLog
-from kraftd.core.snapshots import Snapshot, log_agrees
+from kraftd.core.snapshots import Snapshot, log_agrees, read_snapshot
 from kraftd.core.types import NO_LEADER, ElectionState, Listener, ReplicaKey, VoterSet
 from kraftd.storage import batches as batch_format
 from kraftd.storage import snapshots
@@ -40,6 +42,7 @@ from kraftd.storage.layout import NodeStorage
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.quorum_state import NOT_VOTED, ElectionStateRecord
 from kraftd.storage.uuids import ZERO_UUID
+from kwire.errors import KraftError
 
 log = logging.getLogger("kraftd.storage")
 
@@ -99,6 +102,22 @@ def load_snapshot_and_log(storage: NodeStorage) -> tuple[Snapshot | None, Replic
         storage.log.reset_to(snap.snapshot_id.offset)
         core = ReplicatedLog(snap.snapshot_id.offset, snap.snapshot_id.epoch)
     return snap, core
+
+
+def older_snapshots(storage: NodeStorage, latest: Snapshot | None, log_start: int) -> list[Snapshot]:
+    """Contract 4: the complete snapshot files in [log start, latest) (an unusable one is skipped)."""
+    pdir = storage.partition_dir
+    snapshots.delete_snapshots_before(pdir, log_start, fsync=storage.log.fsync_enabled)
+    if latest is None:
+        return []
+    out = []
+    for sid in snapshots.list_snapshots(pdir):
+        if sid.offset < latest.snapshot_id.offset:
+            try:
+                out.append(read_snapshot(sid, (pdir / snapshots.snapshot_name(sid)).read_bytes()))
+            except (OSError, KraftError) as exc:
+                log.error("snapshot %s is unusable, not served: %s", sid, exc)
+    return out
 
 
 def load_core_log(disk: MetadataLog) -> ReplicatedLog:

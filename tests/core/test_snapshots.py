@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
@@ -12,7 +14,7 @@ from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.batches import split_batches
-from kraftd.core.events import RequestReceived
+from kraftd.core.events import RequestReceived, Tick
 from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.snapshots import read_snapshot
 from kraftd.core.snapshotting import SnapshotOffsetError
@@ -28,9 +30,14 @@ VOTERS = VoterSet(
 )
 
 
-def grown_cluster(retention_bytes: int = 0, fetch_max_bytes: int = 300) -> tuple[Pump, RaftNode]:
+def grown_cluster(
+    retention_bytes: int = 0, fetch_max_bytes: int = 300, retention_ms: int = 7 * 24 * 3600 * 1000
+) -> tuple[Pump, RaftNode]:
     """Voters 1-3 with 3 down; the leader has 40 committed records and a snapshot at its HWM."""
-    p = Pump(VOTERS, QuorumConfig(retention_bytes=retention_bytes, fetch_max_bytes=fetch_max_bytes))
+    cfg = QuorumConfig(
+        retention_bytes=retention_bytes, fetch_max_bytes=fetch_max_bytes, retention_ms=retention_ms
+    )
+    p = Pump(VOTERS, cfg)
     for k in KEYS:
         p.add(k)
     p.down.add(3)
@@ -154,3 +161,114 @@ def test_restart_loads_the_snapshot_then_replays_the_log_after_it() -> None:
         CT.KRAFT_VERSION,
         CT.KRAFT_VOTERS,
     ]
+
+
+def step_once(p: Pump, held: dict[int, list[Any]] | None = None) -> None:
+    """One event of the pump (run() drains the whole queue before it checks its stop condition); events for
+    a node in ``held`` wait there (a slow follower) instead of being delivered."""
+    if p._queue:
+        nid, ev = p._queue.popleft()
+        if held is not None and nid in held:
+            held[nid].append((nid, ev))
+            return
+        p._deliver(nid, ev)
+    else:
+        live = [t for i, t in p._deadlines.items() if i not in p.down]
+        p.now = max(p.now + 1, min(live) if live else p.now + 1)
+        for nid in p.nodes:
+            if nid not in p.down:
+                p._queue.append((nid, Tick(p.now)))
+
+
+def step_until(
+    p: Pump, pred: Callable[[], bool], limit: int = 100_000, held: dict[int, list[Any]] | None = None
+) -> None:
+    for _ in range(limit):
+        if pred():
+            return
+        step_once(p, held)
+    raise AssertionError("condition not reached")
+
+
+BIG_STATE = [bytes([i]) * 900 for i in range(60)]  # ~54 KB: about 540 chunks of 100 bytes
+
+
+def test_a_transfer_survives_two_newer_snapshots_on_the_leader() -> None:
+    """Kafka's leader serves every retained snapshot (KafkaRaftClient.handleFetchSnapshotRequest reads
+    log.readSnapshot(id), not the latest only): a follower copying snapshot 1 in many chunks while the leader
+    writes snapshots 2 and 3 completes the copy of snapshot 1 and catches up from its end."""
+    p, leader = grown_cluster(retention_bytes=-1, fetch_max_bytes=100, retention_ms=5000)
+    # Time-based retention of the state at log start: the log before snapshot 1 is older than 5 s.
+    p.run(p.now + 6000)
+    first = leader.create_snapshot(leader.high_watermark, BIG_STATE)
+    p.effects[leader.local.id].extend(leader.poll())
+    assert leader.log.start_offset == first.snapshot_id.offset  # node 3 can only catch up by the snapshot
+    p.down.discard(3)
+    three = p.nodes[3]
+    step_until(p, lambda: len(getattr(getattr(three.data, "snapshot_fetch", None), "received", b"")) > 0)
+    newer = []
+    for _ in range(2):
+        held: dict[int, list[Any]] = {3: []}  # node 3 is slow: the leader commits and snapshots meanwhile
+        leader.append([b"newer"])
+        committed = lambda: leader.high_watermark == leader.log.end_offset and not leader.data.pending  # type: ignore[union-attr]  # noqa: E731
+        step_until(p, committed, held=held)
+        newer.append(leader.create_snapshot(leader.high_watermark, BIG_STATE + [b"newer"]))
+        p.effects[leader.local.id].extend(leader.poll())
+        p._queue.extend(held[3])
+        got = len(three.data.snapshot_fetch.received)  # type: ignore[union-attr]
+        step_until(p, lambda got=got: len(three.data.snapshot_fetch.received) > got + 500)  # type: ignore[union-attr]
+    fetch = three.data.snapshot_fetch  # type: ignore[union-attr]
+    assert fetch is not None and fetch.snapshot_id == first.snapshot_id  # still copying the first one
+    assert 0 < len(fetch.received) < len(first.data)
+    assert set(leader.retained) == {first.snapshot_id, *(s.snapshot_id for s in newer)}
+    step_until(
+        p,
+        lambda: (
+            three.log.end_offset == leader.log.end_offset and three.high_watermark == leader.high_watermark
+        ),
+    )
+    installs = [e.snapshot for e in p.effects[3] if isinstance(e, fx.InstallSnapshot)]
+    assert [s.snapshot_id for s in installs] == [first.snapshot_id] and installs[0].data == first.data
+    answers = [e.message for e in p.effects[leader.local.id] if isinstance(e, fx.SendResponse)]
+    errors = [m.single_partition(r).error_code for r in answers if isinstance(r, m.FetchSnapshotResponse)]
+    assert len(errors) > 10 and set(errors) == {ErrorCode.NONE}
+
+
+def test_retention_deletes_the_oldest_snapshots_as_kafka_does() -> None:
+    """Kafka's cleanSnapshotsRetentionSize: while the log and the snapshots exceed retention bytes, the oldest
+    snapshot goes (the log start moves to the next one); the latest always stays; FetchSnapshot for a deleted
+    snapshot is SNAPSHOT_NOT_FOUND."""
+    size = len(BIG_STATE) * 900
+    p, leader = grown_cluster(retention_bytes=int(size * 2.5), fetch_max_bytes=300)
+    ids = []
+    for i in range(4):
+        leader.append([f"more-{i}".encode()])
+        p.run(
+            p.now + 1000,
+            stop=lambda: leader.high_watermark == leader.log.end_offset and not leader.data.pending,
+        )  # type: ignore[union-attr]
+        ids.append(leader.create_snapshot(leader.high_watermark, BIG_STATE).snapshot_id)
+        out = leader.poll()
+        deleted = [e.offset for e in out if isinstance(e, fx.DeleteLogBefore)]
+        if i < 2:  # the log and one or two snapshots (~54 KB each): within retention
+            assert deleted == []
+        elif i == 2:  # three: the state at log start goes, then the oldest snapshot
+            assert deleted == [ids[0].offset, ids[1].offset]
+        else:
+            assert deleted == [ids[2].offset]
+    assert sorted(leader.retained, key=lambda s: s.offset) == ids[2:]
+    assert leader.log.start_offset == ids[2].offset and leader.log.end_offset > ids[3].offset - 1
+    req = m.fetch_snapshot_request("c", KEYS[2], leader.epoch, ids[0], 0, 100)
+    (resp,) = [
+        e.message
+        for e in leader.step(RequestReceived(p.now, 7, req))
+        if isinstance(e, fx.SendResponse) and e.token == 7
+    ]
+    assert m.single_partition(resp).error_code == ErrorCode.SNAPSHOT_NOT_FOUND
+    req = m.fetch_snapshot_request("c", KEYS[2], leader.epoch, ids[2], 0, 100)
+    (resp,) = [
+        e.message
+        for e in leader.step(RequestReceived(p.now, 8, req))
+        if isinstance(e, fx.SendResponse) and e.token == 8
+    ]
+    assert m.single_partition(resp).error_code == ErrorCode.NONE

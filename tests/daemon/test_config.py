@@ -201,6 +201,29 @@ def test_unknown_keys_warn(caplog: pytest.LogCaptureFixture) -> None:
     assert "num.network.threads" not in caplog.text
 
 
+def test_a_mistyped_key_gets_a_suggestion_even_when_the_config_is_refused(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The typo is the likely cause of the error that follows, so its warning comes first."""
+    props = {k: v for k, v in with_().items() if k != "controller.quorum.voters"}
+    props["controller.quorum.bootstrap.server"] = "127.0.0.1:9093"
+    props["log.retention.hours"] = "1"  # a Kafka key kraftd tolerates: no warning
+    with caplog.at_level(logging.WARNING, logger="kraftd.config"), pytest.raises(ConfigError):
+        config_from_properties(props)
+    assert caplog.messages == [
+        "unknown configuration key 'controller.quorum.bootstrap.server' ignored; "
+        "did you mean controller.quorum.bootstrap.servers?"
+    ]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kraftd.config"):
+        cfg = config_from_properties(with_(**{"made.up.key": "1", "ssl.keystore.pasword": "x"}))
+    assert cfg.unknown_keys == ("made.up.key", "ssl.keystore.pasword")
+    assert caplog.messages == [
+        "unknown configuration key 'made.up.key' ignored",
+        "unknown configuration key 'ssl.keystore.pasword' ignored; did you mean ssl.keystore.password?",
+    ]
+
+
 def test_load_config_file(tmp_path: Path) -> None:
     path = tmp_path / "server.properties"
     path.write_text("\n".join(f"{k}={v}" for k, v in BASE.items()) + "\n")

@@ -199,3 +199,20 @@ def test_cli_json_text_and_bad_input(tmp_path: Path) -> None:
     assert bad.returncode == 2 and bad.stderr.startswith("kraft-decode: ") and "Traceback" not in bad.stderr
     with pytest.raises(PcapError):
         list(read_packets(tmp_path / "junk"))
+
+
+@pytest.mark.parametrize("version", [0, 1, 2])
+def test_only_the_fields_of_the_decoded_version_are_shown(tmp_path: Path, version: int) -> None:
+    """DescribeQuorum v0 has no error_message, nodes (v2+) nor the voters' timestamps (v1+): a v0 answer
+    shows none of them; each field shows exactly in the versions its spec gives it."""
+    req = DescribeQuorumRequest([DQT("__cluster_metadata", [DQP(0)])])
+    w = PcapWriter(tmp_path / "dq.pcap")
+    w.write(1.0, CLIENT, SERVER, 99, b"", TCP_SYN)
+    w.write(1.0, SERVER, CLIENT, 899, b"", TCP_SYN | TCP_ACK)
+    w.write(2.0, CLIENT, SERVER, 100, frame(encode_request(55, version, 5, "c", req)))
+    w.write(2.1, SERVER, CLIENT, 900, frame(encode_response(55, version, 5, DescribeQuorumResponse())))
+    w.close()
+    (_, resp) = decode_capture(tmp_path / "dq.pcap")
+    body = resp.to_json()["body"]
+    assert ("error_message" in body, "nodes" in body) == (version >= 2, version >= 2), body
+    assert set(body) == {f.attr for f in DescribeQuorumResponse.FIELDS if f.versions[0] <= version}

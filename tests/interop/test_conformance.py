@@ -33,7 +33,7 @@ from kwire.client import KafkaClient
 from tests.interop.capture import RecordingProxy, tcpdump
 from tests.interop.conftest import _quorum
 from tests.interop.kafka import CI, MixedQuorum, classpath, metadata_quorum
-from tools.conformance import checks_fetch, checks_protocol, checks_quorum, checks_raft, checks_voters  # noqa: F401
+from tools.conformance import doctable  # registers every check of the battery too
 from tools.conformance.model import Result
 from tools.conformance.runner import describe_quorum_request, discover, run_all
 from tools.decode.cli import decode_capture
@@ -73,12 +73,26 @@ def kafka_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedQuor
     )
 
 
+# Quorum directory prefix -> the run's column in docs/INTEROP.md's conformance table.
+DOC_RUNS = (("kafka3-snapshots", "kafka"), ("kraftd3-snapshots", "kraftd-snapshots"), ("kraftd3", "kraftd"))
+INTEROP_DOC = Path(__file__).parents[2] / "docs" / "INTEROP.md"
+
+
 def battery(q: MixedQuorum, intrusive: bool = True) -> dict[str, Result]:
     async def run() -> list[Result]:
         ctx = await discover("127.0.0.1", q.nodes[0].port, cluster_id=None, intrusive=intrusive, timeout=10)
         return await run_all(ctx)
 
-    return {r.check.id: r for r in asyncio.run(run())}
+    results = {r.check.id: r for r in asyncio.run(run())}
+    stem = next(s for p, s in DOC_RUNS if q.root.name.startswith(p))
+    statuses = {i: r.status for i, r in results.items()}
+    if os.environ.get("KRAFTD_CONFORMANCE_RESULTS"):  # recorded for python -m tools.conformance.doctable
+        out = Path(os.environ["KRAFTD_CONFORMANCE_RESULTS"]) / f"{stem}.json"
+        out.write_text(json.dumps(statuses, indent=1))
+    assert statuses == doctable.parse(INTEROP_DOC.read_text())[stem], (
+        f"docs/INTEROP.md's {stem} column differs"
+    )
+    return results
 
 
 def failures(results: dict[str, Result]) -> str:

@@ -31,18 +31,26 @@ MAX_HEX = 96
 CLOSE_WAIT = 2.0
 
 
-def to_json(obj: Any) -> Json:
-    """A JSON-ready rendering of a generated message (field names as in the codecs; bytes as hex)."""
+def to_json(obj: Any, version: int | None = None) -> Json:
+    """A JSON-ready rendering of a generated message (field names as in the codecs; bytes as hex). With the
+    ``version`` it was decoded at, only the fields that version has (its spec's ``versions``) are shown."""
     if is_dataclass(obj) and not isinstance(obj, type):
+        absent: set[str] = set()
+        if version is not None:
+            absent = {
+                fi.attr
+                for fi in getattr(type(obj), "FIELDS", ())
+                if not fi.versions[0] <= version <= fi.versions[1]
+            }
         out: dict[str, Json] = {}
         for f in fields(obj):
             value = getattr(obj, f.name)
-            if f.name == "unknown_tagged_fields" and not value:
+            if (f.name == "unknown_tagged_fields" and not value) or f.name in absent:
                 continue
-            out[f.name] = to_json(value)
+            out[f.name] = to_json(value, version)
         return out
     if isinstance(obj, list | tuple):
-        return [to_json(v) for v in obj]
+        return [to_json(v, version) for v in obj]
     if isinstance(obj, bytes | bytearray | memoryview):
         raw = bytes(obj)
         text = raw[:MAX_HEX].hex()

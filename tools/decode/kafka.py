@@ -169,7 +169,7 @@ def _request(conn: Connection, ts: float, frame: bytes) -> Message:
         return msg
     if end < len(frame):
         msg.notes.append(f"{len(frame) - end} bytes after the request body")
-    msg.body = to_json(body)
+    msg.body = to_json(body, version)
     return msg
 
 
@@ -203,7 +203,7 @@ def _response(conn: Connection, ts: float, frame: bytes, req: Message | None) ->
     except KraftError as exc:
         msg.kind, msg.error = "malformed", f"{spec.name} v{version} response does not decode: {exc}"
         return msg
-    rendered = to_json(body)
+    rendered = to_json(body, version)
     _records_view(spec.api_key, body, rendered)
     msg.body = rendered
     return msg
