@@ -55,6 +55,12 @@ class BrokerCluster:
     def spare(self) -> Node:
         return self.quorum.nodes[3]
 
+    def ids(self) -> list[str]:
+        """The cluster id and every directory id (controllers' and the broker's), as tools print them."""
+        meta = (self.broker.data_dir / "meta.properties").read_text()
+        broker_dir = re.findall(r"^directory\.id=(\S+)", meta, re.M)
+        return [self.quorum.cluster_id, *(n.directory_id for n in self.quorum.nodes), *broker_dir]
+
     def client_config(self, user: str, path: Path) -> Path:
         """A ``--command-config`` file for ``user`` on the SASL listener."""
         path.write_text(
