@@ -100,20 +100,28 @@ def _matrix(alice: Any) -> dict[str, Callable[[], Any]]:
         return alice.alter_configs([resource], incremental=incremental)
 
     return {
-        "create topics": _outcome(
-            lambda: alice.create_topics({"alice-new": {"num_partitions": 1, "replication_factor": 1}})
+        "create topics": lambda: alice.create_topics(
+            {"alice-new": {"num_partitions": 1, "replication_factor": 1}}
         ),
-        "create partitions": _outcome(lambda: alice.create_partitions({"parts": 2})),
-        "delete topics": _outcome(lambda: alice.delete_topics(["doomed"])),
-        "alter configs": _outcome(lambda: alter("conf", False)),
-        "incremental alter configs": _outcome(lambda: alter("iconf", True)),
-        "elect leaders": _outcome(lambda: alice.elect_leaders(0, {"elect": [0]})),
-        "alter partition reassignments": _outcome(
-            lambda: alice.alter_partition_reassignments(
-                {TopicPartition("moves", 0): [broker_cluster.BROKER_ID]}
-            )
+        "create partitions": lambda: alice.create_partitions({"parts": 2}),
+        "delete topics": lambda: alice.delete_topics(["doomed"]),
+        "alter configs": lambda: alter("conf", False),
+        "incremental alter configs": lambda: alter("iconf", True),
+        "elect leaders": lambda: alice.elect_leaders(0, {"elect": [0]}),
+        "alter partition reassignments": lambda: alice.alter_partition_reassignments(
+            {TopicPartition("moves", 0): [broker_cluster.BROKER_ID]}
         ),
     }
+
+
+def _until_served(call: Callable[[], Any], timeout: float = 30) -> str:
+    """The broker and the controllers apply a new ACL shortly after it commits: retry while refused."""
+    deadline = time.monotonic() + timeout
+    while True:
+        outcome = _outcome(call)
+        if "AuthorizationFailed" not in outcome or time.monotonic() > deadline:
+            return outcome
+        time.sleep(1)
 
 
 def _grant(c: BrokerCluster) -> None:
