@@ -15,6 +15,7 @@ Invariants, on three kraftd controllers and on three Kafka controllers, with the
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -87,7 +88,8 @@ def _outcome(call: Callable[[], Any]) -> str:
         result = call()
     except Exception as exc:  # noqa: BLE001 - the outcome is the error's name
         return type(exc).__name__
-    failed = sorted({for_code(c).__name__ for c in _codes(result) if c})
+    named = re.findall(r"\[Error \d+\] (\w+)", repr(result))  # alter_configs: one text per resource
+    failed = sorted({for_code(c).__name__ for c in _codes(result) if c} | set(named))
     return ",".join(failed) or "ok"
 
 
@@ -161,7 +163,7 @@ def _state(c: BrokerCluster) -> dict[str, Any]:
     admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=30000)
     try:
         names = set(admin.list_topics())
-        parts = {t["topic"]: len(t["partitions"]) for t in admin.describe_topics(["parts"])}
+        parts = {t["name"]: len(t["partitions"]) for t in admin.describe_topics(["parts"])}
         configs = admin.describe_configs(
             [ConfigResource(ConfigResourceType.TOPIC, n) for n in ("conf", "iconf")]
         )
