@@ -3,7 +3,7 @@
 Contracts:
 1. A connection's principal follows Kafka's defaults: ``User:<name>`` after SASL, ``User:<subject DN>`` for a
    TLS client certificate (e.g. ``User:CN=admin``), ``User:ANONYMOUS`` otherwise.
-2. :class:`Authorizer` is the interface (``authorize(principal, api_key, host, request) -> bool``).
+2. :class:`Authorizer` is the interface (``authorize(principal, api_key, host, request, forwarded) -> bool``).
    :class:`AclAuthorizer` grants everything to ``super.users`` and otherwise evaluates the ACL entries its
    source returns (the metadata image's AccessControlEntryRecords, converted by the shell) against the checks
    :func:`required_checks` derives from the request, as Kafka's controller (ControllerApis) asks them.
@@ -14,7 +14,8 @@ Contracts:
    DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS) allows. When no entry at all exists for the resource, the
    answer is ``allow.everyone.if.no.acl.found`` (default false); otherwise it is denied.
 4. A request is allowed when every check passes; a check is a set of alternatives, any of which suffices
-   (CreateTopics: CREATE on the cluster or CREATE on the topic).
+   (CreateTopics: CREATE on the cluster or CREATE on the topic). The checks come from one table, :data:`RULES`
+   (api key -> :class:`Rule`: the operation and what it applies to), not from code per API.
 4a. Requests made of per-topic or per-resource entries (CreateTopics, DeleteTopics, CreatePartitions,
    AlterConfigs, IncrementalAlterConfigs, DescribeConfigs) are decided per entry, as Kafka's ControllerApis
    does: :meth:`AclAuthorizer.denied_entries` names the entries refused (one check per entry, in the request's
@@ -24,6 +25,12 @@ Contracts:
    is Metadata (it needs Describe on topics, and a controller holds none). Kafka's controller takes the
    delegation-token APIs only inside an Envelope (CLUSTER_ACTION, the broker's principal inside); sent directly,
    kraftd records the token for ``User:ANONYMOUS``, so it admits them only with ALTER on the cluster.
+6. A request a broker forwarded inside an Envelope (``forwarded``) is checked with the forwarded principal by the
+   same rules, except the delegation-token APIs, which follow ControllerApis inside an Envelope
+   (:data:`FORWARDED_RULES`: CREATE_TOKENS on the owner, a USER resource, when it is not the requester; Renew and
+   Expire need none, the controller checks the renewer).
+7. :class:`Gate` puts an authorizer in front of a handler, so a listener's direct requests and the requests
+   inside an Envelope are decided, split (4a) and refused by the same code.
 """
 
 from __future__ import annotations

@@ -32,7 +32,8 @@ Contracts:
    a denied one is answered with ``denied(api_key, request, version)`` (the caller's CLUSTER_AUTHORIZATION_FAILED /
    TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited). With ``per_entry`` and an authorizer that
    decides entries (kwire.authz contract 4a), a request with some entries authorized is split: the handler serves
-   those, and the refused entries' answers are merged into its response.
+   those, and the refused entries' answers are merged into its response. :attr:`KafkaServer.gate` (kwire.authz
+   contract 7) decides, and decides the requests a handler unwraps from an Envelope too.
 9. While a handler serves a request, :func:`request_principal` names that connection's principal (as in 8,
    with or without an authorizer), so a handler can record who asked (a delegation token's owner).
 10. The first ApiVersions of a connection is its version handshake (KIP-511) and is answered at once from

@@ -1,7 +1,8 @@
 """Answers to requests the authorizer refused (kwire.server contract 8), for every API the controller serves.
 
 Contracts:
-1. Cluster-level refusals carry CLUSTER_AUTHORIZATION_FAILED; a per-topic entry (CreateTopics, DeleteTopics,
+1. Cluster-level refusals carry CLUSTER_AUTHORIZATION_FAILED (CreateDelegationToken:
+   DELEGATION_TOKEN_AUTHORIZATION_FAILED); a per-topic entry (CreateTopics, DeleteTopics,
    CreatePartitions, topic resources of AlterConfigs / IncrementalAlterConfigs / DescribeConfigs) carries
    TOPIC_AUTHORIZATION_FAILED, as Kafka's ControllerApis answers an unauthorized topic.
 2. Topic and config requests are decided per entry (kwire.authz contract 4a): :func:`split` keeps the
@@ -30,6 +31,7 @@ from generated.alter_user_scram_credentials_response import (
     AlterUserScramCredentialsResponse,
     AlterUserScramCredentialsResult,
 )
+from generated.create_delegation_token_response import CreateDelegationTokenResponse
 from generated.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
 from generated.messages import API_SPECS
 from kwire.authz import CONFIG_TOPIC
@@ -171,6 +173,13 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
         )
     if api_key == 43:
         return _elect_leaders(req, version)
+    if api_key == 38:  # CREATE_TOKENS on another owner refused (kwire.authz contract 6), as Kafka answers it
+        code = ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+        return CreateDelegationTokenResponse(
+            error_code=code,
+            principal_type=req.owner_principal_type or "",
+            principal_name=req.owner_principal_name or "",
+        )
     spec = API_SPECS.get(api_key)
     if spec is None:
         raise LocalProtocolError(f"no denied response for api key {api_key}")

@@ -143,3 +143,25 @@ def test_forwarded_requests_are_authorized_with_the_forwarded_principal(tmp_path
         assert codes["u"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED, codes
 
     asyncio.run(asyncio.wait_for(main(), 60))
+
+
+def test_forwarded_token_requests_follow_kafkas_controller_rules() -> None:
+    """kwire.authz contract 6: inside an Envelope a token for oneself needs no ACL, one for another owner needs
+    CREATE_TOKENS on that user (refused: DELEGATION_TOKEN_AUTHORIZATION_FAILED); sent directly, ALTER on the
+    cluster (contract 5)."""
+    from generated.create_delegation_token_request import CreateDelegationTokenRequest
+    from kraftd.shell.handlers import denied_response
+    from kwire.authz import AclAuthorizer, AclEntry
+
+    own = CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None)
+    for_bob = CreateDelegationTokenRequest(owner_principal_type="User", owner_principal_name="bob")
+    nobody = AclAuthorizer(frozenset())
+    assert nobody.authorize("User:alice", 38, "h", own, forwarded=True)
+    assert nobody.authorize("User:alice", 39, "h", None, forwarded=True)
+    assert not nobody.authorize("User:alice", 38, "h", own)  # direct
+    assert not nobody.authorize("User:alice", 38, "h", for_bob, forwarded=True)
+    may = AclEntry("USER", "User:bob", "LITERAL", "User:alice", "*", "CREATE_TOKENS", True)
+    assert AclAuthorizer(frozenset(), lambda: [may]).authorize("User:alice", 38, "h", for_bob, forwarded=True)
+    refused = denied_response(38, for_bob, 3)
+    assert refused.error_code == ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+    assert (refused.principal_type, refused.principal_name) == ("User", "bob")
