@@ -6,9 +6,10 @@ Envelope with the client's principal. ``User:alice`` (SASL PLAIN) has no ACLs.
 
 Invariants, on three kraftd controllers and on three Kafka controllers, with the same answers on both:
 1. alice is refused create topics, create partitions, delete topics, alter configs, incremental alter configs,
-   elect leaders and alter partition reassignments: TOPIC_AUTHORIZATION_FAILED for her topic entries,
-   CLUSTER_AUTHORIZATION_FAILED for the cluster-level APIs; nothing changes (no topic created or deleted, the
-   partition count and configs as they were).
+   elect leaders and alter partition reassignments (and list partition reassignments, delete ACLs, alter SCRAM
+   credentials, update features): TOPIC_AUTHORIZATION_FAILED for her topic entries, CLUSTER_AUTHORIZATION_FAILED
+   for the cluster-level APIs; nothing changes (no topic created or deleted, the partition count and configs as
+   they were).
 2. After one ACL per operation (created through the broker by the super user), each of the same requests is
    served.
 """
@@ -88,14 +89,35 @@ def _outcome(call: Callable[[], Any]) -> str:
         result = call()
     except Exception as exc:  # noqa: BLE001 - the outcome is the error's name
         return type(exc).__name__
-    named = re.findall(r"\[Error \d+\] (\w+)", repr(result))  # alter_configs: one text per resource
-    failed = sorted({for_code(c).__name__ for c in _codes(result) if c} | set(named))
+    text = repr(result)  # alter_configs: an "[Error N] Name" per resource; delete_acls: error classes
+    named = re.findall(r"\[Error \d+\] (\w+)", text) + re.findall(r"kafka\.errors\.(\w+)'>", text)
+    failed = sorted(({for_code(c).__name__ for c in _codes(result) if c} | set(named)) - {"NoError"})
     return ",".join(failed) or "ok"
 
 
 def _matrix(alice: Any) -> dict[str, Callable[[], Any]]:
     from kafka import TopicPartition
-    from kafka.admin import ConfigResource, ConfigResourceType
+    from kafka.admin import (
+        ACLFilter,
+        ACLOperation,
+        ACLPermissionType,
+        ACLResourcePatternType,
+        ConfigResource,
+        ConfigResourceType,
+        ResourcePatternFilter,
+        ResourceType,
+        ScramMechanism,
+        UserScramCredentialUpsertion,
+    )
+
+    nobody = ACLFilter(
+        "User:nobody",
+        "*",
+        ACLOperation.ANY,
+        ACLPermissionType.ANY,
+        ResourcePatternFilter(ResourceType.ANY, None, ACLResourcePatternType.ANY),
+    )
+    carol = UserScramCredentialUpsertion("carol", ScramMechanism.SCRAM_SHA_256, "carol-pw", iterations=4096)
 
     def alter(name: str, incremental: bool) -> Any:
         resource = ConfigResource(ConfigResourceType.TOPIC, name, configs={"retention.ms": "1000"})
@@ -113,7 +135,22 @@ def _matrix(alice: Any) -> dict[str, Callable[[], Any]]:
         "alter partition reassignments": lambda: alice.alter_partition_reassignments(
             {TopicPartition("moves", 0): [broker_cluster.BROKER_ID]}
         ),
+        # the other forwarded APIs kafka-python sends (docs/INTEROP.md lists all 20)
+        "list partition reassignments": lambda: alice.list_partition_reassignments(),
+        "delete acls": lambda: alice.delete_acls([nobody]),
+        "alter user scram credentials": lambda: _refused_if_message(
+            alice.alter_user_scram_credentials([carol])
+        ),
+        "update features": lambda: alice.update_features({"group.version": 1}),
     }
+
+
+def _refused_if_message(result: dict[str, str | None]) -> dict[str, str | None]:
+    """alter_user_scram_credentials answers user -> error message (the controller's own words): any message
+    is a refusal."""
+    if any(result.values()):
+        raise PermissionError(str(result))
+    return result
 
 
 def _until_served(call: Callable[[], Any], timeout: float = 30) -> str:
@@ -192,6 +229,10 @@ def test_alice_is_refused_then_served_after_an_acl(cluster: BrokerCluster) -> No
             "incremental alter configs": "TopicAuthorizationFailedError",
             "elect leaders": "ClusterAuthorizationFailedError",
             "alter partition reassignments": "ClusterAuthorizationFailedError",
+            "list partition reassignments": "ClusterAuthorizationFailedError",
+            "delete acls": "ClusterAuthorizationFailedError",
+            "alter user scram credentials": "PermissionError",
+            "update features": "ClusterAuthorizationFailedError",
         }, denied
         _compare("denied", cluster, denied)
         assert _state(cluster) == before  # nothing written for a refused request
