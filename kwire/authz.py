@@ -15,7 +15,8 @@ Contracts:
    answer is ``allow.everyone.if.no.acl.found`` (default false); otherwise it is denied.
 4. A request is allowed when every check passes; a check is a set of alternatives, any of which suffices
    (CreateTopics: CREATE on the cluster or CREATE on the topic). The checks come from one table, :data:`RULES`
-   (api key -> :class:`Rule`: the operation and what it applies to), not from code per API.
+   (api key -> :class:`Rule`: the operation and what it applies to), not from code per API. A config resource
+   is checked on the topic or group it names, any other type on the cluster (:data:`CONFIG_ACL_RESOURCE`).
 4a. Requests made of per-topic or per-resource entries (CreateTopics, DeleteTopics, CreatePartitions,
    AlterConfigs, IncrementalAlterConfigs, DescribeConfigs) are decided per entry, as Kafka's ControllerApis
    does: :meth:`AclAuthorizer.denied_entries` names the entries refused (one check per entry, in the request's
@@ -124,7 +125,11 @@ FORWARDED_RULES: Mapping[int, Rule] = {
     39: Rule(DESCRIBE, ON_NOTHING),
     40: Rule(DESCRIBE, ON_NOTHING),
 }
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_GROUP = 2, 4, 8, 32
+GROUP = "GROUP"
+# Config resource type -> the ACL resource type its own name is checked on (ControllerApis
+# authorizeAlterResource, ConfigHelper); any other type (BROKER, CLIENT_METRICS, ...): the cluster.
+CONFIG_ACL_RESOURCE: Mapping[int, str] = {CONFIG_TOPIC: TOPIC, CONFIG_GROUP: GROUP}
 PER_ENTRY_APIS = frozenset(k for k, r in RULES.items() if r.on in (ON_TOPICS, ON_CONFIGS))
 
 Check = tuple[str, str, str]  # (resource type, resource name, operation)
@@ -152,7 +157,9 @@ def required_checks(
         return checks
     if rule.on == ON_CONFIGS:
         return [
-            ((TOPIC, r.resource_name, op),) if r.resource_type == CONFIG_TOPIC else (cluster,)
+            ((CONFIG_ACL_RESOURCE[r.resource_type], r.resource_name, op),)
+            if r.resource_type in CONFIG_ACL_RESOURCE
+            else (cluster,)
             for r in request.resources
         ]
     if rule.on == ON_TOKEN_OWNER:

@@ -165,3 +165,30 @@ def test_forwarded_token_requests_follow_kafkas_controller_rules() -> None:
     refused = denied_response(38, for_bob, 3)
     assert refused.error_code == ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
     assert (refused.principal_type, refused.principal_name) == ("User", "bob")
+
+
+def test_config_resources_are_checked_on_what_they_name() -> None:
+    """kwire.authz contract 4 (ControllerApis authorizeAlterResource): a topic or group config resource needs
+    ALTER_CONFIGS on that topic or group, refused with TOPIC_ / GROUP_AUTHORIZATION_FAILED; others the cluster."""
+    from kraftd.shell.handlers import denied_response
+    from kwire.authz import AclAuthorizer, AclEntry
+
+    def resource(rtype: int, name: str) -> AlterConfigsResource:
+        return AlterConfigsResource(resource_type=rtype, resource_name=name, configs=[])
+
+    req = IncrementalAlterConfigsRequest(
+        resources=[resource(2, "t"), resource(32, "g"), resource(BROKER_RESOURCE, ""), resource(16, "m")]
+    )
+    on_group = AclEntry("GROUP", "g", "LITERAL", "User:alice", "*", "ALTER_CONFIGS", True)
+    assert AclAuthorizer(frozenset(), lambda: [on_group]).denied_entries("User:alice", 44, "h", req) == {
+        0,
+        2,
+        3,
+    }
+    refused = denied_response(44, req, 1)
+    assert [r.error_code for r in refused.responses] == [
+        ErrorCode.TOPIC_AUTHORIZATION_FAILED,
+        ErrorCode.GROUP_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+        ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+    ]
