@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 FORWARD_CLIENT = "kraftd-forward-"
 # Contract 11: every API a Kafka 4.3.1 broker forwards to the active controller inside an Envelope, with where
-# its kafka.server.KafkaApis does it (docs/CONTRACTS.md lists them); ApiKeys marks these (and
+# its kafka.server.KafkaApis does it (docs/INTEROP.md lists them); ApiKeys marks these (and
 # AllocateProducerIds, which a broker sends itself) forwardable.
 FORWARDED: Mapping[int, str] = {
     19: "CreateTopics: handle -> forwardToController",
@@ -76,6 +76,8 @@ FORWARDED: Mapping[int, str] = {
     80: "AddRaftVoter: handle -> forwardToController",
     81: "RemoveRaftVoter: handle -> forwardToController",
 }
+# The versions an inner request may have: those served on the listener (what the broker saw in ApiVersions).
+_FORWARDABLE = {k: v for k, v in handlers.supported_versions().items() if k in FORWARDED}
 _ELECTION_APIS = (handlers.VOTE, handlers.BEGIN_QUORUM, handlers.END_QUORUM)
 log = logging.getLogger("kraftd.routing")
 
@@ -148,7 +150,7 @@ class RequestRouter:
         if not node.controller.machine.active:
             return EnvelopeResponse(response_data=None, error_code=ErrorCode.NOT_CONTROLLER)
         try:
-            inner = parse_request(bytes(req.request_data), _forwardable())
+            inner = parse_request(bytes(req.request_data), _FORWARDABLE)
         except KraftError as exc:
             log.info("envelope: cannot parse the forwarded request: %s", exc)
             return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
@@ -235,11 +237,6 @@ class RequestRouter:
                 await conn.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
-
-
-def _forwardable() -> dict[int, tuple[int, int]]:
-    served = handlers.supported_versions()
-    return {k: served[k] for k in FORWARDED if k in served}
 
 
 def _client_host(address: bytes, fallback: str) -> str:

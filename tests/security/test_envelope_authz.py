@@ -19,6 +19,7 @@ import pytest
 from generated.create_acls_request import AclCreation, CreateAclsRequest
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.default_principal_data import DefaultPrincipalData
+from generated.describe_acls_request import DescribeAclsRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from generated.envelope_request import EnvelopeRequest
 from generated.incremental_alter_configs_request import (
@@ -141,6 +142,12 @@ def test_forwarded_requests_are_authorized_with_the_forwarded_principal(tmp_path
         codes = {t.name: t.error_code for t in created.topics}
         assert codes["v"] == ErrorCode.TOPIC_AUTHORIZATION_FAILED
         assert codes["u"] != ErrorCode.TOPIC_AUTHORIZATION_FAILED, codes
+        # An API a broker does not forward (DescribeAcls) is refused whole, as Kafka's EnvelopeUtils does.
+        data = encode_request(29, 3, 42, "c", DescribeAclsRequest())
+        refused = await broker.send(
+            EnvelopeRequest(request_data=data, request_principal=_principal("ANONYMOUS"))
+        )
+        assert refused.error_code == ErrorCode.INVALID_REQUEST
 
     asyncio.run(asyncio.wait_for(main(), 60))
 
@@ -192,3 +199,24 @@ def test_config_resources_are_checked_on_what_they_name() -> None:
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
     ]
+
+
+def test_every_forwarded_api_is_served_has_a_rule_and_a_refusal() -> None:
+    """kraftd.shell.routing contract 11: the 20 APIs a 4.3.1 broker forwards are served at the listener's
+    versions, each has an authorization rule and a refusal that encodes; nothing else is taken from an Envelope."""
+    from generated.messages import API_SPECS
+    from kraftd.shell import handlers, routing
+    from kwire.authz import FORWARDED_RULES, required_checks
+    from kwire.headers import encode_response
+
+    assert len(routing.FORWARDED) == 20 and routing.FORWARDED.keys() <= handlers.supported_versions().keys()
+    assert routing._FORWARDABLE == {k: handlers.supported_versions()[k] for k in routing.FORWARDED}
+    assert {29, 52, 58, 62, 67}.isdisjoint(routing.FORWARDED)  # DescribeAcls, Vote, Envelope, ...
+    for key in routing.FORWARDED:
+        request = API_SPECS[key].request()
+        if key in FORWARDED_RULES and key not in (38, 39, 40):
+            assert required_checks(key, request, "User:alice", forwarded=True) == required_checks(
+                key, request
+            )
+        low, high = handlers.supported_versions()[key]
+        assert encode_response(key, high, 1, handlers.denied_response(key, request, high)), key
