@@ -86,20 +86,34 @@ def test_kafka_metadata_quorum_describe_through_a_broker(
 ) -> None:
     out = kafka_tool(cluster, "describe", what, version=version)
     assert out.returncode == 0, out.stderr[-3000:]
-    leader = cluster.quorum.describe().leader_id
-    if what == "--status":
-        assert re.search(rf"LeaderId:\s+{leader}\n", out.stdout), out.stdout
-    else:
-        assert re.search(r"^100\s", out.stdout, re.M) and re.search(r"^4\s.*Observer", out.stdout, re.M), (
-            out.stdout
-        )
+    assert shape(out.stdout, cluster.quorum.describe().leader_id), out.stdout
     compare(f"describe {what} {version}", cluster, out.stdout)
+
+
+def shape(text: str, leader: int) -> bool:
+    """The quorum the output describes: voters 1-3 led by ``leader``, observers 4 (the spare controller) and 100
+    (the broker); for --replication one row per node with its status."""
+    if text.startswith("ClusterId:"):
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        ids = [re.findall(r'"id": (\d+)', fields[k]) for k in ("CurrentVoters", "CurrentObservers")]
+        return int(fields["LeaderId"]) == leader and [sorted(map(int, i)) for i in ids] == [
+            [1, 2, 3],
+            [4, 100],
+        ]
+    rows = {int(r.split()[0]): r.split()[-1] for r in text.splitlines()[1:] if r.strip()}
+    return rows == {
+        leader: "Leader",
+        **{i: "Follower" for i in {1, 2, 3} - {leader}},
+        4: "Observer",
+        100: "Observer",
+    }
 
 
 def test_our_tool_describes_through_a_broker(cluster: BrokerCluster) -> None:
     for what in ("--status", "--replication"):
         out = ours(cluster, "describe", what)
         assert out.returncode == 0, out.stderr
+        assert shape(out.stdout, cluster.quorum.describe().leader_id), out.stdout
         compare(f"ours describe {what}", cluster, out.stdout)
 
 
