@@ -116,6 +116,8 @@ RULES: Mapping[int, Rule] = {
     32: Rule(DESCRIBE_CONFIGS, ON_CONFIGS),  # DescribeConfigs
     33: Rule(ALTER_CONFIGS, ON_CONFIGS),  # AlterConfigs
     44: Rule(ALTER_CONFIGS, ON_CONFIGS),  # IncrementalAlterConfigs
+    650: Rule(ALTER),  # kraftd's ReadOffset (KIP-650 draft key)
+    651: Rule(ALTER),  # kraftd's own append RPC
 }
 # Contract 6: inside an Envelope the delegation-token APIs are Kafka's ControllerApis rules (the controller itself
 # checks that the requester owns or may renew the token).

@@ -220,3 +220,11 @@ def test_every_forwarded_api_is_served_has_a_rule_and_a_refusal() -> None:
             )
         low, high = handlers.supported_versions()[key]
         assert encode_response(key, high, 1, handlers.denied_response(key, request, high)), key
+
+
+def test_every_served_api_has_its_rule_in_the_table() -> None:
+    """kwire.authz contract 4: RULES names every API the controller listener serves (none falls to a default)."""
+    from kraftd.shell import handlers
+    from kwire.authz import RULES, UNAUTHORIZED_FREE
+
+    assert set(handlers.supported_versions()) - UNAUTHORIZED_FREE <= set(RULES)
