@@ -3,7 +3,7 @@
 Contracts:
 1. A connection's principal follows Kafka's defaults: ``User:<name>`` after SASL, ``User:<subject DN>`` for a
    TLS client certificate (e.g. ``User:CN=admin``), ``User:ANONYMOUS`` otherwise.
-2. :class:`Authorizer` is the interface (``authorize(principal, api_key, host, request) -> bool``).
+2. :class:`Authorizer` is the interface (``authorize(principal, api_key, host, request, forwarded) -> bool``).
    :class:`AclAuthorizer` grants everything to ``super.users`` and otherwise evaluates the ACL entries its
    source returns (the metadata image's AccessControlEntryRecords, converted by the shell) against the checks
    :func:`required_checks` derives from the request, as Kafka's controller (ControllerApis) asks them.
@@ -14,7 +14,9 @@ Contracts:
    DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS) allows. When no entry at all exists for the resource, the
    answer is ``allow.everyone.if.no.acl.found`` (default false); otherwise it is denied.
 4. A request is allowed when every check passes; a check is a set of alternatives, any of which suffices
-   (CreateTopics: CREATE on the cluster or CREATE on the topic).
+   (CreateTopics: CREATE on the cluster or CREATE on the topic). The checks come from one table, :data:`RULES`
+   (api key -> :class:`Rule`: the operation and what it applies to), not from code per API. A config resource
+   is checked on the topic or group it names, any other type on the cluster (:data:`CONFIG_ACL_RESOURCE`).
 4a. Requests made of per-topic or per-resource entries (CreateTopics, DeleteTopics, CreatePartitions,
    AlterConfigs, IncrementalAlterConfigs, DescribeConfigs) are decided per entry, as Kafka's ControllerApis
    does: :meth:`AclAuthorizer.denied_entries` names the entries refused (one check per entry, in the request's
@@ -24,11 +26,17 @@ Contracts:
    is Metadata (it needs Describe on topics, and a controller holds none). Kafka's controller takes the
    delegation-token APIs only inside an Envelope (CLUSTER_ACTION, the broker's principal inside); sent directly,
    kraftd records the token for ``User:ANONYMOUS``, so it admits them only with ALTER on the cluster.
+6. A request a broker forwarded inside an Envelope (``forwarded``) is checked with the forwarded principal by the
+   same rules, except the delegation-token APIs, which follow ControllerApis inside an Envelope
+   (:data:`FORWARDED_RULES`: CREATE_TOKENS on the owner, a USER resource, when it is not the requester; Renew and
+   Expire need none, the controller checks the renewer).
+7. :class:`Gate` puts an authorizer in front of a handler, so a listener's direct requests and the requests
+   inside an Envelope are decided, split (4a) and refused by the same code.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -47,70 +55,128 @@ IMPLIED_BY: Mapping[str, frozenset[str]] = {
     DESCRIBE_CONFIGS: frozenset({ALTER_CONFIGS}),
 }
 
-# The operation on the Cluster resource each cluster-level API needs (Kafka's ControllerApis / AclApis).
-OPERATION_OF: Mapping[int, str] = {
-    1: CLUSTER_ACTION,  # Fetch (of __cluster_metadata, by voters and observers)
-    52: CLUSTER_ACTION,  # Vote
-    53: CLUSTER_ACTION,  # BeginQuorumEpoch
-    54: CLUSTER_ACTION,  # EndQuorumEpoch
-    56: CLUSTER_ACTION,  # AlterPartition
-    58: CLUSTER_ACTION,  # Envelope
-    59: CLUSTER_ACTION,  # FetchSnapshot
-    62: CLUSTER_ACTION,  # BrokerRegistration
-    63: CLUSTER_ACTION,  # BrokerHeartbeat
-    67: CLUSTER_ACTION,  # AllocateProducerIds
-    70: CLUSTER_ACTION,  # ControllerRegistration
-    73: CLUSTER_ACTION,  # AssignReplicasToDirs
-    82: CLUSTER_ACTION,  # UpdateRaftVoter
-    55: DESCRIBE,  # DescribeQuorum
-    29: DESCRIBE,  # DescribeAcls
-    46: DESCRIBE,  # ListPartitionReassignments
-    60: ALTER,  # DescribeCluster: ALTER on a controller (Describe is the broker's rule)
-    30: ALTER,  # CreateAcls
-    31: ALTER,  # DeleteAcls
-    43: ALTER,  # ElectLeaders
-    45: ALTER,  # AlterPartitionReassignments
-    51: ALTER,  # AlterUserScramCredentials
-    57: ALTER,  # UpdateFeatures
-    64: ALTER,  # UnregisterBroker
-    80: ALTER,  # AddRaftVoter
-    81: ALTER,  # RemoveRaftVoter
-    49: ALTER_CONFIGS,  # AlterClientQuotas
-    38: ALTER,  # CreateDelegationToken sent directly (contract 5)
-    39: ALTER,  # RenewDelegationToken sent directly
-    40: ALTER,  # ExpireDelegationToken sent directly
+CREATE_TOKENS, USER = "CREATE_TOKENS", "USER"
+# What a Rule's operation applies to (contract 4).
+ON_CLUSTER, ON_TOPICS, ON_CONFIGS, ON_TOKEN_OWNER, ON_NOTHING = (
+    "cluster",
+    "topics",
+    "configs",
+    "owner",
+    "nothing",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """Contract 4: what a request of one API must be allowed, as Kafka's ControllerApis asks it: ``operation`` on
+    the cluster (ON_CLUSTER); on each topic entry (ON_TOPICS; with ``or_cluster`` the operation on the cluster
+    suffices too); on each config resource (ON_CONFIGS: a topic's own resource, the cluster for the other types);
+    CREATE_TOKENS on the token's owner when it is not the requester (ON_TOKEN_OWNER); nothing (ON_NOTHING)."""
+
+    operation: str
+    on: str = ON_CLUSTER
+    or_cluster: bool = False
+
+
+# api key -> Rule for a request sent to the controller listener directly (an API not listed: ALTER on the cluster).
+RULES: Mapping[int, Rule] = {
+    1: Rule(CLUSTER_ACTION),  # Fetch (of __cluster_metadata, by voters and observers)
+    52: Rule(CLUSTER_ACTION),  # Vote
+    53: Rule(CLUSTER_ACTION),  # BeginQuorumEpoch
+    54: Rule(CLUSTER_ACTION),  # EndQuorumEpoch
+    56: Rule(CLUSTER_ACTION),  # AlterPartition
+    58: Rule(CLUSTER_ACTION),  # Envelope (the broker's own principal)
+    59: Rule(CLUSTER_ACTION),  # FetchSnapshot
+    62: Rule(CLUSTER_ACTION),  # BrokerRegistration
+    63: Rule(CLUSTER_ACTION),  # BrokerHeartbeat
+    67: Rule(CLUSTER_ACTION),  # AllocateProducerIds
+    70: Rule(CLUSTER_ACTION),  # ControllerRegistration
+    73: Rule(CLUSTER_ACTION),  # AssignReplicasToDirs
+    82: Rule(CLUSTER_ACTION),  # UpdateRaftVoter
+    55: Rule(DESCRIBE),  # DescribeQuorum
+    29: Rule(DESCRIBE),  # DescribeAcls
+    46: Rule(DESCRIBE),  # ListPartitionReassignments
+    60: Rule(ALTER),  # DescribeCluster: ALTER on a controller (Describe is the broker's rule)
+    30: Rule(ALTER),  # CreateAcls
+    31: Rule(ALTER),  # DeleteAcls
+    43: Rule(ALTER),  # ElectLeaders
+    45: Rule(ALTER),  # AlterPartitionReassignments
+    51: Rule(ALTER),  # AlterUserScramCredentials
+    57: Rule(ALTER),  # UpdateFeatures
+    64: Rule(ALTER),  # UnregisterBroker
+    80: Rule(ALTER),  # AddRaftVoter
+    81: Rule(ALTER),  # RemoveRaftVoter
+    49: Rule(ALTER_CONFIGS),  # AlterClientQuotas
+    38: Rule(ALTER),  # CreateDelegationToken sent directly (contract 5)
+    39: Rule(ALTER),  # RenewDelegationToken sent directly
+    40: Rule(ALTER),  # ExpireDelegationToken sent directly
+    19: Rule(CREATE, ON_TOPICS, or_cluster=True),  # CreateTopics
+    20: Rule(DELETE, ON_TOPICS, or_cluster=True),  # DeleteTopics (an id alone: the cluster)
+    37: Rule(ALTER, ON_TOPICS),  # CreatePartitions
+    32: Rule(DESCRIBE_CONFIGS, ON_CONFIGS),  # DescribeConfigs
+    33: Rule(ALTER_CONFIGS, ON_CONFIGS),  # AlterConfigs
+    44: Rule(ALTER_CONFIGS, ON_CONFIGS),  # IncrementalAlterConfigs
+    650: Rule(ALTER),  # kraftd's ReadOffset (KIP-650 draft key)
+    651: Rule(ALTER),  # kraftd's own append RPC
 }
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER = 2, 4, 8
+# Contract 6: inside an Envelope the delegation-token APIs are Kafka's ControllerApis rules (the controller itself
+# checks that the requester owns or may renew the token).
+FORWARDED_RULES: Mapping[int, Rule] = {
+    **RULES,
+    38: Rule(CREATE_TOKENS, ON_TOKEN_OWNER),
+    39: Rule(DESCRIBE, ON_NOTHING),
+    40: Rule(DESCRIBE, ON_NOTHING),
+}
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_GROUP = 2, 4, 8, 32
+GROUP = "GROUP"
+# Config resource type -> the ACL resource type its own name is checked on (ControllerApis
+# authorizeAlterResource, ConfigHelper); any other type (BROKER, CLIENT_METRICS, ...): the cluster.
+CONFIG_ACL_RESOURCE: Mapping[int, str] = {CONFIG_TOPIC: TOPIC, CONFIG_GROUP: GROUP}
+PER_ENTRY_APIS = frozenset(k for k, r in RULES.items() if r.on in (ON_TOPICS, ON_CONFIGS))
 
 Check = tuple[str, str, str]  # (resource type, resource name, operation)
 Alternatives = tuple[Check, ...]
 
 
-def required_checks(api_key: int, request: Any) -> list[Alternatives]:
-    """Contract 4: the checks a request must pass (each a tuple of alternatives)."""
+def rule_of(api_key: int, forwarded: bool = False) -> Rule:
+    return (FORWARDED_RULES if forwarded else RULES).get(api_key, Rule(ALTER))
 
-    def cluster(op: str) -> Check:
-        return (CLUSTER, CLUSTER_NAME, op)
 
+def required_checks(
+    api_key: int, request: Any, principal: str = ANONYMOUS, forwarded: bool = False
+) -> list[Alternatives]:
+    """Contract 4: the checks a request must pass (each a tuple of alternatives), from its Rule."""
     if api_key in UNAUTHORIZED_FREE:
         return []
-    if api_key == 19:  # CreateTopics
-        return [(cluster(CREATE), (TOPIC, t.name, CREATE)) for t in request.topics]
-    if api_key == 20:  # DeleteTopics: names (v0-5) or name/id pairs (v6+); an id alone needs the cluster
-        names = list(request.topic_names) + [t.name for t in request.topics if t.name is not None]
-        checks: list[Alternatives] = [(cluster(DELETE), (TOPIC, n, DELETE)) for n in names]
-        if any(t.name is None for t in request.topics):
-            checks.append((cluster(DELETE),))
+    rule = rule_of(api_key, forwarded)
+    op, cluster = rule.operation, (CLUSTER, CLUSTER_NAME, rule.operation)
+    if rule.on == ON_TOPICS:
+        checks: list[Alternatives] = [
+            (cluster, (TOPIC, n, op)) if rule.or_cluster else ((TOPIC, n, op),) for n in _topics(request)
+        ]
+        if api_key == 20 and any(t.name is None for t in request.topics):
+            checks.append((cluster,))  # DeleteTopics by id alone
         return checks
-    if api_key == 37:  # CreatePartitions
-        return [((TOPIC, t.name, ALTER),) for t in request.topics]
-    if api_key in (33, 44, 32):  # AlterConfigs, IncrementalAlterConfigs, DescribeConfigs
-        op = DESCRIBE_CONFIGS if api_key == 32 else ALTER_CONFIGS
+    if rule.on == ON_CONFIGS:
         return [
-            ((TOPIC, r.resource_name, op),) if r.resource_type == CONFIG_TOPIC else (cluster(op),)
+            ((CONFIG_ACL_RESOURCE[r.resource_type], r.resource_name, op),)
+            if r.resource_type in CONFIG_ACL_RESOURCE
+            else (cluster,)
             for r in request.resources
         ]
-    return [(cluster(OPERATION_OF.get(api_key, ALTER)),)]
+    if rule.on == ON_TOKEN_OWNER:
+        owner = f"{request.owner_principal_type}:{request.owner_principal_name}"
+        return [((USER, owner, op),)] if request.owner_principal_name and owner != principal else []
+    if rule.on == ON_NOTHING:
+        return []
+    return [(cluster,)]
+
+
+def _topics(request: Any) -> list[str]:
+    """The topic names of a per-topic request, in request order (DeleteTopics: names, then named pairs)."""
+    if hasattr(request, "topic_names"):
+        return list(request.topic_names) + [t.name for t in request.topics if t.name is not None]
+    return [t.name for t in request.topics]
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,26 +223,22 @@ AclSource = Callable[[], Iterable[AclEntry]]
 
 
 class Authorizer(Protocol):
-    def authorize(self, principal: str, api_key: int, host: str = WILDCARD, request: Any = None) -> bool: ...
-
-
-PER_ENTRY_APIS = frozenset({19, 20, 37, 33, 44, 32})
+    def authorize(
+        self, principal: str, api_key: int, host: str = WILDCARD, request: Any = None, forwarded: bool = False
+    ) -> bool: ...
 
 
 def entry_checks(api_key: int, request: Any) -> list[Alternatives] | None:
     """Contract 4a: one check per entry of a per-entry request, in request order; None for other APIs."""
     if api_key not in PER_ENTRY_APIS or request is None:
         return None
-    cluster = (CLUSTER, CLUSTER_NAME)
-    if api_key == 19:
-        return [((*cluster, CREATE), (TOPIC, t.name, CREATE)) for t in request.topics]
-    if api_key == 20:
-        names: list[Alternatives] = [((*cluster, DELETE), (TOPIC, n, DELETE)) for n in request.topic_names]
-        return names + [
-            ((*cluster, DELETE), (TOPIC, t.name, DELETE)) if t.name is not None else ((*cluster, DELETE),)
-            for t in request.topics
-        ]
-    return required_checks(api_key, request)  # 37, 33, 44, 32: already one check per entry
+    if api_key != 20:
+        return required_checks(api_key, request)  # already one check per entry
+    cluster = (CLUSTER, CLUSTER_NAME, DELETE)
+    names: list[Alternatives] = [(cluster, (TOPIC, n, DELETE)) for n in request.topic_names]
+    return names + [
+        (cluster, (TOPIC, t.name, DELETE)) if t.name is not None else (cluster,) for t in request.topics
+    ]
 
 
 def _no_acls() -> tuple[AclEntry, ...]:
@@ -189,13 +251,15 @@ class AclAuthorizer:
     acls: AclSource = _no_acls
     allow_if_no_acl: bool = False  # allow.everyone.if.no.acl.found
 
-    def authorize(self, principal: str, api_key: int, host: str = WILDCARD, request: Any = None) -> bool:
+    def authorize(
+        self, principal: str, api_key: int, host: str = WILDCARD, request: Any = None, forwarded: bool = False
+    ) -> bool:
         if api_key in UNAUTHORIZED_FREE or principal in self.super_users:
             return True
-        if request is None and api_key in (19, 20, 37, 33, 44, 32):
+        if request is None and api_key in PER_ENTRY_APIS:
             checks: list[Alternatives] = [((CLUSTER, CLUSTER_NAME, ALTER),)]
         else:
-            checks = required_checks(api_key, request)
+            checks = required_checks(api_key, request, principal, forwarded)
         entries = list(self.acls())
         return all(
             any(evaluate(entries, principal, host, c, self.allow_if_no_acl) for c in alternatives)
@@ -217,6 +281,51 @@ class AclAuthorizer:
             for i, alternatives in enumerate(checks)
             if not any(evaluate(entries, principal, host, c, self.allow_if_no_acl) for c in alternatives)
         )
+
+
+Split = Callable[[int, Any, frozenset[int]], tuple[Any, Any] | None]  # (authorized part, refused part) | None
+Merge = Callable[[int, Any, Any], Any]  # (api key, handler's response, refusal response) -> response
+
+
+@dataclass(frozen=True)
+class Gate:
+    """Contract 7: an authorizer in front of a handler, for a listener's requests and for the requests a broker
+    forwards inside an Envelope alike. ``denied(api_key, request, version)`` answers a refused request; with
+    ``per_entry`` (split, merge) a per-entry request with some entries authorized is served for those and the
+    refused entries' answers are merged into the response."""
+
+    authorizer: Authorizer
+    denied: Callable[[int, Any, int], Any]
+    per_entry: tuple[Split, Merge] | None = None
+
+    async def serve(
+        self,
+        principal: str,
+        api_key: int,
+        host: str,
+        request: Any,
+        version: int,
+        call: Callable[[Any], Awaitable[Any]],
+        forwarded: bool = False,
+    ) -> tuple[Any, str | None]:
+        """(response, None) when allowed; (response, how it was refused) otherwise ("" or " for some entries")."""
+        if self.authorizer.authorize(principal, api_key, host, request, forwarded):
+            return await call(request), None
+        parts = self._split(principal, api_key, host, request)
+        if parts is None:
+            return self.denied(api_key, request, version), ""
+        assert self.per_entry is not None
+        served = await call(parts[0])
+        return self.per_entry[1](
+            api_key, served, self.denied(api_key, parts[1], version)
+        ), " for some entries"
+
+    def _split(self, principal: str, api_key: int, host: str, request: Any) -> tuple[Any, Any] | None:
+        entries = getattr(self.authorizer, "denied_entries", None)
+        if self.per_entry is None or entries is None:
+            return None
+        refused = entries(principal, api_key, host, request)
+        return None if refused is None else self.per_entry[0](api_key, request, refused)
 
 
 def parse_super_users(text: str | None) -> frozenset[str]:

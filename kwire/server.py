@@ -32,7 +32,8 @@ Contracts:
    a denied one is answered with ``denied(api_key, request, version)`` (the caller's CLUSTER_AUTHORIZATION_FAILED /
    TOPIC_AUTHORIZATION_FAILED response) and logged (rate-limited). With ``per_entry`` and an authorizer that
    decides entries (kwire.authz contract 4a), a request with some entries authorized is split: the handler serves
-   those, and the refused entries' answers are merged into its response.
+   those, and the refused entries' answers are merged into its response. :attr:`KafkaServer.gate` (kwire.authz
+   contract 7) decides, and decides the requests a handler unwraps from an Envelope too.
 9. While a handler serves a request, :func:`request_principal` names that connection's principal (as in 8,
    with or without an authorizer), so a handler can record who asked (a delegation token's owner).
 10. The first ApiVersions of a connection is its version handshake (KIP-511) and is answered at once from
@@ -52,7 +53,8 @@ import asyncio
 import itertools
 import logging
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from ssl import SSLContext, SSLError
@@ -69,7 +71,7 @@ from kwire.apiversions import (
     unsupported_version_response,
     valid_client_software,
 )
-from kwire.authz import ANONYMOUS, Authorizer, tls_principal
+from kwire.authz import ANONYMOUS, Authorizer, Gate, tls_principal
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import ParsedRequest, encode_response, parse_request
@@ -115,6 +117,17 @@ _PRINCIPAL: ContextVar[str] = ContextVar("kwire_request_principal", default=ANON
 def request_principal() -> str:
     """Contract 9 (each request is served in its own task, so the value is that request's)."""
     return _PRINCIPAL.get()
+
+
+@contextmanager
+def acting_as(principal: str) -> Iterator[None]:
+    """Contract 9: while a handler serves a request forwarded inside an Envelope, :func:`request_principal` names
+    the principal the broker forwarded it for."""
+    token = _PRINCIPAL.set(principal)
+    try:
+        yield
+    finally:
+        _PRINCIPAL.reset(token)
 
 
 class _Close(Exception):
@@ -178,8 +191,10 @@ class KafkaServer:
             raise LocalProtocolError(
                 "an authorizer needs a denied(api_key, request, version) response builder"
             )
-        self._authorizer, self._denied = authorizer, denied
-        self._per_entry = per_entry
+        # contract 8: the same gate serves the requests brokers forward inside an Envelope (kwire.authz 7)
+        self.gate = (
+            Gate(authorizer, denied, per_entry) if authorizer is not None and denied is not None else None
+        )
         self.served: Mapping[int, VersionRange] = served
         self._host, self._port = host, port
         self.listener = listener
@@ -407,28 +422,24 @@ class KafkaServer:
                 body: Any = self._api_versions(req.body, version, read)
             elif session is not None and req.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
                 body = self._sasl_step(session, req, info)
-            elif (
-                self._authorizer is not None
-                and self._denied is not None
-                and not self._authorizer.authorize(
-                    who := (principal() if principal else ANONYMOUS), req.api_key, info.peer[0], req.body
-                )
-            ):
-                parts = self._split_refused(who, req, info)
-                self.warn(
-                    "connection %d: %s may not call %s (denied%s)",
-                    info.connection_id,
+            elif self.gate is not None:
+                who = principal() if principal else ANONYMOUS
+                body, refused = await self.gate.serve(
                     who,
-                    req.spec.name,
-                    "" if parts is None else " for some entries",
+                    req.api_key,
+                    info.peer[0],
+                    req.body,
+                    version,
+                    lambda b: self._call_handler(req, req.header, b, info, principal),
                 )
-                if parts is None:
-                    body = self._denied(req.api_key, req.body, version)
-                else:  # contract 8: the authorized entries are served, the refused ones answered as refused
-                    assert self._per_entry is not None
-                    served = await self._call_handler(req, req.header, parts[0], info, principal)
-                    refusal = self._denied(req.api_key, parts[1], version)
-                    body = self._per_entry[1](req.api_key, served, refusal)
+                if refused is not None:
+                    self.warn(
+                        "connection %d: %s may not call %s (denied%s)",
+                        info.connection_id,
+                        who,
+                        req.spec.name,
+                        refused,
+                    )
             else:
                 body = await self._call_handler(req, req.header, req.body, info, principal)
             return encode_response(req.api_key, version, req.correlation_id, body)
@@ -453,17 +464,6 @@ class KafkaServer:
         if not isinstance(out, req.spec.response):
             raise _Close(f"handler for {req.spec.name} returned {type(out).__name__}")
         return out
-
-    def _split_refused(self, who: str, req: ParsedRequest, info: ConnectionInfo) -> tuple[Any, Any] | None:
-        """Contract 8: (authorized part, refused part) of a per-entry request, None when refused whole."""
-        entries = getattr(self._authorizer, "denied_entries", None)
-        if self._per_entry is None or entries is None:
-            return None
-        refused = entries(who, req.api_key, info.peer[0], req.body)
-        if refused is None:
-            return None
-        parts: tuple[Any, Any] | None = self._per_entry[0](req.api_key, req.body, refused)
-        return parts
 
     async def _raw_token(self, session: ServerSession, token: bytes, info: ConnectionInfo) -> bytes:
         """kwire.sasl contract 6: a failed v0 exchange closes the connection without an answer."""

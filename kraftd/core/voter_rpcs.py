@@ -26,6 +26,7 @@ the default listener):
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import generated.add_raft_voter_response as ARESP
@@ -127,7 +128,7 @@ def handle_remove_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
     if not isinstance(d, Leader) or node.shutting_down:
         return _removed(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if msg.voter_id < 0 or msg.voter_directory_id == ZERO_UUID:
-        return _removed(ErrorCode.INVALID_REQUEST, "the request names no voter id and directory id")
+        return _removed(ErrorCode.INVALID_REQUEST, "Remove voter request didn't include a valid voter")
     bugs = node.bugs
     if d.voter_change is not None and not bugs.two_uncommitted_changes:
         return _removed(ErrorCode.REQUEST_TIMED_OUT, "another voter change is in progress")
@@ -144,7 +145,11 @@ def handle_remove_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
     key = ReplicaKey(msg.voter_id, msg.voter_directory_id)
     current = node.voters
     if not any(v == key for v in current.voters) or len(current.voters) == 1:
-        return _removed(ErrorCode.VOTER_NOT_FOUND, f"cannot remove {key.id} from voters {list(current.ids)}")
+        voters = ", ".join(_key_text(v) for v in current.voters)
+        return _removed(
+            ErrorCode.VOTER_NOT_FOUND,
+            f"Cannot remove voter {_key_text(key)} from the set of voters [{voters}]",
+        )
     node.append_control([(CT.KRAFT_VOTERS, voters_record(current.without(key)))])
     if d.voter_change is not None:  # only with BugFlags.two_uncommitted_changes
         _settle(node, d, ErrorCode.REQUEST_TIMED_OUT)
@@ -189,3 +194,10 @@ def abandon_voter_change(node: NodeContext, d: Leader) -> None:
         if p.key is not None:
             node.probe_endpoints.pop(p.key.id, None)
         _settle(node, d, ErrorCode.NOT_LEADER_OR_FOLLOWER)
+
+
+def _key_text(key: ReplicaKey) -> str:
+    """Kafka's ReplicaKey.toString (its RemoveVoterHandler names voters this way in VOTER_NOT_FOUND)."""
+    d = key.directory_id
+    text = base64.urlsafe_b64encode(d.bytes).decode("ascii").rstrip("=") if d is not None else "<undefined>"
+    return f"ReplicaKey(id={key.id}, directoryId={text})"

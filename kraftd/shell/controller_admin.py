@@ -1,13 +1,10 @@
-"""Admin RPCs on the controller listener: Envelope (58) and what brokers forward in it, CreateTopics (19),
-DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44), UpdateFeatures (57).
+"""Admin RPCs on the controller listener (direct, or forwarded by a broker inside an Envelope: kraftd.shell.routing
+contract 11): CreateTopics (19), DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44),
+UpdateFeatures (57).
 
 Contracts:
-1. Envelope: a broker forwards a client's request (header included) in RequestData; we parse it with the
-   versions served here, answer it as if it had arrived directly, and return the encoded response (header
-   included, the client's correlation id) in ResponseData. A request we cannot parse -> envelope error
-   INVALID_REQUEST; not the active controller -> envelope error NOT_CONTROLLER (the broker retries at the new
-   leader). The principal is not checked: kraftd runs without an authorizer (everything is allowed, as Kafka
-   with no ``authorizer.class.name``).
+1. Requests reach these handlers only once the listener's authorization gate has allowed them (kwire.authz
+   contract 7), for a forwarded request with the principal the broker forwarded.
 2. Each admin request is validated against the latest image (kraftd.controller.topics / partitions), all records of
    one request appended as one atomic batch, answered after commit; NOT_CONTROLLER per topic when this node is
    not the active controller.
@@ -24,52 +21,32 @@ from generated.create_topics_request import CreateTopicsRequest
 from generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from generated.delete_topics_request import DeleteTopicsRequest
 from generated.delete_topics_response import DeletableTopicResult, DeleteTopicsResponse
-from generated.envelope_request import EnvelopeRequest
-from generated.envelope_response import EnvelopeResponse
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse,
 )
-from generated.messages import API_SPECS
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import partitions, topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.core.events import Tick
-from kraftd.shell import controller_ops, controller_security
-from kwire.errors import ErrorCode, KraftError
-from kwire.headers import encode_response, parse_request
+from kraftd.shell import controller_ops
+from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
 
 log = logging.getLogger("kraftd.controller")
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS, ENVELOPE = 19, 20, 37, 44, 58
-UPDATE_FEATURES, UNREGISTER_BROKER = 57, 64  # a broker forwards kafka-cluster's UnregisterBroker
+CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 37, 44
+UPDATE_FEATURES = 57
 APIS: tuple[int, ...] = (
     CREATE_TOPICS,
     DELETE_TOPICS,
     CREATE_PARTITIONS,
     INCREMENTAL_ALTER_CONFIGS,
     UPDATE_FEATURES,
-    ENVELOPE,
-)
-FORWARDABLE: dict[int, tuple[int, int]] = (
-    {
-        k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version)
-        for k in (
-            CREATE_TOPICS,
-            DELETE_TOPICS,
-            CREATE_PARTITIONS,
-            INCREMENTAL_ALTER_CONFIGS,
-            UPDATE_FEATURES,
-            UNREGISTER_BROKER,
-        )
-    }
-    | controller_security.FORWARDABLE
-    | controller_ops.FORWARDABLE
 )
 
 
@@ -82,8 +59,6 @@ class ControllerAdmin:
         return self.node.controller.machine
 
     async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        if api_key == ENVELOPE:
-            return await self._envelope(body)
         if api_key in controller_ops.APIS:
             return await self.node.ctl_ops.handle(api_key, body, version)
         if api_key == CREATE_TOPICS:
@@ -95,26 +70,6 @@ class ControllerAdmin:
         if api_key == UPDATE_FEATURES:
             return await self._update_features(body)
         return await self._delete_topics(body)
-
-    async def _envelope(self, req: EnvelopeRequest) -> EnvelopeResponse:
-        if not self.machine.active:
-            return EnvelopeResponse(response_data=None, error_code=ErrorCode.NOT_CONTROLLER)
-        try:
-            inner = parse_request(bytes(req.request_data), FORWARDABLE)
-        except KraftError as exc:
-            log.info("envelope: cannot parse the forwarded request: %s", exc)
-            return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
-        if inner.api_key in controller_security.APIS:
-            principal = controller_security.forwarded_principal(req.request_principal)
-            body = await self.node.ctl_security.handle(
-                inner.api_key, inner.body, inner.api_version, principal
-            )
-        elif inner.api_key == UNREGISTER_BROKER:
-            body = await self.node.rpcs.handle(inner.api_key, inner.body, inner.api_version)
-        else:
-            body = await self.handle(inner.api_key, inner.body, inner.api_version)
-        data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)
-        return EnvelopeResponse(response_data=data, error_code=ErrorCode.NONE)
 
     async def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
         if not self.machine.active:

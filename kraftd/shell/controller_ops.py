@@ -38,7 +38,6 @@ from generated.list_partition_reassignments_response import (
     OngoingPartitionReassignment,
     OngoingTopicReassignment,
 )
-from generated.messages import API_SPECS
 from kraftd.controller import configs, elect, reassign
 from kwire.errors import ErrorCode
 
@@ -49,9 +48,6 @@ log = logging.getLogger("kraftd.controller")
 
 ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 33, 43, 45, 46
 APIS: tuple[int, ...] = (ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS)
-FORWARDABLE: dict[int, tuple[int, int]] = {
-    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version) for k in APIS
-}
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 
 

@@ -37,7 +37,6 @@ from generated.alter_user_scram_credentials_response import (
 from generated.create_delegation_token_response import CreateDelegationTokenResponse
 from generated.default_principal_data import DefaultPrincipalData
 from generated.expire_delegation_token_response import ExpireDelegationTokenResponse
-from generated.messages import API_SPECS
 from generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from kraftd.controller import acls, quotas, scram, tokens
 from kwire.errors import ErrorCode, KraftError
@@ -59,9 +58,6 @@ APIS: tuple[int, ...] = (
     RENEW_TOKEN,
     EXPIRE_TOKEN,
 )
-FORWARDABLE: dict[int, tuple[int, int]] = {
-    k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version) for k in APIS
-}
 ANONYMOUS = "User:ANONYMOUS"
 NO_AUTHORIZER = "No Authorizer is configured."
 

@@ -1,9 +1,11 @@
 """Answers to requests the authorizer refused (kwire.server contract 8), for every API the controller serves.
 
 Contracts:
-1. Cluster-level refusals carry CLUSTER_AUTHORIZATION_FAILED; a per-topic entry (CreateTopics, DeleteTopics,
+1. Cluster-level refusals carry CLUSTER_AUTHORIZATION_FAILED (CreateDelegationToken:
+   DELEGATION_TOKEN_AUTHORIZATION_FAILED); a per-topic entry (CreateTopics, DeleteTopics,
    CreatePartitions, topic resources of AlterConfigs / IncrementalAlterConfigs / DescribeConfigs) carries
-   TOPIC_AUTHORIZATION_FAILED, as Kafka's ControllerApis answers an unauthorized topic.
+   TOPIC_AUTHORIZATION_FAILED, as Kafka's ControllerApis answers an unauthorized topic (a GROUP config resource:
+   GROUP_AUTHORIZATION_FAILED).
 2. Topic and config requests are decided per entry (kwire.authz contract 4a): :func:`split` keeps the
    authorized entries for the handler and :func:`merge` appends the refused entries' answers to its response,
    as Kafka's ControllerApis appends TOPIC_AUTHORIZATION_FAILED results; a request refused whole carries its
@@ -30,9 +32,10 @@ from generated.alter_user_scram_credentials_response import (
     AlterUserScramCredentialsResponse,
     AlterUserScramCredentialsResult,
 )
+from generated.create_delegation_token_response import CreateDelegationTokenResponse
 from generated.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
 from generated.messages import API_SPECS
-from kwire.authz import CONFIG_TOPIC
+from kwire.authz import CONFIG_GROUP, CONFIG_TOPIC
 from kwire.errors import ErrorCode, LocalProtocolError
 
 CLUSTER_DENIED = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
@@ -40,6 +43,8 @@ TOPIC_DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED
 
 
 def _resource_code(resource_type: int) -> ErrorCode:
+    if resource_type == CONFIG_GROUP:
+        return ErrorCode.GROUP_AUTHORIZATION_FAILED
     return TOPIC_DENIED if resource_type == CONFIG_TOPIC else CLUSTER_DENIED
 
 
@@ -171,6 +176,13 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
         )
     if api_key == 43:
         return _elect_leaders(req, version)
+    if api_key == 38:  # CREATE_TOKENS on another owner refused (kwire.authz contract 6), as Kafka answers it
+        code = ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
+        return CreateDelegationTokenResponse(
+            error_code=code,
+            principal_type=req.owner_principal_type or "",
+            principal_name=req.owner_principal_name or "",
+        )
     spec = API_SPECS.get(api_key)
     if spec is None:
         raise LocalProtocolError(f"no denied response for api key {api_key}")

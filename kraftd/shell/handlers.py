@@ -43,7 +43,7 @@ API_VERSIONS, METADATA, FETCH = 18, 3, 1
 VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
 FETCH_SNAPSHOT, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 80, 81, 82
 # Metadata state machine RPCs, as the modules that answer them list them (controller_rpcs: broker and controller
-# lifecycle; controller_admin: topics, configs, features, Envelope; controller_ops: operator RPCs;
+# lifecycle; controller_admin: topics, configs, features; controller_ops: operator RPCs;
 # controller_security: ACL, quota, SCRAM and delegation-token writes).
 CONTROLLER_RPCS = (
     *controller_rpcs.APIS,
@@ -54,6 +54,7 @@ CONTROLLER_RPCS = (
 KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
 READ_OFFSET = 650  # KIP-650, kraftd's key: answered by the core (kraftd.core.reads)
 DESCRIBE_CONFIGS = 32  # answered by kraftd.shell.reads
+ENVELOPE = 58  # answered by kraftd.shell.routing (its contract 11)
 SERVED: tuple[int, ...] = (
     *CONTROLLER_RPCS,
     FETCH,
@@ -71,6 +72,7 @@ SERVED: tuple[int, ...] = (
     KRAFTD_APPEND,
     READ_OFFSET,
     DESCRIBE_CONFIGS,
+    ENVELOPE,
 )
 CORE_APIS = frozenset(
     {

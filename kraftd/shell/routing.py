@@ -19,12 +19,16 @@ Contracts:
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import time
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.envelope_request import EnvelopeRequest
+from generated.envelope_response import EnvelopeResponse
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
@@ -39,13 +43,41 @@ from kraftd.shell import (
     membership,
 )
 from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
-from kwire.errors import ErrorCode
-from kwire.server import request_principal
+from kwire.errors import ErrorCode, KraftError
+from kwire.headers import encode_response, parse_request
+from kwire.server import acting_as, request_principal
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode
 
 FORWARD_CLIENT = "kraftd-forward-"
+# Contract 11: every API a Kafka 4.3.1 broker forwards to the active controller inside an Envelope, with where
+# its kafka.server.KafkaApis does it (docs/INTEROP.md lists them); ApiKeys marks these (and
+# AllocateProducerIds, which a broker sends itself) forwardable.
+FORWARDED: Mapping[int, str] = {
+    19: "CreateTopics: handle -> forwardToController",
+    20: "DeleteTopics: handle -> forwardToController",
+    30: "CreateAcls: handle -> forwardToController",
+    31: "DeleteAcls: handle -> forwardToController",
+    33: "AlterConfigs: handleAlterConfigsRequest -> forwardingManager (all but BROKER_LOGGER)",
+    37: "CreatePartitions: handle -> forwardToController",
+    38: "CreateDelegationToken: handleCreateTokenRequest -> forwardToController",
+    39: "RenewDelegationToken: handleRenewTokenRequest -> forwardToController",
+    40: "ExpireDelegationToken: handleExpireTokenRequest -> forwardToController",
+    43: "ElectLeaders: handle -> forwardToController",
+    44: "IncrementalAlterConfigs: handleIncrementalAlterConfigsRequest -> forwardingManager (all but BROKER_LOGGER)",
+    45: "AlterPartitionReassignments: handle -> forwardToController",
+    46: "ListPartitionReassignments: handle -> forwardToController",
+    49: "AlterClientQuotas: handle -> forwardToController",
+    51: "AlterUserScramCredentials: handle -> forwardToController",
+    55: "DescribeQuorum: handle -> forwardToController",
+    57: "UpdateFeatures: handle -> forwardToController",
+    64: "UnregisterBroker: handle -> forwardToController",
+    80: "AddRaftVoter: handle -> forwardToController",
+    81: "RemoveRaftVoter: handle -> forwardToController",
+}
+# The versions an inner request may have: those served on the listener (what the broker saw in ApiVersions).
+_FORWARDABLE = {k: v for k, v in handlers.supported_versions().items() if k in FORWARDED}
 _ELECTION_APIS = (handlers.VOTE, handlers.BEGIN_QUORUM, handlers.END_QUORUM)
 log = logging.getLogger("kraftd.routing")
 
@@ -58,6 +90,9 @@ class RequestRouter:
     async def handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         node = self.node
         key = header.request_api_key
+        if key == handlers.ENVELOPE:
+            assert isinstance(body, EnvelopeRequest)
+            return await self.envelope(body, info)
         if key == handlers.DESCRIBE_QUORUM:
             assert isinstance(body, DescribeQuorumRequest)
             try:
@@ -108,6 +143,42 @@ class RequestRouter:
         membership.advertise_leader(node, header.request_api_version if key == handlers.FETCH else -1, resp)
         node.netlog.answered(info.peer, body, resp)
         return resp
+
+    async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
+        """Contract 11."""
+        node = self.node
+        if not node.controller.machine.active:
+            return EnvelopeResponse(response_data=None, error_code=ErrorCode.NOT_CONTROLLER)
+        try:
+            inner = parse_request(bytes(req.request_data), _FORWARDABLE)
+        except KraftError as exc:
+            log.info("envelope: cannot parse the forwarded request: %s", exc)
+            return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
+        principal = controller_security.forwarded_principal(req.request_principal)
+        host = _client_host(req.client_host_address, info.peer[0])
+        client = ConnectionInfo(info.connection_id, (host, 0), info.local, info.listener)
+
+        async def call(body: Any) -> Any:
+            with acting_as(principal):
+                return await self.handle(inner.header, body, client)
+
+        gate = node.server.gate
+        if gate is None:
+            body = await call(inner.body)
+        else:
+            body, refused = await gate.serve(
+                principal, inner.api_key, host, inner.body, inner.api_version, call, forwarded=True
+            )
+            if refused is not None:
+                node.server.warn(
+                    "connection %d: %s (forwarded) may not call %s (denied%s)",
+                    info.connection_id,
+                    principal,
+                    inner.spec.name,
+                    refused,
+                )
+        data = encode_response(inner.api_key, inner.api_version, inner.correlation_id, body)
+        return EnvelopeResponse(response_data=data, error_code=ErrorCode.NONE)
 
     async def forward(self, header: RequestHeader, body: Any) -> Any | None:
         """Contract 9: relay a client's DescribeQuorum to the leader, once; None when that is not possible."""
@@ -166,6 +237,14 @@ class RequestRouter:
                 await conn.close()
             except Exception:  # noqa: BLE001 - closing is best effort
                 pass
+
+
+def _client_host(address: bytes, fallback: str) -> str:
+    """The forwarded client's address (4 or 16 bytes, Kafka's InetAddress.getAddress) as text."""
+    try:
+        return str(ipaddress.ip_address(bytes(address)))
+    except ValueError:
+        return fallback
 
 
 def _election_peers(key: int, body: Any) -> list[int]:
