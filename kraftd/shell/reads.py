@@ -19,7 +19,9 @@ Contracts:
 4. DescribeConfigs answers as Kafka's controller does from its image: TOPIC (2) the topic's dynamic configs
    (UNKNOWN_TOPIC_OR_PARTITION when absent), BROKER (4) with an id the broker's dynamic configs and with the
    empty name the cluster-wide dynamic defaults; BROKER_LOGGER (8) lists no loggers (kraftd keeps none per
-   broker); other types are INVALID_REQUEST. ``ConfigurationKeys`` filters the keys when not null.
+   broker); CLIENT_METRICS (16) and GROUP (32) every key with its value or default and Kafka's source
+   (kraftd.controller.config_kinds contract 6); other types are INVALID_REQUEST. ``ConfigurationKeys`` filters
+   the keys when not null.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from generated.describe_configs_response import (
     DescribeConfigsResponse,
     DescribeConfigsResult,
 )
+from kraftd.controller import config_kinds as kinds
 from kraftd.core.effects import ReadResolved
 from kraftd.shell.transport import PeerConnection
 from kwire.errors import ErrorCode
@@ -151,6 +154,7 @@ def _describe(image: Any, r: Any, code: int, stale: bool) -> DescribeConfigsResu
     out = DescribeConfigsResult(
         error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
     )
+    keys = r.configuration_keys
     if code != ErrorCode.NONE:
         out.error_message = "no leader confirmed this read in time; not served from a possibly stale image"
         return out
@@ -168,12 +172,32 @@ def _describe(image: Any, r: Any, code: int, stale: bool) -> DescribeConfigsResu
         source = DYNAMIC_BROKER if r.resource_name else DYNAMIC_DEFAULT_BROKER
     elif r.resource_type == BROKER_LOGGER:
         source = -1
+    elif r.resource_type in (kinds.CLIENT_METRICS, kinds.GROUP):
+        problem, entries = kinds.describe(
+            r.resource_type, r.resource_name, image.configs.get((r.resource_type, r.resource_name), {})
+        )
+        if problem is not None:
+            out.error_code, out.error_message = problem
+            return out
+        out.configs = [
+            DescribeConfigsResourceResult(
+                name=k,
+                value=v,
+                read_only=False,
+                config_source=src,
+                is_sensitive=False,
+                config_type=t,
+                documentation=None,
+            )
+            for k, v, src, t in entries
+            if keys is None or k in keys
+        ]
+        return out
     else:
         out.error_code = ErrorCode.INVALID_REQUEST
         out.error_message = f"resource type {r.resource_type} is not described by a controller"
         return out
     values = {} if source < 0 else image.configs.get((r.resource_type, r.resource_name), {})
-    keys = r.configuration_keys
     out.configs = [
         DescribeConfigsResourceResult(
             name=k, value=v, read_only=False, config_source=source, is_sensitive=False, documentation=None
