@@ -12,7 +12,7 @@ Contracts (Kafka 4.3.1 ReplicationControlManager / ConfigurationControlManager, 
    change is kraftd.controller.change's (a shrink below the minimum ISR keeps the removed replicas in the ELR).
 2. CreatePartitions: unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one ->
    INVALID_PARTITIONS; new partitions are placed like CreateTopics with the replication factor of partition 0
-   (or take the given assignments), one PartitionRecord each.
+   (or take the given assignments), one PartitionRecord each, at leader epoch 0 and partition epoch 0.
 3. IncrementalAlterConfigs: kraftd.controller.configs contract 5.
 4. UpdateFeatures: a known feature at a level this controller and every registered broker and controller
    supports, respecting level dependencies; lowering a level needs a downgrade upgrade type and is refused for
@@ -166,6 +166,8 @@ def create_partitions(
                     replicas=replicas,
                     isr=list(replicas),
                     leader=replicas[0],
+                    leader_epoch=0,
+                    partition_epoch=0,
                     directories=directories(image, replicas),
                 )
             )
