@@ -59,7 +59,7 @@ def handle_add_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
         return added(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     listeners = tuple(Listener(x.name, x.host, x.port) for x in msg.listeners)
     if msg.voter_id < 0 or msg.voter_directory_id == ZERO_UUID:
-        return added(ErrorCode.INVALID_REQUEST, "the request names no voter id and directory id")
+        return added(ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
     if not any(x.name == node.config.listener_name for x in listeners):
         return added(ErrorCode.INVALID_REQUEST, f"no listener named {node.config.listener_name}")
     bugs = node.bugs

@@ -127,7 +127,7 @@ def handle_remove_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
     if not isinstance(d, Leader) or node.shutting_down:
         return _removed(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     if msg.voter_id < 0 or msg.voter_directory_id == ZERO_UUID:
-        return _removed(ErrorCode.INVALID_REQUEST, "the request names no voter id and directory id")
+        return _removed(ErrorCode.INVALID_REQUEST, "Remove voter request didn't include a valid voter")
     bugs = node.bugs
     if d.voter_change is not None and not bugs.two_uncommitted_changes:
         return _removed(ErrorCode.REQUEST_TIMED_OUT, "another voter change is in progress")
