@@ -26,6 +26,7 @@ Contracts (ControllerConfigurationValidator.validate(resource, merged configs) i
 6. DescribeConfigs (Kafka's ConfigHelper on the controller): every key of the kind, its set value with source
    CLIENT_METRICS_CONFIG (7) / GROUP_CONFIG (8), else the default with DEFAULT_CONFIG (5); an empty name ->
    INVALID_REQUEST ("Client metrics subscription name must not be empty" / "Group name must not be empty").
+   Synonyms, when asked for: the set value, and for GROUP the broker key ``group.<key>`` at its default.
 """
 
 from __future__ import annotations
@@ -280,6 +281,21 @@ def describe(
         shown = default if given is None else _canonical(kind, given)
         out.append((key, shown, DEFAULT_CONFIG if given is None else source, CONFIG_TYPES[kind]))
     return None, out
+
+
+_NO_BROKER_SYNONYM = frozenset(
+    ("share.auto.offset.reset", "share.isolation.level", "share.renew.acknowledge.enable")
+)
+
+
+def synonyms(rtype: int, key: str, value: str, source: int) -> list[tuple[str, str, int]]:
+    """Contract 6's synonyms, most specific first: the set value (if any), then for GROUP the broker key
+    ``group.<key>`` (or the key itself where no broker key exists) at its default."""
+    out = [] if source == DEFAULT_CONFIG else [(key, value, source)]
+    if rtype == GROUP:
+        default = GROUP_CONFIGS[key][1]
+        out.append((key if key in _NO_BROKER_SYNONYM else f"group.{key}", default, DEFAULT_CONFIG))
+    return out
 
 
 def _canonical(kind: str, raw: str) -> str:
