@@ -26,6 +26,7 @@ the default listener):
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import generated.add_raft_voter_response as ARESP
@@ -119,6 +120,15 @@ def _removed(code: ErrorCode, text: str | None = None) -> Any:
     return RemoveRaftVoterResponse(error_code=int(code), error_message=text)
 
 
+def _replica_key(key: ReplicaKey) -> str:
+    """Kafka's ReplicaKey.toString (its messages print voters this way)."""
+    if key.directory_id is None:
+        directory = "<undefined>"
+    else:
+        directory = base64.urlsafe_b64encode(key.directory_id.bytes).decode("ascii").rstrip("=")
+    return f"ReplicaKey(id={key.id}, directoryId={directory})"
+
+
 def handle_remove_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
     """Invariants 5-6; None when the answer waits for the commit."""
     if msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id:
@@ -144,7 +154,11 @@ def handle_remove_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
     key = ReplicaKey(msg.voter_id, msg.voter_directory_id)
     current = node.voters
     if not any(v == key for v in current.voters) or len(current.voters) == 1:
-        return _removed(ErrorCode.VOTER_NOT_FOUND, f"cannot remove {key.id} from voters {list(current.ids)}")
+        voters = ", ".join(_replica_key(v) for v in sorted(current.voters, key=lambda v: v.id))
+        return _removed(
+            ErrorCode.VOTER_NOT_FOUND,
+            f"Cannot remove voter {_replica_key(key)} from the set of voters [{voters}]",
+        )
     node.append_control([(CT.KRAFT_VOTERS, voters_record(current.without(key)))])
     if d.voter_change is not None:  # only with BugFlags.two_uncommitted_changes
         _settle(node, d, ErrorCode.REQUEST_TIMED_OUT)
