@@ -8,6 +8,8 @@ interop module tests/interop/test_config_resources.py compares with Kafka's cont
 
 from __future__ import annotations
 
+import uuid
+
 import pytest
 
 from generated.alter_configs_request import AlterableConfig as LegacyConfig
@@ -148,3 +150,24 @@ def test_describe_lists_every_key_with_kafkas_source_and_default() -> None:
     assert entries[0] == ("consumer.session.timeout.ms", "50000", 8, 3)
     assert entries[1] == ("consumer.heartbeat.interval.ms", "5000", 5, 3)
     assert config_kinds.describe(GROUP, "", {})[0] == (REQUEST, "Group name must not be empty")
+
+
+def test_incremental_topic_changes_are_validated_like_kafka() -> None:
+    """IncrementalAlterConfigs on a TOPIC validates the resulting set (LogConfig.validate) before the existence
+    check, and APPEND works only on LIST keys, starting from the default (cleanup.policy: delete)."""
+    image = MetadataImage()
+    assert _one(image, _set(2, "nope", ("retention.ms", "abc")))[1] == (
+        CONFIG,
+        "Invalid value abc for configuration retention.ms: Not a number of type LONG",
+    )
+    assert _one(image, _set(2, "nope", ("retention.ms", "1")))[1] == (
+        ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
+        "The topic 'nope' does not exist.",
+    )
+    assert _one(image, _set(2, "nope", ("retention.ms", "1"), op=2))[1] == (
+        CONFIG,
+        "Can't APPEND to key retention.ms because its type is not LIST.",
+    )
+    image.topic_ids["t"] = uuid.UUID(int=1)
+    records, result = _one(image, _set(2, "t", ("cleanup.policy", "compact"), op=2))
+    assert result == OK and [(r.name, r.value) for r in records] == [("cleanup.policy", "delete,compact")]
