@@ -281,12 +281,12 @@ def _files(root: Path) -> None:
 
 def _view(cluster: BrokerCluster, result: ToolResult, numbers: bool, sort_blocks: bool) -> tuple[int, str]:
     errors = [line for line in result.stderr.splitlines() if _ERROR_LINE.search(line)]
-    stdout = result.stdout.rstrip()
-    if sort_blocks:  # one block per broker, in the order the tool's map happened to hold them
-        stdout = "\n".join(sorted(re.split(r"\n(?=127\.0\.0\.1:)", stdout)))
-    text = stdout + ("\n! " + errors[0].strip() if errors else "")
+    text = result.stdout.rstrip() + ("\n! " + errors[0].strip() if errors else "")
     text = re.sub(r"^\[\d{4}-\d\d-\d\d [\d:,]+\] ", "", text, flags=re.M)
-    return result.returncode, cluster.normalise(text, numbers=numbers)
+    text = cluster.normalise(text, numbers=numbers)
+    if sort_blocks:  # one block per broker, in the order the tool's map happened to hold them
+        text = "\n".join(sorted(re.split(r"\n(?=127\.0\.0\.1:<B)", text)))
+    return result.returncode, text
 
 
 def _group(cluster: BrokerCluster) -> None:
