@@ -171,3 +171,15 @@ def test_incremental_topic_changes_are_validated_like_kafka() -> None:
     image.topic_ids["t"] = uuid.UUID(int=1)
     records, result = _one(image, _set(2, "t", ("cleanup.policy", "compact"), op=2))
     assert result == OK and [(r.name, r.value) for r in records] == [("cleanup.policy", "delete,compact")]
+
+
+def test_each_refused_resource_is_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
+    from kraftd.shell.controller_ops import log_refusals
+
+    results = configs.incremental_alter_configs(MetadataImage(), _set(GROUP, "g\nforged", ("bogus", "1")))[1]
+    results += configs.incremental_alter_configs(MetadataImage(), _set(CM, "m", ("interval.ms", "10000")))[1]
+    with caplog.at_level("INFO", logger="kraftd.controller"):
+        log_refusals("IncrementalAlterConfigs", results)
+    assert [r.getMessage() for r in caplog.records] == [
+        "IncrementalAlterConfigs refused GROUP 'g\\nforged': INVALID_CONFIG 'Unknown group config name: bogus'"
+    ]

@@ -101,6 +101,13 @@ STEPS: list[Row] = [
         False,
     ),
     (
+        "configs-share-group-alter",
+        CFG,
+        f"{BS} --alter --entity-type groups --entity-name sg --add-config "
+        "share.auto.offset.reset=earliest,share.record.lock.duration.ms=15000",
+        False,
+    ),
+    (
         "client-metrics-alter",
         CM,
         f"{BS} --alter --name m --metrics org.apache.kafka.producer. --interval 10000",
@@ -192,6 +199,7 @@ READS: list[Row] = [
         False,
     ),
     ("configs-group-describe", CFG, f"{BS} --describe --entity-type groups --entity-name g", False),
+    ("configs-share-group-describe", CFG, f"{BS} --describe --entity-type groups --entity-name sg", False),
     ("configs-group-describe-bc", CFG, f"{BC} --describe --entity-type groups --entity-name g", False),
     ("client-metrics-bad-interval", CM, f"{BS} --alter --name m2 --interval 50", False),
     ("client-metrics-bad-match", CM, f"{BS} --alter --name m2 --match foo=bar", False),
