@@ -68,8 +68,7 @@ GROUP_CONFIGS: dict[str, tuple[str, str, object]] = {
     "streams.initial.rebalance.delay.ms": ("INT", "3000", 0),
     "streams.assignment.interval.ms": ("INT", "1000", 0),
 }
-# (group key, broker key of its lower bound or None, broker key of its upper bound, only when given) in the order
-# Kafka checks them; values are Kafka 4.3.1's defaults (fact 1).
+# The broker bounds a Kafka controller checks group values against, at Kafka 4.3.1's defaults (fact 1).
 GROUP_LIMITS: dict[str, int] = {
     "group.consumer.min.heartbeat.interval.ms": 5000,
     "group.consumer.max.heartbeat.interval.ms": 15000,
@@ -97,6 +96,8 @@ GROUP_LIMITS: dict[str, int] = {
     "group.streams.min.assignment.interval.ms": 0,
     "group.streams.max.assignment.interval.ms": 15000,
 }
+# (group key, broker key of its lower bound or None, broker key of its upper bound, checked only when given) in
+# the order Kafka checks them.
 _BOUNDS: tuple[tuple[str, str | None, str, bool], ...] = (
     ("consumer.heartbeat.interval.ms", "group.consumer.min.heartbeat.interval.ms", "group.consumer.max.heartbeat.interval.ms", False),
     ("consumer.session.timeout.ms", "group.consumer.min.session.timeout.ms", "group.consumer.max.session.timeout.ms", False),
