@@ -15,6 +15,15 @@ Contracts (ConfigurationControlManager.legacyAlterConfigs + ControllerConfigurat
    resource must exist (UNKNOWN_TOPIC_OR_PARTITION; BROKER_ID_NOT_REGISTERED for an unknown broker id); other
    resource types -> INVALID_REQUEST; then kraftd.controller.elr contract 4 (INVALID_CONFIG, and ClearElrRecords
    after the config records). A failed resource writes nothing; validateOnly writes nothing at all.
+   CLIENT_METRICS (16) and GROUP (32) resources are validated by kraftd.controller.config_kinds; every other type
+   -> INVALID_REQUEST "Unknown resource type <NAME>".
+4. A BROKER name must not be negative ("Invalid negative broker ID.", INVALID_REQUEST).
+5. IncrementalAlterConfigs (ConfigurationControlManager.incrementalAlterConfigResource): per resource, each
+   operation - SET, DELETE, APPEND, SUBTRACT (0-3) - yields the key's new value (APPEND/SUBTRACT only on a LIST
+   key, starting from its default when unset, else INVALID_CONFIG "Can't APPEND to key K because its type is
+   not LIST."); a ConfigRecord is written per key whose value changes (every key for BROKER); the resulting set
+   is validated as in contract 3 (without the broker registration check) before anything is written; then
+   kraftd.controller.elr contract 4; validateOnly writes nothing.
 """
 
 from __future__ import annotations
@@ -24,11 +33,16 @@ from typing import Any
 
 from generated.alter_configs_request import AlterConfigsRequest
 from generated.config_record import ConfigRecord
+from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
+from kraftd.controller import config_kinds as kinds
 from kraftd.controller import elr
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
 
 TOPIC, BROKER = 2, 4
+SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
+# ConfigResource.Type names, as Kafka's messages print them.
+TYPE_NAMES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
 INF = None
 LONG_MAX = 9223372036854775807
 
@@ -153,12 +167,14 @@ def validate_topic_configs(configs: Mapping[str, str | None]) -> str | None:
 
 
 def _check(
-    image: MetadataImage, rtype: int, rname: str, configs: dict[str, str | None]
+    image: MetadataImage, rtype: int, rname: str, configs: Mapping[str, str | None], registered: bool = True
 ) -> tuple[ErrorCode, str | None]:
     if rtype == BROKER:
         if rname and not (rname.isascii() and rname.lstrip("-").isdigit()):
             return ErrorCode.INVALID_REQUEST, "Unable to parse broker name as a base 10 number."
-        if rname and int(rname) not in image.brokers:
+        if rname and int(rname) < 0:
+            return ErrorCode.INVALID_REQUEST, "Invalid negative broker ID."
+        if rname and int(rname) not in image.brokers and registered:
             return ErrorCode.BROKER_ID_NOT_REGISTERED, f"No broker with id {rname} found."
         return ErrorCode.NONE, None
     if rtype == TOPIC:
@@ -170,7 +186,10 @@ def _check(
         if rname not in image.topic_ids:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{rname}' does not exist."
         return ErrorCode.NONE, None
-    return ErrorCode.INVALID_REQUEST, f"Unknown resource type {rtype}"
+    if rtype in (kinds.CLIENT_METRICS, kinds.GROUP):
+        problem = kinds.validate(rtype, rname, configs)
+        return problem if problem is not None else (ErrorCode.NONE, None)
+    return ErrorCode.INVALID_REQUEST, f"Unknown resource type {TYPE_NAMES.get(rtype, rtype)}"
 
 
 def alter_configs(
@@ -203,5 +222,73 @@ def alter_configs(
         results.append((r.resource_type, r.resource_name, ErrorCode.NONE, None))
         if not req.validate_only:
             records += mine
+    records += elr.clear_records(image, records)
+    return records, results
+
+
+_LIST_DEFAULTS = {(TOPIC, "cleanup.policy"): "delete"}
+
+
+def _splittable(rtype: int, name: str) -> bool:
+    """Contract 5: LIST keys of TOPIC (and every BROKER key: kraftd keeps no broker schema); none elsewhere."""
+    if rtype == TOPIC:
+        return TOPIC_CONFIGS.get(name, ("",))[0] in ("LIST", "THROTTLE")
+    return rtype == BROKER
+
+
+def incremental_alter_configs(
+    image: MetadataImage, req: IncrementalAlterConfigsRequest
+) -> tuple[list[Any], list[tuple[int, str, ErrorCode, str | None]]]:
+    """Contract 5: (records, (resource type, name, error, message) per resource)."""
+    records: list[Any] = []
+    results: list[tuple[int, str, ErrorCode, str | None]] = []
+    for r in req.resources:
+        rtype, rname = r.resource_type, r.resource_name
+        current = image.configs.get((rtype, rname), {})
+        merged: dict[str, str | None] = dict(current)
+        changes: list[Any] = []
+        error, message = ErrorCode.NONE, None
+        for c in r.configs:
+            old = current.get(c.name)
+            if c.config_operation == SET:
+                value: str | None = c.value
+            elif c.config_operation == DELETE:
+                value = None
+            elif c.config_operation in (APPEND, SUBTRACT):
+                if not _splittable(rtype, c.name):
+                    op = "APPEND" if c.config_operation == APPEND else "SUBTRACT"
+                    error, message = (
+                        ErrorCode.INVALID_CONFIG,
+                        f"Can't {op} to key {c.name} because its type is not LIST.",
+                    )
+                    break
+                base = old if old is not None else _LIST_DEFAULTS.get((rtype, c.name), "")
+                items = [x for x in base.split(",") if x]
+                given = (c.value or "").split(",")
+                if c.config_operation == APPEND:
+                    items += [x for x in given if x not in items]
+                else:
+                    items = [x for x in items if x not in given]
+                value = ",".join(items)
+            else:
+                error, message = ErrorCode.INVALID_REQUEST, f"Unknown config operation {c.config_operation}"
+                break
+            if value is None:
+                merged.pop(c.name, None)
+            else:
+                merged[c.name] = value
+            if value != old or rtype == BROKER:
+                changes.append(
+                    ConfigRecord(resource_type=rtype, resource_name=rname, name=c.name, value=value)
+                )
+        if not error:
+            error, message = _check(image, rtype, rname, merged, registered=False)
+        if not error:
+            refusal = elr.config_refusal(image, changes)
+            if refusal is not None:
+                error, message = ErrorCode.INVALID_CONFIG, refusal
+        results.append((rtype, rname, error, message))
+        if not error and not req.validate_only:
+            records += changes
     records += elr.clear_records(image, records)
     return records, results

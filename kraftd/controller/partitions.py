@@ -12,11 +12,8 @@ Contracts (Kafka 4.3.1 ReplicationControlManager / ConfigurationControlManager, 
    change is kraftd.controller.change's (a shrink below the minimum ISR keeps the removed replicas in the ELR).
 2. CreatePartitions: unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one ->
    INVALID_PARTITIONS; new partitions are placed like CreateTopics with the replication factor of partition 0
-   (or take the given assignments), one PartitionRecord each.
-3. IncrementalAlterConfigs: TOPIC resources must exist (UNKNOWN_TOPIC_OR_PARTITION), BROKER resources are "" (the
-   cluster default) or a node id (INVALID_REQUEST otherwise); SET/DELETE/APPEND/SUBTRACT (0-3) become
-   ConfigRecords (a null value deletes); other resource types -> INVALID_REQUEST; then kraftd.controller.elr
-   contract 4 (INVALID_CONFIG, and ClearElrRecords after the config records); validateOnly writes nothing.
+   (or take the given assignments), one PartitionRecord each, at leader epoch 0 and partition epoch 0.
+3. IncrementalAlterConfigs: kraftd.controller.configs contract 5.
 4. UpdateFeatures: a known feature at a level this controller and every registered broker and controller
    supports, respecting level dependencies; lowering a level needs a downgrade upgrade type and is refused for
    metadata.version; kraft.version is not changed here. Any failure -> INVALID_UPDATE_VERSION and no records at
@@ -30,12 +27,11 @@ import random
 from typing import Any
 
 from generated.alter_partition_request import AlterPartitionRequest
-from generated.config_record import ConfigRecord
 from generated.create_partitions_request import CreatePartitionsRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
-from kraftd.controller import elr, reassign
+from kraftd.controller import configs, elr, reassign
 from kraftd.controller import placement as placer
 from kraftd.controller.brokers import NO_BUGS
 from kraftd.controller.image import MetadataImage, PartitionState
@@ -44,8 +40,6 @@ from kraftd.core.config import BugFlags
 from kwire.errors import ErrorCode
 
 NO_LEADER_CHANGE = -2
-TOPIC, BROKER = 2, 4
-SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 
 
 def alter_partition(
@@ -172,6 +166,8 @@ def create_partitions(
                     replicas=replicas,
                     isr=list(replicas),
                     leader=replicas[0],
+                    leader_epoch=0,
+                    partition_epoch=0,
                     directories=directories(image, replicas),
                 )
             )
@@ -181,55 +177,8 @@ def create_partitions(
 def incremental_alter_configs(
     image: MetadataImage, req: IncrementalAlterConfigsRequest
 ) -> tuple[list[Any], list[tuple[int, str, ErrorCode, str | None]]]:
-    """Contract 3."""
-    records: list[Any] = []
-    results: list[tuple[int, str, ErrorCode, str | None]] = []
-    for r in req.resources:
-        error, message = ErrorCode.NONE, None
-        if r.resource_type == TOPIC and r.resource_name not in image.topic_ids:
-            error, message = (
-                ErrorCode.UNKNOWN_TOPIC_OR_PARTITION,
-                f"The topic '{r.resource_name}' does not exist.",
-            )
-        elif r.resource_type == BROKER and r.resource_name and not r.resource_name.isdigit():
-            error, message = ErrorCode.INVALID_REQUEST, f"Invalid broker name {r.resource_name}"
-        elif r.resource_type not in (TOPIC, BROKER):
-            error, message = ErrorCode.INVALID_REQUEST, f"Unsupported resource type {r.resource_type}"
-        if error:
-            results.append((r.resource_type, r.resource_name, error, message))
-            continue
-        current = image.configs.get((r.resource_type, r.resource_name), {})
-        changes: list[Any] = []
-        for c in r.configs:
-            if c.config_operation == SET:
-                value: str | None = c.value
-            elif c.config_operation == DELETE:
-                value = None
-            elif c.config_operation in (APPEND, SUBTRACT):
-                items = [x for x in current.get(c.name, "").split(",") if x]
-                given = [x for x in (c.value or "").split(",") if x]
-                if c.config_operation == APPEND:
-                    items += [x for x in given if x not in items]
-                else:
-                    items = [x for x in items if x not in given]
-                value = ",".join(items)
-            else:
-                error, message = ErrorCode.INVALID_REQUEST, f"Unknown config operation {c.config_operation}"
-                break
-            changes.append(
-                ConfigRecord(
-                    resource_type=r.resource_type, resource_name=r.resource_name, name=c.name, value=value
-                )
-            )
-        if not error:
-            refusal = elr.config_refusal(image, changes)
-            if refusal is not None:
-                error, message = ErrorCode.INVALID_CONFIG, refusal
-        results.append((r.resource_type, r.resource_name, error, message))
-        if not error and not req.validate_only:
-            records += changes
-    records += elr.clear_records(image, records)
-    return records, results
+    """Contract 3 (kraftd.controller.configs contract 5)."""
+    return configs.incremental_alter_configs(image, req)
 
 
 def update_features(

@@ -103,11 +103,13 @@ class RackPlacer:
         if rf <= 0:
             raise PlacementError(f"Invalid replication factor {rf}: the replication factor must be positive.")
         if self.unfenced == 0:
-            raise PlacementError("All brokers are currently fenced.")
+            raise PlacementError(
+                "All brokers are currently fenced, or have all their log directories cordoned."
+            )
         if rf > self.total:
             raise PlacementError(
                 f"The target replication factor of {rf} cannot be reached because only {self.total} "
-                "broker(s) are registered."
+                "broker(s) are registered or some brokers have all their log directories cordoned."
             )
 
     def place(self, rf: int) -> list[int]:

@@ -119,7 +119,7 @@ def _assignments(
             None,
             ErrorCode.INVALID_REPLICATION_FACTOR,
             f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
-            f"reached because only {len(live)} broker(s) are registered.",
+            f"reached because only {len(live)} broker(s) are registered or some brokers have all their log directories cordoned.",
         )
     if any(image.brokers[b].rack for b in live):  # racks set: Kafka's rack-aware striping
         return placement.place(rng, placement.usable(image), partitions, rf), ErrorCode.NONE, None

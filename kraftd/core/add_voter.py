@@ -34,7 +34,6 @@ from kraftd.core.types import ZERO_UUID, Listener, ReplicaKey
 from kraftd.core.voters import voters_record
 from kwire.control import ControlRecordType as CT
 from kwire.errors import ErrorCode
-from kwire.version import VERSION
 
 AddRaftVoterRequest = AREQ.AddRaftVoterRequest
 AddRaftVoterResponse = ARESP.AddRaftVoterResponse
@@ -47,8 +46,8 @@ def added(code: ErrorCode, text: str | None = None) -> Any:
     return AddRaftVoterResponse(error_code=int(code), error_message=text)
 
 
-def probe_request() -> ApiVersionsRequest:
-    return ApiVersionsRequest(client_software_name="kraftd", client_software_version=VERSION)
+def probe_request(software_version: str) -> ApiVersionsRequest:
+    return ApiVersionsRequest(client_software_name="kraftd", client_software_version=software_version)
 
 
 def handle_add_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
@@ -60,7 +59,7 @@ def handle_add_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
         return added(ErrorCode.NOT_LEADER_OR_FOLLOWER)
     listeners = tuple(Listener(x.name, x.host, x.port) for x in msg.listeners)
     if msg.voter_id < 0 or msg.voter_directory_id == ZERO_UUID:
-        return added(ErrorCode.INVALID_REQUEST, "the request names no voter id and directory id")
+        return added(ErrorCode.INVALID_REQUEST, "Add voter request didn't include a valid voter")
     if not any(x.name == node.config.listener_name for x in listeners):
         return added(ErrorCode.INVALID_REQUEST, f"no listener named {node.config.listener_name}")
     bugs = node.bugs
@@ -88,7 +87,7 @@ def handle_add_voter(node: NodeContext, token: int, msg: Any) -> Any | None:
         d.voter_change = None
     d.voter_change = PendingVoterChange(token, -1, node.now + timeout, "add", key, listeners, ack)
     node.probe_endpoints[key.id] = listeners
-    node.send(key.id, probe_request())
+    node.send(key.id, probe_request(node.config.software_version))
     return None
 
 

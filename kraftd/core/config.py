@@ -94,6 +94,8 @@ class QuorumConfig:
         False  # kraft.version 0 voters send UpdateRaftVoter to each new leader (auto_join 4)
     )
     local_listeners: tuple[Listener, ...] = ()
+    # What this node sends as ApiVersions ClientSoftwareVersion (the shell passes the package's version).
+    software_version: str = "unknown"
     bugs: BugFlags = field(default_factory=BugFlags)
 
     @property

@@ -136,6 +136,7 @@ class ControllerAdmin:
                 ]
             )
         records, results = partitions.incremental_alter_configs(self.machine.latest(), req)
+        controller_ops.log_refusals("IncrementalAlterConfigs", results)
         error = await self.node.controller.try_write(records)
         return IncrementalAlterConfigsResponse(
             responses=[

@@ -68,6 +68,20 @@ def elect_leaders_failed(req: ElectLeadersRequest, version: int, code: ErrorCode
     )
 
 
+def log_refusals(api: str, results: list[tuple[int, str, ErrorCode, str | None]]) -> None:
+    """One info line per config resource refused (names and messages repr-quoted: a peer cannot forge a line)."""
+    for rtype, rname, code, message in results:
+        if code:
+            log.info(
+                "%s refused %s %r: %s %r",
+                api,
+                configs.TYPE_NAMES.get(rtype, rtype),
+                rname,
+                ErrorCode(code).name,
+                message,
+            )
+
+
 class ControllerOps:
     def __init__(self, node: ControllerNode) -> None:
         self.node = node
@@ -94,6 +108,7 @@ class ControllerOps:
             error = ErrorCode.NONE
         else:
             records, results = configs.alter_configs(self.machine.latest(), req)
+            log_refusals("AlterConfigs", results)
             error = await self.node.controller.try_write(records)
         return AlterConfigsResponse(
             responses=[

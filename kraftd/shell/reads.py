@@ -19,7 +19,10 @@ Contracts:
 4. DescribeConfigs answers as Kafka's controller does from its image: TOPIC (2) the topic's dynamic configs
    (UNKNOWN_TOPIC_OR_PARTITION when absent), BROKER (4) with an id the broker's dynamic configs and with the
    empty name the cluster-wide dynamic defaults; BROKER_LOGGER (8) lists no loggers (kraftd keeps none per
-   broker); other types are INVALID_REQUEST. ``ConfigurationKeys`` filters the keys when not null.
+   broker); CLIENT_METRICS (16) and GROUP (32) every key with its value or default and Kafka's source
+   (kraftd.controller.config_kinds contract 6); other types are INVALID_REQUEST. ``ConfigurationKeys`` filters
+   the keys when not null. With IncludeSynonyms each entry carries its own level (and, for a broker id, the
+   cluster-wide dynamic default of the same key when set), as Kafka's ConfigHelper lists them.
 """
 
 from __future__ import annotations
@@ -35,7 +38,9 @@ from generated.describe_configs_response import (
     DescribeConfigsResourceResult,
     DescribeConfigsResponse,
     DescribeConfigsResult,
+    DescribeConfigsSynonym,
 )
+from kraftd.controller import config_kinds as kinds
 from kraftd.core.effects import ReadResolved
 from kraftd.shell.transport import PeerConnection
 from kwire.errors import ErrorCode
@@ -142,15 +147,18 @@ class ReadBarriers:
     async def describe_configs(self, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
         code = await self.before_read()
         image = self.node.controller.machine.committed
-        results = [_describe(image, r, code, self.stale) for r in req.resources]
+        results = [_describe(image, r, code, self.stale, req.include_synonyms) for r in req.resources]
         return DescribeConfigsResponse(throttle_time_ms=0, results=results)
 
 
-def _describe(image: Any, r: Any, code: int, stale: bool) -> DescribeConfigsResult:
+def _describe(
+    image: Any, r: Any, code: int, stale: bool, with_synonyms: bool = False
+) -> DescribeConfigsResult:
     """Contract 4."""
     out = DescribeConfigsResult(
         error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
     )
+    keys = r.configuration_keys
     if code != ErrorCode.NONE:
         out.error_message = "no leader confirmed this read in time; not served from a possibly stale image"
         return out
@@ -168,15 +176,55 @@ def _describe(image: Any, r: Any, code: int, stale: bool) -> DescribeConfigsResu
         source = DYNAMIC_BROKER if r.resource_name else DYNAMIC_DEFAULT_BROKER
     elif r.resource_type == BROKER_LOGGER:
         source = -1
+    elif r.resource_type in (kinds.CLIENT_METRICS, kinds.GROUP):
+        problem, entries = kinds.describe(
+            r.resource_type, r.resource_name, image.configs.get((r.resource_type, r.resource_name), {})
+        )
+        if problem is not None:
+            out.error_code, out.error_message = problem
+            return out
+        out.configs = [
+            DescribeConfigsResourceResult(
+                name=k,
+                value=v,
+                read_only=False,
+                config_source=src,
+                is_sensitive=False,
+                config_type=t,
+                documentation=None,
+                synonyms=[
+                    DescribeConfigsSynonym(name=n, value=sv, source=ss)
+                    for n, sv, ss in (kinds.synonyms(r.resource_type, k, v, src) if with_synonyms else [])
+                ],
+            )
+            for k, v, src, t in entries
+            if keys is None or k in keys
+        ]
+        return out
     else:
         out.error_code = ErrorCode.INVALID_REQUEST
         out.error_message = f"resource type {r.resource_type} is not described by a controller"
         return out
     values = {} if source < 0 else image.configs.get((r.resource_type, r.resource_name), {})
-    keys = r.configuration_keys
+    defaults = image.configs.get((BROKER, ""), {}) if r.resource_type == BROKER and r.resource_name else {}
+
+    def chain(k: str, v: str) -> list[DescribeConfigsSynonym]:
+        if not with_synonyms:
+            return []
+        out = [DescribeConfigsSynonym(name=k, value=v, source=source)]
+        if k in defaults:
+            out.append(DescribeConfigsSynonym(name=k, value=defaults[k], source=DYNAMIC_DEFAULT_BROKER))
+        return out
+
     out.configs = [
         DescribeConfigsResourceResult(
-            name=k, value=v, read_only=False, config_source=source, is_sensitive=False, documentation=None
+            name=k,
+            value=v,
+            read_only=False,
+            config_source=source,
+            is_sensitive=False,
+            documentation=None,
+            synonyms=chain(k, v),
         )
         for k, v in sorted(values.items())
         if keys is None or k in keys

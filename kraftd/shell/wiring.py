@@ -16,6 +16,7 @@ from kraftd.shell.transport import PeerConnection
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kwire.metadata_frame import encode_record
 from kwire.tls import TlsConfigError, client_context, server_context
+from kwire.version import VERSION
 
 RAFT_CLIENT = "raft-client-"
 
@@ -37,6 +38,7 @@ def quorum_config(cfg: KraftConfig) -> QuorumConfig:
         auto_join=cfg.auto_join,
         report_to_leader=True,
         local_listeners=tuple(Listener(e.name, e.host, e.port) for e in cfg.advertised_controller_listeners),
+        software_version=VERSION,
     )
 
 

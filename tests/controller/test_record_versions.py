@@ -67,6 +67,9 @@ def test_topics_and_registrations_encode_at_every_metadata_version(mv: int) -> N
         CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="t", count=3, assignments=None)]),
         random.Random(1),
     )
+    # Kafka writes new partitions at leader epoch 0 and partition epoch 0 (the record's defaults are -1): a broker
+    # that sees -1 skips the leader/follower transition and never creates the replica.
+    assert [(r.leader_epoch, r.partition_epoch) for r in more] == [(0, 0)]
     _append(m, more)
     parts = m.committed.topics[m.committed.topic_ids["t"]].partitions
     assert len(parts) == 3 and all(sorted(p.replicas) == [1, 2] for p in parts.values())

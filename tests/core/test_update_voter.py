@@ -193,9 +193,18 @@ def test_remove_voter_errors() -> None:
         answer_to(remove(n, THREE.voters[2], cluster_id="x"), 9).error_code
         == ErrorCode.INCONSISTENT_CLUSTER_ID
     )
-    no_dir = remove(n, THREE.voters[2], voter_directory_id=uuid.UUID(int=0))
-    assert answer_to(no_dir, 9).error_code == ErrorCode.INVALID_REQUEST
-    assert answer_to(remove(n, ReplicaKey(3, uuid.UUID(int=77))), 9).error_code == ErrorCode.VOTER_NOT_FOUND
+    no_dir = answer_to(remove(n, THREE.voters[2], voter_directory_id=uuid.UUID(int=0)), 9)
+    assert (no_dir.error_code, no_dir.error_message) == (
+        ErrorCode.INVALID_REQUEST,
+        "Remove voter request didn't include a valid voter",  # Kafka 4.3.1's words
+    )
+    unknown = answer_to(remove(n, ReplicaKey(3, uuid.UUID(int=77))), 9)
+    assert unknown.error_code == ErrorCode.VOTER_NOT_FOUND
+    assert unknown.error_message is not None
+    assert unknown.error_message.startswith(
+        "Cannot remove voter ReplicaKey(id=3, directoryId=AAAAAAAAAAAAAAAAAAAATQ) from the set of voters "
+        "[ReplicaKey(id=1, directoryId="
+    ), unknown.error_message
     v0 = leader(kraft_version=0)
     assert answer_to(remove(v0, ReplicaKey(1, D1)), 9).error_code == ErrorCode.UNSUPPORTED_VERSION
     lone = leader()

@@ -47,10 +47,36 @@ def test_errors_and_the_stale_marker() -> None:
     img = image()
     assert _describe(img, res(2, "nope"), 0, False).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert _describe(img, res(4, "x"), 0, False).error_code == ErrorCode.INVALID_REQUEST
-    assert _describe(img, res(16, "m"), 0, False).error_code == ErrorCode.INVALID_REQUEST
+    assert _describe(img, res(16, ""), 0, False).error_code == ErrorCode.INVALID_REQUEST
+    assert _describe(img, res(64, "x"), 0, False).error_code == ErrorCode.INVALID_REQUEST
     failed = _describe(img, res(2, "t"), ErrorCode.REQUEST_TIMED_OUT, False)
     assert failed.error_code == ErrorCode.REQUEST_TIMED_OUT and failed.configs == []
     stale = _describe(img, res(4, "1"), 0, True)
     assert ("kraftd.read.consistency", "stale", True) in [
         (c.name, c.value, c.read_only) for c in stale.configs
     ]
+
+
+def test_client_metrics_and_groups_with_defaults_and_synonyms() -> None:
+    """CLIENT_METRICS (16) and GROUP (32): every key, Kafka's sources (7/8 set, 5 default) and synonyms."""
+    img = image()
+    img.configs[(16, "m")] = {"metrics": "a.", "interval.ms": "10000"}
+    img.configs[(32, "g")] = {"consumer.session.timeout.ms": "50000"}
+    cm = _describe(img, res(16, "m"), 0, False, True)
+    assert [(c.name, c.value, c.config_source, c.config_type) for c in cm.configs] == [
+        ("metrics", "a.", 7, 7),
+        ("interval.ms", "10000", 7, 3),
+        ("match", "", 5, 7),
+    ]
+    assert [(y.name, y.value, y.source) for y in cm.configs[0].synonyms] == [("metrics", "a.", 7)]
+    group = _describe(img, res(32, "g", ["consumer.session.timeout.ms"]), 0, False, True)
+    (entry,) = group.configs
+    assert (entry.value, entry.config_source) == ("50000", 8)
+    assert [(y.name, y.value, y.source) for y in entry.synonyms] == [
+        ("consumer.session.timeout.ms", "50000", 8),
+        ("group.consumer.session.timeout.ms", "45000", 5),
+    ]
+    # broker resources: the entry's own level, then the cluster-wide default of the same key
+    img.configs[(4, "")]["log.cleaner.threads"] = "1"
+    (threads,) = _describe(img, res(4, "1"), 0, False, True).configs
+    assert [(y.value, y.source) for y in threads.synonyms] == [("2", 2), ("1", 3)]

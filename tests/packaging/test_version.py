@@ -7,7 +7,8 @@ import subprocess
 import tomllib
 from pathlib import Path
 
-from kraftd.core.add_voter import probe_request
+from kraftd.config import config_from_properties
+from kraftd.shell.wiring import quorum_config
 from kwire.client import KafkaClient
 from kwire.version import VERSION
 
@@ -17,7 +18,21 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["ver
 
 def test_the_code_reads_the_pyproject_version() -> None:
     assert VERSION == PYPROJECT
-    assert probe_request().client_software_version == PYPROJECT
+    assert (
+        quorum_config(
+            config_from_properties(
+                {
+                    "node.id": "1",
+                    "process.roles": "controller",
+                    "controller.listener.names": "CONTROLLER",
+                    "listeners": "CONTROLLER://127.0.0.1:9093",
+                    "controller.quorum.voters": "1@127.0.0.1:9093",
+                    "metadata.log.dir": "/tmp/x",
+                }
+            )
+        ).software_version
+        == PYPROJECT
+    )  # the core's ApiVersions probes
     default = inspect.signature(KafkaClient).parameters["client_software_version"].default
     assert default == PYPROJECT
 
