@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop.tool_cluster import ToolCluster
 from tests.interop.kafka import ROOT, ToolResult, classpath
+from tests.interop.tool_cluster import ToolCluster
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(420)]
 
