@@ -30,7 +30,7 @@ from typing import Any, Protocol
 
 from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
-from kwire.errors import ErrorCode, KraftError
+from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
 from tools.swarm.replay import SharedReplay, batch_ends
 
@@ -51,7 +51,8 @@ class SwarmConfig:
     voters: dict[int, tuple[str, int]]
     heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
     retry_backoff_ms: int = 50  # between observer fetches that found no leader
-    request_timeout_s: float = 5.0  # heartbeats, registrations, AlterPartition
+    request_timeout_s: float = 5.0  # heartbeats, registrations, AlterPartition (retried within it)
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms: caps the backoff after failed requests
     quorum_request_timeout_s: float = 2.0  # controller.quorum.request.timeout.ms, on top of the long poll
 
 
@@ -143,16 +144,26 @@ class SwarmBroker:
         return client
 
     async def controller_send(self, request: Any) -> Any | None:
-        """One request on the controller channel to the leader the observer knows; None when none answered."""
+        """One request on the controller channel (Kafka's NodeToControllerChannelManager): sent to the leader the
+        observer knows; a lost connection or NOT_CONTROLLER sends it again to the next leader the observer learns,
+        until ``request_timeout_s`` has passed (then None)."""
         deadline = time.monotonic() + self.cfg.request_timeout_s
-        while self.leader_id < 0:
-            if time.monotonic() >= deadline or not self.alive:
-                return None
-            await asyncio.sleep(self.cfg.retry_backoff_ms / 1000)
-        try:
-            return await self._client("controller", self.leader_id).send(request)
-        except (KraftError, OSError):
-            return None
+        failed: tuple[int, int] | None = None  # (leader, epoch) that failed
+        while self.alive and time.monotonic() < deadline:
+            if self.leader_id < 0 or (self.leader_id, self.leader_epoch) == failed:
+                await asyncio.sleep(self.cfg.retry_backoff_ms / 1000)
+                continue
+            target = (self.leader_id, self.leader_epoch)
+            try:
+                left = max(0.01, deadline - time.monotonic())
+                resp = await self._client("controller", target[0]).send(request, timeout=left)
+            except (NetworkError, RequestTimeoutError, OSError):
+                failed = target
+                continue
+            if getattr(resp, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
+                return resp
+            failed = target
+        return None
 
     # ---- lifecycle (contracts 1, 2) --------------------------------------------------------------------------
 
@@ -176,7 +187,7 @@ class SwarmBroker:
                 resp = await self.controller_send(req)
                 if resp is None or resp.error_code != ErrorCode.NONE:
                     failures += 1
-                    await self._pause(min(0.1 * 2 ** min(failures, 6), interval))
+                    await self._pause(self._backoff(failures))
                     continue
                 self.epoch, self.state, failures = resp.broker_epoch, STARTING, 0
                 self.registered_at = time.monotonic()
@@ -184,7 +195,10 @@ class SwarmBroker:
             failures = failures + 1 if delay is None else 0
             if not self.alive:
                 break
-            await self._pause(delay if delay is not None else min(0.1 * 2 ** min(failures, 6), interval))
+            await self._pause(delay if delay is not None else self._backoff(failures))
+
+    def _backoff(self, failures: int) -> float:
+        return min(0.1 * 2 ** min(failures - 1, 10), self.cfg.session_timeout_ms / 1000)
 
     async def _heartbeat(self) -> Any | None:
         shutting = self.state == PENDING_SHUTDOWN
@@ -257,7 +271,7 @@ class SwarmBroker:
             )
             try:
                 resp = await self._client("raft", node).send(req, timeout=timeout)
-            except (KraftError, OSError):
+            except (NetworkError, RequestTimeoutError, OSError):
                 if node == self.leader_id:
                     self.leader_id = -1
                 await asyncio.sleep(backoff)
@@ -302,7 +316,7 @@ class SwarmBroker:
             )
             try:
                 resp = await client.send(req, timeout=self.cfg.request_timeout_s)
-            except (KraftError, OSError):
+            except (NetworkError, RequestTimeoutError, OSError):
                 return
             if resp.error_code != ErrorCode.NONE or not resp.topics or not resp.topics[0].partitions:
                 return

@@ -12,7 +12,7 @@ Contracts:
    epoch of its last fetched batch, and the high watermark it knows (KIP-1166); ``max_wait_ms`` is Raft's
    500 ms long poll.
 4. :func:`alter_partition` is a partition leader's ISR change: the leader epoch and partition epoch it knows and
-   the proposed ISR with each member's broker epoch (v3).
+   the proposed ISR with each member's broker epoch (NewIsrWithEpochs: v3, what a 4.3.1 broker sends).
 """
 
 from __future__ import annotations
@@ -111,7 +111,6 @@ def alter_partition(
     part = PartitionData(
         partition_index=partition,
         leader_epoch=leader_epoch,
-        new_isr=list(isr),
         new_isr_with_epochs=[BrokerState(broker_id=b, broker_epoch=epochs.get(b, -1)) for b in isr],
         leader_recovery_state=0,
         partition_epoch=partition_epoch,

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from kwire.client import KafkaClient
-from kwire.errors import ErrorCode, KraftError
+from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
 from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
 from tools.swarm.replay import SharedReplay
@@ -194,7 +194,7 @@ class Swarm:
                     resp = await self._admin[1].send(request)
                     if getattr(resp, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
                         return resp, attempts
-                except (KraftError, OSError):
+                except (NetworkError, RequestTimeoutError, OSError):
                     pass
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"{type(request).__name__}: no controller answered within {timeout}s")
