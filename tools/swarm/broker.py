@@ -145,24 +145,23 @@ class SwarmBroker:
 
     async def controller_send(self, request: Any) -> Any | None:
         """One request on the controller channel (Kafka's NodeToControllerChannelManager): sent to the leader the
-        observer knows; a lost connection or NOT_CONTROLLER sends it again to the next leader the observer learns,
-        until ``request_timeout_s`` has passed (then None)."""
+        observer knows; after a lost connection or NOT_CONTROLLER it is sent again (``retry_backoff_ms`` later) to the
+        leader the observer knows then, until ``request_timeout_s`` has passed (then None)."""
         deadline = time.monotonic() + self.cfg.request_timeout_s
-        failed: tuple[int, int] | None = None  # (leader, epoch) that failed
+        backoff = self.cfg.retry_backoff_ms / 1000
         while self.alive and time.monotonic() < deadline:
-            if self.leader_id < 0 or (self.leader_id, self.leader_epoch) == failed:
-                await asyncio.sleep(self.cfg.retry_backoff_ms / 1000)
+            if self.leader_id < 0:
+                await asyncio.sleep(backoff)
                 continue
-            target = (self.leader_id, self.leader_epoch)
             try:
                 left = max(0.01, deadline - time.monotonic())
-                resp = await self._client("controller", target[0]).send(request, timeout=left)
+                resp = await self._client("controller", self.leader_id).send(request, timeout=left)
             except (NetworkError, RequestTimeoutError, OSError):
-                failed = target
+                await asyncio.sleep(backoff)
                 continue
             if getattr(resp, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
                 return resp
-            failed = target
+            await asyncio.sleep(backoff)  # an elected leader whose controller is not active yet, or a stale view
         return None
 
     # ---- lifecycle (contracts 1, 2) --------------------------------------------------------------------------
