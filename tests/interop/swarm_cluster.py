@@ -42,7 +42,8 @@ class Failover:
     all_answered_s: float  # kill -> the last running broker had a heartbeat answered (inf: one never was)
     unanswered: list[int]
     mistaken_fences: int
-    slowest: list[tuple[float, float, int]]  # the last-answered broker's heartbeats after the kill (sent, rtt, error)
+    # The last-answered broker's heartbeats after the kill: (sent, round trip, error).
+    slowest: list[tuple[float, float, int]]
 
 
 class SwarmCluster:
@@ -79,7 +80,9 @@ class SwarmCluster:
         except Exception:  # noqa: BLE001 - no controller answered: the caller polls again
             return None
 
-    def create_topics(self, prefix: str, topics: int, partitions: int, rf: int = 3) -> tuple[dict[str, int], float]:
+    def create_topics(
+        self, prefix: str, topics: int, partitions: int, rf: int = 3
+    ) -> tuple[dict[str, int], float]:
         started = time.monotonic()
         names = [f"{prefix}{i}" for i in range(topics)]
         result = self.run(self.swarm.create_topics(names, partitions, rf, batch=50, timeout=600), 660)

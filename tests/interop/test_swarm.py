@@ -33,7 +33,9 @@ def wait(what: str, predicate: object, timeout: float) -> float:
 
 
 @pytest.fixture(scope="module", params=["kraftd", "kafka"])
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SwarmCluster]:
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SwarmCluster]:
     classpath()
     root: Path = tmp_path_factory.mktemp(f"swarm-{request.param}")
     c = SwarmCluster(root, request.param, BROKERS)
@@ -44,7 +46,9 @@ def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
         print(f"{c.kind}: {TOPICS * PARTITIONS} partitions created in {took:.2f}s")
         wait(
             "every partition in the replayed image",
-            lambda: sum(len(t.partitions) for t in c.swarm.replay.image.topics.values()) == TOPICS * PARTITIONS,
+            lambda: (
+                sum(len(t.partitions) for t in c.swarm.replay.image.topics.values()) == TOPICS * PARTITIONS
+            ),
             60,
         )
         yield c
@@ -68,7 +72,9 @@ def test_placement_and_election_follow_the_same_rules(cluster: SwarmCluster) -> 
         mean = total / BROKERS
         assert len(counts) == BROKERS, f"{name} on {len(counts)} of {BROKERS} brokers"
         spread = (min(counts.values()) / mean, max(counts.values()) / mean)
-        print(f"{cluster.kind}: {name} per broker {min(counts.values())}..{max(counts.values())} (mean {mean})")
+        print(
+            f"{cluster.kind}: {name} per broker {min(counts.values())}..{max(counts.values())} (mean {mean})"
+        )
         assert 0.8 <= spread[0] and spread[1] <= 1.2, (name, spread)
 
 
@@ -126,7 +132,9 @@ def test_controlled_shutdown_moves_every_leadership(cluster: SwarmCluster) -> No
 def test_controller_failover_keeps_every_broker_unfenced(cluster: SwarmCluster) -> None:
     f = cluster.fail_over(settle=8.0)
     print(f"{cluster.kind}: {f}")
-    assert f.new_leader > 0 and f.leader_after_s <= FETCH_TIMEOUT_S + ELECTION_TIMEOUT_S + ELECTION_BACKOFF_S + 1
+    assert (
+        f.new_leader > 0 and f.leader_after_s <= FETCH_TIMEOUT_S + ELECTION_TIMEOUT_S + ELECTION_BACKOFF_S + 1
+    )
     assert not f.unanswered and f.all_answered_s <= 5.0, f
     assert f.mistaken_fences == 0 and f.new_epoch == f.old_epoch + 1, f
     cluster.restart(f.killed)

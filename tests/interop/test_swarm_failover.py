@@ -32,7 +32,9 @@ pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(1800 if
 
 
 @pytest.fixture(scope="module", params=["kraftd", "kafka"])
-def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[SwarmCluster]:
+def cluster(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[SwarmCluster]:
     classpath()
     root: Path = tmp_path_factory.mktemp(f"failover-{request.param}")
     c = SwarmCluster(root, request.param, BROKERS)
@@ -55,7 +57,9 @@ def test_three_leader_kills_each_fail_over_within_seconds(cluster: SwarmCluster)
         if f.new_leader < 0 or f.leader_after_s > NEW_LEADER_WITHIN_S:
             problems.append(f"new leader after {f.leader_after_s:.2f}s (bound {NEW_LEADER_WITHIN_S}s)")
         if f.unanswered or f.all_answered_s > ANSWERED_WITHIN_S:
-            problems.append(f"last heartbeat answered {f.all_answered_s:.2f}s after the kill, {f.unanswered[:5]}")
+            problems.append(
+                f"last heartbeat answered {f.all_answered_s:.2f}s after the kill, {f.unanswered[:5]}"
+            )
         if f.mistaken_fences:
             problems.append(f"{f.mistaken_fences} broker(s) fenced")
         if f.new_epoch != f.old_epoch + 1:

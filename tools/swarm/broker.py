@@ -161,7 +161,8 @@ class SwarmBroker:
                 continue
             if getattr(resp, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
                 return resp
-            await asyncio.sleep(backoff)  # an elected leader whose controller is not active yet, or a stale view
+            # An elected leader whose controller is not active yet, or a stale view: ask again.
+            await asyncio.sleep(backoff)
         return None
 
     # ---- lifecycle (contracts 1, 2) --------------------------------------------------------------------------
@@ -197,7 +198,7 @@ class SwarmBroker:
             await self._pause(delay if delay is not None else self._backoff(failures))
 
     def _backoff(self, failures: int) -> float:
-        return min(0.1 * 2 ** min(failures - 1, 10), self.cfg.session_timeout_ms / 1000)
+        return float(min(0.1 * 2 ** min(failures - 1, 10), self.cfg.session_timeout_ms / 1000))
 
     async def _heartbeat(self) -> Any | None:
         shutting = self.state == PENDING_SHUTDOWN
@@ -290,7 +291,9 @@ class SwarmBroker:
                 self.last_epoch = part.diverging_epoch.epoch
                 continue
             if part.snapshot_id.end_offset >= 0:
-                await self._fetch_snapshot(node, OffsetAndEpoch(part.snapshot_id.end_offset, part.snapshot_id.epoch))
+                await self._fetch_snapshot(
+                    node, OffsetAndEpoch(part.snapshot_id.end_offset, part.snapshot_id.epoch)
+                )
                 continue
             moved = part.high_watermark != self.hwm
             records = part.records

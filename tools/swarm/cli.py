@@ -107,13 +107,19 @@ async def run(opts: dict[str, Any]) -> dict[str, Any]:
     return summary
 
 
-@click.command(help="Emulate N Kafka brokers (registration, heartbeats, metadata fetches) against a controller quorum.")
-@click.option("--voters", required=True, callback=lambda c, p, v: parse_voters(v), help="1@host:port,2@host:port,...")
+@click.command(
+    help="Emulate N Kafka brokers (registration, heartbeats, metadata fetches) against a controller quorum."
+)
+@click.option(
+    "--voters", required=True, callback=lambda c, p, v: parse_voters(v), help="1@host:port,2@host:port,..."
+)
 @click.option("--cluster-id", required=True, help="The quorum's cluster id.")
 @click.option("--brokers", default=100, show_default=True, type=click.IntRange(1))
 @click.option("--first-id", default=100, show_default=True, help="Broker ids first-id..first-id+N-1.")
 @click.option("--heartbeat-interval-ms", default=2000, show_default=True)
-@click.option("--duration", default=60.0, show_default=True, help="Seconds of steady state (0: until Ctrl-C).")
+@click.option(
+    "--duration", default=60.0, show_default=True, help="Seconds of steady state (0: until Ctrl-C)."
+)
 @click.option("--topics", default=0, show_default=True, help="Topics to create through CreateTopics first.")
 @click.option("--partitions", default=100, show_default=True, help="Partitions per topic.")
 @click.option("--rf", default=3, show_default=True, help="Replication factor.")

@@ -120,7 +120,9 @@ def alter_partition(
     )
 
 
-def create_topics(names: Iterable[str], partitions: int, rf: int, timeout_ms: int = 60000) -> CreateTopicsRequest:
+def create_topics(
+    names: Iterable[str], partitions: int, rf: int, timeout_ms: int = 60000
+) -> CreateTopicsRequest:
     """One admin CreateTopics request (the controller places the replicas)."""
     topics = [CreatableTopic(name=n, num_partitions=partitions, replication_factor=rf) for n in names]
     return CreateTopicsRequest(topics=topics, timeout_ms=timeout_ms, validate_only=False)

@@ -102,7 +102,9 @@ class SharedReplay:
         return [(t.name, i, p) for t in self.image.topics.values() for i, p in t.partitions.items()]
 
     def led_by(self, broker_id: int) -> int:
-        return sum(1 for t in self.image.topics.values() for p in t.partitions.values() if p.leader == broker_id)
+        return sum(
+            1 for t in self.image.topics.values() for p in t.partitions.values() if p.leader == broker_id
+        )
 
     def leader_counts(self) -> dict[int, int]:
         counts: dict[int, int] = {}
