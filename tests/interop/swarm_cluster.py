@@ -47,9 +47,20 @@ class Failover:
 
 
 class SwarmCluster:
-    def __init__(self, root: Path, kind: str, brokers: int, *, extra: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        kind: str,
+        brokers: int,
+        *,
+        extra: dict[str, str] | None = None,
+        jvm_opts: list[str] | None = None,
+        log_level: str = "INFO",
+    ) -> None:
         self.kind = kind
         self.q = MixedQuorum(root, [kind] * 3, bootstrap="kip853", extra=extra)
+        for node in self.q.nodes:
+            node.jvm_opts, node.log_level = jvm_opts, log_level
         self.q.start_all()
         self.loop = asyncio.new_event_loop()
         self.thread = threading.Thread(target=self.loop.run_forever, name="swarm-loop", daemon=True)

@@ -6,6 +6,9 @@ placement and election follow the same rules (replicas spread, leaders balanced,
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -127,6 +130,31 @@ def test_controlled_shutdown_moves_every_leadership(cluster: SwarmCluster) -> No
     wait("no partition led by the stopped broker", lambda: swarm.replay.led_by(victim.id) == 0, 15)
     print(f"{cluster.kind}: controlled shutdown of a broker leading {led} partitions: {took:.2f}s")
     assert not swarm.mistaken_fences()
+
+
+def test_the_kraft_swarm_command_runs_against_the_quorum(cluster: SwarmCluster) -> None:
+    """The CLI beside the test's swarm: 5 more brokers (ids 500-504) come up, heartbeat for 4 s, and report."""
+    voters = ",".join(f"{n.node_id}@127.0.0.1:{n.port}" for n in cluster.q.nodes)
+    args = ["--voters", voters, "--cluster-id", cluster.q.cluster_id, "--brokers", "5", "--first-id", "500"]
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("kraft-swarm")),
+            *args,
+            "--duration",
+            "4",
+            "--report-every",
+            "1",
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(done.stdout)
+    assert summary["brokers"] == 5 and summary["mistaken_fences"] == 0, summary
+    assert summary["heartbeats"]["count"] >= 5 and summary["heartbeats"]["errors"] == 0, summary
+    assert "swarm CPU" in done.stderr and summary["swarm_cpu_s"] > 0
 
 
 def test_controller_failover_keeps_every_broker_unfenced(cluster: SwarmCluster) -> None:

@@ -71,9 +71,9 @@ class SwarmBroker:
     def __init__(self, hooks: Hooks, broker_id: int, port: int, rng: random.Random) -> None:
         self.hooks, self.id, self.port = hooks, broker_id, port
         self.cfg = hooks.config
-        self.incarnation = uuid.UUID(int=rng.getrandbits(128), version=4)
-        self.log_dir = uuid.UUID(int=rng.getrandbits(128), version=4)
-        self.metadata_dir = uuid.UUID(int=rng.getrandbits(128), version=4)
+        # Random, as a real broker's: a controller refuses a log directory another broker registered (Kafka's
+        # INVALID_REGISTRATION), so two swarms against one quorum must never share one.
+        self.incarnation, self.log_dir, self.metadata_dir = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
         self.state = STARTING
         self.epoch = -1
         # observer
