@@ -82,9 +82,9 @@ def test_placement_and_election_follow_the_same_rules(cluster: SwarmCluster) -> 
 
 
 def test_a_new_topic_reaches_every_observer(cluster: SwarmCluster) -> None:
+    w = cluster.swarm.watch("propagation-0")  # before the request: every observer's fetch time is seen
     result, _ = cluster.create_topics("propagation-", 1, 1)
     assert result == {"propagation-0": 0}
-    w = cluster.swarm.watch("propagation-0")
     wait("every observer to fetch the new topic", lambda: w.done, 15)
     delays = w.delays_ms()
     print(f"{cluster.kind}: propagation p50 {percentile(delays, 0.5):.1f} ms, max {max(delays):.1f} ms")

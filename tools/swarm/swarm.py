@@ -6,7 +6,8 @@ Contracts:
    the metadata log or a heartbeat answer showed, and its own CPU seconds (``cpu_seconds``).
 2. A fence is *mistaken* when its broker had not been told to stop (:meth:`Swarm.kill`, :meth:`Swarm.shut_down`).
 3. :meth:`Swarm.watch` measures propagation: from the call until each running broker has fetched, committed, the
-   TopicRecord of the named topic; :meth:`Watch.done` once every running broker has.
+   TopicRecord of the named topic (which may not exist yet: watch, then create it); :meth:`Watch.done` once every
+   running broker has.
 4. :meth:`Swarm.create_topics` is an admin's CreateTopics against the active controller, in requests of
    ``batch`` topics, retried on NOT_CONTROLLER and lost connections; a topic that already exists after a retry
    counts as created.
