@@ -129,7 +129,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     wait(
         "the controlled shutdown",
         lambda: victim.state == STOPPED and swarm.replay.led_by(victim.id) == 0,
-        300,
+        120,
     )
     out["controlled_shutdown"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
 
@@ -141,7 +141,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     wait(
         "the killed broker fenced, its partitions moved",
         lambda: fenced() and swarm.replay.led_by(victim.id) == 0,
-        300,
+        120,
     )
     out["broker_failure"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
 
