@@ -39,7 +39,9 @@ class Failover:
     new_leader: int
     new_epoch: int  # the epoch ``settle`` seconds after the kill (DescribeQuorum, else the brokers' view)
     leader_after_s: float  # kill -> a swarm broker learnt a new leader from a Fetch answer
-    all_answered_s: float  # kill -> the last running broker had a heartbeat answered (inf: one never was)
+    all_answered_s: (
+        float  # kill -> the last running broker had a heartbeat answered by a survivor (inf: never)
+    )
     unanswered: list[int]
     mistaken_fences: int
     # The last-answered broker's heartbeats after the kill: (sent, round trip, error).
@@ -116,15 +118,18 @@ class SwarmCluster:
             time.sleep(0.02)
         deadline = killed_at + answered_within
         running = {b.id for b in self.swarm.running()}
-        while time.monotonic() < deadline and not running <= self.swarm.answered_after(killed_at).keys():
+        while (
+            time.monotonic() < deadline
+            and not running <= self.swarm.answered_after(killed_at, before.leader_id).keys()
+        ):
             time.sleep(0.1)
-        answered = self.swarm.answered_after(killed_at)
+        answered = self.swarm.answered_after(killed_at, before.leader_id)
         time.sleep(max(0.0, killed_at + settle - time.monotonic()))
         after = self.quorum(3000)
         last = max(running, key=lambda b: answered.get(b, float("inf")), default=-1)
         trace = [
             (round(sent - killed_at, 3), round(rtt, 3), error)
-            for sent, rtt, error, b in self.swarm.heartbeats
+            for sent, rtt, error, b, _ in self.swarm.heartbeats
             if b == last and sent + rtt >= killed_at
         ]
         return Failover(

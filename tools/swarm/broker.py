@@ -15,7 +15,8 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    epoch truncates the fetch position to it; a snapshot id makes the broker fetch that snapshot chunk by chunk
    (FetchSnapshot) and continue from its end. Records advance the position to the last complete batch and are
    handed to the shared replay. Heartbeats go to the leader the observer knows (the broker's controller channel).
-4. Every heartbeat is reported to ``hooks.heartbeat(broker, sent, rtt_s, error)`` (error -1: no answer); every
+4. Every heartbeat is reported to ``hooks.heartbeat(broker, sent, rtt_s, error, node)`` (error -1: no answer;
+   node: the controller it went to last); every
    fetch answer that moved the position or the high watermark to ``hooks.progress(broker)``.
 """
 
@@ -60,7 +61,7 @@ class Hooks(Protocol):
     config: SwarmConfig
     replay: SharedReplay
 
-    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int) -> None: ...
+    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None: ...
 
     def progress(self, broker: SwarmBroker) -> None: ...
 
@@ -87,6 +88,7 @@ class SwarmBroker:
         self._tasks: list[asyncio.Task[None]] = []
         self.registered_at = self.running_at = self.shutdown_at = self.stopped_at = -1.0
         self.heartbeats_ok = 0
+        self.last_target = -1  # the controller the last controller-channel request went to
 
     @property
     def committed_offset(self) -> int:
@@ -153,6 +155,7 @@ class SwarmBroker:
             if self.leader_id < 0:
                 await asyncio.sleep(backoff)
                 continue
+            self.last_target = self.leader_id
             try:
                 left = max(0.01, deadline - time.monotonic())
                 resp = await self._client("controller", self.leader_id).send(request, timeout=left)
@@ -214,7 +217,7 @@ class SwarmBroker:
         if not self.alive:
             return None
         error = -1 if resp is None else resp.error_code
-        self.hooks.heartbeat(self, sent, time.monotonic() - sent, error)
+        self.hooks.heartbeat(self, sent, time.monotonic() - sent, error, self.last_target)
         return resp
 
     def _heartbeat_delay(self, resp: Any | None, interval: float) -> float | None:

@@ -73,7 +73,7 @@ class Swarm:
         self.brokers = {
             b: SwarmBroker(self, b, 19000 + (b % 40000), rng) for b in range(first_id, first_id + count)
         }
-        self.heartbeats: list[tuple[float, float, int, int]] = []  # (sent, rtt s, error, broker)
+        self.heartbeats: list[tuple[float, float, int, int, int]] = []  # (sent, rtt s, error, broker, node)
         self.fences: list[Fence] = []
         self.watches: list[Watch] = []
         self._admin: tuple[int, KafkaClient] | None = None
@@ -81,8 +81,8 @@ class Swarm:
 
     # ---- hooks (broker.Hooks) --------------------------------------------------------------------------------
 
-    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int) -> None:
-        self.heartbeats.append((sent, rtt, error, broker.id))
+    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None:
+        self.heartbeats.append((sent, rtt, error, broker.id, node))
 
     def progress(self, broker: SwarmBroker) -> None:
         if not self.watches:
@@ -167,12 +167,15 @@ class Swarm:
             "max_ms": max(rtts, default=float("nan")),
         }
 
-    def answered_after(self, t: float) -> dict[int, float]:
-        """Per broker, seconds from ``t`` to the first heartbeat sent after ``t`` that was answered without error."""
+    def answered_after(self, t: float, exclude_node: int = -1) -> dict[int, float]:
+        """Per broker, seconds from ``t`` to its first heartbeat answered without error after ``t`` by a controller
+        other than ``exclude_node`` (e.g. a killed leader)."""
         first: dict[int, float] = {}
-        for sent, rtt, error, broker in self.heartbeats:
-            if sent >= t and error == ErrorCode.NONE and broker not in first:
-                first[broker] = sent + rtt - t
+        for sent, rtt, error, broker, node in self.heartbeats:
+            done = sent + rtt
+            if done >= t and error == ErrorCode.NONE and node != exclude_node:
+                if broker not in first or done - t < first[broker]:
+                    first[broker] = done - t
         return first
 
     # ---- admin (contract 4) ------------------------------------------------------------------------------------
