@@ -1,0 +1,259 @@
+"""A broker swarm against three kraftd controllers and, with ``--vs-kafka``, against three Kafka 4.3.1 controllers,
+one kind after the other with the same swarm (kraft-swarm, docs/SWARM.md), for each N in ``--brokers`` (issue 24 §2).
+
+For each (kind, N, P):
+1. registration: seconds until all N brokers are RUNNING (registered, caught up, unfenced);
+2. CreateTopics of P partitions (P/100 topics x 100 partitions, RF 3, 50 topics per request) with the swarm
+   running: partitions/s; the leader's RSS before and after;
+3. propagation: ``--propagation-topics`` one-partition topics created one at a time; for each, the delay from
+   sending CreateTopics until each observer has fetched its TopicRecord and seen it committed: p50/p99 over every
+   (topic, broker) (this includes the commit itself), and the mean over topics of first-to-last observer;
+4. steady: ``--steady`` seconds: heartbeat round trip p50/p99/max, errors, mistaken fences; the leader's CPU
+   seconds per 1,000 heartbeats and CPU share; the swarm's own CPU share;
+5. memory: the leader's RSS (/proc VmRSS) and, for Kafka, its heap in use (jcmd GC.heap_info);
+6. controlled shutdown of the broker leading the most partitions: until it was told to shut down and leads none;
+7. broker failure: the swarm stops the next such broker (kill -9 of a broker): until the log fences it and it leads
+   no partition (the controllers' broker.session.timeout.ms is 9 s);
+8. controller failover: kill -9 of the leader: a new leader known to the brokers, every broker's heartbeat answered
+   again, the epochs it took, mistaken fences.
+Each kraftd/Kafka ratio is printed. Cold start and restart on the P-partition log are bench/startup.py's.
+
+Usage: .venv/bin/python bench/scale.py [--vs-kafka] [--json] [--brokers 100,300] [--partitions 100000]
+       [--steady 60] [--propagation-topics 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
+
+from tests.interop.swarm_cluster import SwarmCluster  # noqa: E402
+from tools.swarm.broker import STOPPED  # noqa: E402
+from tools.swarm.swarm import cpu_seconds, percentile  # noqa: E402
+
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def proc_cpu_s(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICKS
+
+
+def wait(what: str, predicate: Callable[[], bool], timeout: float) -> float:
+    started = time.monotonic()
+    while time.monotonic() - started < timeout:
+        if predicate():
+            return time.monotonic() - started
+        time.sleep(0.02)
+    raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+
+
+def leader_pid(c: SwarmCluster) -> int:
+    info = c.quorum(5000)
+    assert info is not None and info.leader_id > 0, "no leader"
+    proc = c.q.node(info.leader_id).proc
+    assert proc is not None
+    return proc.pid
+
+
+def memory(c: SwarmCluster) -> dict[str, Any]:
+    pid = leader_pid(c)
+    out: dict[str, Any] = {"leader_rss_mib": round(rss_kib(pid) / 1024, 1)}
+    if c.kind == "kafka":
+        used = heap_used_kib(pid)
+        out["heap_used_mib"] = round(used / 1024, 1) if used is not None else None
+    return out
+
+
+def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[str, Any]) -> None:
+    swarm = c.swarm
+    out["registered_s"] = round(c.run(swarm.wait_running(600), 610), 2)
+    out["memory_before"] = memory(c)
+    result, took = c.create_topics("s", p // 100, 100)
+    errors = Counter(e for e in result.values() if e)
+    created = p - sum(errors.values()) * 100
+    out["create_topics"] = {
+        "partitions": p,
+        "seconds": round(took, 2),
+        "per_s": round(created / took),
+        "failed_topics_by_error": dict(errors),
+    }
+    total = lambda: sum(len(t.partitions) for t in swarm.replay.image.topics.values())  # noqa: E731
+    wait("the replayed image to hold every created partition", lambda: total() >= created, 300)
+    out["memory_after_create"] = memory(c)
+
+    delays: list[float] = []
+    spreads: list[float] = []
+    for i in range(args.propagation_topics):
+        w = swarm.watch(f"prop{i}-0")  # before the request: every observer's fetch time is seen
+        c.create_topics(f"prop{i}-", 1, 1)
+        wait("every observer to fetch the topic", lambda: w.done, 60)  # noqa: B023
+        delays += w.delays_ms()
+        first = min(w.reached.values())
+        spreads.append(max((t - first) * 1000 for t in w.reached.values()))
+    out["propagation_ms"] = {
+        "p50": round(percentile(delays, 0.5), 1),
+        "p99": round(percentile(delays, 0.99), 1),
+        "first_to_last_mean": round(sum(spreads) / len(spreads), 1),
+    }
+
+    pid = leader_pid(c)
+    cpu0, swarm0, t0 = proc_cpu_s(pid), cpu_seconds(), time.monotonic()
+    time.sleep(args.steady)
+    t1 = time.monotonic()
+    cpu = proc_cpu_s(pid) - cpu0
+    hb = swarm.heartbeat_stats(t0, t1)
+    out["steady"] = {k: round(v, 2) for k, v in hb.items()}
+    out["steady"]["mistaken_fences"] = len(swarm.mistaken_fences())
+    out["steady"]["leader_cpu_s_per_1000_heartbeats"] = round(cpu / max(1, hb["count"]) * 1000, 3)
+    out["steady"]["leader_cpu_pct"] = round(cpu / (t1 - t0) * 100, 1)
+    out["steady"]["swarm_cpu_pct"] = round((cpu_seconds() - swarm0) / (t1 - t0) * 100, 1)
+    out["memory_steady"] = memory(c)
+
+    victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
+    led = swarm.replay.led_by(victim.id)
+    started = time.monotonic()
+    swarm.shut_down(victim.id)
+    wait(
+        "the controlled shutdown",
+        lambda: victim.state == STOPPED and swarm.replay.led_by(victim.id) == 0,
+        120,
+    )
+    out["controlled_shutdown"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
+
+    victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
+    led = swarm.replay.led_by(victim.id)
+    started = time.monotonic()
+    c.run(swarm.kill(victim.id), 30)
+    fenced = lambda: any(f.broker_id == victim.id and f.source == "log" for f in swarm.fences)  # noqa: E731
+    wait(
+        "the killed broker fenced, its partitions moved",
+        lambda: fenced() and swarm.replay.led_by(victim.id) == 0,
+        120,
+    )
+    out["broker_failure"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
+
+    f = c.fail_over(settle=args.settle)
+    out["controller_failover"] = {
+        "new_leader_s": round(f.leader_after_s, 2),
+        "all_heartbeats_answered_s": round(f.all_answered_s, 2),
+        "elections": f.new_epoch - f.old_epoch,
+        "unanswered": len(f.unanswered),
+        "mistaken_fences": f.mistaken_fences,
+    }
+    out["mistaken_fences"] = len(swarm.mistaken_fences())
+
+
+def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix=f"scale-{kind}-{n}-", dir=args.dir))
+    out: dict[str, Any] = {"kind": kind, "brokers": n, "partitions": p, "load_before": os.getloadavg()[0]}
+    c = SwarmCluster(
+        root, kind, n, jvm_opts=KAFKA_JVM if kind == "kafka" else None, log_level=args.kafka_log_level
+    )
+    try:
+        steps(c, n, p, args, out)
+    except (TimeoutError, AssertionError) as exc:
+        out["error"] = str(exc)[:500]
+    finally:
+        out["load_after"] = os.getloadavg()[0]
+        c.close()
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
+# (label, path) of the numbers compared between the kinds
+ROWS = [
+    ("registration s", ("registered_s",)),
+    ("CreateTopics partitions/s", ("create_topics", "per_s")),
+    ("propagation p50 ms", ("propagation_ms", "p50")),
+    ("propagation p99 ms", ("propagation_ms", "p99")),
+    ("propagation first-to-last ms", ("propagation_ms", "first_to_last_mean")),
+    ("heartbeat p50 ms", ("steady", "p50_ms")),
+    ("heartbeat p99 ms", ("steady", "p99_ms")),
+    ("heartbeat max ms", ("steady", "max_ms")),
+    ("heartbeat errors", ("steady", "errors")),
+    ("leader CPU s / 1000 heartbeats", ("steady", "leader_cpu_s_per_1000_heartbeats")),
+    ("swarm CPU %", ("steady", "swarm_cpu_pct")),
+    ("leader RSS MiB (steady)", ("memory_steady", "leader_rss_mib")),
+    ("Kafka heap used MiB (steady)", ("memory_steady", "heap_used_mib")),
+    ("controlled shutdown s", ("controlled_shutdown", "seconds")),
+    ("broker failure s", ("broker_failure", "seconds")),
+    ("failover: new leader s", ("controller_failover", "new_leader_s")),
+    ("failover: heartbeats answered s", ("controller_failover", "all_heartbeats_answered_s")),
+    ("failover: elections", ("controller_failover", "elections")),
+    ("mistaken fences", ("mistaken_fences",)),
+]
+
+
+def pick(d: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(d, dict) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def table(points: list[dict[str, Any]]) -> str:
+    lines = []
+    for n, p in sorted({(pt["brokers"], pt["partitions"]) for pt in points}):
+        by_kind = {pt["kind"]: pt for pt in points if (pt["brokers"], pt["partitions"]) == (n, p)}
+        k, j = by_kind.get("kraftd", {}), by_kind.get("kafka", {})
+        lines.append(f"N={n} P={p} (load {k.get('load_before', 0):.1f} / {j.get('load_before', 0):.1f})")
+        for label, path in ROWS:
+            a, b = pick(k, path), pick(j, path)
+            ratio = (
+                f"{a / b:6.2f}"
+                if isinstance(a, int | float) and isinstance(b, int | float) and b
+                else "     -"
+            )
+            lines.append(f"  {label:34} kraftd {a!s:>10}  kafka {b!s:>10}  ratio {ratio}")
+        for kind, pt in by_kind.items():
+            if "error" in pt:
+                lines.append(f"  {kind} stopped early: {pt['error']}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vs-kafka", action="store_true", help="also run Kafka 4.3.1's controllers (same swarm)")
+    ap.add_argument("--json", action="store_true", help="print every point as one JSON object")
+    ap.add_argument("--brokers", default="100,300", help="comma-separated N values")
+    ap.add_argument("--kinds", default=None, help="comma-separated kinds to run (overrides --vs-kafka)")
+    ap.add_argument("--partitions", type=int, default=100_000)
+    ap.add_argument("--steady", type=float, default=60.0, help="seconds of steady heartbeats")
+    ap.add_argument("--settle", type=float, default=10.0, help="seconds after the controller kill")
+    ap.add_argument("--propagation-topics", type=int, default=10)
+    ap.add_argument("--kafka-log-level", default="INFO")
+    ap.add_argument("--dir", default=None, help="parent of the temporary directories")
+    args = ap.parse_args()
+    kinds = ["kraftd", "kafka"] if args.vs_kafka else ["kraftd"]
+    if args.kinds:
+        kinds = args.kinds.split(",")
+    points = []
+    for n in [int(x) for x in args.brokers.split(",")]:
+        for kind in kinds:
+            point = run_point(kind, n, args.partitions, args)
+            print(f"# {kind} N={n}: {json.dumps(point)}", file=sys.stderr, flush=True)
+            points.append(point)
+    if args.json:
+        print(json.dumps({"points": points}, sort_keys=True))
+    else:
+        print(table(points))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,158 @@
+"""A controller quorum of one kind (kraftd or Kafka 4.3.1's controllers) with a kraft-swarm of emulated brokers, for
+the swarm tests (issue 24 §4, issue 22's proof).
+
+Contracts:
+1. :class:`SwarmCluster` starts three controllers of ``kind`` (KIP-853 bootstrap, the interop timeouts: fetch 2 s,
+   election 1 s, backoff 1 s) and a :class:`Swarm` of N brokers on an asyncio loop in its own thread;
+   :meth:`SwarmCluster.run` runs a coroutine on that loop and waits for it. :meth:`SwarmCluster.close` stops
+   the swarm, the loop and every controller process.
+2. :meth:`SwarmCluster.quorum` asks DescribeQuorum of the live controllers (None when none answers in time);
+   :meth:`SwarmCluster.fail_over` kill -9s the leader and measures issue 22's failover: the time until a new
+   leader is known to a broker, until every running broker had a heartbeat answered, and the epochs it took.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import threading
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from tests.interop.kafka import MixedQuorum
+from tools.quorum_cli import fetch_quorum
+from tools.quorum_report import QuorumInfo
+from tools.swarm.broker import SwarmConfig
+from tools.swarm.swarm import Swarm
+
+T = TypeVar("T")
+FETCH_TIMEOUT_S, ELECTION_TIMEOUT_S, ELECTION_BACKOFF_S = 2.0, 1.0, 1.0
+
+
+@dataclass
+class Failover:
+    killed: int
+    old_epoch: int
+    new_leader: int
+    new_epoch: int  # the epoch ``settle`` seconds after the kill (DescribeQuorum, else the brokers' view)
+    leader_after_s: float  # kill -> a swarm broker learnt a new leader from a Fetch answer
+    all_answered_s: (
+        float  # kill -> the last running broker had a heartbeat answered by a survivor (inf: never)
+    )
+    unanswered: list[int]
+    mistaken_fences: int
+    # The last-answered broker's heartbeats after the kill: (sent, round trip, error).
+    slowest: list[tuple[float, float, int]]
+
+
+class SwarmCluster:
+    def __init__(
+        self,
+        root: Path,
+        kind: str,
+        brokers: int,
+        *,
+        extra: dict[str, str] | None = None,
+        jvm_opts: list[str] | None = None,
+        log_level: str = "INFO",
+    ) -> None:
+        self.kind = kind
+        self.q = MixedQuorum(root, [kind] * 3, bootstrap="kip853", extra=extra)
+        for node in self.q.nodes:
+            node.jvm_opts, node.log_level = jvm_opts, log_level
+        self.q.start_all()
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="swarm-loop", daemon=True)
+        self.thread.start()
+        self.q.wait_leader(120)
+        voters = {n.node_id: ("127.0.0.1", n.port) for n in self.q.nodes}
+        self.swarm = Swarm(SwarmConfig(self.q.cluster_id, voters), brokers)
+        self.run(self._start(), 10)
+
+    async def _start(self) -> None:
+        self.swarm.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 120) -> T:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    def close(self) -> None:
+        try:
+            self.run(self.swarm.close(), 30)
+        finally:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(10)
+            self.q.stop_all()
+
+    def quorum(self, timeout_ms: int = 1000) -> QuorumInfo | None:
+        targets = [("127.0.0.1", n.port) for n in self.q.nodes if n.alive()]
+        try:
+            return asyncio.run(fetch_quorum(targets, 2, timeout_ms))[1]
+        except Exception:  # noqa: BLE001 - no controller answered: the caller polls again
+            return None
+
+    def create_topics(
+        self, prefix: str, topics: int, partitions: int, rf: int = 3
+    ) -> tuple[dict[str, int], float]:
+        started = time.monotonic()
+        names = [f"{prefix}{i}" for i in range(topics)]
+        result = self.run(self.swarm.create_topics(names, partitions, rf, batch=50, timeout=600), 660)
+        return result, time.monotonic() - started
+
+    def fail_over(self, settle: float = 10.0, answered_within: float = 30.0) -> Failover:
+        """Contract 2: kill -9 the leader, wait ``settle`` seconds, report what happened."""
+        before = self.quorum(3000)
+        assert before is not None and before.leader_id > 0, "no leader before the kill"
+        leader = self.q.node(before.leader_id)
+        killed_at = time.monotonic()
+        leader.stop(signal.SIGKILL)
+        new_leader, leader_after = -1, float("inf")
+        while time.monotonic() - killed_at < max(settle, answered_within):
+            # The brokers' view (CurrentLeader in Fetch answers): a leader that serves its observers.
+            seen, epoch = self.swarm.leader()
+            if seen > 0 and epoch > before.leader_epoch:
+                new_leader, leader_after = seen, time.monotonic() - killed_at
+                break
+            time.sleep(0.02)
+        deadline = killed_at + answered_within
+        running = {b.id for b in self.swarm.running()}
+        while (
+            time.monotonic() < deadline
+            and not running <= self.swarm.answered_after(killed_at, before.leader_id).keys()
+        ):
+            time.sleep(0.1)
+        answered = self.swarm.answered_after(killed_at, before.leader_id)
+        time.sleep(max(0.0, killed_at + settle - time.monotonic()))
+        after = self.quorum(3000)
+        last = max(running, key=lambda b: answered.get(b, float("inf")), default=-1)
+        trace = [
+            (round(sent - killed_at, 3), round(rtt, 3), error)
+            for sent, rtt, error, b, _ in self.swarm.heartbeats
+            if b == last and sent + rtt >= killed_at
+        ]
+        return Failover(
+            killed=before.leader_id,
+            old_epoch=before.leader_epoch,
+            new_leader=new_leader,
+            new_epoch=after.leader_epoch if after is not None else self.swarm.leader()[1],
+            leader_after_s=leader_after,
+            all_answered_s=max((answered.get(b, float("inf")) for b in running), default=0.0),
+            unanswered=sorted(running - answered.keys()),
+            mistaken_fences=len(self.swarm.mistaken_fences()),
+            slowest=trace[:6],
+        )
+
+    def restart(self, node_id: int, timeout: float = 120) -> None:
+        """Start a killed controller again and wait until it has caught up with the leader's high watermark."""
+        self.q.node(node_id).start()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            info = self.quorum(2000)
+            if info is not None and info.leader_id > 0:
+                voter = next((v for v in info.voters if v.replica_id == node_id), None)
+                if voter is not None and voter.log_end_offset >= info.high_watermark > 0:
+                    return
+            time.sleep(0.2)
+        raise AssertionError(f"controller {node_id} did not catch up within {timeout}s\n{self.q.tails()}")

@@ -1,0 +1,1 @@
+"""kraft-swarm: emulated Kafka brokers against a controller quorum (docs/SWARM.md)."""

@@ -1,0 +1,355 @@
+"""One emulated Kafka 4.3.1 broker: its lifecycle against the active controller and its metadata observer.
+
+Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; docs/SWARM.md):
+1. Lifecycle: STARTING (registered, WantFence) -> RECOVERY once a heartbeat answer says IsCaughtUp -> RUNNING
+   once an answer says not fenced. STARTING heartbeats again after 10 ms, the other states after
+   ``heartbeat_interval_ms``; a failed heartbeat is retried after an exponential backoff (100 ms doubling, capped at
+   the interval). STALE_BROKER_EPOCH and BROKER_ID_NOT_REGISTERED make the broker register again (same
+   incarnation id).
+2. Controlled shutdown (:meth:`SwarmBroker.begin_shutdown`): a heartbeat with WantShutDown goes out at once and
+   then every interval until an answer carries ShouldShutDown; the broker then stops (STOPPED).
+   :meth:`SwarmBroker.kill` stops everything at once, as kill -9 would (no more heartbeats or fetches).
+3. Observer: Fetch long-polls go to the leader this broker knows; with none known (at start, after the leader's
+   connection failed, or when an answer names no leader) they go to the voters in turn. Every answer's
+   CurrentLeader with a newer epoch (or the same epoch and a leader where none was known) is taken. A diverging
+   epoch truncates the fetch position to it; a snapshot id makes the broker fetch that snapshot chunk by chunk
+   (FetchSnapshot) and continue from its end. Records advance the position to the last complete batch and are
+   handed to the shared replay. Heartbeats go to the leader the observer knows (the broker's controller channel).
+4. Every heartbeat is reported to ``hooks.heartbeat(broker, sent, rtt_s, error, node)`` (error -1: no answer;
+   node: the controller it went to last); every
+   fetch answer that moved the position or the high watermark to ``hooks.progress(broker)``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kraftd.core.log import OffsetAndEpoch
+from kwire.client import KafkaClient
+from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
+from tools.swarm import frames
+from tools.swarm.replay import SharedReplay, batch_ends
+
+STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
+    "STARTING",
+    "RECOVERY",
+    "RUNNING",
+    "PENDING_CONTROLLED_SHUTDOWN",
+    "STOPPED",
+    "KILLED",
+)
+_REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
+
+
+@dataclass
+class SwarmConfig:
+    cluster_id: str
+    voters: dict[int, tuple[str, int]]
+    heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
+    retry_backoff_ms: int = 50  # between observer fetches that found no leader
+    request_timeout_s: float = 5.0  # heartbeats, registrations, AlterPartition (retried within it)
+    session_timeout_ms: int = 9000  # broker.session.timeout.ms: caps the backoff after failed requests
+    quorum_request_timeout_s: float = 2.0  # controller.quorum.request.timeout.ms, on top of the long poll
+
+
+class Hooks(Protocol):
+    config: SwarmConfig
+    replay: SharedReplay
+
+    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None: ...
+
+    def progress(self, broker: SwarmBroker) -> None: ...
+
+    def fenced_while_running(self, broker: SwarmBroker) -> None: ...
+
+
+class SwarmBroker:
+    def __init__(self, hooks: Hooks, broker_id: int, port: int, rng: random.Random) -> None:
+        self.hooks, self.id, self.port = hooks, broker_id, port
+        self.cfg = hooks.config
+        # Random, as a real broker's: a controller refuses a log directory another broker registered (Kafka's
+        # INVALID_REGISTRATION), so two swarms against one quorum must never share one.
+        self.incarnation, self.log_dir, self.metadata_dir = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+        self.state = STARTING
+        self.epoch = -1
+        # observer
+        # An empty log's end is (offset 0, epoch 0) and the quorum epoch starts at 0, as in KafkaRaftClient.
+        self.fetch_end, self.last_epoch, self.hwm = 0, 0, -1
+        self.leader_id, self.leader_epoch = -1, 0
+        self._voter_ids = sorted(self.cfg.voters)
+        self._next_voter = rng.randrange(len(self._voter_ids))
+        self._clients: dict[str, tuple[int, KafkaClient]] = {}
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[None]] = []
+        self.registered_at = self.running_at = self.shutdown_at = self.stopped_at = -1.0
+        self.heartbeats_ok = 0
+        self.last_target = -1  # the controller the last controller-channel request went to
+
+    @property
+    def committed_offset(self) -> int:
+        """The highest offset fetched and committed: what a broker reports as replayed."""
+        return min(self.fetch_end, self.hwm) - 1
+
+    @property
+    def alive(self) -> bool:
+        return self.state not in (STOPPED, KILLED)
+
+    def start(self) -> None:
+        self._tasks = [asyncio.create_task(self._lifecycle()), asyncio.create_task(self._observe())]
+
+    def begin_shutdown(self) -> None:
+        """Contract 2."""
+        if self.state in (STOPPED, KILLED, PENDING_SHUTDOWN):
+            return
+        self.state = PENDING_SHUTDOWN
+        self.shutdown_at = time.monotonic()
+        self._wake.set()
+
+    async def kill(self) -> None:
+        self.state = KILLED
+        await self.close()
+
+    async def close(self) -> None:
+        current = asyncio.current_task()
+        for t in self._tasks:
+            if t is not current:
+                t.cancel()
+        for _, client in self._clients.values():
+            await client.close()
+        self._clients.clear()
+
+    # ---- channels --------------------------------------------------------------------------------------------
+
+    def _client(self, channel: str, node: int) -> KafkaClient:
+        held = self._clients.get(channel)
+        if held is not None and held[0] == node:
+            return held[1]
+        if held is not None:
+            asyncio.ensure_future(held[1].close())
+        host, port = self.cfg.voters[node]
+        name = "raft-client" if channel == "raft" else "broker-to-controller"
+        client = KafkaClient(
+            host,
+            port,
+            client_id=f"{name}-{self.id}",
+            client_software_name="kraft-swarm",
+            request_timeout=self.cfg.request_timeout_s,
+            connect_timeout=self.cfg.request_timeout_s,
+            reconnect_backoff_ms=self.cfg.retry_backoff_ms,
+        )
+        self._clients[channel] = (node, client)
+        return client
+
+    async def controller_send(self, request: Any) -> Any | None:
+        """One request on the controller channel (Kafka's NodeToControllerChannelManager): sent to the leader the
+        observer knows; after a lost connection or NOT_CONTROLLER it is sent again (``retry_backoff_ms`` later) to the
+        leader the observer knows then, until ``request_timeout_s`` has passed (then None)."""
+        deadline = time.monotonic() + self.cfg.request_timeout_s
+        backoff = self.cfg.retry_backoff_ms / 1000
+        while self.alive and time.monotonic() < deadline:
+            if self.leader_id < 0:
+                await asyncio.sleep(backoff)
+                continue
+            self.last_target = self.leader_id
+            try:
+                left = max(0.01, deadline - time.monotonic())
+                resp = await self._client("controller", self.leader_id).send(request, timeout=left)
+            except (NetworkError, RequestTimeoutError, OSError):
+                await asyncio.sleep(backoff)
+                continue
+            if getattr(resp, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
+                return resp
+            # An elected leader whose controller is not active yet, or a stale view: ask again.
+            await asyncio.sleep(backoff)
+        return None
+
+    # ---- lifecycle (contracts 1, 2) --------------------------------------------------------------------------
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep ``seconds`` unless :meth:`begin_shutdown` asks for a heartbeat now (also if it asked meanwhile)."""
+        if not self._wake.is_set():
+            try:
+                await asyncio.wait_for(self._wake.wait(), seconds)
+            except TimeoutError:
+                pass
+        self._wake.clear()
+
+    async def _lifecycle(self) -> None:
+        failures = 0
+        interval = self.cfg.heartbeat_interval_ms / 1000
+        while self.alive:
+            if self.epoch < 0:
+                req: Any = frames.registration(
+                    self.id, self.cfg.cluster_id, self.incarnation, self.port, self.log_dir
+                )
+                resp = await self.controller_send(req)
+                if resp is None or resp.error_code != ErrorCode.NONE:
+                    failures += 1
+                    await self._pause(self._backoff(failures))
+                    continue
+                self.epoch, self.state, failures = resp.broker_epoch, STARTING, 0
+                self.registered_at = time.monotonic()
+            delay = self._heartbeat_delay(await self._heartbeat(), interval)
+            failures = failures + 1 if delay is None else 0
+            if not self.alive:
+                break
+            await self._pause(delay if delay is not None else self._backoff(failures))
+
+    def _backoff(self, failures: int) -> float:
+        return float(min(0.1 * 2 ** min(failures - 1, 10), self.cfg.session_timeout_ms / 1000))
+
+    async def _heartbeat(self) -> Any | None:
+        shutting = self.state == PENDING_SHUTDOWN
+        req = frames.heartbeat(
+            self.id,
+            self.epoch,
+            self.committed_offset,
+            want_fence=self.state == STARTING,
+            want_shut_down=shutting,
+        )
+        sent = time.monotonic()
+        resp = await self.controller_send(req)
+        if not self.alive:
+            return None
+        error = -1 if resp is None else resp.error_code
+        self.hooks.heartbeat(self, sent, time.monotonic() - sent, error, self.last_target)
+        return resp
+
+    def _heartbeat_delay(self, resp: Any | None, interval: float) -> float | None:
+        """The broker's next state from one answer; the pause before the next heartbeat (None: back off)."""
+        if resp is None or not self.alive:
+            return None
+        if resp.error_code in _REREGISTER:
+            self.epoch, self.state = -1, STARTING
+            return 0.0
+        if resp.error_code != ErrorCode.NONE:
+            return None
+        self.heartbeats_ok += 1
+        if self.state == STARTING:
+            if resp.is_caught_up:
+                self.state = RECOVERY
+            return 0.01
+        if self.state == RECOVERY and not resp.is_fenced:
+            self.state, self.running_at = RUNNING, time.monotonic()
+        elif self.state == RUNNING and resp.is_fenced:
+            self.hooks.fenced_while_running(self)
+            self.state = RECOVERY  # ask to be unfenced again
+        elif self.state == PENDING_SHUTDOWN and resp.should_shut_down:
+            self.state, self.stopped_at = STOPPED, time.monotonic()
+            asyncio.ensure_future(self.close())
+        return interval
+
+    # ---- observer (contract 3) -------------------------------------------------------------------------------
+
+    def _fetch_target(self) -> int:
+        if self.leader_id >= 0:
+            return self.leader_id
+        self._next_voter = (self._next_voter + 1) % len(self._voter_ids)
+        return self._voter_ids[self._next_voter]
+
+    def _learn_leader(self, leader_id: int, leader_epoch: int) -> None:
+        if leader_epoch > self.leader_epoch or (
+            leader_epoch == self.leader_epoch and self.leader_id < 0 and leader_id >= 0
+        ):
+            self.leader_id, self.leader_epoch = leader_id, leader_epoch
+
+    async def _observe(self) -> None:
+        backoff = self.cfg.retry_backoff_ms / 1000
+        timeout = frames.FETCH_MAX_WAIT_MS / 1000 + self.cfg.quorum_request_timeout_s
+        while self.alive:
+            node = self._fetch_target()
+            req = frames.observer_fetch(
+                self.cfg.cluster_id,
+                self.id,
+                self.metadata_dir,
+                self.leader_epoch,
+                self.fetch_end,
+                self.last_epoch,
+                self.hwm,
+            )
+            try:
+                resp = await self._client("raft", node).send(req, timeout=timeout)
+            except (NetworkError, RequestTimeoutError, OSError):
+                if node == self.leader_id:
+                    self.leader_id = -1
+                await asyncio.sleep(backoff)
+                continue
+            if not resp.responses or not resp.responses[0].partitions:
+                await asyncio.sleep(backoff)
+                continue
+            part = resp.responses[0].partitions[0]
+            self._learn_leader(part.current_leader.leader_id, part.current_leader.leader_epoch)
+            if resp.error_code != ErrorCode.NONE or part.error_code != ErrorCode.NONE:
+                if node == self.leader_id and part.current_leader.leader_id != node:
+                    self.leader_id = -1
+                await asyncio.sleep(backoff)
+                continue
+            if part.diverging_epoch.epoch >= 0:
+                self.fetch_end = min(self.fetch_end, part.diverging_epoch.end_offset)
+                self.last_epoch = part.diverging_epoch.epoch
+                continue
+            if part.snapshot_id.end_offset >= 0:
+                await self._fetch_snapshot(
+                    node, OffsetAndEpoch(part.snapshot_id.end_offset, part.snapshot_id.epoch)
+                )
+                continue
+            moved = part.high_watermark != self.hwm
+            records = part.records
+            if records:
+                ends = batch_ends(records)
+                if ends is not None:
+                    if self.hooks.replay.next_offset < ends[0]:
+                        self.hooks.replay.feed(records)
+                    self.fetch_end, self.last_epoch = ends
+                    moved = True
+            self.hwm = part.high_watermark
+            if moved:
+                self.hooks.progress(self)
+
+    async def _fetch_snapshot(self, node: int, snapshot: OffsetAndEpoch) -> None:
+        chunks: list[bytes] = []
+        position = 0
+        client = self._client("raft", node)
+        while True:
+            req = frames.snapshot_fetch(
+                self.cfg.cluster_id, self.id, self.metadata_dir, self.leader_epoch, snapshot, position
+            )
+            try:
+                resp = await client.send(req, timeout=self.cfg.request_timeout_s)
+            except (NetworkError, RequestTimeoutError, OSError):
+                return
+            if resp.error_code != ErrorCode.NONE or not resp.topics or not resp.topics[0].partitions:
+                return
+            part = resp.topics[0].partitions[0]
+            if part.error_code != ErrorCode.NONE:
+                return
+            chunks.append(bytes(part.unaligned_records))
+            position += len(part.unaligned_records)
+            if position >= part.size or not part.unaligned_records:
+                break
+        self.hooks.replay.load_snapshot(b"".join(chunks), snapshot.offset)
+        self.fetch_end, self.last_epoch = snapshot.offset, snapshot.epoch
+
+    # ---- partition leader (AlterPartition) -------------------------------------------------------------------
+
+    async def alter_isr(self, topic: str, partition: int, isr: list[int]) -> Any | None:
+        """Propose ``isr`` for a partition this broker leads (as the shared replay knows it); the answer's
+        partition, or None when the controller did not answer."""
+        image = self.hooks.replay.image
+        topic_id = image.topic_ids[topic]
+        p = image.topics[topic_id].partitions[partition]
+        epochs = {b: image.brokers[b].epoch for b in isr if b in image.brokers}
+        req = frames.alter_partition(
+            self.id, self.epoch, topic_id, partition, p.leader_epoch, p.partition_epoch, isr, epochs
+        )
+        resp = await self.controller_send(req)
+        if resp is None:
+            return None
+        if resp.error_code != ErrorCode.NONE or not resp.topics:
+            return resp
+        return resp.topics[0].partitions[0]

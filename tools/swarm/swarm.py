@@ -1,0 +1,231 @@
+"""N emulated brokers on one asyncio loop against one controller quorum (kraftd or Kafka's): kraft-swarm's engine.
+
+Contracts:
+1. :class:`Swarm` owns the brokers (ids ``first_id..first_id+N-1``, docs/SWARM.md), one :class:`SharedReplay`,
+   and what they measured: every heartbeat (send time, round trip, error), every fence of a swarm broker that
+   the metadata log or a heartbeat answer showed, and its own CPU seconds (``cpu_seconds``).
+2. A fence is *mistaken* when its broker had not been told to stop (:meth:`Swarm.kill`, :meth:`Swarm.shut_down`).
+3. :meth:`Swarm.watch` measures propagation: from the call until each running broker has fetched, committed, the
+   TopicRecord of the named topic (which may not exist yet: watch, then create it); :meth:`Watch.done` once every
+   running broker has.
+4. :meth:`Swarm.create_topics` is an admin's CreateTopics against the active controller, in requests of
+   ``batch`` topics, retried on NOT_CONTROLLER and lost connections; a topic that already exists after a retry
+   counts as created.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import resource
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from kwire.client import KafkaClient
+from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
+from tools.swarm import frames
+from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
+from tools.swarm.replay import SharedReplay
+
+
+def cpu_seconds() -> float:
+    ru = resource.getrusage(resource.RUSAGE_SELF)
+    return ru.ru_utime + ru.ru_stime
+
+
+def percentile(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    s = sorted(values)
+    return s[min(len(s) - 1, int(q * len(s)))]
+
+
+@dataclass
+class Watch:
+    topic: str
+    started: float
+    brokers: set[int]
+    reached: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def done(self) -> bool:
+        return self.brokers <= self.reached.keys()
+
+    def delays_ms(self) -> list[float]:
+        return [(t - self.started) * 1000 for t in self.reached.values()]
+
+
+@dataclass
+class Fence:
+    at: float
+    broker_id: int
+    source: str  # "log" (a fence record) or "heartbeat" (an answer said fenced while RUNNING)
+    mistaken: bool
+
+
+class Swarm:
+    def __init__(self, config: SwarmConfig, count: int, *, first_id: int = 100, seed: int = 0) -> None:
+        self.config = config
+        self.replay = SharedReplay(on_fence=self._on_fence_record)
+        rng = random.Random(seed)
+        self.brokers = {
+            b: SwarmBroker(self, b, 19000 + (b % 40000), rng) for b in range(first_id, first_id + count)
+        }
+        self.heartbeats: list[tuple[float, float, int, int, int]] = []  # (sent, rtt s, error, broker, node)
+        self.fences: list[Fence] = []
+        self.watches: list[Watch] = []
+        self._admin: tuple[int, KafkaClient] | None = None
+        self.cpu_at_start = cpu_seconds()
+
+    # ---- hooks (broker.Hooks) --------------------------------------------------------------------------------
+
+    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None:
+        self.heartbeats.append((sent, rtt, error, broker.id, node))
+
+    def progress(self, broker: SwarmBroker) -> None:
+        if not self.watches:
+            return
+        now, committed = time.monotonic(), broker.committed_offset
+        for w in self.watches:
+            offset = self.replay.topic_offset.get(w.topic)
+            if offset is not None and committed >= offset and broker.id not in w.reached:
+                w.reached[broker.id] = now
+
+    def fenced_while_running(self, broker: SwarmBroker) -> None:
+        self.fences.append(Fence(time.monotonic(), broker.id, "heartbeat", True))
+
+    def _on_fence_record(self, broker_id: int, offset: int) -> None:
+        b = self.brokers.get(broker_id)
+        if b is not None:
+            expected = b.state in (KILLED, STOPPED) or b.shutdown_at >= 0
+            self.fences.append(Fence(time.monotonic(), broker_id, "log", not expected))
+
+    # ---- running -----------------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        for b in self.brokers.values():
+            b.start()
+
+    async def wait_running(self, timeout: float) -> float:
+        """Seconds until every broker is RUNNING; TimeoutError naming the states otherwise."""
+        started = time.monotonic()
+        while time.monotonic() - started < timeout:
+            if all(b.state == RUNNING for b in self.brokers.values()):
+                return time.monotonic() - started
+            await asyncio.sleep(0.1)
+        states: dict[str, int] = {}
+        for b in self.brokers.values():
+            states[b.state] = states.get(b.state, 0) + 1
+        raise TimeoutError(f"not every broker RUNNING after {timeout}s: {states}")
+
+    async def close(self) -> None:
+        for b in self.brokers.values():
+            if b.alive:
+                b.state = STOPPED
+            await b.close()
+        if self._admin is not None:
+            await self._admin[1].close()
+            self._admin = None
+
+    async def kill(self, broker_id: int) -> None:
+        await self.brokers[broker_id].kill()
+
+    def shut_down(self, broker_id: int) -> None:
+        self.brokers[broker_id].begin_shutdown()
+
+    def running(self) -> list[SwarmBroker]:
+        return [b for b in self.brokers.values() if b.alive]
+
+    def watch(self, topic: str) -> Watch:
+        w = Watch(topic, time.monotonic(), {b.id for b in self.running()})
+        self.watches.append(w)
+        for b in self.running():
+            self.progress(b)
+        return w
+
+    def leader(self) -> tuple[int, int]:
+        """(leader id, epoch) the most up-to-date running broker knows."""
+        views = [(b.leader_epoch, b.leader_id) for b in self.running() if b.leader_id >= 0]
+        if not views:
+            return -1, -1
+        epoch, leader = max(views)
+        return leader, epoch
+
+    def mistaken_fences(self) -> list[Fence]:
+        return [f for f in self.fences if f.mistaken]
+
+    def heartbeat_stats(self, since: float = 0.0, until: float = float("inf")) -> dict[str, float]:
+        window = [h for h in self.heartbeats if since <= h[0] < until]
+        rtts = [h[1] * 1000 for h in window if h[2] == ErrorCode.NONE]
+        return {
+            "count": len(window),
+            "errors": sum(1 for h in window if h[2] != ErrorCode.NONE),
+            "p50_ms": percentile(rtts, 0.5),
+            "p99_ms": percentile(rtts, 0.99),
+            "max_ms": max(rtts, default=float("nan")),
+        }
+
+    def answered_after(self, t: float, exclude_node: int = -1) -> dict[int, float]:
+        """Per broker, seconds from ``t`` to its first heartbeat answered without error after ``t`` by a controller
+        other than ``exclude_node`` (e.g. a killed leader)."""
+        first: dict[int, float] = {}
+        for sent, rtt, error, broker, node in self.heartbeats:
+            done = sent + rtt
+            if done >= t and error == ErrorCode.NONE and node != exclude_node:
+                if broker not in first or done - t < first[broker]:
+                    first[broker] = done - t
+        return first
+
+    # ---- admin (contract 4) ------------------------------------------------------------------------------------
+
+    async def admin_send(self, request: Any, timeout: float = 60.0) -> tuple[Any, int]:
+        """The answer of the active controller and the number of attempts it took."""
+        deadline = time.monotonic() + timeout
+        attempts = 0
+        while True:
+            leader, _ = self.leader()
+            if leader >= 0:
+                if self._admin is None or self._admin[0] != leader:
+                    if self._admin is not None:
+                        await self._admin[1].close()
+                    host, port = self.config.voters[leader]
+                    client = KafkaClient(host, port, client_id="kraft-swarm-admin", request_timeout=timeout)
+                    self._admin = (leader, client)
+                attempts += 1
+                try:
+                    resp = await self._admin[1].send(request)
+                    if getattr(resp, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
+                        return resp, attempts
+                except (NetworkError, RequestTimeoutError, OSError):
+                    pass
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"{type(request).__name__}: no controller answered within {timeout}s")
+            await asyncio.sleep(0.2)
+
+    async def create_topics(
+        self, names: Iterable[str], partitions: int, rf: int, *, batch: int = 50, timeout: float = 120.0
+    ) -> dict[str, int]:
+        """Contract 4: every topic's final error code (0 for created or already there after a retry)."""
+        names = list(names)
+        result: dict[str, int] = {}
+        deadline = time.monotonic() + timeout
+        for i in range(0, len(names), batch):
+            chunk, retried = names[i : i + batch], False
+            while chunk:
+                request = frames.create_topics(chunk, partitions, rf)
+                resp, attempts = await self.admin_send(request, max(1.0, deadline - time.monotonic()))
+                retried = retried or attempts > 1
+                retry = []
+                for t in resp.topics:
+                    if t.error_code == ErrorCode.NOT_CONTROLLER and time.monotonic() < deadline:
+                        retry.append(t.name)
+                    elif t.error_code == ErrorCode.TOPIC_ALREADY_EXISTS and retried:
+                        result[t.name] = 0
+                    else:
+                        result[t.name] = t.error_code
+                chunk, retried = retry, retried or bool(retry)
+                if retry:
+                    await asyncio.sleep(0.2)
+        return result
