@@ -9,6 +9,9 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
    feature level outside the broker's supported range -> UNSUPPORTED_VERSION. Otherwise a RegisterBrokerRecord
    (fenced) with a broker epoch above every epoch this id had and above the image offset; a broker that was
    registered already first loses its leaderships and ISR memberships as in 3.
+1a. From metadata.version 3.7-IV2 the log directories are checked first (after the duplicate check), as Kafka
+   4.3.1 does: none, a reserved id (Kafka's DirectoryId.reserved), the same id twice, or an id another broker
+   registered -> INVALID_REGISTRATION.
 2. BrokerHeartbeat: an unknown id -> BROKER_ID_NOT_REGISTERED; another epoch -> STALE_BROKER_EPOCH. A fenced
    broker that does not want fencing and has replayed its own registration record is unfenced
    (BrokerRegistrationChangeRecord Fenced=-1) and leads the partitions of its replicas that had no leader.
@@ -39,6 +42,7 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -104,6 +108,8 @@ def register(
     old = image.brokers.get(req.broker_id)
     if old is not None and old.incarnation_id != req.incarnation_id and hb.alive(req.broker_id, now_ms):
         return Outcome([], ErrorCode.DUPLICATE_BROKER_REGISTRATION)
+    if image.metadata_version >= MV_DIRECTORIES and directory_error(image, req.broker_id, list(req.log_dirs)):
+        return Outcome([], ErrorCode.INVALID_REGISTRATION)
     supported = {f.name: (f.min_supported_version, f.max_supported_version) for f in req.features}
     for name, level in image.features.items():
         lo, hi = supported.get(name, (0, 0))
@@ -142,6 +148,29 @@ def register(
     else:
         moves = remove_from_partitions(image, req.broker_id) if old is not None else []
     return Outcome([*moves, record], broker_epoch=epoch)
+
+
+def reserved_directory(d: uuid.UUID) -> bool:
+    """Kafka's DirectoryId.reserved: the most significant half 0 and the least, as a signed long, below 100."""
+    lsb = d.int & (2**64 - 1)
+    return d.int >> 64 == 0 and (lsb < 100 or lsb >= 2**63)
+
+
+def directory_error(image: MetadataImage, broker_id: int, dirs: list[uuid.UUID]) -> str | None:
+    """Contract 1a (Kafka 4.3.1 ClusterControlManager.registerBroker, from metadata.version 3.7-IV2): why a
+    registration's log directories are refused (INVALID_REGISTRATION), or None."""
+    if not dirs:
+        return "No directories specified in request"
+    if any(reserved_directory(d) for d in dirs):
+        return "Reserved directory ID in request"
+    if len(set(dirs)) != len(dirs):
+        return "Duplicate directory ID in request"
+    wanted = set(dirs)
+    for other_id, other in image.brokers.items():
+        taken = wanted.intersection(other.log_dirs)
+        if other_id != broker_id and taken:
+            return f"Broker {other_id} is already registered with directory {min(taken)}"
+    return None
 
 
 def heartbeat(

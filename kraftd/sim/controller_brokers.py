@@ -128,7 +128,7 @@ class BrokerFleet:
                 for n, (lo, hi) in sorted(supported_ranges().items())
             ],
             rack=None,
-            log_dirs=[uuid.UUID(int=b.broker_id)],
+            log_dirs=[uuid.UUID(int=1000 + b.broker_id)],
         )
 
     def _heartbeat_request(self, b: SimBroker) -> BrokerHeartbeatRequest:

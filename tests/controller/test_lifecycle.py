@@ -79,6 +79,29 @@ def test_registration_checks() -> None:
     assert again.error == ErrorCode.NONE and again.broker_epoch > out.broker_epoch
 
 
+def test_registration_directories_are_checked_as_kafka_does() -> None:
+    """Contract 1a: Kafka 4.3.1 refuses no, reserved, repeated and another broker's directory ids."""
+    image, hb = _image(), brokers.Heartbeats()
+    _apply(image, brokers.register(image, _reg(1), CLUSTER, hb, 0).records)
+    bad_dirs = (
+        [],
+        [uuid.UUID(int=99)],  # reserved: below 100
+        [uuid.UUID(int=2**64 - 1)],  # reserved: a negative least significant half
+        [uuid.UUID(int=700), uuid.UUID(int=700)],
+        [uuid.UUID(int=501)],  # broker 1's
+    )
+    for dirs in bad_dirs:
+        req = _reg(2)
+        req.log_dirs = dirs
+        assert brokers.register(image, req, CLUSTER, hb, 0).error == ErrorCode.INVALID_REGISTRATION, dirs
+    req = _reg(1, inc=2)  # the same broker may register its own directory again (after its session)
+    assert brokers.register(image, req, CLUSTER, hb, 20_000).error == ErrorCode.NONE
+    assert brokers.register(image, _reg(2), CLUSTER, hb, 0).error == ErrorCode.NONE
+    assert not brokers.reserved_directory(uuid.UUID(int=100)) and not brokers.reserved_directory(
+        uuid.UUID(int=2**64)
+    )
+
+
 def test_unfenced_only_after_catching_up_and_stale_epochs_refused() -> None:
     image, hb = _image(), brokers.Heartbeats()
     _apply(image, brokers.register(image, _reg(1), CLUSTER, hb, 0).records)

@@ -47,7 +47,7 @@ def test_topics_and_registrations_encode_at_every_metadata_version(mv: int) -> N
             cluster_id="c",
             incarnation_id=uuid.uuid4(),
             features=features,
-            log_dirs=[uuid.UUID(int=b)],
+            log_dirs=[uuid.UUID(int=1000 + b)],
         )
         out = brokers.register(m.committed, req, "c", hb, 0)
         assert not out.error

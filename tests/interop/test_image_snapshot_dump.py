@@ -47,7 +47,7 @@ def _cluster() -> MetadataController:
             cluster_id="c",
             incarnation_id=uuid.UUID(int=b),
             features=feats,
-            log_dirs=[uuid.UUID(int=90 + b)],
+            log_dirs=[uuid.UUID(int=1000 + b)],
         )
         out = brokers.register(m.committed, req, "c", hb, 0)
         _append(m, out.records)
