@@ -25,7 +25,7 @@ from typing import Any
 from generated.alter_configs_request import AlterConfigsRequest
 from generated.config_record import ConfigRecord
 from kraftd.controller import elr
-from kraftd.controller.image import MetadataImage
+from kraftd.controller.image import NO_ENTRIES, MetadataImage
 from kwire.errors import ErrorCode
 
 TOPIC, BROKER = 2, 4
@@ -185,7 +185,7 @@ def alter_configs(
         if error:
             results.append((r.resource_type, r.resource_name, error, message))
             continue
-        current = image.configs.get((r.resource_type, r.resource_name), {})
+        current = image.configs.get((r.resource_type, r.resource_name), NO_ENTRIES)
         mine = [
             ConfigRecord(resource_type=r.resource_type, resource_name=r.resource_name, name=name, value=value)
             for name, value in given.items()

@@ -38,7 +38,7 @@ from generated.partition_record import PartitionRecord
 from kraftd.controller import elr, reassign
 from kraftd.controller import placement as placer
 from kraftd.controller.brokers import NO_BUGS
-from kraftd.controller.image import MetadataImage, PartitionState
+from kraftd.controller.image import NO_ENTRIES, MetadataImage, PartitionState
 from kraftd.controller.topics import directories, usable_brokers
 from kraftd.core.config import BugFlags
 from kwire.errors import ErrorCode
@@ -198,7 +198,7 @@ def incremental_alter_configs(
         if error:
             results.append((r.resource_type, r.resource_name, error, message))
             continue
-        current = image.configs.get((r.resource_type, r.resource_name), {})
+        current = image.configs.get((r.resource_type, r.resource_name), NO_ENTRIES)
         changes: list[Any] = []
         for c in r.configs:
             if c.config_operation == SET:
