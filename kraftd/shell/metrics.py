@@ -31,6 +31,7 @@ from generated.messages import API_SPECS
 from kraftd.config import Endpoint
 from kraftd.core.states import Leader, Unattached
 from kraftd.core.types import Role
+from kraftd.shell.looplag import LoopLagCollector
 from kraftd.shell.transport import ListenError
 
 if TYPE_CHECKING:
@@ -155,6 +156,7 @@ class NodeMetrics:
     def serve(self, node: ControllerNode, host: str, port: int) -> int:
         """Start the HTTP endpoint; returns the bound port (``port`` 0 picks a free one)."""
         self.registry.register(RaftCollector(node, asyncio.get_running_loop()))
+        self.registry.register(LoopLagCollector(node.lag))
         server, _thread = start_http_server(port, host, registry=self.registry)
         self._http = server
         bound: int = server.server_address[1]

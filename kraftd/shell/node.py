@@ -59,6 +59,7 @@ from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.controller_security import ControllerSecurity
 from kraftd.shell.flushing import LogFlusher
 from kraftd.shell.inbox import EventInbox
+from kraftd.shell.looplag import LoopLagProbe, tune_gc
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
@@ -97,6 +98,7 @@ class ControllerNode:
         self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.membership contract 1
         self.applied = -1  # the last committed offset the shell has seen (kraftd.shell.routing contract 10)
         self.metrics = NodeMetrics()
+        self.lag = LoopLagProbe(config.node_id)
         self.metrics_port: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -115,6 +117,7 @@ class ControllerNode:
 
     async def _start(self, storage: NodeStorage) -> None:
         cfg = self.config
+        tune_gc()  # before the log and snapshot are loaded (kraftd.shell.looplag contract 5)
         for cut in storage.log.recovery_cuts:
             log.warning("recovered log: %s", cut.describe())
         observe.log_loaded(cfg.node_id, cfg.metadata_log_dir, storage)
@@ -177,6 +180,7 @@ class ControllerNode:
             self.cluster_id,
         )
         self._driver = asyncio.create_task(self._drive())
+        self._spawn(self.lag.run())
         self._spawn(self.rpcs.run_periodic())
         self._spawn(self.ctl_security.run_sweeper())
         if cfg.max_idle_interval_ms > 0:
