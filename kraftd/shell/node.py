@@ -65,6 +65,7 @@ from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import DiskMirror, load_snapshot_and_log, quorum_setup, to_core_state
 from kraftd.shell.reads import ReadBarriers
 from kraftd.shell.routing import RequestRouter
+from kraftd.shell.snapshot_writer import SnapshotWriter
 from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
@@ -147,6 +148,7 @@ class ControllerNode:
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
         server_sasl, authorizer = image_security.listener_security(self, server_sasl)
         self.client.register(self.controller)
+        self.snapshots = SnapshotWriter(self)
         self.rpcs = ControllerRpcs(self)
         self.reads = ReadBarriers(self)
         self.ctl_admin = ControllerAdmin(self)
@@ -273,7 +275,7 @@ class ControllerNode:
                     self._tick_queued = False
                 self._step(event)
                 measures.busy_s.add(time.perf_counter() - busy_from)
-                self._maybe_snapshot()
+                self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.snapshot_writer)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
@@ -281,20 +283,13 @@ class ControllerNode:
             self.fatal = exc
             self._spawn(self.shutdown())
 
-    def _maybe_snapshot(self) -> None:
-        """KIP-630: snapshot the state machine when the core says one is due (record bytes or interval)."""
-        st = self.controller  # the metadata image, written out as records (Kafka's image writer)
-        latest = self.client.latest_snapshot
-        newer = st.end_offset > (latest.snapshot_id.offset if latest else 0)
-        if not self.client.snapshot_due() or not newer or not st.snapshot_safe:
-            return
-        snap = self.client.create_snapshot(st.end_offset, st.snapshot_values())
-        log.info("node %d: wrote snapshot %s", self.config.node_id, snap.snapshot_id)
+    def step_tick(self) -> None:
+        """Step the core with a Tick now (on the driver only: kraftd.shell.snapshot_writer contract 2)."""
         self._step(Tick(now_ms()))
 
-    def spawn_task(self, coro: Any) -> None:
+    def spawn_task(self, coro: Any) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the node owns (cancelled on stop)."""
-        self._spawn(coro)
+        return self._spawn(coro)
 
     def _step(self, event: Event) -> None:
         before = self.observer.snapshot()
@@ -303,10 +298,11 @@ class ControllerNode:
         self._execute(effects)
         self.controller.after_step()
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _execute(self, effects: list[Effect]) -> None:
         for e in effects:
