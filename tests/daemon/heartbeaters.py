@@ -103,6 +103,11 @@ class Brokers:
             while not all(b.unfenced for b in self.brokers):
                 await asyncio.sleep(0.1)
 
+    def pause(self, broker_id: int) -> None:
+        """The broker stops heartbeating (its session times out at the active controller)."""
+        i = next(i for i, b in enumerate(self.brokers) if b.broker_id == broker_id)
+        self._tasks[i].cancel()
+
     def first_answers_after(self, t: float) -> list[float]:
         """Seconds from ``t`` to each broker's first heartbeat answered after it (inf: none yet)."""
         return [min((a - t for a in b.answered if a > t), default=float("inf")) for b in self.brokers]
