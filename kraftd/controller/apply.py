@@ -114,7 +114,7 @@ def _fence(fenced: bool) -> Any:
 
 
 def _topic(image: MetadataImage, r: Any) -> None:
-    image.topics = image.topics.set(r.topic_id, TopicState(r.name, r.topic_id))
+    image.topics = image.topics.set(r.topic_id, TopicState(r.name, r.topic_id, owner=image.owner))
     image.topic_ids = image.topic_ids.set(r.name, r.topic_id)
 
 
@@ -149,7 +149,11 @@ def _partition(image: MetadataImage, r: Any) -> None:
 
 
 def _set_partition(image: MetadataImage, t: TopicState, pid: int, p: PartitionState) -> None:
-    image.topics = image.topics.set(t.topic_id, TopicState(t.name, t.topic_id, t.partitions.set(pid, p)))
+    if t.owner is image.owner:  # made by this image since its last copy: held by no other (image 3b)
+        t.partitions = t.partitions.set(pid, p)
+    else:
+        new = TopicState(t.name, t.topic_id, t.partitions.set(pid, p), image.owner)
+        image.topics = image.topics.set(t.topic_id, new)
 
 
 def _partition_change(image: MetadataImage, r: Any) -> None:

@@ -13,6 +13,10 @@ Invariants:
    uncommitted view starts as one, and dropping it costs nothing), an image handed to another thread (a
    snapshot writer) stays as it was while replay goes on, and applying a record costs O(log n) of the maps it
    touches. ``pending_transaction`` is the one mutable list; ``copy()`` copies it (O(transaction), not O(image)).
+3b. Ownership: a TopicState whose ``owner`` is its image's ``owner`` token was made by that image after its last
+   ``copy()`` and is held by no other image, so ``apply_record`` may set its partitions map in place (replay of a
+   topic's partitions then allocates one TopicState, not one per record). ``copy()`` gives both images new tokens,
+   so nothing made before a copy is ever changed again. ``owner`` is bookkeeping: no checksum or snapshot sees it.
 3a. ``checksum()`` is a deterministic digest of the whole image (maps rendered as dicts sorted by key), equal on
    every node that applied the same records.
 4. Security metadata keeps the records themselves: ``acls`` id -> AccessControlEntryRecord, ``scram`` (user,
@@ -77,6 +81,7 @@ class TopicState:
     name: str
     topic_id: uuid.UUID
     partitions: Map[int, PartitionState] = field(default_factory=Map)
+    owner: object = field(default=None, compare=False, repr=False)  # invariant 3b
 
 
 @dataclass(slots=True)
@@ -98,6 +103,7 @@ class MetadataImage:
     other: tuple[tuple[int, int, Any], ...] = ()  # (api key, version, record)
     # Records of an open metadata transaction (KIP-868), applied together at its end.
     pending_transaction: list[tuple[int, int, Any]] | None = None
+    owner: object = field(default_factory=object, compare=False, repr=False)  # invariant 3b
 
     @property
     def metadata_version(self) -> int:
@@ -107,7 +113,10 @@ class MetadataImage:
     def copy(self) -> MetadataImage:
         """Invariant 3: an independent image sharing every map with this one, in O(1)."""
         pending = self.pending_transaction
-        return dataclasses.replace(self, pending_transaction=None if pending is None else list(pending))
+        self.owner = object()  # invariant 3b: what this image made so far is shared from now on
+        return dataclasses.replace(
+            self, pending_transaction=None if pending is None else list(pending), owner=object()
+        )
 
     def checksum(self) -> str:
         """Invariant 3: a digest of a canonical rendering (dicts sorted by key)."""
@@ -125,7 +134,7 @@ def _canonical(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ",".join(_canonical(v) for v in value) + "]"
     if hasattr(value, "__dataclass_fields__"):
-        names = sorted(value.__dataclass_fields__)
+        names = sorted(n for n in value.__dataclass_fields__ if n != "owner")  # invariant 3b
         return (
             type(value).__name__ + "(" + ",".join(f"{n}={_canonical(getattr(value, n))}" for n in names) + ")"
         )

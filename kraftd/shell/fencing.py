@@ -40,7 +40,7 @@ def restricted(image: MetadataImage, keys: list[tuple[Any, int]]) -> MetadataIma
         if t is not None and pid in t.partitions:
             parts.setdefault(tid, {})[pid] = t.partitions[pid]
     topics = Map((tid, TopicState(image.topics[tid].name, tid, Map(ps))) for tid, ps in parts.items())
-    return dataclasses.replace(image, topics=topics)
+    return dataclasses.replace(image, topics=topics, owner=object())
 
 
 async def fence_in_chunks(
