@@ -12,11 +12,17 @@ Contracts:
    0 none; a FeatureLevelRecord at level 0 removes the feature; RemoveTopicRecord drops the topic's configs;
    ClearElrRecord (a topic, or every topic for "") empties ELR and LastKnownElr of each partition holding either,
    as a change to that partition (partition epoch + 1), the others untouched.
+5. Copy-on-write (kraftd.controller.image invariant 3): a handler never changes a map or a state object an image
+   holds; it builds the changed object and sets it into a new map, so images sharing structure (the committed
+   image and the leader's uncommitted view, a snapshot being written) never see each other's changes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
+
+from immutables import Map
 
 from kraftd.controller.image import BrokerState, ControllerState, MetadataImage, PartitionState, TopicState
 
@@ -40,7 +46,7 @@ def apply_record(image: MetadataImage, offset: int, api_key: int, version: int, 
     if api_key == ABORT_TXN:
         image.pending_transaction = None
         return
-    if image.pending_transaction is not None:
+    if image.pending_transaction is not None:  # the image's own list (MetadataImage.copy copies it)
         image.pending_transaction.append((api_key, version, record))
         return
     _apply(image, api_key, version, record)
@@ -59,71 +65,74 @@ def _apply(image: MetadataImage, key: int, version: int, r: Any) -> None:
     if handler is not None:
         handler(image, r)
     elif key >= 0:
-        image.other.append((key, version, r))
+        image.other = (*image.other, (key, version, r))
     # key < 0: a value that is no framed metadata record holds no fact of the cluster (image invariant 2a)
 
 
 def _register_broker(image: MetadataImage, r: Any) -> None:
-    image.brokers[r.broker_id] = BrokerState(
-        broker_id=r.broker_id,
-        epoch=r.broker_epoch,
-        incarnation_id=r.incarnation_id,
-        listeners=_listeners(r.end_points),
-        features=_features(r.features),
-        rack=r.rack,
-        fenced=r.fenced,
-        in_controlled_shutdown=r.in_controlled_shutdown,
-        log_dirs=list(r.log_dirs),
-        registration_offset=image.offset,
+    image.brokers = image.brokers.set(
+        r.broker_id,
+        BrokerState(
+            broker_id=r.broker_id,
+            epoch=r.broker_epoch,
+            incarnation_id=r.incarnation_id,
+            listeners=_listeners(r.end_points),
+            features=_features(r.features),
+            rack=r.rack,
+            fenced=r.fenced,
+            in_controlled_shutdown=r.in_controlled_shutdown,
+            log_dirs=list(r.log_dirs),
+            registration_offset=image.offset,
+        ),
     )
 
 
 def _unregister_broker(image: MetadataImage, r: Any) -> None:
     b = image.brokers.get(r.broker_id)
     if b is not None and b.epoch == r.broker_epoch:
-        del image.brokers[r.broker_id]
+        image.brokers = image.brokers.delete(r.broker_id)
 
 
 def _broker_change(image: MetadataImage, r: Any) -> None:
     b = image.brokers.get(r.broker_id)
     if b is None or b.epoch != r.broker_epoch:
         return
-    if r.fenced == 1:
-        b.fenced = True
-    elif r.fenced == -1:
-        b.fenced = False
-    if r.in_controlled_shutdown == 1:
-        b.in_controlled_shutdown = True
-    if r.log_dirs:
-        b.log_dirs = list(r.log_dirs)
+    fenced = True if r.fenced == 1 else False if r.fenced == -1 else b.fenced
+    shutdown = True if r.in_controlled_shutdown == 1 else b.in_controlled_shutdown
+    dirs = list(r.log_dirs) if r.log_dirs else b.log_dirs
+    new = dataclasses.replace(b, fenced=fenced, in_controlled_shutdown=shutdown, log_dirs=dirs)
+    image.brokers = image.brokers.set(r.broker_id, new)
 
 
 def _fence(fenced: bool) -> Any:
     def run(image: MetadataImage, r: Any) -> None:
         b = image.brokers.get(r.id)
         if b is not None and b.epoch == r.epoch:
-            b.fenced = fenced
+            image.brokers = image.brokers.set(r.id, dataclasses.replace(b, fenced=fenced))
 
     return run
 
 
 def _topic(image: MetadataImage, r: Any) -> None:
-    image.topics[r.topic_id] = TopicState(r.name, r.topic_id)
-    image.topic_ids[r.name] = r.topic_id
+    image.topics = image.topics.set(r.topic_id, TopicState(r.name, r.topic_id, owner=image.owner))
+    image.topic_ids = image.topic_ids.set(r.name, r.topic_id)
 
 
 def _remove_topic(image: MetadataImage, r: Any) -> None:
-    t = image.topics.pop(r.topic_id, None)
+    t = image.topics.get(r.topic_id)
     if t is not None:
-        image.topic_ids.pop(t.name, None)
-        image.configs.pop((TOPIC_RESOURCE, t.name), None)
+        image.topics = image.topics.delete(r.topic_id)
+        if t.name in image.topic_ids:
+            image.topic_ids = image.topic_ids.delete(t.name)
+        if (TOPIC_RESOURCE, t.name) in image.configs:
+            image.configs = image.configs.delete((TOPIC_RESOURCE, t.name))
 
 
 def _partition(image: MetadataImage, r: Any) -> None:
     t = image.topics.get(r.topic_id)
     if t is None:
         return
-    t.partitions[r.partition_id] = PartitionState(
+    p = PartitionState(
         replicas=list(r.replicas),
         isr=list(r.isr),
         removing_replicas=list(r.removing_replicas),
@@ -136,18 +145,30 @@ def _partition(image: MetadataImage, r: Any) -> None:
         elr=list(r.eligible_leader_replicas or []),
         last_known_elr=list(r.last_known_elr or []),
     )
+    _set_partition(image, t, r.partition_id, p)
+
+
+def _set_partition(image: MetadataImage, t: TopicState, pid: int, p: PartitionState) -> None:
+    if t.owner is image.owner:  # made by this image since its last copy: held by no other (image 3b)
+        t.partitions = t.partitions.set(pid, p)
+    else:
+        new = TopicState(t.name, t.topic_id, t.partitions.set(pid, p), image.owner)
+        image.topics = image.topics.set(t.topic_id, new)
 
 
 def _partition_change(image: MetadataImage, r: Any) -> None:
     t = image.topics.get(r.topic_id)
     p = t.partitions.get(r.partition_id) if t is not None else None
-    if p is not None:
-        change_partition(p, r)
+    if t is not None and p is not None:
+        new = dataclasses.replace(p)
+        change_partition(new, r)
+        _set_partition(image, t, r.partition_id, new)
 
 
 def change_partition(p: PartitionState, r: Any) -> None:
-    """Contract 4 for one PartitionChangeRecord on ``p`` (each changed field gets a fresh list, so a
-    ``dataclasses.replace`` copy of a partition can be changed without touching the original)."""
+    """Contract 4 for one PartitionChangeRecord on ``p``, a fresh copy no image holds yet (each changed field gets
+    a fresh list, so a ``dataclasses.replace`` copy of a partition can be changed without touching the
+    original)."""
     if r.isr is not None:
         p.isr = list(r.isr)
     if r.leader != NO_LEADER_CHANGE:
@@ -171,34 +192,30 @@ def change_partition(p: PartitionState, r: Any) -> None:
 
 
 def _config(image: MetadataImage, r: Any) -> None:
-    key = (r.resource_type, r.resource_name)
-    if r.value is None:
-        entries = image.configs.get(key)
-        if entries is not None:
-            entries.pop(r.name, None)
-            if not entries:
-                del image.configs[key]
-    else:
-        image.configs.setdefault(key, {})[r.name] = r.value
+    image.configs = _set_entry(image.configs, (r.resource_type, r.resource_name), r.name, r.value)
+
+
+def _set_entry(store: Map[Any, Map[str, Any]], key: Any, name: str, value: Any) -> Map[Any, Map[str, Any]]:
+    """``store`` with ``store[key][name]`` set to ``value`` (None: removed; an entity left empty is dropped)."""
+    entries: Map[str, Any] = store.get(key, Map())
+    if value is not None:
+        return store.set(key, entries.set(name, value))
+    if name not in entries:
+        return store
+    entries = entries.delete(name)
+    return store.set(key, entries) if entries else store.delete(key)
 
 
 def _feature(image: MetadataImage, r: Any) -> None:
-    if r.feature_level == 0:
-        image.features.pop(r.name, None)
-    else:
-        image.features[r.name] = r.feature_level
+    if r.feature_level != 0:
+        image.features = image.features.set(r.name, r.feature_level)
+    elif r.name in image.features:
+        image.features = image.features.delete(r.name)
 
 
 def _quota(image: MetadataImage, r: Any) -> None:
     entity = tuple(sorted((e.entity_type, e.entity_name) for e in r.entity))
-    if r.remove:
-        entries = image.quotas.get(entity)
-        if entries is not None:
-            entries.pop(r.key, None)
-            if not entries:
-                del image.quotas[entity]
-    else:
-        image.quotas.setdefault(entity, {})[r.key] = r.value
+    image.quotas = _set_entry(image.quotas, entity, r.key, None if r.remove else r.value)
 
 
 def _producer_ids(image: MetadataImage, r: Any) -> None:
@@ -206,30 +223,33 @@ def _producer_ids(image: MetadataImage, r: Any) -> None:
 
 
 def _register_controller(image: MetadataImage, r: Any) -> None:
-    image.controllers[r.controller_id] = ControllerState(
-        r.controller_id, r.incarnation_id, _listeners(r.end_points), _features(r.features)
-    )
+    c = ControllerState(r.controller_id, r.incarnation_id, _listeners(r.end_points), _features(r.features))
+    image.controllers = image.controllers.set(r.controller_id, c)
 
 
 def _clear_elr(image: MetadataImage, r: Any) -> None:
-    for t in image.topics.values():
+    for t in list(image.topics.values()):
         if r.topic_name in ("", t.name):
-            for p in t.partitions.values():
+            for pid, p in t.partitions.items():
                 if p.elr or p.last_known_elr:  # a change that empties both fields (partition epoch + 1)
-                    p.elr, p.last_known_elr = [], []
-                    p.partition_epoch += 1
+                    new = dataclasses.replace(
+                        p, elr=[], last_known_elr=[], partition_epoch=p.partition_epoch + 1
+                    )
+                    _set_partition(image, image.topics[t.topic_id], pid, new)
 
 
 def _keep(store: str, key: Any) -> Any:
     def run(image: MetadataImage, r: Any) -> None:
-        getattr(image, store)[key(r)] = r
+        setattr(image, store, getattr(image, store).set(key(r), r))
 
     return run
 
 
 def _drop(store: str, key: Any) -> Any:
     def run(image: MetadataImage, r: Any) -> None:
-        getattr(image, store).pop(key(r), None)
+        m = getattr(image, store)
+        if key(r) in m:
+            setattr(image, store, m.delete(key(r)))
 
     return run
 

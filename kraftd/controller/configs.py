@@ -36,7 +36,7 @@ from generated.config_record import ConfigRecord
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from kraftd.controller import config_kinds as kinds
 from kraftd.controller import elr
-from kraftd.controller.image import MetadataImage
+from kraftd.controller.image import NO_ENTRIES, MetadataImage
 from kwire.errors import ErrorCode
 
 TOPIC, BROKER = 2, 4
@@ -204,7 +204,7 @@ def alter_configs(
         if error:
             results.append((r.resource_type, r.resource_name, error, message))
             continue
-        current = image.configs.get((r.resource_type, r.resource_name), {})
+        current = image.configs.get((r.resource_type, r.resource_name), NO_ENTRIES)
         mine = [
             ConfigRecord(resource_type=r.resource_type, resource_name=r.resource_name, name=name, value=value)
             for name, value in given.items()
@@ -244,7 +244,7 @@ def incremental_alter_configs(
     results: list[tuple[int, str, ErrorCode, str | None]] = []
     for r in req.resources:
         rtype, rname = r.resource_type, r.resource_name
-        current = image.configs.get((rtype, rname), {})
+        current = image.configs.get((rtype, rname), NO_ENTRIES)
         merged: dict[str, str | None] = dict(current)
         changes: list[Any] = []
         error, message = ErrorCode.NONE, None

@@ -24,7 +24,7 @@ from typing import Any
 from generated.clear_elr_record import ClearElrRecord
 from generated.config_record import ConfigRecord
 from kraftd.controller.features import ELR_VERSION
-from kraftd.controller.image import MetadataImage
+from kraftd.controller.image import NO_ENTRIES, MetadataImage
 
 TOPIC, BROKER = 2, 4
 MIN_ISR = "min.insync.replicas"
@@ -37,9 +37,9 @@ def enabled(image: MetadataImage) -> bool:
 
 
 def _topic_config(image: MetadataImage, topic: str, name: str) -> str | None:
-    value = image.configs.get((TOPIC, topic), {}).get(name)
+    value = image.configs.get((TOPIC, topic), NO_ENTRIES).get(name)
     if value is None:
-        value = image.configs.get((BROKER, ""), {}).get(name)
+        value = image.configs.get((BROKER, ""), NO_ENTRIES).get(name)
     return value
 
 

@@ -18,9 +18,12 @@ Contracts:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Iterable
 from typing import Any
+
+from immutables import Map
 
 from generated.client_quota_record import ClientQuotaRecord, EntityData
 from generated.config_record import ConfigRecord
@@ -187,13 +190,8 @@ def same_image(a: MetadataImage, b: MetadataImage) -> bool:
 
 def content_digest(image: MetadataImage) -> str:
     """A digest of the image's content (contract 2's comparison), equal on every node holding the same metadata."""
-    saved = image.offset, {i: b.registration_offset for i, b in image.brokers.items()}
-    image.offset = -1
-    for b in image.brokers.values():
-        b.registration_offset = -1
-    try:
-        return hashlib.sha256(_canonical(image).encode()).hexdigest()
-    finally:
-        image.offset = saved[0]
-        for i, b in image.brokers.items():
-            b.registration_offset = saved[1][i]
+    brokers = Map((i, dataclasses.replace(b, registration_offset=-1)) for i, b in image.brokers.items())
+    content = dataclasses.replace(
+        image, offset=-1, brokers=brokers
+    )  # shares the rest; ``image`` is unchanged
+    return hashlib.sha256(_canonical(content).encode()).hexdigest()

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from generated.client_quota_record import ClientQuotaRecord, EntityData
-from kraftd.controller.image import MetadataImage
+from kraftd.controller.image import NO_ENTRIES, MetadataImage
 from kwire.errors import ErrorCode
 
 USER, CLIENT_ID, IP = "user", "client-id", "ip"
@@ -135,7 +135,7 @@ def _alter_entity(
     error, keys = _entity_error(entity, resolvable)
     if error is not None:
         return ErrorCode.INVALID_REQUEST, error
-    current = image.quotas.get(entity, {})
+    current = image.quotas.get(entity, NO_ENTRIES)
     mine: list[Any] = []
     for key, value in ops.items():
         names = [EntityData(entity_type=t, entity_name=n) for t, n in entity]

@@ -33,7 +33,7 @@ from generated.list_partition_reassignments_request import ListPartitionReassign
 from generated.partition_change_record import PartitionChangeRecord
 from kraftd.controller import change
 from kraftd.controller.apply import change_partition
-from kraftd.controller.image import MetadataImage, PartitionState
+from kraftd.controller.image import NO_ENTRIES, MetadataImage, PartitionState
 from kwire.errors import ErrorCode
 
 TOPIC_RESOURCE = 2
@@ -86,7 +86,7 @@ def _cancel(
     isr = [r for r in p.isr if r not in p.adding_replicas]
     election = change.ANY
     if not isr:
-        unclean = image.configs.get((TOPIC_RESOURCE, topic), {}).get("unclean.leader.election.enable")
+        unclean = image.configs.get((TOPIC_RESOURCE, topic), NO_ENTRIES).get("unclean.leader.election.enable")
         if (unclean or "false").lower() != "true":
             msg = (
                 f"Unable to revert partition assignment for {topic}:{pid} because it would require an "

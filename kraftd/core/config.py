@@ -35,6 +35,7 @@ class BugFlags:
     reuse_broker_epoch: bool = False  # a broker registering again keeps its previous broker epoch
     read_without_confirm: bool = False  # a leader answers reads without confirming (kraftd.core.reads)
     read_without_read_offset: bool = False  # a non-leader serves reads from its applied state at once
+    copy_image_on_activation: bool = False  # activation copies the image on the loop (before issue 22)
 
     def any(self) -> bool:
         return (
@@ -54,6 +55,7 @@ class BugFlags:
             or self.reuse_broker_epoch
             or self.read_without_confirm
             or self.read_without_read_offset
+            or self.copy_image_on_activation
         )
 
 

@@ -13,7 +13,9 @@ Contracts:
 2b. An ElectLeaders refused whole (not the active controller, a failed write) answers as
    :func:`elect_leaders_failed`: the error at the top level from v1, on every requested partition at every version.
 3. Rebalance: with ``auto.leader.rebalance.enable`` (default true) the active controller runs a preferred
-   election round (kraftd.controller.elect contract 3) every ``leader.imbalance.check.interval.seconds``.
+   election round (kraftd.controller.elect contract 3) every ``leader.imbalance.check.interval.seconds``. The
+   round's O(partitions) scan runs off the event loop over a copy of the persistent image (issue 22); its records
+   are written only when the latest image is still the one scanned, else the round is skipped.
 """
 
 from __future__ import annotations
@@ -217,8 +219,11 @@ class ControllerOps:
             if not self.machine.active:
                 continue
             try:
-                records = elect.rebalance(self.machine.latest())
-                if records:
+                # Issue 22: the O(partitions) scan runs in a worker thread over an O(1) copy of the persistent
+                # image; its records are written only if the image has not moved meanwhile (else next round).
+                image = self.machine.latest().copy()
+                records = await asyncio.to_thread(elect.rebalance, image)
+                if records and self.machine.active and self.machine.latest().offset == image.offset:
                     log.info("preferred-leader rebalance: moving %d leadership(s)", len(records))
                     await self.node.controller.try_write(records)
             except Exception as exc:  # noqa: BLE001 - a round that fails is retried at the next interval

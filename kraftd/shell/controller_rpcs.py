@@ -6,7 +6,8 @@ Contracts:
 1. Every answer is computed from the state machine's latest image and, when it carries records, given only
    after those records commit (kraftd.shell.controller_glue contract 3); a node that is not the active
    controller answers NOT_CONTROLLER, as Kafka's controller does, and the broker looks for the new leader.
-2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3).
+2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3), in
+   bounded writes (kraftd.shell.fencing).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
    leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
@@ -51,6 +52,7 @@ from generated.unregister_broker_response import UnregisterBrokerResponse
 from kraftd.controller import broker_dirs, brokers, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
 from kraftd.security import PROTOCOLS
+from kraftd.shell import fencing
 from kraftd.shell.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode
 
@@ -259,7 +261,7 @@ class ControllerRpcs:
         image = self.machine.latest()
         for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
             log.info("fencing broker %d: no heartbeat within the session timeout", bid)
-            await self.node.controller.try_write(brokers.fence(self.machine.latest(), bid))
+            await fencing.fence_in_chunks(self.machine.latest, self.node.controller.try_write, bid)
 
     def _registration(self) -> ControllerRegistrationRequest:
         cfg = self.node.config

@@ -34,6 +34,7 @@ from kraftd.core.states import Leader, Unattached
 from kraftd.core.types import Role
 from kraftd.shell.clock import now_ms as node_clock
 from kraftd.shell.controller_metrics import ControllerCollector, ControllerMetrics
+from kraftd.shell.looplag import LoopLagCollector
 from kraftd.shell.transport import ListenError
 
 if TYPE_CHECKING:
@@ -170,6 +171,7 @@ class NodeMetrics:
         """Start the HTTP endpoint; returns the bound port (``port`` 0 picks a free one)."""
         loop = asyncio.get_running_loop()
         self.registry.register(RaftCollector(node, loop))
+        self.registry.register(LoopLagCollector(node.lag))
         self.controller = ControllerMetrics(node)
         node.client.register(self.controller)
         self.registry.register(ControllerCollector(self.controller, loop))

@@ -59,6 +59,7 @@ from kraftd.shell.controller_rpcs import ControllerRpcs
 from kraftd.shell.controller_security import ControllerSecurity
 from kraftd.shell.flushing import LogFlusher
 from kraftd.shell.inbox import EventInbox
+from kraftd.shell.looplag import LoopLagProbe, tune_gc
 from kraftd.shell.metrics import NodeMetrics, start_listening
 from kraftd.shell.netlog import NetLog
 from kraftd.shell.persistence import (
@@ -70,6 +71,7 @@ from kraftd.shell.persistence import (
 )
 from kraftd.shell.reads import ReadBarriers
 from kraftd.shell.routing import RequestRouter
+from kraftd.shell.snapshot_writer import SnapshotWriter
 from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire.errors import ErrorCode
@@ -103,6 +105,7 @@ class ControllerNode:
         self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.membership contract 1
         self.applied = -1  # the last committed offset the shell has seen (kraftd.shell.routing contract 10)
         self.metrics = NodeMetrics()
+        self.lag = LoopLagProbe(config.node_id)
         self.metrics_port: int | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -121,6 +124,7 @@ class ControllerNode:
 
     async def _start(self, storage: NodeStorage) -> None:
         cfg = self.config
+        tune_gc()  # before the log and snapshot are loaded (kraftd.shell.looplag contract 5)
         for cut in storage.log.recovery_cuts:
             log.warning("recovered log: %s", cut.describe())
         observe.log_loaded(cfg.node_id, cfg.metadata_log_dir, storage)
@@ -151,6 +155,7 @@ class ControllerNode:
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
         server_sasl, authorizer = image_security.listener_security(self, server_sasl)
         self.client.register(self.controller)
+        self.snapshots = SnapshotWriter(self)
         self.rpcs = ControllerRpcs(self)
         self.reads = ReadBarriers(self)
         self.ctl_admin = ControllerAdmin(self)
@@ -184,6 +189,7 @@ class ControllerNode:
             self.cluster_id,
         )
         self._driver = asyncio.create_task(self._drive())
+        self._spawn(self.lag.run())
         self._spawn(self.rpcs.run_periodic())
         self._spawn(self.ctl_security.run_sweeper())
         if cfg.max_idle_interval_ms > 0:
@@ -277,7 +283,7 @@ class ControllerNode:
                 self._step(event)
                 measures.busy_s.add(busy := time.perf_counter() - busy_from)
                 self.metrics.event_done(event.now_ms, busy)
-                self._maybe_snapshot()
+                self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.snapshot_writer)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
@@ -285,20 +291,13 @@ class ControllerNode:
             self.fatal = exc
             self._spawn(self.shutdown())
 
-    def _maybe_snapshot(self) -> None:
-        """KIP-630: snapshot the state machine when the core says one is due (record bytes or interval)."""
-        st = self.controller  # the metadata image, written out as records (Kafka's image writer)
-        latest = self.client.latest_snapshot
-        newer = st.end_offset > (latest.snapshot_id.offset if latest else 0)
-        if not self.client.snapshot_due() or not newer or not st.snapshot_safe:
-            return
-        snap = self.client.create_snapshot(st.end_offset, st.snapshot_values())
-        log.info("node %d: wrote snapshot %s", self.config.node_id, snap.snapshot_id)
+    def step_tick(self) -> None:
+        """Step the core with a Tick now (on the driver only: kraftd.shell.snapshot_writer contract 2)."""
         self._step(Tick(now_ms()))
 
-    def spawn_task(self, coro: Any) -> None:
+    def spawn_task(self, coro: Any) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the node owns (cancelled on stop)."""
-        self._spawn(coro)
+        return self._spawn(coro)
 
     def _step(self, event: Event) -> None:
         before = self.observer.snapshot()
@@ -307,10 +306,11 @@ class ControllerNode:
         self._execute(effects)
         self.controller.after_step()
 
-    def _spawn(self, coro: Any) -> None:
-        task = asyncio.ensure_future(coro)
+    def _spawn(self, coro: Any) -> asyncio.Task[Any]:
+        task: asyncio.Task[Any] = asyncio.ensure_future(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _execute(self, effects: list[Effect]) -> None:
         for e in effects:

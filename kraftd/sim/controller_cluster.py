@@ -15,12 +15,18 @@ Contracts:
    committed batch replayed, never inside a metadata transaction. Workload appends are NoOpRecords.
 5. Broker traffic crosses the simulated network: delayed, dropped or duplicated, and cut by partitions (brokers
    have ids of their own, so a scenario can cut them off from some controllers).
+6. A node's event loop is one thread (issue 22): the virtual time a step costs makes the node busy, and every
+   event (Raft messages, timers, broker requests) reaching it meanwhile waits until it is free. The cost model
+   charges activation what it costs on the daemon's loop for an image of ``image_weight`` more partitions than
+   the simulated one: O(1) with the persistent image (kraftd.controller.image 3), and, with the planted
+   ``copy_image_on_activation``, the copy made before issue 22 (``COPY_US_PER_PARTITION``, measured).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -46,6 +52,7 @@ from kwire.metadata_frame import encode_record
 Reply = Callable[[ErrorCode], None]
 MVS = (8, 14, 17, 23, 30)  # 3.4-IV0, 3.6-IV2, 3.7-IV2 (directories), 4.0-IV1 (ELR), 4.3-IV0
 DUTY_MS = 250  # how often the active controller looks for expired broker sessions
+COPY_US_PER_PARTITION = 37  # MetadataImage.copy (copy.deepcopy) before issue 22: 3.69 s at 100k partitions
 
 
 class ControllerCluster(Cluster):
@@ -76,6 +83,8 @@ class ControllerCluster(Cluster):
         self.waiting: dict[int, list[tuple[int, int, Reply]]] = {}
         self._settled_at: dict[int, tuple[int, int]] = {}  # (epoch, offset) of the last (29) check per node
         self.snapshot_loads = 0  # images rebuilt from a snapshot (a restart, or one fetched from the leader)
+        self.image_weight = 0  # contract 6: partitions the cost model adds to every image
+        self.busy_until: dict[int, int] = {}
 
     # ----- life cycle (contract 1) -----
     def start(self, node_id: int) -> None:
@@ -91,6 +100,25 @@ class ControllerCluster(Cluster):
         super().crash(node_id, lose_state)
         self.machines.pop(node_id, None)
         self.waiting[node_id] = []
+        self.busy_until.pop(node_id, None)
+
+    # ----- a node's single event loop (contract 6) -----
+    def deliver(self, node_id: int, event: Event) -> None:
+        until = self.busy_until.get(node_id, 0)
+        if until > self.now:
+            self.at(until, partial(self._later, node_id, self.nodes[node_id].incarnation, event))
+            return
+        super().deliver(node_id, event)
+
+    def _later(self, node_id: int, inc: int, event: Event) -> None:
+        if self.nodes[node_id].incarnation == inc:
+            self.deliver(node_id, replace(event, now_ms=self.now))
+
+    def activation_cost_ms(self, m: MetadataController) -> int:
+        if not self.bugs.copy_image_on_activation:
+            return 0
+        held = sum(len(t.partitions) for t in m.committed.topics.values())
+        return (held + self.image_weight) * COPY_US_PER_PARTITION // 1000
 
     def _execute(self, n: SimNode, core: RaftNode, out: list[fx.Effect], event: Event) -> None:
         super()._execute(n, core, out, event)
@@ -127,7 +155,10 @@ class ControllerCluster(Cluster):
             self.heartbeats[nid] = cb.Heartbeats(self.session_timeout_ms)
         elif not leading and m.leading:
             m.resign(core.epoch)
+        was_active = m.active
         records = m.activation_records()
+        if m.active and not was_active:
+            self.busy_until[nid] = self.now + self.activation_cost_ms(m)
         if records:
             self.trace.append(f"{self.now:>7} n{nid} controller active, {len(records)} activation record(s)")
             self.write(nid, records, lambda err: None)
@@ -225,7 +256,10 @@ class ControllerCluster(Cluster):
             self.at(self.now + delay, partial(self._arrive, src, dst, action))
 
     def _arrive(self, src: int, dst: int, action: Callable[[], None]) -> None:
-        if self.net.reachable(src, dst) and (dst not in self.nodes or self.is_up(dst)):
+        until = self.busy_until.get(dst, 0)
+        if until > self.now:  # contract 6: a busy node reads the request once free
+            self.at(until, partial(self._arrive, src, dst, action))
+        elif self.net.reachable(src, dst) and (dst not in self.nodes or self.is_up(dst)):
             action()
 
     def active_controller(self) -> int | None:

@@ -99,7 +99,61 @@ def controller_failover(h: Harness) -> None:
     _heal_and_settle(h, c, fleet)
 
 
+STABLE_MS = 10_000
+
+
+def _stable_leader(c: ControllerCluster, deadline: int) -> tuple[bool, list[tuple[int, int]]]:
+    """True once one node has been the active controller, in one epoch, for ``STABLE_MS``; and the (node, epoch)
+    of every active controller seen."""
+    seen: list[tuple[int, int]] = []
+    since = c.now
+    while c.now < deadline:
+        nid = c.active_controller()
+        core = c.nodes[nid].core if nid is not None else None
+        cur = (nid, core.epoch) if nid is not None and core is not None else None
+        if cur is None or not seen or seen[-1] != cur:
+            since = c.now
+            if cur is not None:
+                seen.append(cur)
+        elif c.now - since >= STABLE_MS:
+            return True, seen
+        c.run_until(c.now + 100)
+    return False, seen
+
+
+def controller_large_image(h: Harness) -> None:
+    """Issue 22: the active controller of a large image (kraftd.sim.controller_cluster 6: ``image_weight``
+    partitions) is killed again and again; each time one new active controller must take over and stay, its
+    activation never stalling its loop into a lost check-quorum."""
+    rng = h.rng
+    faults = NetworkFaults(max_delay_ms=rng.choice([2, 5, 10]))
+    c = h.setup(
+        rng.choice([3, 5]), faults=faults, snapshots=rng.random() < 0.5, cluster_class=ControllerCluster
+    )
+    assert isinstance(c, ControllerCluster)
+    h.work.enabled = False
+    fleet = BrokerFleet(c, rng, rng.randint(2, 4))
+    c.image_weight = rng.choice([100_000, 1_000_000])
+    h.wait_leader()
+    for _ in range(rng.randint(2, 3)):
+        if not c.run_until(c.now + LIVENESS_BOUND_MS, fleet.settled):
+            raise ScenarioFailure("the brokers never settled under a stable controller")
+        active = c.active_controller()
+        if active is None:
+            raise ScenarioFailure("the quorum lost its leader: no active controller before the kill")
+        c.crash(active)
+        ok, seen = _stable_leader(c, c.now + LIVENESS_BOUND_MS)
+        if not ok:
+            raise ScenarioFailure(
+                f"the quorum lost its leader: no active controller stayed {STABLE_MS} ms within "
+                f"{LIVENESS_BOUND_MS} ms of killing node {active} (active controllers, epochs: {seen})"
+            )
+        c.start(active)
+    _heal_and_settle(h, c, fleet)
+
+
 CONTROLLER_SCENARIOS: dict[str, Callable[[Harness], None]] = {
+    "controller_large_image": controller_large_image,
     "controller_chaos": controller_chaos,
     "controller_snapshots": partial(controller_chaos, snapshots=True),
     "controller_failover": controller_failover,

@@ -270,5 +270,5 @@ def test_values_that_are_no_metadata_records_never_grow_the_image_or_its_snapsho
     machine.replay(batches, 52)
     image = machine.committed
     assert image.offset == 51
-    assert image.other == [] and image.features["metadata.version"] == mv
+    assert image.other == () and image.features["metadata.version"] == mv
     assert snapshot_values(image) == [feature]

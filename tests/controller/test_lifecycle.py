@@ -171,8 +171,12 @@ def test_fencing_moves_leaders_and_shrinks_isr() -> None:
     for bid in (1, 3):
         hb.touch(bid, 9_500)
     assert brokers.expired(image, hb, 10_000) == [2]
+    taken = image.copy()
     _apply(image, brokers.fence(image, 2))
     assert image.brokers[2].fenced
+    t = taken.topics[taken.topic_ids["t"]]  # the image is persistent: a copy taken before is the old state
+    assert {pid: (p.leader, p.leader_epoch, p.partition_epoch) for pid, p in t.partitions.items()} == before
+    t = image.topics[image.topic_ids["t"]]
     for pid, p in t.partitions.items():
         assert 2 not in p.isr and p.leader != 2 and p.leader in p.isr
         assert p.partition_epoch == before[pid][2] + 1

@@ -282,7 +282,7 @@ def test_alter_configs_replaces_the_whole_set() -> None:
     assert result == (E.NONE, None)
     assert {(r.name, r.value) for r in records} == {("segment.ms", "60000"), ("cleanup.policy", None)}
     _apply(image, records)
-    assert image.configs[(2, "t")] == {"retention.ms": "1000", "segment.ms": "60000"}
+    assert dict(image.configs[(2, "t")]) == {"retention.ms": "1000", "segment.ms": "60000"}
     # Broker resources write every given key, even unchanged ones.
     _apply(image, _alter(image, 4, "", {"min.insync.replicas": "2"})[0])
     assert len(_alter(image, 4, "", {"min.insync.replicas": "2"})[0]) == 1

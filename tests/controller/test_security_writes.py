@@ -175,7 +175,7 @@ def test_delete_acls_lists_matches_per_filter_and_removes_each_id_once() -> None
     assert results[2].error == ErrorCode.INVALID_REQUEST and results[2].matches == []
     assert len(records) == 4 and len({r.id for r in records}) == 4
     _apply(image, records)
-    assert image.acls == {}
+    assert dict(image.acls) == {}
     records, results = acls.delete_acls(image, [_filter()])
     assert records == [] and results[0].error == ErrorCode.NONE and results[0].matches == []
 
@@ -202,7 +202,9 @@ def test_quotas_set_change_and_remove_write_only_changes() -> None:
     records, results = quotas.alter_client_quotas(image, [_entry(alice, ("producer_byte_rate", 1024.0))])
     assert results == [((("client-id", None), ("user", "alice")), ErrorCode.NONE, None)]
     _apply(image, records)
-    assert image.quotas == {(("client-id", None), ("user", "alice")): {"producer_byte_rate": 1024.0}}
+    assert {e: dict(q) for e, q in image.quotas.items()} == {
+        (("client-id", None), ("user", "alice")): {"producer_byte_rate": 1024.0}
+    }
     same, _ = quotas.alter_client_quotas(
         image, [_entry(alice, ("producer_byte_rate", 1024.0), ("request_percentage", None))]
     )
@@ -210,7 +212,7 @@ def test_quotas_set_change_and_remove_write_only_changes() -> None:
     gone, _ = quotas.alter_client_quotas(image, [_entry(alice, ("producer_byte_rate", None))])
     assert [(r.key, r.remove) for r in gone] == [("producer_byte_rate", True)]
     _apply(image, gone)
-    assert image.quotas == {}
+    assert dict(image.quotas) == {}
 
 
 @pytest.mark.parametrize(
@@ -402,7 +404,7 @@ def test_create_token_times_and_hmac() -> None:
     assert record.renewers == ["User:bob"] and record.owner == record.requester == "User:alice"
     assert mac == hmac.new(b"s3cret", record.token_id.encode(), hashlib.sha512).digest()
     assert len(record.token_id) == 22 and not record.token_id.startswith("-")
-    assert image.delegation_tokens == {record.token_id: record}
+    assert dict(image.delegation_tokens) == {record.token_id: record}
 
 
 def test_token_gates_and_principal_types() -> None:
@@ -450,7 +452,7 @@ def test_renew_and_expire_follow_owner_renewers_and_time() -> None:
     out = tokens.expire(image, SETTINGS, mac, -1, "User:alice", 101_000)
     assert out.expiry_ms == 101_000
     _apply(image, out.records)
-    assert image.delegation_tokens == {}
+    assert dict(image.delegation_tokens) == {}
 
 
 def test_forwarded_principal_is_read_from_the_envelope() -> None:

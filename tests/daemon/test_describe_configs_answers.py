@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import uuid
 
+from immutables import Map
+
 from generated.describe_configs_request import DescribeConfigsResource
 from kraftd.controller.image import MetadataImage, TopicState
 from kraftd.shell.reads import _describe
@@ -11,14 +13,15 @@ from kwire.errors import ErrorCode
 
 
 def image() -> MetadataImage:
-    img = MetadataImage()
     tid = uuid.UUID(int=5)
-    img.topics[tid] = TopicState("t", tid)
-    img.topic_ids["t"] = tid
-    img.configs[(2, "t")] = {"retention.ms": "10", "cleanup.policy": "compact"}
-    img.configs[(4, "")] = {"log.retention.ms": "99"}
-    img.configs[(4, "1")] = {"log.cleaner.threads": "2"}
-    return img
+    configs = {
+        (2, "t"): Map({"retention.ms": "10", "cleanup.policy": "compact"}),
+        (4, ""): Map({"log.retention.ms": "99"}),
+        (4, "1"): Map({"log.cleaner.threads": "2"}),
+    }
+    return MetadataImage(
+        topics=Map({tid: TopicState("t", tid)}), topic_ids=Map({"t": tid}), configs=Map(configs)
+    )
 
 
 def res(rtype: int, name: str, keys: list[str] | None = None) -> DescribeConfigsResource:

@@ -222,9 +222,10 @@ def _exchange(store, mechanism: str, user: str, password: str) -> None:
 def _store_credential(image: MetadataImage, user: str, mechanism: int, password: str) -> None:
     salt, iterations = b"salt-for-" + user.encode(), 4096
     stored, server = scram.keys_for(mechanism, scram.salted_password(mechanism, password, salt, iterations))
-    image.scram[(user, mechanism)] = UserScramCredentialRecord(
+    record = UserScramCredentialRecord(
         name=user, mechanism=mechanism, salt=salt, stored_key=stored, server_key=server, iterations=iterations
     )
+    apply_record(image, image.offset + 1, record.API_KEY, 0, record)
 
 
 @pytest.mark.parametrize(("mechanism", "code"), [("SCRAM-SHA-256", 1), ("SCRAM-SHA-512", 2)])

@@ -22,6 +22,8 @@ WORKERS = int(os.environ.get("KRAFTD_SIM_WORKERS", "2"))
 NAMES = sorted(CONTROLLER_SCENARIOS)
 
 EXPECTED = {
+    # a new leader stalls its loop copying the image: leaders come and go (issue 22)
+    "copy_image_on_activation": ("lost its leader", "never settled under a stable controller"),
     "fence_keeps_leader": ("invariant (22)", "invariant (23)"),  # a fenced leader, outside the shrunk ISR
     "isr_admits_fenced": ("invariant (27)",),
     "reuse_broker_epoch": ("invariant (26)",),

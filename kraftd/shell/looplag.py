@@ -1,0 +1,112 @@
+"""The event loop's own lateness (issue 22): a periodic timer that measures how late it wakes up.
+
+Contracts:
+1. :meth:`LoopLagProbe.run` sleeps ``INTERVAL_S`` and records how much later than asked it woke up: the longest
+   time the node's single event loop spent on something else (a step, a handler, a garbage collection) in that
+   interval. Fetch answers, check-quorum and heartbeats all wait behind such a stall.
+2. Metrics (kraftd.shell.metrics, read from the HTTP thread without the loop, so they are there while the loop
+   is stalled): ``kafka_server_event_loop_metrics_max_lag_ms`` and ``..._avg_lag_ms`` over the last 30 s of
+   samples, and ``kafka_server_event_loop_metrics_stalls_total``, the wake-ups later than the threshold.
+3. A wake-up later than ``WARN_MS`` is logged at WARNING once, with its length (kraftd.node logger).
+4. ``longest_ms`` is the longest lag since start (or the last :meth:`LoopLagProbe.reset`), for benchmarks.
+5. Garbage collection (:func:`tune_gc`): a full collection scans every tracked object, so it is a stall that grows
+   with the image (measured: 0.56-0.64 s for a 100k-partition image, 0 ms after ``gc.freeze``). After a full collection that took longer than ``GC_FREEZE_MS`` every survivor is moved to the
+   permanent generation (``gc.freeze``, O(1)), so later collections scan only what was allocated since. The image
+   is acyclic and freed by reference counting, so frozen objects that die are still freed; only reference cycles
+   alive at a freeze and dying later are never collected (a few in-flight tasks a freeze: a bounded leak). The
+   youngest generation collects every ``GEN0`` allocations (Python's 700 makes the persistent image's
+   allocation-heavy replay 3x slower, bench/image.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+from collections import deque
+from collections.abc import Iterator
+from typing import Any
+
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+log = logging.getLogger("kraftd.node")
+INTERVAL_S = 0.05
+WARN_MS = 200.0
+WINDOW_S = 30.0
+PREFIX = "kafka_server_event_loop_metrics_"
+GC_FREEZE_MS = 20.0
+GEN0 = 10_000
+_gc_started = [0.0]
+
+
+def _gc_callback(phase: str, info: dict[str, int]) -> None:
+    if info.get("generation") != 2:
+        return
+    if phase == "start":
+        _gc_started[0] = time.perf_counter()
+    elif (time.perf_counter() - _gc_started[0]) * 1000 > GC_FREEZE_MS:
+        gc.freeze()
+
+
+def tune_gc() -> None:
+    """Contract 5 (process-wide; idempotent)."""
+    gc.set_threshold(GEN0, 10, 10)
+    if _gc_callback not in gc.callbacks:
+        gc.callbacks.append(_gc_callback)
+
+
+class LoopLagProbe:
+    def __init__(self, node_id: int, warn_ms: float = WARN_MS) -> None:
+        self.node_id = node_id
+        self.warn_ms = warn_ms
+        self.samples: deque[tuple[float, float]] = deque()  # (monotonic time, lag ms), last WINDOW_S
+        self.stalls = 0
+        self.longest_ms = 0.0
+
+    async def run(self) -> None:
+        """Contract 1 (a task the node owns; cancelled when it stops)."""
+        while True:
+            asked = time.monotonic()
+            await asyncio.sleep(INTERVAL_S)
+            now = time.monotonic()
+            self.record(now, max(0.0, (now - asked - INTERVAL_S) * 1000))
+
+    def record(self, now: float, lag_ms: float) -> None:
+        self.samples.append((now, lag_ms))
+        while self.samples and self.samples[0][0] < now - WINDOW_S:
+            self.samples.popleft()
+        self.longest_ms = max(self.longest_ms, lag_ms)
+        if lag_ms > self.warn_ms:
+            self.stalls += 1
+            log.warning("node %d: event loop stalled for %.0f ms", self.node_id, lag_ms)
+
+    def reset(self) -> None:
+        self.longest_ms = 0.0
+
+    def window(self) -> tuple[float, float]:
+        """(max, avg) lag in ms over the window; safe from another thread (reads a copy)."""
+        lags = [lag for _, lag in list(self.samples)]
+        return (max(lags), sum(lags) / len(lags)) if lags else (0.0, 0.0)
+
+
+class LoopLagCollector(Collector):
+    """Contract 2."""
+
+    def __init__(self, probe: LoopLagProbe) -> None:
+        self.probe = probe
+
+    def collect(self) -> Iterator[Any]:
+        worst, avg = self.probe.window()
+        yield GaugeMetricFamily(
+            PREFIX + "max_lag_ms", "Longest event loop lateness over the last 30 s (ms)", value=worst
+        )
+        yield GaugeMetricFamily(
+            PREFIX + "avg_lag_ms", "Average event loop lateness over the last 30 s (ms)", value=avg
+        )
+        yield CounterMetricFamily(
+            PREFIX + "stalls",
+            f"Event loop wake-ups later than {self.probe.warn_ms:.0f} ms",
+            value=self.probe.stalls,
+        )

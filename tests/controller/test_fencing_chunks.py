@@ -1,0 +1,45 @@
+"""Fencing in bounded writes (kraftd.shell.fencing, issue 22): the chunked writes end in the image one atomic
+``brokers.fence`` gives, each write holds at most CHUNK partition moves, and the broker is fenced only by the
+last one, when no ISR holds it any more."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from typing import Any
+
+import pytest
+
+from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kraftd.controller import brokers, topics
+from kraftd.controller.image_writer import same_image
+from kraftd.shell import fencing
+from kwire.errors import ErrorCode
+from tests.controller.test_lifecycle import _apply, _cluster
+
+
+@pytest.mark.parametrize("chunk", [7, 50, 10_000])
+def test_chunked_fencing_ends_where_one_fence_write_ends(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    monkeypatch.setattr(fencing, "CHUNK", chunk)
+    image, _ = _cluster(4)
+    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 30, 3) for i in range(4)])
+    _apply(image, topics.create_topics(image, req, random.Random(5))[0])
+    holding = len(brokers.holding(image, 2, isr=True))
+    one_shot = image.copy()
+    _apply(one_shot, brokers.fence(one_shot, 2))
+    writes: list[list[Any]] = []
+
+    async def write(records: list[Any]) -> ErrorCode:
+        assert not image.brokers[2].fenced  # only the last write fences it
+        writes.append(records)
+        _apply(image, records)
+        return ErrorCode.NONE
+
+    assert asyncio.run(fencing.fence_in_chunks(lambda: image, write, 2)) == ErrorCode.NONE
+    assert image.brokers[2].fenced
+    assert all(2 not in p.isr and p.leader != 2 for t in image.topics.values() for p in t.partitions.values())
+    moves = sum(len(w) for w in writes) - 1  # every record but the fence record
+    assert moves == holding > 0  # one change per partition whose ISR held the broker
+    assert all(len(w) <= chunk + 1 for w in writes)
+    assert len(writes) == max(1, -(-moves // chunk))
+    assert same_image(image, one_shot)

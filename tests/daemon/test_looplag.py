@@ -1,0 +1,56 @@
+"""The event loop lag probe (kraftd.shell.looplag, issue 22): a step that holds the loop shows as lag, in the
+metrics (read without the loop) and as one WARNING line; the GC tuning freezes the survivors of a long full
+collection."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import logging
+import time
+
+import pytest
+
+from kraftd.shell import looplag
+
+
+def test_a_blocked_loop_is_measured_logged_and_exported(caplog: pytest.LogCaptureFixture) -> None:
+    probe = looplag.LoopLagProbe(7)
+
+    async def run() -> None:
+        task = asyncio.create_task(probe.run())
+        await asyncio.sleep(0.2)
+        time.sleep(0.4)  # a step holding the loop
+        await asyncio.sleep(0.2)
+        task.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="kraftd.node"):
+        asyncio.run(run())
+    assert probe.longest_ms >= 350 and probe.stalls >= 1
+    assert any("node 7: event loop stalled for" in r.getMessage() for r in caplog.records)
+    metrics = {m.name: m.samples[0].value for m in looplag.LoopLagCollector(probe).collect()}
+    assert metrics["kafka_server_event_loop_metrics_max_lag_ms"] >= 350
+    assert (
+        0
+        < metrics["kafka_server_event_loop_metrics_avg_lag_ms"]
+        <= metrics["kafka_server_event_loop_metrics_max_lag_ms"]
+    )
+    assert metrics["kafka_server_event_loop_metrics_stalls"] == probe.stalls
+
+
+def test_a_long_full_collection_freezes_its_survivors(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = gc.get_threshold()
+    monkeypatch.setattr(looplag, "GC_FREEZE_MS", 0.0)  # any full collection counts as long here
+    try:
+        looplag.tune_gc()
+        looplag.tune_gc()  # idempotent
+        assert gc.callbacks.count(looplag._gc_callback) == 1
+        assert gc.get_threshold()[0] == looplag.GEN0
+        kept = [[i] for i in range(1000)]
+        frozen = gc.get_freeze_count()
+        gc.collect(2)
+        assert gc.get_freeze_count() >= frozen + len(kept)
+    finally:
+        gc.callbacks.remove(looplag._gc_callback)
+        gc.unfreeze()
+        gc.set_threshold(*before)
