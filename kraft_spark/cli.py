@@ -2,6 +2,7 @@
 
 kraft-analytics report LOGS_DIR --out OUT [--seeds 0-199] [--master local[*]]
 kraft-analytics sweep --seeds 0-999 --out OUT [--bug no_check_quorum]
+kraft-analytics stream --bootstrap-controller HOST:PORT --out OUT [--until-offset N]
 
 Contracts:
 1. Every table is written as Parquet under ``OUT/<name>/``, every plot as ``OUT/<name>.png``, and the
@@ -132,3 +133,41 @@ def sweep(seeds: range, out: Path, master: str, scenarios: tuple[str, ...], bug:
             )
         )
     )
+
+
+@main.command(help="Tail a running quorum's metadata log into Parquet (the live kraft stream).")
+@click.option("--bootstrap-controller", "bootstrap", required=True, help="host:port[,host:port...]")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--checkpoint", type=click.Path(path_type=Path), default=None, help="Default: OUT/_checkpoint.")
+@click.option("--until-offset", type=int, default=None, help="Stop once every offset below this is written.")
+@click.option("--master", default="local[*]", show_default=True)
+def stream(bootstrap: str, out: Path, checkpoint: Path | None, until_offset: int | None, master: str) -> None:
+    import json
+
+    spark = _session(master)
+    query = (
+        spark.readStream.format("kraft")
+        .option("bootstrap.controller", bootstrap)
+        .load()
+        .writeStream.format("parquet")
+        .option("path", str(out / "rows"))
+        .option("checkpointLocation", str(checkpoint or out / "_checkpoint"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    _step(f"streaming {bootstrap} into {out / 'rows'}")
+    try:
+        while query.isActive:
+            query.awaitTermination(0.5)
+            done = [p["sources"][0]["endOffset"] for p in query.recentProgress if p["sources"]]
+            written = max(
+                (json.loads(o)["offset"] if isinstance(o, str) else o["offset"] for o in done), default=0
+            )
+            if until_offset is not None and written >= until_offset:
+                _step(f"every offset below {written} written")
+                break
+        if query.exception() is not None:
+            click.echo(f"kraft-analytics: the stream failed: {query.exception()}", err=True)
+            sys.exit(1)
+    finally:
+        query.stop()
