@@ -86,15 +86,44 @@ def single_process(root: Path, repeat: int) -> tuple[int, float]:
     return count, best
 
 
-def spark_decode(spark: Any, root: Path, repeat: int) -> tuple[int, float]:
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system, all threads) of one process; 0 once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_split(spark: Any) -> tuple[float, float]:
+    """(JVM, Python workers) CPU seconds so far: the driver's JVM and every process below it (local mode's
+    Python workers are its descendants)."""
+    jvm = spark.sparkContext._gateway.proc.pid
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+    below, frontier = set(), {jvm}
+    while frontier:
+        frontier = {p for p, pp in parents.items() if pp in frontier} - below
+        below |= frontier
+    return _cpu(jvm), sum(_cpu(p) for p in below)
+
+
+def spark_decode(spark: Any, root: Path, repeat: int) -> tuple[int, float, float, float]:
+    """(rows, best seconds, JVM and Python CPU seconds over the timed runs)."""
     df = spark.read.format("kraft").load(str(root))
     df.write.format("noop").mode("overwrite").save()  # warm-up: Python workers start here
     best = float("inf")
+    jvm0, py0 = cpu_split(spark)
     for _ in range(repeat):
         start = time.perf_counter()
         df.write.format("noop").mode("overwrite").save()
         best = min(best, time.perf_counter() - start)
-    return df.count(), best
+    jvm1, py1 = cpu_split(spark)
+    return df.count(), best, (jvm1 - jvm0) / repeat, (py1 - py0) / repeat
 
 
 def spark_sweep(spark: Any, seeds: int, repeat: int) -> float:
@@ -133,9 +162,12 @@ def on_master(
     spark.range(1).count()
     out[f"{name}_startup_s"] = time.perf_counter() - start
     out[f"{name}_load_before"] = load()
-    n, secs = spark_decode(spark, root, args.repeat)
+    n, secs, jvm, py = spark_decode(spark, root, args.repeat)
     assert n == rows, f"Spark saw {n} rows, the loop {rows}"
     out[f"{name}_rows_per_s"] = n / secs
+    out[f"{name}_decode_wall_s"] = secs
+    if not url.startswith("spark://"):  # executors of a cluster are not the driver's descendants
+        out[f"{name}_decode_cpu_jvm_s"], out[f"{name}_decode_cpu_python_s"] = jvm, py
     out[f"{name}_sweep_seeds_per_s"] = spark_sweep(spark, args.seeds, args.repeat)
     out[f"{name}_load_after"] = load()
     spark.stop()
