@@ -42,8 +42,9 @@ def cluster(spark: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[St
     c = StandaloneCluster(tmp_path_factory.mktemp("standalone"), workers=2, cores=1, memory="1g")
     with c:
         assert c.alive_workers() == 2
+        started = list(c.procs)
         yield c
-    assert all(p.poll() is not None for p in c.procs) and not c.procs
+    assert len(started) == 3 and all(p.poll() is not None for p in started), "every Spark process stopped"
 
 
 def _on_cluster(cluster: StandaloneCluster, *args: str) -> str:
