@@ -6,12 +6,19 @@ Contracts:
    node that holds the most of them); per-node jobs (lag) use every node's rows.
 2. Leader timeline: one row per LeaderChange record (epoch, leader, offset, timestamp, voters, granters).
    Failover: for each epoch after the first, ``failover_ms`` = its LeaderChange timestamp minus the last
-   record timestamp of the epoch before (the window with no leader writing).
+   record timestamp of the epoch before (the window with no leader writing); ``election_rounds`` = the epoch
+   step (above 1 when elections failed in between); ``activation_ms`` = the epoch's first metadata record
+   minus its LeaderChange (the new active controller's first write); ``unavailable_ms`` = the sum.
 3. Commit rate: committed records per wall-clock second (record timestamps). Lag: per node, the highest
    offset any node holds minus the node's own highest offset.
 4. Voter-set history: every KRaftVoters record. Change histories: records of Kafka's metadata types for
    topics/partitions/configs and for brokers (ids below are Kafka's MetadataRecordType ids), with their JSON
    when the record type's generated class exists.
+5. Broker events: one row per broker record (registered, unregistered, fenced, unfenced, controlled_shutdown,
+   registration_change), with the broker id and epoch from the typed record struct (KIP-631 semantics:
+   BrokerRegistrationChangeRecord.fenced 1 = fenced, -1 = unfenced; inControlledShutdown 1 = entered).
+6. Topic counts: per wall-clock second with a topic or partition change, the topics and partitions created
+   minus removed so far (RemoveTopicRecord removes the topic's partitions), over the log's segments.
 """
 
 from __future__ import annotations
@@ -58,23 +65,36 @@ def leader_timeline(log: DataFrame) -> DataFrame:
         "offset",
         "timestamp",
         F.size("record.leader_change.voters").alias("voters"),
+        F.transform("record.leader_change.voters", lambda v: v["voter_id"]).alias("voter_ids"),
         F.size("record.leader_change.granting_voters").alias("granting_voters"),
     ).orderBy("epoch", "offset")
 
 
 def failovers(log: DataFrame) -> DataFrame:
-    per_epoch = log.groupBy("epoch").agg(F.max("timestamp").alias("last_ts"))
+    """Contract 2: one row per epoch after the first LeaderChange."""
+    per_epoch = log.groupBy("epoch").agg(
+        F.max("timestamp").alias("last_ts"),
+        F.min(F.when(~F.col("is_control"), F.col("timestamp"))).alias("first_write_ts"),
+    )
     starts = leader_timeline(log).select("epoch", "leader_id", F.col("timestamp").alias("start_ts"))
     w = Window.orderBy("epoch")
     joined = starts.join(per_epoch, "epoch").withColumn("prev_last_ts", F.lag("last_ts").over(w))
     joined = joined.withColumn("prev_leader", F.lag("leader_id").over(w))
+    joined = joined.withColumn("prev_epoch", F.lag("epoch").over(w))
+    failover = F.col("start_ts") - F.col("prev_last_ts")
+    activation = F.col("first_write_ts") - F.col("start_ts")
     return (
         joined.where(F.col("prev_last_ts").isNotNull())
         .select(
             "epoch",
             "leader_id",
             "prev_leader",
-            (F.col("start_ts") - F.col("prev_last_ts")).alias("failover_ms"),
+            failover.alias("failover_ms"),
+            "prev_epoch",
+            (F.col("epoch") - F.col("prev_epoch")).alias("election_rounds"),
+            "start_ts",
+            activation.alias("activation_ms"),
+            (failover + F.coalesce(activation, F.lit(0))).alias("unavailable_ms"),
         )
         .orderBy("epoch")
     )
@@ -131,6 +151,81 @@ def broker_history(log: DataFrame) -> DataFrame:
     return _history(log, BROKER_TYPES)
 
 
+def broker_events(log: DataFrame) -> DataFrame:
+    """Contract 5."""
+    r = "record."
+    brc = F.col(r + "broker_registration_change_record")
+    event = (
+        F.when(F.col(r + "register_broker_record").isNotNull(), "registered")
+        .when(F.col(r + "unregister_broker_record").isNotNull(), "unregistered")
+        .when(F.col(r + "fence_broker_record").isNotNull(), "fenced")
+        .when(F.col(r + "unfence_broker_record").isNotNull(), "unfenced")
+        .when(brc["in_controlled_shutdown"] == 1, "controlled_shutdown")
+        .when(brc["fenced"] == 1, "fenced")
+        .when(brc["fenced"] == -1, "unfenced")
+        .otherwise("registration_change")
+    )
+    broker = F.coalesce(
+        F.col(r + "register_broker_record.broker_id"),
+        F.col(r + "unregister_broker_record.broker_id"),
+        F.col(r + "fence_broker_record.id"),
+        F.col(r + "unfence_broker_record.id"),
+        brc["broker_id"],
+    )
+    broker_epoch = F.coalesce(
+        F.col(r + "register_broker_record.broker_epoch"),
+        F.col(r + "unregister_broker_record.broker_epoch"),
+        F.col(r + "fence_broker_record.epoch"),
+        F.col(r + "unfence_broker_record.epoch"),
+        brc["broker_epoch"],
+    )
+    return (
+        log.where(~F.col("is_control") & F.col("record_type_id").isin(0, 1, 7, 8, 17) & broker.isNotNull())
+        .select(
+            "offset",
+            "timestamp",
+            broker.alias("broker_id"),
+            broker_epoch.alias("broker_epoch"),
+            event.alias("event"),
+            F.col(r + "register_broker_record.fenced").alias("registered_fenced"),
+        )
+        .orderBy("offset")
+    )
+
+
+def topic_counts(log: DataFrame) -> DataFrame:
+    """Contract 6."""
+    second = (F.col("timestamp") / 1000).cast("long").alias("second")
+    topic_id = F.col("record.partition_record.topic_id")
+    parts = log.where(topic_id.isNotNull()).groupBy(topic_id.alias("topic_id")).agg(F.count("*").alias("n"))
+    removed = log.where(F.col("record.remove_topic_record").isNotNull()).select(
+        second, F.col("record.remove_topic_record.topic_id").alias("topic_id")
+    )
+    deltas = (
+        log.where(F.col("record.topic_record").isNotNull())
+        .select(second, F.lit(1).alias("dt"), F.lit(0).alias("dp"))
+        .unionByName(
+            log.where(topic_id.isNotNull()).select(second, F.lit(0).alias("dt"), F.lit(1).alias("dp"))
+        )
+        .unionByName(
+            removed.join(parts, "topic_id", "left").select(
+                "second", F.lit(-1).alias("dt"), (-F.coalesce(F.col("n"), F.lit(0))).alias("dp")
+            )
+        )
+    )
+    w = Window.orderBy("second").rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    per = deltas.groupBy("second").agg(
+        F.sum("dt").alias("topics_delta"), F.sum("dp").alias("partitions_delta")
+    )
+    return per.select(
+        "second",
+        F.sum("topics_delta").over(w).alias("topics"),
+        F.sum("partitions_delta").over(w).alias("partitions"),
+        "topics_delta",
+        "partitions_delta",
+    ).orderBy("second")
+
+
 JOBS = {
     "leader_timeline": leader_timeline,
     "failovers": failovers,
@@ -138,4 +233,6 @@ JOBS = {
     "voter_history": voter_history,
     "topic_history": topic_history,
     "broker_history": broker_history,
+    "broker_events": broker_events,
+    "topic_counts": topic_counts,
 }

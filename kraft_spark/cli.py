@@ -2,6 +2,7 @@
 
 kraft-analytics report LOGS_DIR --out OUT [--seeds 0-199] [--master local[*]]
 kraft-analytics sweep --seeds 0-999 --out OUT [--bug no_check_quorum]
+kraft-analytics stream --bootstrap-controller HOST:PORT --out OUT [--until-offset N]
 
 Contracts:
 1. Every table is written as Parquet under ``OUT/<name>/``, every plot as ``OUT/<name>.png``, and the
@@ -20,6 +21,8 @@ from typing import Any
 import click
 
 from kraft_spark.decode import find_files
+from kraft_spark.incident import log_sections
+from kraft_spark.report import Section
 
 
 def _range(text: str) -> range:
@@ -34,92 +37,22 @@ def _step(message: str) -> None:
     click.echo(f"[{time.strftime('%H:%M:%S')}] {message}", err=True)
 
 
-def _dicts(df: Any) -> list[dict[str, Any]]:
-    return [r.asDict(recursive=True) for r in df.collect()]
-
-
-def _save(df: Any, out: Path, name: str) -> list[dict[str, Any]]:
-    """Collect a job's (small, aggregated) result once and write it as Parquet from the driver, where the
-    PNGs and the report go too: one Spark job per table."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    rows = _dicts(df)
-    target = out / name
-    target.mkdir(parents=True, exist_ok=True)
-    for old in target.glob("*.parquet"):
-        old.unlink()
-    table = pa.Table.from_pylist(rows, schema=to_arrow_schema(df.schema))
-    pq.write_table(table, target / "part-00000.parquet")
-    return rows
-
-
-def log_sections(spark: Any, logs: Path, out: Path) -> list[tuple[str, Path | None, list[dict[str, Any]]]]:
-    from kraft_spark import analytics as A
-    from kraft_spark import report as R
-
-    df = spark.read.format("kraft").load(str(logs)).cache()
-    _step(f"decoded {df.count()} rows from {len(find_files(logs))} files")
-    log = A.replicated_log(df).cache()
-    sections: list[tuple[str, Path | None, list[dict[str, Any]]]] = []
-    timeline = _save(A.leader_timeline(log), out, "leader_timeline")
-    sections.append(
-        ("Leader / epoch timeline", R.plot_leader_timeline(timeline, out / "leader_timeline.png"), timeline)
-    )
-    fo = _save(A.failovers(log), out, "failovers")
-    plot = R.plot_bars(
-        [r["epoch"] for r in fo],
-        [r["failover_ms"] for r in fo],
-        "Failover per epoch",
-        "ms",
-        out / "failovers.png",
-    )
-    sections.append(("Election / failover durations", plot, fo))
-    rate = _save(A.commit_rate(log), out, "commit_rate")
-    t0 = rate[0]["second"] if rate else 0
-    plot = R.plot_line(
-        [r["second"] - t0 for r in rate],
-        [r["records"] for r in rate],
-        "Commit rate",
-        "records/s",
-        out / "commit_rate.png",
-    )
-    sections.append(("Commit rate", plot, rate))
-    lag = _save(A.node_lag(df), out, "node_lag")
-    plot = R.plot_bars(
-        [r["node"] for r in lag],
-        [r["lag"] for r in lag],
-        "Per-node lag (offsets behind)",
-        "offsets",
-        out / "node_lag.png",
-    )
-    sections.append(("Per-voter lag", plot, lag))
-    for name, heading in (
-        ("voter_history", "Voter-set history"),
-        ("topic_history", "Topic / partition / config changes"),
-        ("broker_history", "Broker registration and fencing"),
-    ):
-        _step(f"job {name}")
-        sections.append((heading, None, _save(A.JOBS[name](log), out, name)))
-    return sections
-
-
 def sweep_sections(
     spark: Any, seeds: range, out: Path, scenarios: list[str] | None, bug: str | None
-) -> list[tuple[str, Path | None, list[dict[str, Any]]]]:
+) -> list[Section]:
     from pyspark.sql import functions as F
 
     from kraft_spark import report as R
+    from kraft_spark.incident import collect
     from kraft_spark.sweep import sweep
 
     _step(f"sweeping {len(seeds)} seeds on Spark")
     results = sweep(spark, seeds, scenarios, bug=bug).cache()
     results.write.mode("overwrite").parquet(str(out / "sweep"))
-    bad = _dicts(
+    bad = collect(
         results.where(~F.col("ok")).select("scenario", "seed", "error", "replay", "trace").orderBy("seed")
     )
-    per = _dicts(
+    per = collect(
         results.groupBy("scenario")
         .agg(
             F.count("*").alias("seeds"),
@@ -134,7 +67,15 @@ def sweep_sections(
         waits, "Election + catch-up time (simulated)", "commit wait ms", out / "election_times.png"
     )
     _step(f"{len(bad)} violations in {len(seeds)} seeds")
-    return [("Simulation sweep: election-time distribution", plot, per), ("Simulation violations", None, bad)]
+    cols = ["scenario", "seeds", "violations", "p50_commit_wait_ms", "max_commit_wait_ms"]
+    dist = Section("Simulation sweep: election-time distribution", [(plot, "election times")])
+    dist.body += [R.table(per, cols, limit=50), R.link("sweep")]
+    viol = Section("Simulation violations")
+    viol.body.append(R.text(f"{len(bad)} of {len(seeds)} seeds violated an invariant."))
+    if bad:
+        viol.body.append(R.counts(bad, "scenario", "scenario"))
+        viol.body.append(R.table(bad, ["seed", "scenario", "error", "replay", "trace"], pre=["trace"]))
+    return [dist, viol]
 
 
 def _session(master: str) -> Any:
@@ -165,7 +106,7 @@ def report(
         sys.exit(1)
     out.mkdir(parents=True, exist_ok=True)
     spark = _session(master)
-    sections = log_sections(spark, logs, out)
+    sections = log_sections(spark, logs, out, _step)
     if seeds is not None:
         sections += sweep_sections(spark, seeds, out, list(scenarios) or None, bug)
     from kraft_spark.report import write_html
@@ -193,3 +134,41 @@ def sweep(seeds: range, out: Path, master: str, scenarios: tuple[str, ...], bug:
             )
         )
     )
+
+
+@main.command(help="Tail a running quorum's metadata log into Parquet (the live kraft stream).")
+@click.option("--bootstrap-controller", "bootstrap", required=True, help="host:port[,host:port...]")
+@click.option("--out", type=click.Path(path_type=Path), required=True)
+@click.option("--checkpoint", type=click.Path(path_type=Path), default=None, help="Default: OUT/_checkpoint.")
+@click.option("--until-offset", type=int, default=None, help="Stop once every offset below this is written.")
+@click.option("--master", default="local[*]", show_default=True)
+def stream(bootstrap: str, out: Path, checkpoint: Path | None, until_offset: int | None, master: str) -> None:
+    import json
+
+    spark = _session(master)
+    query = (
+        spark.readStream.format("kraft")
+        .option("bootstrap.controller", bootstrap)
+        .load()
+        .writeStream.format("parquet")
+        .option("path", str(out / "rows"))
+        .option("checkpointLocation", str(checkpoint or out / "_checkpoint"))
+        .trigger(processingTime="500 milliseconds")
+        .start()
+    )
+    _step(f"streaming {bootstrap} into {out / 'rows'}")
+    try:
+        while query.isActive:
+            query.awaitTermination(0.5)
+            done = [p["sources"][0]["endOffset"] for p in query.recentProgress if p["sources"]]
+            written = max(
+                (json.loads(o)["offset"] if isinstance(o, str) else o["offset"] for o in done), default=0
+            )
+            if until_offset is not None and written >= until_offset:
+                _step(f"every offset below {written} written")
+                break
+        if query.exception() is not None:
+            click.echo(f"kraft-analytics: the stream failed: {query.exception()}", err=True)
+            sys.exit(1)
+    finally:
+        query.stop()

@@ -1,7 +1,8 @@
 """Building the SparkSession the pipeline runs on, with the ``kraft`` source registered.
 
 Contract: Python workers run the driver's interpreter (so they see the same packages); the UI is off unless
-asked for; on a ``local`` master the driver binds loopback unless SPARK_LOCAL_IP says otherwise.
+asked for; on a ``local`` master the driver binds loopback unless SPARK_LOCAL_IP says otherwise, and on any
+master the driver advertises SPARK_LOCAL_IP when it is set (executors of a loopback standalone cluster reach it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ def build_session(master: str = "local[*]", app: str = "kraft-analytics", *, ui:
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.showConsoleProgress", "true")
     )
-    if master.startswith("local"):
+    if os.environ.get("SPARK_LOCAL_IP"):
         builder = builder.config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")

@@ -43,23 +43,30 @@ def _flag(options: dict[str, str], key: str, default: bool) -> bool:
 
 
 def _columns(chunk: list[dict[str, Any]], arrow: pa.Schema) -> pa.RecordBatch:
-    """Column by column: flat columns as lists, the record union child by child (most children are all null
-    in a chunk, so they cost one ``pa.nulls``)."""
+    """Column by column: flat columns as lists; the record union in one pass over the rows, bucketing each
+    row's one set child (kraft_spark.schema contract 4), so a child no row sets costs one ``pa.nulls``."""
     columns = list(zip(*(row.values() for row in chunk), strict=True))
     arrays = []
     for field, values in zip(arrow, columns, strict=True):
         if field.name != "record":
             arrays.append(pa.array(values, type=field.type))
             continue
-        present = values
+        buckets: dict[str, list[tuple[int, Any]]] = {}
+        for i, r in enumerate(values):
+            if r is not None:
+                for name, value in r.items():
+                    buckets.setdefault(name, []).append((i, value))
         children = []
         for child in field.type:
-            kids = [None if r is None else r.get(child.name) for r in present]
-            if any(v is not None for v in kids):
-                children.append(pa.array(kids, type=child.type))
-            else:
+            bucket = buckets.get(child.name)
+            if bucket is None:
                 children.append(pa.nulls(len(chunk), type=child.type))
-        mask = pa.array([r is None for r in present], type=pa.bool_())
+                continue
+            kids: list[Any] = [None] * len(chunk)
+            for i, value in bucket:
+                kids[i] = value
+            children.append(pa.array(kids, type=child.type))
+        mask = pa.array([r is None for r in values], type=pa.bool_())
         arrays.append(pa.StructArray.from_arrays(children, fields=list(field.type), mask=mask))
     return pa.RecordBatch.from_arrays(arrays, schema=arrow)
 

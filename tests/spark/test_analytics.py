@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import base64
 import io
-import shutil
-import subprocess
 import uuid
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
 import pyarrow.parquet as pq
-import pytest
 from click.testing import CliRunner
 
 from generated.leader_change_message import LeaderChangeMessage, Voter
@@ -25,7 +22,7 @@ from kraftd.sim.runner import run_seed
 from kraftd.storage.log import MetadataLog
 from kwire.control import ControlRecordType, control_key
 from kwire.records import Record, build_batch, build_data_batch
-from tests.spark.conftest import CI
+from tests.spark.browser import probe, screenshot
 from tests.spark.test_batch_source import NO_OP, _frame
 
 META = "__cluster_metadata-0"
@@ -160,33 +157,16 @@ def test_report_jobs_and_rendering(spark: Any, tmp_path: Path) -> None:
     page = (out / "report.html").read_text()
     parser = _Page()
     parser.feed(page)
-    assert "Leader / epoch timeline" in parser.headings and "Simulation violations" in parser.headings
-    assert len(parser.images) == 5 and all(src.startswith("data:image/png;base64,") for src in parser.images)
+    assert "Leader timeline" in parser.headings and "Simulation violations" in parser.headings
+    assert len(parser.images) == 7 and all(src.startswith("data:image/png;base64,") for src in parser.images)
     import matplotlib.image as mpimg
 
     for src in parser.images:
         pixels = mpimg.imread(io.BytesIO(base64.b64decode(src.split(",", 1)[1])), format="png")
         assert pixels.shape[0] > 100 and pixels.shape[1] > 100 and pixels.std() > 0
-    assert 'src="http' not in page and "href=" not in page  # self-contained
-    _screenshot(out / "report.html", tmp_path / "shot.png")
-
-
-def _screenshot(page: Path, shot: Path) -> None:
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    if browser is None:
-        if CI:
-            pytest.fail("chromium is required under CI (scripts/setup.sh installs it)", pytrace=False)
-        pytest.skip("chromium is not installed (scripts/setup.sh installs it where apt-get is available)")
-    cmd = [
-        browser,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        f"--screenshot={shot}",
-        "--window-size=1200,3000",
-    ]
-    subprocess.run([*cmd, page.as_uri()], capture_output=True, timeout=120, check=False)
-    import matplotlib.image as mpimg
-
-    pixels = mpimg.imread(shot)
+    assert 'src="http' not in page and 'href="http' not in page  # self-contained: links are to its Parquet
+    seen = probe(out / "report.html")
+    assert len(seen["images"]) == 7 and all(i[1] for i in seen["images"])  # type: ignore[arg-type,attr-defined]
+    screenshot(out / "report.html", tmp_path / "shot.png")
+    pixels = mpimg.imread(tmp_path / "shot.png")
     assert pixels.shape[:2] == (3000, 1200) and pixels.std() > 0.01
