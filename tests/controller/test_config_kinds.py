@@ -124,7 +124,7 @@ def test_resource_names_and_operations() -> None:
     records, result = _one(image, _set(GROUP, "g", ("consumer.session.timeout.ms", "50000")))
     for r in records:
         apply_record(image, 0, 4, 0, r)
-    assert result == OK and image.configs[(GROUP, "g")] == {"consumer.session.timeout.ms": "50000"}
+    assert result == OK and dict(image.configs[(GROUP, "g")]) == {"consumer.session.timeout.ms": "50000"}
     assert _one(image, _set(GROUP, "g", ("consumer.session.timeout.ms", "50000")))[0] == []  # unchanged
     assert _one(image, _set(GROUP, "g", ("consumer.heartbeat.interval.ms", "15000")))[1] == OK
     # legacy AlterConfigs: a null value is refused with the resource kind's wording
@@ -168,7 +168,7 @@ def test_incremental_topic_changes_are_validated_like_kafka() -> None:
         CONFIG,
         "Can't APPEND to key retention.ms because its type is not LIST.",
     )
-    image.topic_ids["t"] = uuid.UUID(int=1)
+    image.topic_ids = image.topic_ids.set("t", uuid.UUID(int=1))
     records, result = _one(image, _set(2, "t", ("cleanup.policy", "compact"), op=2))
     assert result == OK and [(r.name, r.value) for r in records] == [("cleanup.policy", "delete,compact")]
 

@@ -63,8 +63,12 @@ def test_errors_and_the_stale_marker() -> None:
 def test_client_metrics_and_groups_with_defaults_and_synonyms() -> None:
     """CLIENT_METRICS (16) and GROUP (32): every key, Kafka's sources (7/8 set, 5 default) and synonyms."""
     img = image()
-    img.configs[(16, "m")] = {"metrics": "a.", "interval.ms": "10000"}
-    img.configs[(32, "g")] = {"consumer.session.timeout.ms": "50000"}
+    img.configs = img.configs.update(
+        {
+            (16, "m"): Map({"metrics": "a.", "interval.ms": "10000"}),
+            (32, "g"): Map({"consumer.session.timeout.ms": "50000"}),
+        }
+    )
     cm = _describe(img, res(16, "m"), 0, False, True)
     assert [(c.name, c.value, c.config_source, c.config_type) for c in cm.configs] == [
         ("metrics", "a.", 7, 7),
@@ -80,6 +84,6 @@ def test_client_metrics_and_groups_with_defaults_and_synonyms() -> None:
         ("group.consumer.session.timeout.ms", "45000", 5),
     ]
     # broker resources: the entry's own level, then the cluster-wide default of the same key
-    img.configs[(4, "")]["log.cleaner.threads"] = "1"
+    img.configs = img.configs.set((4, ""), img.configs[(4, "")].set("log.cleaner.threads", "1"))
     (threads,) = _describe(img, res(4, "1"), 0, False, True).configs
     assert [(y.value, y.source) for y in threads.synonyms] == [("2", 2), ("1", 3)]
