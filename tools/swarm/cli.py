@@ -110,6 +110,7 @@ async def run(opts: dict[str, Any]) -> dict[str, Any]:
 @click.command(
     help="Emulate N Kafka brokers (registration, heartbeats, metadata fetches) against a controller quorum."
 )
+@click.version_option(package_name="kraftd", prog_name="kraft-swarm")
 @click.option(
     "--voters", required=True, callback=lambda c, p, v: parse_voters(v), help="1@host:port,2@host:port,..."
 )
