@@ -16,13 +16,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from kraft_spark.decode import find_files
-from kraft_spark.incident import log_sections
-from kraft_spark.report import Section
+
+if TYPE_CHECKING:  # the report's modules need the spark extra (matplotlib): imported where a command runs
+    from kraft_spark.report import Section
 
 
 def _range(text: str) -> range:
@@ -68,9 +69,9 @@ def sweep_sections(
     )
     _step(f"{len(bad)} violations in {len(seeds)} seeds")
     cols = ["scenario", "seeds", "violations", "p50_commit_wait_ms", "max_commit_wait_ms"]
-    dist = Section("Simulation sweep: election-time distribution", [(plot, "election times")])
+    dist = R.Section("Simulation sweep: election-time distribution", [(plot, "election times")])
     dist.body += [R.table(per, cols, limit=50), R.link("sweep")]
-    viol = Section("Simulation violations")
+    viol = R.Section("Simulation violations")
     viol.body.append(R.text(f"{len(bad)} of {len(seeds)} seeds violated an invariant."))
     if bad:
         viol.body.append(R.counts(bad, "scenario", "scenario"))
@@ -105,6 +106,8 @@ def report(
         click.echo(f"kraft-analytics: no metadata log segments or snapshots under {logs}", err=True)
         sys.exit(1)
     out.mkdir(parents=True, exist_ok=True)
+    from kraft_spark.incident import log_sections
+
     spark = _session(master)
     sections = log_sections(spark, logs, out, _step)
     if seeds is not None:
