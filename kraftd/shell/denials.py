@@ -91,8 +91,9 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
     if api_key == 19:
         return ctr.CreateTopicsResponse(
             topics=[
+                # Kafka's ControllerApis.createTopics: "Authorization failed." for each refused name.
                 ctr.CreatableTopicResult(
-                    name=t.name, error_code=TOPIC_DENIED, error_message=TOPIC_DENIED.message
+                    name=t.name, error_code=TOPIC_DENIED, error_message="Authorization failed."
                 )
                 for t in req.topics
             ]

@@ -253,7 +253,8 @@ def denied_response(api_key: int, request: object, version: int = -1) -> object:
     if api_key in CORE_APIS and api_key != UPDATE_RAFT_VOTER:
         return core_messages.error_response(request, code)
     if api_key == DESCRIBE_QUORUM:
-        return dq.DescribeQuorumResponse(error_code=code, error_message=code.message)
+        # Kafka's DescribeQuorumRequest.getErrorResponse carries no message (its tool prints the default).
+        return dq.DescribeQuorumResponse(error_code=code, error_message=None)
     if api_key == DESCRIBE_CLUSTER:
         return DescribeClusterResponse(error_code=code, error_message=code.message)
     return denials.denied(api_key, request, version)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -214,6 +215,69 @@ def _compare(phase: str, c: BrokerCluster, got: dict[str, str]) -> None:
     other = SEEN.get((phase, "kafka" if c.kind == "kraftd" else "kraftd"))
     if other is not None:
         assert got == other, f"{phase}: {c.kind} {got} vs the other kind {other}"
+
+
+_TOOLS = {  # Kafka's own tools as an operator runs them, through the broker's SASL listener as alice
+    "kafka-topics --create": (
+        "org.apache.kafka.tools.TopicCommand",
+        ["--create", "--topic", "alice-tool", "--partitions", "1", "--replication-factor", "1"],
+    ),
+    "kafka-topics --alter": (
+        "org.apache.kafka.tools.TopicCommand",
+        ["--alter", "--topic", "parts", "--partitions", "4"],
+    ),
+    "kafka-topics --delete": ("org.apache.kafka.tools.TopicCommand", ["--delete", "--topic", "doomed"]),
+    "kafka-configs --alter": (
+        "kafka.admin.ConfigCommand",
+        ["--alter", "--entity-type", "topics", "--entity-name", "conf", "--add-config", "retention.ms=1000"],
+    ),
+    "kafka-leader-election": (
+        "org.apache.kafka.tools.LeaderElectionCommand",
+        ["--election-type", "preferred", "--all-topic-partitions"],
+    ),
+    "kafka-metadata-quorum describe": (
+        "org.apache.kafka.tools.MetadataQuorumCommand",
+        ["describe", "--status"],
+    ),
+    "kafka-features describe": ("org.apache.kafka.tools.FeatureCommand", ["describe"]),
+}
+
+
+def _first_error_line(text: str) -> str:
+    """The exception a tool reports (its class and message), without stack frames, ports or ids."""
+    lines = [ln.strip() for ln in text.splitlines() if not ln.strip().startswith("at ")]
+    found = [ln for ln in lines if "Exception:" in ln] or [
+        ln for ln in lines if "Error" in ln or "failed" in ln
+    ]
+    line = found[0] if found else ""
+    line = re.sub(r"^\[[^\]]*\] ", "", line)  # a log line's timestamp
+    return re.sub(r"127\.0\.0\.1:\d+", "<addr>", line)
+
+
+def test_kafkas_tools_as_alice_through_the_broker_are_refused_as_on_kafkas_controllers(
+    cluster: BrokerCluster, tmp_path: Path
+) -> None:
+    """Issue 21 §7: an ordinary principal runs Kafka's tools with --bootstrap-server at the broker before she has
+    any ACL: the same exit codes and errors as on Kafka's controllers, and nothing written."""
+    from tests.interop.kafka import run_tool
+
+    config = cluster.client_config("alice", tmp_path / "alice.properties")
+    before = _state(cluster)
+    got: dict[str, str] = {}
+    for name, (main, args) in _TOOLS.items():
+        res = run_tool(
+            main,
+            ["--bootstrap-server", cluster.sasl_bootstrap, "--command-config", str(config), *args],
+            workdir=tmp_path,
+            timeout=90,
+        )
+        got[name] = f"exit {res.returncode}: {_first_error_line(res.stdout + res.stderr)}"
+    assert got["kafka-features describe"].startswith("exit 0"), got  # ApiVersions needs no ACL
+    refused = [n for n in _TOOLS if n != "kafka-features describe"]
+    for name in refused:
+        assert not got[name].startswith("exit 0") and "uthoriz" in got[name], (name, got)
+    _compare("tools", cluster, got)
+    assert _state(cluster) == before
 
 
 def test_alice_is_refused_then_served_after_an_acl(cluster: BrokerCluster) -> None:
