@@ -169,6 +169,12 @@ class MetadataCounts:
                 self.metadata_errors += key == PARTITION_CHANGE  # contract 3
                 return
             counts = self._per_topic[k[0]] = [0, 0, 0]  # the image holds a topic these counts missed
+        self._move(counts, was, now)
+        if now is None and key == PARTITION_CHANGE:
+            self.metadata_errors += 1
+
+    def _move(self, counts: list[int], was: tuple[int, int] | None, now: tuple[int, int] | None) -> None:
+        """One partition went from ``was`` to ``now`` (None: absent): its topic's counts and the totals follow."""
         d_n = (now is not None) - (was is not None)
         d_off = (now[0] if now else 0) - (was[0] if was else 0)
         d_imb = (now[1] if now else 0) - (was[1] if was else 0)
@@ -178,8 +184,6 @@ class MetadataCounts:
         self.partitions += d_n
         self.offline += d_off
         self.imbalanced += d_imb
-        if now is None and key == PARTITION_CHANGE:
-            self.metadata_errors += 1
 
     def _read(self, image: MetadataImage, c: _Change) -> Any:
         topics = {t: t in image.topics for t in c.topics}
@@ -216,15 +220,7 @@ class MetadataCounts:
             now = self._partition(image, k)
             if k[0] in c.recreated and topics_before[k[0]]:
                 was = None  # its counts were dropped with the old topic state
-            d_n = (now is not None) - (was is not None)
-            d_off = (now[0] if now else 0) - (was[0] if was else 0)
-            d_imb = (now[1] if now else 0) - (was[1] if was else 0)
-            counts[0] += d_n
-            counts[1] += d_off
-            counts[2] += d_imb
-            self.partitions += d_n
-            self.offline += d_off
-            self.imbalanced += d_imb
+            self._move(counts, was, now)
         for bid, was_b in brokers_before.items():
             now_b = self._broker(image, bid)
             fenced_d = (now_b[0] if now_b else 0) - (was_b[0] if was_b else 0)
