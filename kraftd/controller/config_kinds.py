@@ -177,6 +177,20 @@ def _nulls(label: str, configs: Mapping[str, str | None]) -> Problem | None:
     return None
 
 
+def _parse_all(
+    table: Mapping[str, tuple[str, str, object]], configs: Mapping[str, str | None]
+) -> tuple[dict[str, object], Problem | None]:
+    """Every key of ``table`` parsed from ``configs`` or its default; the first value that does not parse is
+    INVALID_CONFIG with Kafka's message."""
+    parsed: dict[str, object] = {}
+    for key, spec in table.items():
+        value, message = _parse(key, configs.get(key) or spec[1], spec)
+        if message is not None:
+            return parsed, (ErrorCode.INVALID_CONFIG, message)
+        parsed[key] = value
+    return parsed, None
+
+
 def validate_client_metrics(name: str, configs: Mapping[str, str | None]) -> Problem | None:
     """Contract 3 over the resulting set of a subscription's configs."""
     problem = _nulls("client metrics", configs)
@@ -184,15 +198,12 @@ def validate_client_metrics(name: str, configs: Mapping[str, str | None]) -> Pro
         return problem
     if not name:
         return ErrorCode.INVALID_REQUEST, "Subscription name can't be empty"
-    for key in configs:
-        if key not in CLIENT_METRICS_CONFIGS:
-            return ErrorCode.INVALID_REQUEST, f"Unknown client metrics configuration: {key}"
-    parsed: dict[str, object] = {}
-    for key, spec in CLIENT_METRICS_CONFIGS.items():
-        value, message = _parse(key, configs.get(key) or spec[1], spec)
-        if message is not None:
-            return ErrorCode.INVALID_CONFIG, message
-        parsed[key] = value
+    unknown = next((k for k in configs if k not in CLIENT_METRICS_CONFIGS), None)
+    if unknown is not None:
+        return ErrorCode.INVALID_REQUEST, f"Unknown client metrics configuration: {unknown}"
+    parsed, problem = _parse_all(CLIENT_METRICS_CONFIGS, configs)
+    if problem is not None:
+        return problem
     interval = parsed["interval.ms"]
     assert isinstance(interval, int)
     if "interval.ms" in configs and not 100 <= interval <= 3600000:
@@ -228,15 +239,12 @@ def validate_group(name: str, configs: Mapping[str, str | None]) -> Problem | No
     problem = _nulls("group", configs)
     if problem is not None:
         return problem
-    for key in configs:
-        if key not in GROUP_CONFIGS:
-            return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {key}"
-    parsed: dict[str, object] = {}
-    for key, spec in GROUP_CONFIGS.items():
-        value, message = _parse(key, configs.get(key) or spec[1], spec)
-        if message is not None:
-            return ErrorCode.INVALID_CONFIG, message
-        parsed[key] = value
+    unknown = next((k for k in configs if k not in GROUP_CONFIGS), None)
+    if unknown is not None:
+        return ErrorCode.INVALID_CONFIG, f"Unknown group config name: {unknown}"
+    parsed, problem = _parse_all(GROUP_CONFIGS, configs)
+    if problem is not None:
+        return problem
     for key, low, high, only_given in _BOUNDS:
         value = parsed[key]
         assert isinstance(value, int)

@@ -13,7 +13,7 @@ Contracts (Kafka 4.3.1 ReplicationControlManager / ConfigurationControlManager, 
 2. CreatePartitions: unknown topic -> UNKNOWN_TOPIC_OR_PARTITION; a count not above the current one ->
    INVALID_PARTITIONS; new partitions are placed like CreateTopics with the replication factor of partition 0
    (or take the given assignments), one PartitionRecord each, at leader epoch 0 and partition epoch 0.
-3. IncrementalAlterConfigs: kraftd.controller.configs contract 5.
+3. IncrementalAlterConfigs is served by kraftd.controller.configs (its contract 5), not here.
 4. UpdateFeatures: a known feature at a level this controller and every registered broker and controller
    supports, respecting level dependencies; lowering a level needs a downgrade upgrade type and is refused for
    metadata.version; kraft.version is not changed here. Any failure -> INVALID_UPDATE_VERSION and no records at
@@ -28,10 +28,9 @@ from typing import Any
 
 from generated.alter_partition_request import AlterPartitionRequest
 from generated.create_partitions_request import CreatePartitionsRequest
-from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.partition_record import PartitionRecord
-from kraftd.controller import configs, elr, reassign
+from kraftd.controller import elr, reassign
 from kraftd.controller import placement as placer
 from kraftd.controller.brokers import NO_BUGS
 from kraftd.controller.image import MetadataImage, PartitionState
@@ -172,13 +171,6 @@ def create_partitions(
                 )
             )
     return records, results
-
-
-def incremental_alter_configs(
-    image: MetadataImage, req: IncrementalAlterConfigsRequest
-) -> tuple[list[Any], list[tuple[int, str, ErrorCode, str | None]]]:
-    """Contract 3 (kraftd.controller.configs contract 5)."""
-    return configs.incremental_alter_configs(image, req)
 
 
 def update_features(

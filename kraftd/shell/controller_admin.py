@@ -28,7 +28,7 @@ from generated.incremental_alter_configs_response import (
 )
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
-from kraftd.controller import partitions, topics
+from kraftd.controller import configs, partitions, topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.core.events import Tick
 from kraftd.shell import controller_ops
@@ -135,7 +135,7 @@ class ControllerAdmin:
                     for r in req.resources
                 ]
             )
-        records, results = partitions.incremental_alter_configs(self.machine.latest(), req)
+        records, results = configs.incremental_alter_configs(self.machine.latest(), req)
         controller_ops.log_refusals("IncrementalAlterConfigs", results)
         error = await self.node.controller.try_write(records)
         return IncrementalAlterConfigsResponse(

@@ -13,7 +13,7 @@ from generated.broker_registration_request import Feature
 from generated.config_record import ConfigRecord
 from generated.feature_level_record import FeatureLevelRecord
 from generated.partition_change_record import PartitionChangeRecord
-from kraftd.controller import brokers, configs, elr, partitions
+from kraftd.controller import brokers, configs, elr
 from kraftd.controller.features import ELR_VERSION
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
@@ -270,7 +270,7 @@ def _incremental(image: MetadataImage, rtype: int, name: str, op: int, value: st
             )
         ]
     )
-    records, results = partitions.incremental_alter_configs(image, req)
+    records, results = configs.incremental_alter_configs(image, req)
     return records, results[0][2:]
 
 
