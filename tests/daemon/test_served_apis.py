@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kraftd.shell import handlers
+from kraftd.shell.apis import handlers
 
 
 def test_snapshot_and_voter_rpcs_are_advertised_at_their_full_ranges() -> None:

@@ -13,7 +13,7 @@ from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.vote_request import VoteRequest
 from kraftd.config import config_from_properties
-from kraftd.shell.handlers import denied_response
+from kraftd.shell.apis.handlers import denied_response
 from kwire.authz import AclAuthorizer, AclEntry, parse_super_users
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode

@@ -1,5 +1,5 @@
 """Requests forwarded inside an Envelope are authorized with the forwarded principal, as Kafka's ControllerApis
-re-dispatches them (kraftd.shell.routing contract 11, kwire.authz contracts 4, 6, 7), on one in-process kraftd
+re-dispatches them (kraftd.shell.apis.routing contract 11, kwire.authz contracts 4, 6, 7), on one in-process kraftd
 controller with ``allow.everyone.if.no.acl.found=false`` and ``User:ANONYMOUS`` (the test's broker) a super user.
 
 A refused request answers exactly as the same request sent directly (TOPIC_AUTHORIZATION_FAILED per topic,
@@ -157,7 +157,7 @@ def test_forwarded_token_requests_follow_kafkas_controller_rules() -> None:
     CREATE_TOKENS on that user (refused: DELEGATION_TOKEN_AUTHORIZATION_FAILED); sent directly, ALTER on the
     cluster (contract 5)."""
     from generated.create_delegation_token_request import CreateDelegationTokenRequest
-    from kraftd.shell.handlers import denied_response
+    from kraftd.shell.apis.handlers import denied_response
     from kwire.authz import AclAuthorizer, AclEntry
 
     own = CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None)
@@ -177,7 +177,7 @@ def test_forwarded_token_requests_follow_kafkas_controller_rules() -> None:
 def test_config_resources_are_checked_on_what_they_name() -> None:
     """kwire.authz contract 4 (ControllerApis authorizeAlterResource): a topic or group config resource needs
     ALTER_CONFIGS on that topic or group, refused with TOPIC_ / GROUP_AUTHORIZATION_FAILED; others the cluster."""
-    from kraftd.shell.handlers import denied_response
+    from kraftd.shell.apis.handlers import denied_response
     from kwire.authz import AclAuthorizer, AclEntry
 
     def resource(rtype: int, name: str) -> AlterConfigsResource:
@@ -202,10 +202,10 @@ def test_config_resources_are_checked_on_what_they_name() -> None:
 
 
 def test_every_forwarded_api_is_served_has_a_rule_and_a_refusal() -> None:
-    """kraftd.shell.routing contract 11: the 20 APIs a 4.3.1 broker forwards are served at the listener's
+    """kraftd.shell.apis.routing contract 11: the 20 APIs a 4.3.1 broker forwards are served at the listener's
     versions, each has an authorization rule and a refusal that encodes; nothing else is taken from an Envelope."""
     from generated.messages import API_SPECS
-    from kraftd.shell import handlers, routing
+    from kraftd.shell.apis import handlers, routing
     from kwire.authz import FORWARDED_RULES, required_checks
     from kwire.headers import encode_response
 
@@ -224,7 +224,7 @@ def test_every_forwarded_api_is_served_has_a_rule_and_a_refusal() -> None:
 
 def test_every_served_api_has_its_rule_in_the_table() -> None:
     """kwire.authz contract 4: RULES names every API the controller listener serves (none falls to a default)."""
-    from kraftd.shell import handlers
+    from kraftd.shell.apis import handlers
     from kwire.authz import RULES, UNAUTHORIZED_FREE
 
     assert set(handlers.supported_versions()) - UNAUTHORIZED_FREE <= set(RULES)

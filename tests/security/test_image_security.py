@@ -1,4 +1,4 @@
-"""The controller listener's image-backed security (kraftd.shell.image_security, kwire.authz): SCRAM credentials
+"""The controller listener's image-backed security (kraftd.shell.controller.image_security, kwire.authz): SCRAM credentials
 from UserScramCredentialRecords, ACL evaluation of AccessControlEntryRecords with Kafka's semantics, and the
 operation each controller API requires."""
 
@@ -23,8 +23,8 @@ from generated.user_scram_credential_record import UserScramCredentialRecord
 from kraftd.controller import acls, scram
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
-from kraftd.shell.denials import denied
-from kraftd.shell.image_security import ImageAcls, ImageCredentials
+from kraftd.shell.apis.denials import denied
+from kraftd.shell.controller.image_security import ImageAcls, ImageCredentials
 from kwire.authz import AclAuthorizer, AclEntry, evaluate, required_checks
 from kwire.errors import ErrorCode
 from kwire.sasl import (
@@ -256,7 +256,7 @@ def test_scram_credentials_come_from_the_image(mechanism: str, code: int) -> Non
 
 def test_every_served_api_has_a_denied_answer_that_encodes_at_every_version() -> None:
     from generated.messages import API_SPECS
-    from kraftd.shell import handlers
+    from kraftd.shell.apis import handlers
     from kwire.authz import UNAUTHORIZED_FREE
     from kwire.headers import encode_response
 

@@ -1,4 +1,4 @@
-"""kwire.authz contract 4a, kraftd.shell.denials contract 2, kwire.server contract 8: topic and config requests
+"""kwire.authz contract 4a, kraftd.shell.apis.denials contract 2, kwire.server contract 8: topic and config requests
 are authorized per entry, as Kafka's ControllerApis does. The authorized entries reach the handler; the refused
 ones are answered TOPIC_AUTHORIZATION_FAILED (CLUSTER_AUTHORIZATION_FAILED for a cluster resource) in the same
 response."""
@@ -14,7 +14,7 @@ from generated.create_topics_response import CreatableTopicResult, CreateTopicsR
 from generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from generated.metadata_request import MetadataRequest
-from kraftd.shell import denials
+from kraftd.shell.apis import denials
 from kwire.authz import AclAuthorizer
 from kwire.errors import ErrorCode
 from kwire.framing import FrameDecoder, encode_frame

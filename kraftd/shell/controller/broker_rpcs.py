@@ -4,10 +4,10 @@ AssignReplicasToDirs (73), plus the periodic duties of the active controller.
 
 Contracts:
 1. Every answer is computed from the state machine's latest image and, when it carries records, given only
-   after those records commit (kraftd.shell.controller_glue contract 3); a node that is not the active
+   after those records commit (kraftd.shell.controller.glue contract 3); a node that is not the active
    controller answers NOT_CONTROLLER, as Kafka's controller does, and the broker looks for the new leader.
 2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3), in
-   bounded writes (kraftd.shell.fencing).
+   bounded writes (kraftd.shell.controller.fencing).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
    leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
@@ -52,8 +52,8 @@ from generated.unregister_broker_response import UnregisterBrokerResponse
 from kraftd.controller import broker_dirs, brokers, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
 from kraftd.security import PROTOCOLS
-from kraftd.shell import fencing
-from kraftd.shell.transport import PeerConnection, PeerError
+from kraftd.shell.controller import fencing
+from kraftd.shell.net.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ class ControllerRpcs:
         return self.node.controller.machine
 
     def now_ms(self) -> int:
-        from kraftd.shell.clock import now_ms
+        from kraftd.shell.raft.clock import now_ms
 
         return now_ms()
 

@@ -13,7 +13,7 @@ Contracts:
    requests and a latency histogram; ApiVersions is answered inside kwire's server and is not counted.
    Socket-server metrics count bytes in and out and open connections of the controller listener.
 4. Every registry is per node (two nodes in one process do not mix), plus the process collector.
-5. Kafka's controller metrics: kraftd.shell.controller_metrics, kept only while the endpoint serves.
+5. Kafka's controller metrics: kraftd.shell.observe.controller_metrics, kept only while the endpoint serves.
 """
 
 from __future__ import annotations
@@ -32,10 +32,10 @@ from generated.messages import API_SPECS
 from kraftd.config import Endpoint
 from kraftd.core.states import Leader, Unattached
 from kraftd.core.types import Role
-from kraftd.shell.clock import now_ms as node_clock
-from kraftd.shell.controller_metrics import ControllerCollector, ControllerMetrics
-from kraftd.shell.looplag import LoopLagCollector
-from kraftd.shell.transport import ListenError
+from kraftd.shell.net.transport import ListenError
+from kraftd.shell.observe.controller_metrics import ControllerCollector, ControllerMetrics
+from kraftd.shell.observe.looplag import LoopLagCollector
+from kraftd.shell.raft.clock import now_ms as node_clock
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode

@@ -1,4 +1,4 @@
-"""Admin RPCs on the controller listener (direct, or forwarded by a broker inside an Envelope: kraftd.shell.routing
+"""Admin RPCs on the controller listener (direct, or forwarded by a broker inside an Envelope: kraftd.shell.apis.routing
 contract 11): CreateTopics (19), DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44),
 UpdateFeatures (57).
 
@@ -31,7 +31,7 @@ from generated.update_features_response import UpdatableFeatureResult, UpdateFea
 from kraftd.controller import configs, partitions, topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.core.events import Tick
-from kraftd.shell import controller_ops
+from kraftd.shell.controller import partition_admin
 from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:
@@ -59,7 +59,7 @@ class ControllerAdmin:
         return self.node.controller.machine
 
     async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        if api_key in controller_ops.APIS:
+        if api_key in partition_admin.APIS:
             return await self.node.ctl_ops.handle(api_key, body, version)
         if api_key == CREATE_TOPICS:
             return await self._create_topics(body)
@@ -136,7 +136,7 @@ class ControllerAdmin:
                 ]
             )
         records, results = configs.incremental_alter_configs(self.machine.latest(), req)
-        controller_ops.log_refusals("IncrementalAlterConfigs", results)
+        partition_admin.log_refusals("IncrementalAlterConfigs", results)
         error = await self.node.controller.try_write(records)
         return IncrementalAlterConfigsResponse(
             responses=[

@@ -2,14 +2,14 @@
 
 Contracts:
 6. Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and the KIP-853 voter RPCs go to the Raft core
-   and are answered with its SendResponse; controller RPCs go to the controller (kraftd.shell.controller_rpcs,
-   kraftd.shell.controller_admin); the rest are answered by kraftd.shell.handlers from the node's cluster view.
+   and are answered with its SendResponse; controller RPCs go to the controller (kraftd.shell.controller.broker_rpcs,
+   kraftd.shell.controller.topic_admin); the rest are answered by kraftd.shell.apis.handlers from the node's cluster view.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
 9a. Metadata, DescribeCluster, DescribeConfigs and the leader's DescribeQuorum pass a read barrier first
-   (kraftd.shell.reads contract 1).
+   (kraftd.shell.raft.reads contract 1).
 10. ApiVersions (v3+; after a connection's handshake behind the read barrier, kwire.server contract 10)
    finalizes every feature of the committed image (metadata.version and the others) and kraft.version at the
    quorum's level when it is above 0, as Kafka's controllers do; SupportedFeatures are the
@@ -33,16 +33,10 @@ from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
 from kraftd.core.replication import NotLeaderError
-from kraftd.shell import (
-    admin,
-    controller_admin,
-    controller_ops,
-    controller_rpcs,
-    controller_security,
-    handlers,
-    membership,
-)
-from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
+from kraftd.shell.apis import append, handlers
+from kraftd.shell.controller import broker_rpcs, partition_admin, security_admin, topic_admin
+from kraftd.shell.net import membership
+from kraftd.shell.net.transport import ConnectionInfo, PeerConnection, PeerError
 from kwire.errors import ErrorCode, KraftError
 from kwire.headers import encode_response, parse_request
 from kwire.server import acting_as, request_principal
@@ -96,7 +90,7 @@ class RequestRouter:
         if key == handlers.DESCRIBE_QUORUM:
             assert isinstance(body, DescribeQuorumRequest)
             try:
-                # kraftd.shell.reads contract 1: a leader confirms it still leads before describing voters.
+                # kraftd.shell.raft.reads contract 1: a leader confirms it still leads before describing voters.
                 if node.client.leader_and_epoch.leader_id == node.config.node_id:
                     code = await node.reads.before_read()
                     if code != ErrorCode.NONE:
@@ -119,11 +113,11 @@ class RequestRouter:
             return handlers.describe_cluster_response(body, self.cluster_view())
         if key == handlers.DESCRIBE_CONFIGS:
             return await node.reads.describe_configs(body)
-        if key in controller_rpcs.APIS:
+        if key in broker_rpcs.APIS:
             return await node.rpcs.handle(key, body, header.request_api_version)
-        if key in controller_admin.APIS or key in controller_ops.APIS:
+        if key in topic_admin.APIS or key in partition_admin.APIS:
             return await node.ctl_admin.handle(key, body, header.request_api_version)
-        if key in controller_security.APIS:
+        if key in security_admin.APIS:
             return await node.ctl_security.handle(key, body, header.request_api_version, request_principal())
         if key == handlers.METADATA:
             assert isinstance(body, MetadataRequest)
@@ -131,8 +125,8 @@ class RequestRouter:
             if code != ErrorCode.NONE:
                 return handlers.metadata_failed(body, self.cluster_view(), code)
             return handlers.metadata_response(body, self.cluster_view())
-        if key == admin.KRAFTD_APPEND:
-            return await admin.handle_append(node, body)
+        if key == append.KRAFTD_APPEND:
+            return await append.handle_append(node, body)
         if key == handlers.END_QUORUM or key == handlers.VOTE:
             membership.warm(node, _election_peers(key, body))
         started = time.perf_counter()
@@ -154,7 +148,7 @@ class RequestRouter:
         except KraftError as exc:
             log.info("envelope: cannot parse the forwarded request: %s", exc)
             return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
-        principal = controller_security.forwarded_principal(req.request_principal)
+        principal = security_admin.forwarded_principal(req.request_principal)
         host = _client_host(req.client_host_address, info.peer[0])
         client = ConnectionInfo(info.connection_id, (host, 0), info.local, info.listener)
 
@@ -248,7 +242,7 @@ def _client_host(address: bytes, fallback: str) -> str:
 
 
 def _election_peers(key: int, body: Any) -> list[int]:
-    """kraftd.shell.membership contract 4: whom an EndQuorumEpoch or Vote request tells us to connect to."""
+    """kraftd.shell.net.membership contract 4: whom an EndQuorumEpoch or Vote request tells us to connect to."""
     parts = [p for t in body.topics for p in t.partitions]
     if key == handlers.VOTE:
         return [p.replica_id for p in parts]

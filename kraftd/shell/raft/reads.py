@@ -42,7 +42,7 @@ from generated.describe_configs_response import (
 )
 from kraftd.controller import config_kinds as kinds
 from kraftd.core.effects import ReadResolved
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.net.transport import PeerConnection
 from kwire.errors import ErrorCode
 
 if TYPE_CHECKING:

@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING, Any
 
 from generated.fetch_response import FetchResponse, NodeEndpoint
 from kraftd.config import Endpoint
-from kraftd.shell import wiring
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.net import wiring
+from kraftd.shell.net.transport import PeerConnection
 
 if TYPE_CHECKING:
     from kraftd.shell.node import ControllerNode

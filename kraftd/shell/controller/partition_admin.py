@@ -9,7 +9,7 @@ Contracts:
 2. ElectLeaders: the top-level error is NONE (v1+); per-partition errors as kraftd.controller.elect.
 2a. ListPartitionReassignments is a read of the committed image (never the leader's uncommitted view, as
    Kafka's controller reads at its last committed offset), answered only after the read barrier confirms this
-   node still leads (kraftd.shell.reads contract 1); otherwise NOT_CONTROLLER (or the barrier's error).
+   node still leads (kraftd.shell.raft.reads contract 1); otherwise NOT_CONTROLLER (or the barrier's error).
 2b. An ElectLeaders refused whole (not the active controller, a failed write) answers as
    :func:`elect_leaders_failed`: the error at the top level from v1, on every requested partition at every version.
 3. Rebalance: with ``auto.leader.rebalance.enable`` (default true) the active controller runs a preferred

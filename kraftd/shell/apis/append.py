@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from generated.kraftd_append_request import KraftdAppendRequest
 from generated.kraftd_append_response import KraftdAppendResponse
 from kraftd.core.replication import NotLeaderError, RecordTooLargeError
-from kraftd.shell.handlers import KRAFTD_APPEND
+from kraftd.shell.apis.handlers import KRAFTD_APPEND
 from kwire.errors import CorruptRecordError, ErrorCode, KraftError
 from kwire.metadata_frame import decode_metadata_frame
 

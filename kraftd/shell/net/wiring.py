@@ -10,9 +10,9 @@ from kraftd.config import ConfigError, KraftConfig
 from kraftd.controller.features import bootstrap_feature_records, resolve_features
 from kraftd.core.config import QuorumConfig
 from kraftd.core.types import Listener
-from kraftd.shell import membership
-from kraftd.shell.persistence import QuorumSetup
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.net import membership
+from kraftd.shell.net.transport import PeerConnection
+from kraftd.shell.raft.persistence import QuorumSetup
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kwire.metadata_frame import encode_record
 from kwire.tls import TlsConfigError, client_context, server_context

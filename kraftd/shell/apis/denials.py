@@ -87,7 +87,7 @@ def merge(api_key: int, response: Any, refusal: Any) -> Any:
 
 
 def denied(api_key: int, req: Any, version: int = -1) -> Any:
-    """Contracts 1-3 (the Raft RPCs, DescribeQuorum and DescribeCluster are kraftd.shell.handlers')."""
+    """Contracts 1-3 (the Raft RPCs, DescribeQuorum and DescribeCluster are kraftd.shell.apis.handlers')."""
     if api_key == 19:
         return ctr.CreateTopicsResponse(
             topics=[

@@ -17,7 +17,7 @@ Contracts:
    each requested topic gets UNKNOWN_TOPIC_OR_PARTITION.
 5. With an authorizer (``authorizer.class.name``), a refused request gets :func:`denied_response`: the Raft
    RPCs their error response with CLUSTER_AUTHORIZATION_FAILED, DescribeQuorum/DescribeCluster that top-level
-   error code, every other API the answer of kraftd.shell.denials.
+   error code, every other API the answer of kraftd.shell.apis.denials.
 """
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ from kraftd.config import Endpoint
 from kraftd.core import messages as core_messages
 from kraftd.core.client import QuorumInfo, ReplicaInfo
 from kraftd.core.types import METADATA_PARTITION, METADATA_TOPIC
-from kraftd.shell import controller_admin, controller_ops, controller_rpcs, controller_security, denials
+from kraftd.shell.apis import denials
+from kraftd.shell.controller import broker_rpcs, partition_admin, security_admin, topic_admin
 from kwire.errors import ErrorCode
 
 API_VERSIONS, METADATA, FETCH = 18, 3, 1
@@ -46,15 +47,15 @@ FETCH_SNAPSHOT, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 80, 8
 # lifecycle; controller_admin: topics, configs, features; controller_ops: operator RPCs;
 # controller_security: ACL, quota, SCRAM and delegation-token writes).
 CONTROLLER_RPCS = (
-    *controller_rpcs.APIS,
-    *controller_admin.APIS,
-    *controller_ops.APIS,
-    *controller_security.APIS,
+    *broker_rpcs.APIS,
+    *topic_admin.APIS,
+    *partition_admin.APIS,
+    *security_admin.APIS,
 )
-KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
+KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.apis.append
 READ_OFFSET = 650  # KIP-650, kraftd's key: answered by the core (kraftd.core.reads)
-DESCRIBE_CONFIGS = 32  # answered by kraftd.shell.reads
-ENVELOPE = 58  # answered by kraftd.shell.routing (its contract 11)
+DESCRIBE_CONFIGS = 32  # answered by kraftd.shell.raft.reads
+ENVELOPE = 58  # answered by kraftd.shell.apis.routing (its contract 11)
 SERVED: tuple[int, ...] = (
     *CONTROLLER_RPCS,
     FETCH,
@@ -222,7 +223,7 @@ def metadata_response(req: MetadataRequest, view: ClusterView) -> MetadataRespon
 
 
 def describe_cluster_failed(req: DescribeClusterRequest, code: int) -> DescribeClusterResponse:
-    """A read barrier failed (kraftd.shell.reads contract 1): the error, no nodes."""
+    """A read barrier failed (kraftd.shell.raft.reads contract 1): the error, no nodes."""
     return DescribeClusterResponse(
         error_code=code,
         error_message="no leader confirmed this read in time",
@@ -234,7 +235,7 @@ def describe_cluster_failed(req: DescribeClusterRequest, code: int) -> DescribeC
 
 
 def metadata_failed(req: MetadataRequest, view: ClusterView, code: int) -> MetadataResponse:
-    """A read barrier failed (kraftd.shell.reads contract 1): every requested topic carries the error; the
+    """A read barrier failed (kraftd.shell.raft.reads contract 1): every requested topic carries the error; the
     node list names only the controllers (where a client may retry), never brokers from the image."""
     brokers = [
         MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)

@@ -87,7 +87,7 @@ class ControllerSecurity:
         return self.node.config.tokens
 
     def now_ms(self) -> int:
-        from kraftd.shell.clock import now_ms
+        from kraftd.shell.raft.clock import now_ms
 
         return now_ms()
 
