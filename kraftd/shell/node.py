@@ -49,7 +49,7 @@ from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell.apis import denials, handlers
+from kraftd.shell.apis import denials, handlers, table
 from kraftd.shell.apis.routing import RequestRouter
 from kraftd.shell.controller import image_security
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
@@ -172,7 +172,7 @@ class ControllerNode:
         bind = cfg.controller_listener
         self.server = KafkaServer(
             self.metrics.instrument(self.router.handle),
-            handlers.supported_versions(),
+            table.supported_versions(),
             host=bind.host or "0.0.0.0",
             port=bind.port,
             finalized_features=self.router.finalized_features,

@@ -18,7 +18,7 @@ from kraftd.core.client import QuorumInfo, ReplicaInfo
 from kraftd.core.effects import PersistElectionState, SendRequest
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import ElectionState, ReplicaKey, VoterSet
-from kraftd.shell.apis import handlers
+from kraftd.shell.apis import handlers, table
 from kraftd.shell.net.transport import KafkaServer, PeerConnection
 from kraftd.shell.node import ControllerNode
 from kraftd.shell.raft.persistence import QuorumSetup, to_core_state, to_record
@@ -307,7 +307,7 @@ def test_end_quorum_epoch_opens_the_connection_to_a_preferred_successor_before_a
         raise KraftError("the stand-in for voter 3 answers nothing")
 
     async def run() -> tuple[int, list[int]]:
-        peer3 = KafkaServer(record, handlers.supported_versions(), port=ports[2])
+        peer3 = KafkaServer(record, table.supported_versions(), port=ports[2])
         await peer3.start()
         node = ControllerNode(load_config(cfg), seed=1)
         await node.start()

@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
@@ -53,11 +53,18 @@ from kraftd.controller import broker_dirs, brokers, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
 from kraftd.security import PROTOCOLS
 from kraftd.shell.controller import fencing
+from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection, PeerError
+from kraftd.shell.observe.metrics import NodeMetrics
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class BrokerRpcsPort(ControllerPort, Protocol):
+    metrics: NodeMetrics
+
+    @property
+    def port(self) -> int: ...
+
 
 log = logging.getLogger("kraftd.controller")
 
@@ -75,7 +82,7 @@ APIS: tuple[int, ...] = (
 
 
 class ControllerRpcs:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: BrokerRpcsPort) -> None:
         self.node = node
         self.heartbeats = brokers.Heartbeats(node.config.broker_session_timeout_ms)
         self.incarnation_id = uuid.uuid4()

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from generated.alter_configs_request import AlterConfigsRequest
 from generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
@@ -41,10 +41,14 @@ from generated.list_partition_reassignments_response import (
     OngoingTopicReassignment,
 )
 from kraftd.controller import configs, elect, reassign
+from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.raft.reads import ReadBarriers
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class PartitionAdminPort(ControllerPort, Protocol):
+    reads: ReadBarriers
+
 
 log = logging.getLogger("kraftd.controller")
 
@@ -85,7 +89,7 @@ def log_refusals(api: str, results: list[tuple[int, str, ErrorCode, str | None]]
 
 
 class ControllerOps:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: PartitionAdminPort) -> None:
         self.node = node
 
     @property

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import socket
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from generated import alter_client_quotas_response as acq
 from generated import create_acls_response as cra
@@ -39,10 +39,8 @@ from generated.default_principal_data import DefaultPrincipalData
 from generated.expire_delegation_token_response import ExpireDelegationTokenResponse
 from generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from kraftd.controller import acls, quotas, scram, tokens
+from kraftd.shell.controller.glue import ControllerPort
 from kwire.errors import ErrorCode, KraftError
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
 
 log = logging.getLogger("kraftd.controller")
 
@@ -75,7 +73,7 @@ def forwarded_principal(data: bytes | None) -> str:
 
 
 class ControllerSecurity:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ControllerPort) -> None:
         self.node = node
 
     @property

@@ -13,7 +13,7 @@ Contracts:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from generated.create_partitions_request import CreatePartitionsRequest
 from generated.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
@@ -32,10 +32,8 @@ from kraftd.controller import configs, partitions, topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.core.events import Tick
 from kraftd.shell.controller import partition_admin
+from kraftd.shell.controller.glue import ControllerPort
 from kwire.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
 
 log = logging.getLogger("kraftd.controller")
 
@@ -51,7 +49,7 @@ APIS: tuple[int, ...] = (
 
 
 class ControllerAdmin:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ControllerPort) -> None:
         self.node = node
 
     @property
@@ -59,8 +57,6 @@ class ControllerAdmin:
         return self.node.controller.machine
 
     async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        if api_key in partition_admin.APIS:
-            return await self.node.ctl_ops.handle(api_key, body, version)
         if api_key == CREATE_TOPICS:
             return await self._create_topics(body)
         if api_key == CREATE_PARTITIONS:

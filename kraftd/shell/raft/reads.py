@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client import Counter
 
@@ -42,11 +42,15 @@ from generated.describe_configs_response import (
 )
 from kraftd.controller import config_kinds as kinds
 from kraftd.core.effects import ReadResolved
+from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection
+from kraftd.shell.observe.metrics import NodeMetrics
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class ReadsPort(ControllerPort, Protocol):
+    metrics: NodeMetrics
+
 
 log = logging.getLogger("kraftd.reads")
 
@@ -66,7 +70,7 @@ class ReadUnavailableError(Exception):
 
 
 class ReadBarriers:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ReadsPort) -> None:
         self.node = node
         self._waiting: dict[int, asyncio.Future[int]] = {}
         self._conns: dict[int, PeerConnection] = {}
