@@ -41,6 +41,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from kwire.resources import ConfigResourceType as CR
+
 ANONYMOUS = "User:ANONYMOUS"
 # ApiVersions, SaslHandshake, SaslAuthenticate, Metadata (contract 5).
 UNAUTHORIZED_FREE = frozenset({18, 17, 36, 3})
@@ -96,7 +98,8 @@ class RuleBook:
         return frozenset(k for k, r in self.direct.items() if r.on in (ON_TOPICS, ON_CONFIGS))
 
 
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_GROUP = 2, 4, 8, 32
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_GROUP = int(CR.TOPIC), int(CR.BROKER), int(CR.GROUP)
+CONFIG_BROKER_LOGGER = int(CR.BROKER_LOGGER)
 GROUP = "GROUP"
 # Config resource type -> the ACL resource type its own name is checked on (ControllerApis
 # authorizeAlterResource, ConfigHelper); any other type (BROKER, CLIENT_METRICS, ...): the cluster.

@@ -24,25 +24,8 @@ from typing import Any
 from kraftd.config import ConfigError, KraftConfig
 from kraftd.controller.features import supported_ranges
 from kraftd.controller.machine import MetadataController
-from kraftd.core import messages as core_messages
+from kraftd.core import effects as fx
 from kraftd.core.client import RaftClient
-from kraftd.core.effects import (
-    AppendBatches,
-    AppendFailed,
-    ApplyCommitted,
-    DeleteLogBefore,
-    Effect,
-    FlushLog,
-    InstallSnapshot,
-    LeaderChanged,
-    PersistElectionState,
-    ReadResolved,
-    SendRequest,
-    SendResponse,
-    SetDeadline,
-    TruncateLog,
-    WriteSnapshot,
-)
 from kraftd.core.events import Event, RequestReceived, ResponseReceived, Shutdown, Tick
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
@@ -57,8 +40,8 @@ from kraftd.shell.controller.glue import ControllerGlue
 from kraftd.shell.controller.partition_admin import ControllerOps
 from kraftd.shell.controller.security_admin import ControllerSecurity
 from kraftd.shell.controller.topic_admin import ControllerAdmin
-from kraftd.shell.net import membership, wiring
-from kraftd.shell.net.transport import KafkaServer, PeerConnection, PeerError
+from kraftd.shell.net import peers, wiring
+from kraftd.shell.net.transport import KafkaServer, PeerConnection
 from kraftd.shell.observe import observer
 from kraftd.shell.observe.looplag import LoopLagProbe, tune_gc
 from kraftd.shell.observe.metrics import NodeMetrics, start_listening
@@ -77,9 +60,11 @@ from kraftd.shell.raft.persistence import (
 from kraftd.shell.raft.reads import ReadBarriers
 from kraftd.shell.raft.snapshot_writer import SnapshotWriter
 from kraftd.storage.layout import NodeStorage, open_node_storage
-from kwire.errors import ErrorCode
 
 log = logging.getLogger("kraftd.node")
+# Effects the disk mirror executes in order, before any later effect of the step (contract 4).
+_STORAGE_EFFECTS = fx.PersistElectionState | fx.TruncateLog | fx.AppendBatches | fx.WriteSnapshot
+_STORAGE_EFFECTS |= fx.InstallSnapshot | fx.DeleteLogBefore
 
 
 class ControllerNode:
@@ -106,9 +91,7 @@ class ControllerNode:
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
         self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.net.membership contract 1
-        self.applied = (
-            -1
-        )  # the last committed offset the shell has seen (kraftd.shell.apis.routing contract 10)
+        self.applied = -1  # the last committed offset seen (kraftd.shell.apis.routing contract 10)
         self.metrics = NodeMetrics()
         self.lag = LoopLagProbe(config.node_id)
         self.metrics_port: int | None = None
@@ -186,13 +169,8 @@ class ControllerNode:
             per_entry=(denials.split, denials.merge),
         )
         await start_listening(self, bind)
-        log.info(
-            "node %d listening on %s:%d (cluster %s)",
-            cfg.node_id,
-            bind.host,
-            self.server.port,
-            self.cluster_id,
-        )
+        where = (cfg.node_id, bind.host, self.server.port, self.cluster_id)
+        log.info("node %d listening on %s:%d (cluster %s)", *where)
         self._driver = asyncio.create_task(self._drive())
         self._spawn(self.lag.run())
         self._spawn(self.rpcs.run_periodic())
@@ -212,11 +190,8 @@ class ControllerNode:
     async def stop(self, graceful: bool = True) -> None:
         """Resign (EndQuorumEpoch) if leading, then close everything (bounded by the request timeout)."""
         if not self._closing:
-            log.info(
-                "node %d: shutting down%s",
-                self.config.node_id,
-                " (resigning first if leading)" if graceful else "",
-            )
+            how = " (resigning first if leading)" if graceful else ""
+            log.info("node %d: shutting down%s", self.config.node_id, how)
         if graceful and not self._stopped.is_set() and self._driver is not None:
             # A leader waits until another voter leads (kraftd.core.context invariant 6); others stop at once.
             leading = isinstance(self.core.data, Leader | Resigned)
@@ -317,59 +292,32 @@ class ControllerNode:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _execute(self, effects: list[Effect]) -> None:
+    def _execute(self, effects: list[fx.Effect]) -> None:
         for e in effects:
-            if isinstance(
-                e,
-                PersistElectionState
-                | TruncateLog
-                | AppendBatches
-                | WriteSnapshot
-                | InstallSnapshot
-                | DeleteLogBefore,
-            ):
+            if isinstance(e, _STORAGE_EFFECTS):
                 self.mirror.apply(e)
-            elif isinstance(e, FlushLog):
+            elif isinstance(e, fx.FlushLog):
                 self.flusher.request()
-            elif isinstance(e, SendRequest):
+            elif isinstance(e, fx.SendRequest):
                 self._spawn(self._send(e.destination, e.request_id, e.message))
-            elif isinstance(e, SendResponse):
+            elif isinstance(e, fx.SendResponse):
                 fut = self._pending.pop(e.token, None)
                 if fut is not None and not fut.done():
                     fut.set_result(e.message)
-            elif isinstance(e, ApplyCommitted):
+            elif isinstance(e, fx.ApplyCommitted):
                 self._commit(e.high_watermark)
-            elif isinstance(e, AppendFailed):
+            elif isinstance(e, fx.AppendFailed):
                 self.commits.fail_range(e.first_offset, e.last_offset)
-            elif isinstance(e, LeaderChanged):
+            elif isinstance(e, fx.LeaderChanged):
                 self._on_leader(e.leader)
-            elif isinstance(e, ReadResolved):
+            elif isinstance(e, fx.ReadResolved):
                 self.reads.resolved(e)
-            elif isinstance(e, SetDeadline):
+            elif isinstance(e, fx.SetDeadline):
                 self._deadline = e.at_ms
 
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
-        is_read = isinstance(message, core_messages.ReadOffsetRequest)
-        peer = membership.peer_for(self, dest)  # sets the address book entry the read connection uses
-        if is_read and peer is not None:
-            peer = self.reads.connection(dest)
-        if peer is None:
-            resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
-        else:
-            where = f"{peer.host}:{peer.port}"
-            try:
-                started = time.perf_counter()
-                resp = await peer.request(message)
-                if log.isEnabledFor(logging.DEBUG) and not isinstance(message, core_messages.FetchRequest):
-                    took = (time.perf_counter() - started) * 1000
-                    log.debug("%s to node %d answered in %.1f ms", type(message).__name__, dest, took)
-                membership.learn(self, resp)
-                self.netlog.reached(dest, where)
-                self.netlog.sent_rejected(dest, where, message, resp)
-            except PeerError as exc:
-                self.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
-                resp = core_messages.error_response(message, ErrorCode(exc.error_code))
+        resp = await peers.exchange(self, dest, message)  # kraftd.shell.net.peers
         self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
 
     def queue_tick(self) -> None:
@@ -377,11 +325,6 @@ class ControllerNode:
         if not self._tick_queued:
             self._tick_queued = True
             self._events.put_nowait(Tick(now_ms()))
-
-    async def read_barrier(self) -> None:
-        """RaftClient.read_barrier (kraftd.shell.raft.reads): the applied image is now at least as new as the leader's
-        at the call; raises ReadUnavailableError (NOT_CONTROLLER / REQUEST_TIMED_OUT) otherwise."""
-        await self.reads.barrier()
 
     def connect(self, host: str, port: int, prefix: str, timeout_ms: int = 0) -> PeerConnection:
         """A new connection to another controller (kraftd.shell.net.wiring.peer_connection)."""
@@ -426,12 +369,8 @@ class ControllerNode:
         self.applied = max(self.applied, hwm - 1)
         if self.core.role is Role.LEADER and self._first_commit_epoch != self.core.epoch:
             self._first_commit_epoch = self.core.epoch
-            log.info(
-                "node %d: high watermark %d is the first commit as leader of epoch %d",
-                self.config.node_id,
-                hwm,
-                self.core.epoch,
-            )
+            first = "node %d: high watermark %d is the first commit as leader of epoch %d"
+            log.info(first, self.config.node_id, hwm, self.core.epoch)
         self.commits.on_commit(hwm)
 
     def _on_leader(self, leader: LeaderAndEpoch) -> None:

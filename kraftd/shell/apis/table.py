@@ -150,7 +150,7 @@ _APIS = (
     Api(K.KRAFTD_APPEND, Part.APPEND, Rule(ALTER)),
     Api(K.ENVELOPE, Part.ENVELOPE, _CA, leader_only=True),  # the broker's own principal
 )
-TABLE: Mapping[int, Api] = {a.key: a for a in _APIS}
+TABLE: Mapping[int, Api] = {int(a.key): a for a in _APIS}
 # Contract 1: what the listener advertises and parses; what an Envelope may carry; the authorizer's rules.
 SERVED: Mapping[int, tuple[int, int]] = {k: a.versions for k, a in TABLE.items()}
 FORWARDED: Mapping[int, str] = {

@@ -42,14 +42,9 @@ from generated.controller_registration_request import ControllerRegistrationRequ
 from generated.controller_registration_request import Feature as CtlFeature
 from generated.controller_registration_request import Listener as CtlListener
 from generated.controller_registration_response import ControllerRegistrationResponse
-from generated.register_controller_record import (
-    ControllerEndpoint,
-    ControllerFeature,
-    RegisterControllerRecord,
-)
 from generated.unregister_broker_request import UnregisterBrokerRequest
 from generated.unregister_broker_response import UnregisterBrokerResponse
-from kraftd.controller import broker_dirs, brokers, partitions
+from kraftd.controller import broker_dirs, brokers, controller_registration, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
 from kraftd.security import PROTOCOLS
 from kraftd.shell.controller import fencing
@@ -227,28 +222,10 @@ class ControllerRpcs:
     ) -> ControllerRegistrationResponse:
         if not self.machine.active:
             return ControllerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
-        if self.machine.latest().metadata_version < MV_CONTROLLER_REGISTRATION:
-            return ControllerRegistrationResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        record = RegisterControllerRecord(
-            controller_id=req.controller_id,
-            incarnation_id=req.incarnation_id,
-            zk_migration_ready=req.zk_migration_ready,
-            end_points=[
-                ControllerEndpoint(
-                    name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-                )
-                for e in req.listeners
-            ],
-            features=[
-                ControllerFeature(
-                    name=f.name,
-                    min_supported_version=f.min_supported_version,
-                    max_supported_version=f.max_supported_version,
-                )
-                for f in req.features
-            ],
-        )
-        error = await self.node.controller.try_write([record])
+        records, error = controller_registration.register_controller(self.machine.latest(), req)
+        if error:
+            return ControllerRegistrationResponse(error_code=error)
+        error = await self.node.controller.try_write(records)
         return ControllerRegistrationResponse(error_code=error, error_message=None)
 
     # ---- periodic duties (contracts 2, 3) ---------------------------------------------------------------------

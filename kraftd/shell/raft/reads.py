@@ -46,6 +46,7 @@ from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.observe.metrics import NodeMetrics
 from kwire.errors import ErrorCode
+from kwire.resources import ConfigResourceType as CR
 
 
 class ReadsPort(ControllerPort, Protocol):
@@ -55,7 +56,7 @@ class ReadsPort(ControllerPort, Protocol):
 log = logging.getLogger("kraftd.reads")
 
 DESCRIBE_CONFIGS, READ_OFFSET = 32, 650
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER = int(CR.TOPIC), int(CR.BROKER), int(CR.BROKER_LOGGER)
 # ConfigSource codes (Kafka's DescribeConfigsResponse.ConfigSource).
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER = 1, 2, 3, 4
 LINEARIZABLE, STALE = "linearizable", "stale"
