@@ -42,6 +42,7 @@ from generated.controller_registration_request import ControllerRegistrationRequ
 from generated.controller_registration_request import Feature as CtlFeature
 from generated.controller_registration_request import Listener as CtlListener
 from generated.controller_registration_response import ControllerRegistrationResponse
+from generated.messages import ApiKey
 from generated.unregister_broker_request import UnregisterBrokerRequest
 from generated.unregister_broker_response import UnregisterBrokerResponse
 from kraftd.controller import broker_dirs, brokers, controller_registration, partitions
@@ -63,18 +64,6 @@ class BrokerRpcsPort(ControllerPort, Protocol):
 
 log = logging.getLogger("kraftd.controller")
 
-BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION, ALLOCATE_PRODUCER_IDS = 62, 63, 70, 67
-ALTER_PARTITION, UNREGISTER_BROKER, ASSIGN_REPLICAS_TO_DIRS = 56, 64, 73
-APIS: tuple[int, ...] = (
-    UNREGISTER_BROKER,
-    ASSIGN_REPLICAS_TO_DIRS,
-    BROKER_REGISTRATION,
-    BROKER_HEARTBEAT,
-    CONTROLLER_REGISTRATION,
-    ALLOCATE_PRODUCER_IDS,
-    ALTER_PARTITION,
-)
-
 
 class ControllerRpcs:
     def __init__(self, node: BrokerRpcsPort) -> None:
@@ -93,21 +82,21 @@ class ControllerRpcs:
         return now_ms()
 
     async def handle(self, api_key: int, body: Any, version: int = 0) -> Any:
-        if api_key == ALTER_PARTITION:
+        if api_key == ApiKey.ALTER_PARTITION:
             return await self._alter_partition(body, version)
-        if api_key == BROKER_REGISTRATION:
+        if api_key == ApiKey.BROKER_REGISTRATION:
             return await self._register_broker(body)
-        if api_key == BROKER_HEARTBEAT:
+        if api_key == ApiKey.BROKER_HEARTBEAT:
             started = time.perf_counter()
             try:
                 return await self._heartbeat(body)
             finally:
                 self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
-        if api_key == ALLOCATE_PRODUCER_IDS:
+        if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
             return await self._allocate_producer_ids(body)
-        if api_key == UNREGISTER_BROKER:
+        if api_key == ApiKey.UNREGISTER_BROKER:
             return await self._unregister_broker(body)
-        if api_key == ASSIGN_REPLICAS_TO_DIRS:
+        if api_key == ApiKey.ASSIGN_REPLICAS_TO_DIRS:
             return await self._assign_replicas_to_dirs(body)
         return await self._register_controller(body)
 

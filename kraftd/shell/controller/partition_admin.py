@@ -40,6 +40,7 @@ from generated.list_partition_reassignments_response import (
     OngoingPartitionReassignment,
     OngoingTopicReassignment,
 )
+from generated.messages import ApiKey
 from kraftd.controller import configs, elect, reassign
 from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.raft.reads import ReadBarriers
@@ -52,8 +53,6 @@ class PartitionAdminPort(ControllerPort, Protocol):
 
 log = logging.getLogger("kraftd.controller")
 
-ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 33, 43, 45, 46
-APIS: tuple[int, ...] = (ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS)
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 
 
@@ -97,11 +96,11 @@ class ControllerOps:
         return self.node.controller.machine
 
     async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        if api_key == ALTER_CONFIGS:
+        if api_key == ApiKey.ALTER_CONFIGS:
             return await self._alter_configs(body)
-        if api_key == ELECT_LEADERS:
+        if api_key == ApiKey.ELECT_LEADERS:
             return await self._elect_leaders(body, version)
-        if api_key == ALTER_REASSIGNMENTS:
+        if api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
             return await self._alter_reassignments(body)
         return await self._list_reassignments(body)
 

@@ -37,6 +37,7 @@ from generated.alter_user_scram_credentials_response import (
 from generated.create_delegation_token_response import CreateDelegationTokenResponse
 from generated.default_principal_data import DefaultPrincipalData
 from generated.expire_delegation_token_response import ExpireDelegationTokenResponse
+from generated.messages import ApiKey
 from generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from kraftd.controller import acls, quotas, scram, tokens
 from kraftd.shell.controller.glue import ControllerPort
@@ -44,18 +45,6 @@ from kwire.errors import ErrorCode, KraftError
 
 log = logging.getLogger("kraftd.controller")
 
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, ALTER_CLIENT_QUOTAS, ALTER_SCRAM = 29, 30, 31, 49, 51
-CREATE_TOKEN, RENEW_TOKEN, EXPIRE_TOKEN = 38, 39, 40
-APIS: tuple[int, ...] = (
-    DESCRIBE_ACLS,
-    CREATE_ACLS,
-    DELETE_ACLS,
-    ALTER_CLIENT_QUOTAS,
-    ALTER_SCRAM,
-    CREATE_TOKEN,
-    RENEW_TOKEN,
-    EXPIRE_TOKEN,
-)
 ANONYMOUS = "User:ANONYMOUS"
 NO_AUTHORIZER = "No Authorizer is configured."
 
@@ -93,20 +82,20 @@ class ControllerSecurity:
         return await self.node.controller.try_write(records)
 
     async def handle(self, api_key: int, body: Any, version: int, principal: str = ANONYMOUS) -> Any:
-        if api_key in (DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS):
+        if api_key in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
             return await self._acls(api_key, body)
-        if api_key == ALTER_CLIENT_QUOTAS:
+        if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
             return await self._quotas(body)
-        if api_key == ALTER_SCRAM:
+        if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
             return await self._scram(body)
         return await self._tokens(api_key, body, principal)
 
     # ---- ACLs -------------------------------------------------------------------------------------------------
     async def _acls(self, api_key: int, req: Any) -> Any:
         enabled = self.node.config.security.authorizer_class is not None
-        if api_key == DESCRIBE_ACLS:
+        if api_key == ApiKey.DESCRIBE_ACLS:
             return self._describe_acls(req, enabled)
-        if api_key == CREATE_ACLS:
+        if api_key == ApiKey.CREATE_ACLS:
             if not enabled or not self.machine.active:
                 code = ErrorCode.SECURITY_DISABLED if not enabled else ErrorCode.NOT_CONTROLLER
                 msg = NO_AUTHORIZER if not enabled else None
@@ -248,7 +237,7 @@ class ControllerSecurity:
     # ---- delegation tokens ------------------------------------------------------------------------------------
     async def _tokens(self, api_key: int, req: Any, principal: str) -> Any:
         now = self.now_ms()
-        if api_key == CREATE_TOKEN:
+        if api_key == ApiKey.CREATE_DELEGATION_TOKEN:
             ptype, _, pname = principal.partition(":")
             if not self.machine.active:
                 return CreateDelegationTokenResponse(
@@ -276,10 +265,14 @@ class ControllerSecurity:
                 token_id=out.record.token_id if ok else "",
                 hmac=out.hmac if ok else b"",
             )
-        response = RenewDelegationTokenResponse if api_key == RENEW_TOKEN else ExpireDelegationTokenResponse
+        response = (
+            RenewDelegationTokenResponse
+            if api_key == ApiKey.RENEW_DELEGATION_TOKEN
+            else ExpireDelegationTokenResponse
+        )
         if not self.machine.active:
             return response(error_code=ErrorCode.NOT_CONTROLLER)
-        if api_key == RENEW_TOKEN:
+        if api_key == ApiKey.RENEW_DELEGATION_TOKEN:
             out = tokens.renew(
                 self.machine.latest(), self.settings, req.hmac, req.renew_period_ms, principal, now
             )

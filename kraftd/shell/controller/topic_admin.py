@@ -26,6 +26,7 @@ from generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse,
 )
+from generated.messages import ApiKey
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import configs, partitions, topics
@@ -37,16 +38,6 @@ from kwire.errors import ErrorCode
 
 log = logging.getLogger("kraftd.controller")
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 37, 44
-UPDATE_FEATURES = 57
-APIS: tuple[int, ...] = (
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    CREATE_PARTITIONS,
-    INCREMENTAL_ALTER_CONFIGS,
-    UPDATE_FEATURES,
-)
-
 
 class ControllerAdmin:
     def __init__(self, node: ControllerPort) -> None:
@@ -57,13 +48,13 @@ class ControllerAdmin:
         return self.node.controller.machine
 
     async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        if api_key == CREATE_TOPICS:
+        if api_key == ApiKey.CREATE_TOPICS:
             return await self._create_topics(body)
-        if api_key == CREATE_PARTITIONS:
+        if api_key == ApiKey.CREATE_PARTITIONS:
             return await self._create_partitions(body)
-        if api_key == INCREMENTAL_ALTER_CONFIGS:
+        if api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
             return await self._alter_configs(body)
-        if api_key == UPDATE_FEATURES:
+        if api_key == ApiKey.UPDATE_FEATURES:
             return await self._update_features(body)
         return await self._delete_topics(body)
 

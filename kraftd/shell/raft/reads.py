@@ -55,7 +55,6 @@ class ReadsPort(ControllerPort, Protocol):
 
 log = logging.getLogger("kraftd.reads")
 
-DESCRIBE_CONFIGS, READ_OFFSET = 32, 650
 TOPIC, BROKER, BROKER_LOGGER = int(CR.TOPIC), int(CR.BROKER), int(CR.BROKER_LOGGER)
 # ConfigSource codes (Kafka's DescribeConfigsResponse.ConfigSource).
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER = 1, 2, 3, 4
