@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
 
 from kwire.resources import ConfigResourceType as CR
@@ -92,7 +93,7 @@ class RuleBook:
     def rule_of(self, api_key: int, forwarded: bool = False) -> Rule:
         return (self.forwarded if forwarded else self.direct).get(api_key, Rule(ALTER))
 
-    @property
+    @cached_property
     def per_entry(self) -> frozenset[int]:
         """Contract 4a: the APIs decided per entry."""
         return frozenset(k for k, r in self.direct.items() if r.on in (ON_TOPICS, ON_CONFIGS))

@@ -34,7 +34,7 @@ from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
 from kraftd.core.replication import NotLeaderError
-from kraftd.shell.apis import append, handlers, table
+from kraftd.shell.apis import append, handlers, not_controller, table
 from kraftd.shell.apis.table import Part
 from kraftd.shell.controller import security_admin
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
@@ -79,10 +79,23 @@ class RequestRouter:
         self.node = node
         self.forwarders: dict[int, PeerConnection] = {}
         self.parts = self._bind()
+        self._routes = self.routes()
+
+    def routes(self) -> dict[int, tuple[bool, Handler]]:
+        """api key -> (leader only, the part's handler), read from the table once."""
+        return {
+            k: (a.leader_only, self.parts[a.part]) for k, a in table.TABLE.items() if a.part in self.parts
+        }
 
     async def handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         """Contract 6: the table names the part that answers (the listener parses only served keys)."""
-        return await self.parts[table.TABLE[header.request_api_key].part](header, body, info)
+        key = header.request_api_key
+        leader_only, part = self._routes[key]
+        if leader_only and not self.node.controller.machine.active:  # the one NOT_CONTROLLER decision
+            enabled = self.node.config.security.authorizer_class is not None
+            version = header.request_api_version
+            return not_controller.answer(key, body, version, request_principal(), enabled)
+        return await part(header, body, info)
 
     def _bind(self) -> dict[Part, Handler]:
         node = self.node
@@ -173,8 +186,6 @@ class RequestRouter:
     async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
         """Contract 11."""
         node = self.node
-        if not node.controller.machine.active:
-            return EnvelopeResponse(response_data=None, error_code=ErrorCode.NOT_CONTROLLER)
         try:
             inner = parse_request(bytes(req.request_data), _FORWARDABLE)
         except KraftError as exc:

@@ -118,7 +118,7 @@ _APIS = (
     Api(K.ALTER_PARTITION_REASSIGNMENTS, Part.PARTITIONS, Rule(ALTER), True, _FWD),
     Api(K.LIST_PARTITION_REASSIGNMENTS, Part.PARTITIONS, Rule(DESCRIBE), True, _FWD),
     # ACLs, quotas, SCRAM, delegation tokens (sent directly: ALTER on the cluster, kwire.authz contract 5).
-    Api(K.DESCRIBE_ACLS, Part.SECURITY, Rule(DESCRIBE), leader_only=True),
+    Api(K.DESCRIBE_ACLS, Part.SECURITY, Rule(DESCRIBE)),  # the committed image, on any controller
     Api(K.CREATE_ACLS, Part.SECURITY, Rule(ALTER), True, _FWD),
     Api(K.DELETE_ACLS, Part.SECURITY, Rule(ALTER), True, _FWD),
     Api(K.ALTER_CLIENT_QUOTAS, Part.SECURITY, Rule(ALTER_CONFIGS), True, _FWD),

@@ -101,8 +101,6 @@ class ControllerRpcs:
         return await self._register_controller(body)
 
     async def _unregister_broker(self, req: UnregisterBrokerRequest) -> UnregisterBrokerResponse:
-        if not self.machine.active:
-            return UnregisterBrokerResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, error, message = broker_dirs.unregister(self.machine.latest(), req.broker_id)
         error = error or await self.node.controller.try_write(records)
         if error:
@@ -114,8 +112,6 @@ class ControllerRpcs:
     async def _assign_replicas_to_dirs(
         self, req: AssignReplicasToDirsRequest
     ) -> AssignReplicasToDirsResponse:
-        if not self.machine.active:
-            return AssignReplicasToDirsResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, error, results = broker_dirs.assign_replicas_to_dirs(self.machine.latest(), req)
         error = error or await self.node.controller.try_write(records)
         if error:
@@ -138,8 +134,6 @@ class ControllerRpcs:
         )
 
     async def _register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
-        if not self.machine.active:
-            return BrokerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
         out = brokers.register(
             self.machine.latest(), req, self.node.cluster_id, self.heartbeats, self.now_ms()
         )
@@ -150,8 +144,6 @@ class ControllerRpcs:
         return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=out.broker_epoch)
 
     async def _heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
-        if not self.machine.active:
-            return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER)
         out = brokers.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
         error = out.error or await self.node.controller.try_write(out.records)
         if error:
@@ -168,8 +160,6 @@ class ControllerRpcs:
         )
 
     async def _alter_partition(self, req: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
-        if not self.machine.active:
-            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, top, results = partitions.alter_partition(self.machine.latest(), req, version)
         error = top or await self.node.controller.try_write(records)
         if error:
@@ -194,8 +184,6 @@ class ControllerRpcs:
         )
 
     async def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
-        if not self.machine.active:
-            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, error, start = brokers.allocate_producer_ids(
             self.machine.latest(), req.broker_id, req.broker_epoch
         )
@@ -209,8 +197,6 @@ class ControllerRpcs:
     async def _register_controller(
         self, req: ControllerRegistrationRequest
     ) -> ControllerRegistrationResponse:
-        if not self.machine.active:
-            return ControllerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, error = controller_registration.register_controller(self.machine.latest(), req)
         if error:
             return ControllerRegistrationResponse(error_code=error)

@@ -105,16 +105,9 @@ class ControllerOps:
         return await self._list_reassignments(body)
 
     async def _alter_configs(self, req: AlterConfigsRequest) -> AlterConfigsResponse:
-        results: list[tuple[int, str, ErrorCode, str | None]]
-        if not self.machine.active:
-            results = [
-                (r.resource_type, r.resource_name, ErrorCode.NOT_CONTROLLER, None) for r in req.resources
-            ]
-            error = ErrorCode.NONE
-        else:
-            records, results = configs.alter_configs(self.machine.latest(), req)
-            log_refusals("AlterConfigs", results)
-            error = await self.node.controller.try_write(records)
+        records, results = configs.alter_configs(self.machine.latest(), req)
+        log_refusals("AlterConfigs", results)
+        error = await self.node.controller.try_write(records)
         return AlterConfigsResponse(
             responses=[
                 AlterConfigsResourceResponse(
@@ -128,8 +121,6 @@ class ControllerOps:
         )
 
     async def _elect_leaders(self, req: ElectLeadersRequest, version: int) -> ElectLeadersResponse:
-        if not self.machine.active:
-            return elect_leaders_failed(req, version, ErrorCode.NOT_CONTROLLER)
         records, results = elect.elect_leaders(self.machine.latest(), req)
         error = await self.node.controller.try_write(records)
         if error:
@@ -153,10 +144,6 @@ class ControllerOps:
     async def _alter_reassignments(
         self, req: AlterPartitionReassignmentsRequest
     ) -> AlterPartitionReassignmentsResponse:
-        if not self.machine.active:
-            return AlterPartitionReassignmentsResponse(
-                error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, responses=[]
-            )
         records, results = reassign.alter_reassignments(self.machine.latest(), req)
         error = await self.node.controller.try_write(records)
         if error:
@@ -185,8 +172,8 @@ class ControllerOps:
         self, req: ListPartitionReassignmentsRequest
     ) -> ListPartitionReassignmentsResponse:
         """Contract 2a."""
-        code = await self.node.reads.before_read() if self.machine.active else ErrorCode.NOT_CONTROLLER
-        if code == ErrorCode.NONE and not self.machine.active:
+        code = await self.node.reads.before_read()
+        if code == ErrorCode.NONE and not self.machine.active:  # deposed while reading
             code = ErrorCode.NOT_CONTROLLER
         if code != ErrorCode.NONE:
             message = NOT_CONTROLLER_MESSAGE if code == ErrorCode.NOT_CONTROLLER else None

@@ -40,6 +40,7 @@ from generated.expire_delegation_token_response import ExpireDelegationTokenResp
 from generated.messages import ApiKey
 from generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from kraftd.controller import acls, quotas, scram, tokens
+from kraftd.shell.apis import not_controller
 from kraftd.shell.controller.glue import ControllerPort
 from kwire.errors import ErrorCode, KraftError
 
@@ -96,12 +97,8 @@ class ControllerSecurity:
         if api_key == ApiKey.DESCRIBE_ACLS:
             return self._describe_acls(req, enabled)
         if api_key == ApiKey.CREATE_ACLS:
-            if not enabled or not self.machine.active:
-                code = ErrorCode.SECURITY_DISABLED if not enabled else ErrorCode.NOT_CONTROLLER
-                msg = NO_AUTHORIZER if not enabled else None
-                return cra.CreateAclsResponse(
-                    results=[cra.AclCreationResult(error_code=code, error_message=msg) for _ in req.creations]
-                )
+            if not enabled:
+                return not_controller.acl_refusal(ApiKey.CREATE_ACLS, req, enabled=False)
             records, results = acls.create_acls(self.machine.latest(), req.creations, self.node.rng)
             error = await self._write(records)
             if records and not error:
@@ -113,14 +110,8 @@ class ControllerSecurity:
                 ]
             )
         filters = [_filter(f) for f in req.filters]
-        if not enabled or not self.machine.active:
-            code = ErrorCode.SECURITY_DISABLED if not enabled else ErrorCode.NOT_CONTROLLER
-            msg = NO_AUTHORIZER if not enabled else None
-            return dla.DeleteAclsResponse(
-                filter_results=[
-                    dla.DeleteAclsFilterResult(error_code=code, error_message=msg) for _ in filters
-                ]
-            )
+        if not enabled:
+            return not_controller.acl_refusal(ApiKey.DELETE_ACLS, req, enabled=False)
         records, outcomes = acls.delete_acls(self.machine.latest(), filters)
         error = await self._write(records)
         if records and not error:
@@ -173,14 +164,9 @@ class ControllerSecurity:
     # ---- client quotas ----------------------------------------------------------------------------------------
     async def _quotas(self, req: Any) -> acq.AlterClientQuotasResponse:
         resolved = await self._resolve_ips(req)
-        if not self.machine.active:
-            seen = {quotas.entity_key((e.entity_type, e.entity_name) for e in x.entity) for x in req.entries}
-            results: list[quotas.Result] = [(entity, ErrorCode.NOT_CONTROLLER, None) for entity in seen]
-            records: list[Any] = []
-        else:
-            records, results = quotas.alter_client_quotas(
-                self.machine.latest(), req.entries, resolved.__contains__
-            )
+        records, results = quotas.alter_client_quotas(
+            self.machine.latest(), req.entries, resolved.__contains__
+        )
         error = ErrorCode.NONE if req.validate_only else await self._write(records)
         if records and not error and not req.validate_only:
             log.info("altered client quotas: %d record(s)", len(records))
@@ -215,14 +201,6 @@ class ControllerSecurity:
 
     # ---- SCRAM ------------------------------------------------------------------------------------------------
     async def _scram(self, req: Any) -> AlterUserScramCredentialsResponse:
-        if not self.machine.active:
-            users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-            return AlterUserScramCredentialsResponse(
-                results=[
-                    AlterUserScramCredentialsResult(user=u, error_code=ErrorCode.NOT_CONTROLLER)
-                    for u in users
-                ]
-            )
         records, results = scram.alter_credentials(self.machine.latest(), req)
         error = await self._write(records)
         if records and not error:
@@ -239,12 +217,6 @@ class ControllerSecurity:
         now = self.now_ms()
         if api_key == ApiKey.CREATE_DELEGATION_TOKEN:
             ptype, _, pname = principal.partition(":")
-            if not self.machine.active:
-                return CreateDelegationTokenResponse(
-                    error_code=ErrorCode.NOT_CONTROLLER,
-                    token_requester_principal_type=ptype,
-                    token_requester_principal_name=pname,
-                )
             out, owner = tokens.create(
                 self.machine.latest(), self.settings, req, principal, now, self.node.rng
             )
@@ -270,8 +242,6 @@ class ControllerSecurity:
             if api_key == ApiKey.RENEW_DELEGATION_TOKEN
             else ExpireDelegationTokenResponse
         )
-        if not self.machine.active:
-            return response(error_code=ErrorCode.NOT_CONTROLLER)
         if api_key == ApiKey.RENEW_DELEGATION_TOKEN:
             out = tokens.renew(
                 self.machine.latest(), self.settings, req.hmac, req.renew_period_ms, principal, now

@@ -59,13 +59,6 @@ class ControllerAdmin:
         return await self._delete_topics(body)
 
     async def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
-        if not self.machine.active:
-            return CreateTopicsResponse(
-                topics=[
-                    CreatableTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
-                    for t in req.topics
-                ]
-            )
         records, results = topics.create_topics(self.machine.latest(), req, self.node.rng)
         error = await self.node.controller.try_write(records)
         out = []
@@ -90,13 +83,6 @@ class ControllerAdmin:
         return CreateTopicsResponse(topics=out)
 
     async def _create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
-        if not self.machine.active:
-            return CreatePartitionsResponse(
-                results=[
-                    CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER)
-                    for t in req.topics
-                ]
-            )
         records, results = partitions.create_partitions(self.machine.latest(), req, self.node.rng)
         error = await self.node.controller.try_write(records)
         return CreatePartitionsResponse(
@@ -111,17 +97,6 @@ class ControllerAdmin:
         )
 
     async def _alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
-        if not self.machine.active:
-            return IncrementalAlterConfigsResponse(
-                responses=[
-                    AlterConfigsResourceResponse(
-                        error_code=ErrorCode.NOT_CONTROLLER,
-                        resource_type=r.resource_type,
-                        resource_name=r.resource_name,
-                    )
-                    for r in req.resources
-                ]
-            )
         records, results = configs.incremental_alter_configs(self.machine.latest(), req)
         partition_admin.log_refusals("IncrementalAlterConfigs", results)
         error = await self.node.controller.try_write(records)
@@ -138,8 +113,6 @@ class ControllerAdmin:
         )
 
     async def _update_features(self, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
-        if not self.machine.active:
-            return UpdateFeaturesResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
         updates = []
         for u in req.feature_updates:
             kind = u.upgrade_type if u.upgrade_type else 1
@@ -180,10 +153,6 @@ class ControllerAdmin:
     async def _delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
         names = list(req.topic_names) + [t.name for t in req.topics if t.name is not None]
         ids = [t.topic_id for t in req.topics if t.name is None]
-        if not self.machine.active:
-            return DeleteTopicsResponse(
-                responses=[DeletableTopicResult(name=n, error_code=ErrorCode.NOT_CONTROLLER) for n in names]
-            )
         records, results = topics.delete_topics(self.machine.latest(), names, ids)
         error = await self.node.controller.try_write(records)
         return DeleteTopicsResponse(
