@@ -47,7 +47,6 @@ from kwire.errors import ErrorCode, KraftError
 log = logging.getLogger("kraftd.controller")
 
 ANONYMOUS = "User:ANONYMOUS"
-NO_AUTHORIZER = "No Authorizer is configured."
 
 
 def forwarded_principal(data: bytes | None) -> str:
