@@ -14,7 +14,7 @@ For each N: an image of 100 brokers and N / 100 topics x 100 partitions (RF 3) i
 - ``snapshot_values_s``: the image written as framed records (KIP-630 snapshot), ``load_s``: an image rebuilt
   from those values; ``checksum_s``: ``MetadataImage.checksum``.
 Every number is the best of ``--repeat`` runs (default 3) on one core of this machine, with the garbage
-collector tuned as the daemon tunes it (kraftd.shell.looplag.tune_gc; run on a tree without it, the defaults).
+collector tuned as the daemon tunes it (kraftd.shell.observe.looplag.tune_gc; run on a tree without it, the defaults).
 The same file run from a checkout of an older tree (``PYTHONPATH`` at that tree) measures the same steps there.
 """
 
@@ -130,7 +130,7 @@ def measure(partitions: int, repeat: int) -> dict[str, Any]:
 
 def main() -> None:
     try:
-        from kraftd.shell.looplag import tune_gc
+        from kraftd.shell.observe.looplag import tune_gc
     except ImportError:  # an older tree: Python's defaults
         pass
     else:

@@ -53,7 +53,7 @@ from kraftd.core.batches import data_batch  # noqa: E402
 from kraftd.core.log import LogBatch, OffsetAndEpoch  # noqa: E402
 from kraftd.core.snapshots import build_snapshot  # noqa: E402
 from kraftd.core.types import VoterSet  # noqa: E402
-from kraftd.shell.transport import PeerConnection, PeerError  # noqa: E402
+from kraftd.shell.net.transport import PeerConnection, PeerError  # noqa: E402
 from kraftd.storage.batches import peek  # noqa: E402
 from kraftd.storage.log import MetadataLog  # noqa: E402
 from kraftd.storage.snapshots import write_snapshot  # noqa: E402

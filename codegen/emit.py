@@ -182,6 +182,7 @@ def render_registry(env: Environment, items: list[Loaded], package: str, specs_n
             {
                 "api_key": key,
                 "name": name,
+                "const": snake(name).upper(),
                 "request": req.name,
                 "response": resp.name,
                 "lo": req.valid.lo,

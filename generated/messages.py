@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import IntEnum
 
 from generated.abort_transaction_record import AbortTransactionRecord
 from generated.access_control_entry_record import AccessControlEntryRecord
@@ -290,6 +291,54 @@ class ApiSpec:
         if self.lowest_flexible_version is not None and version >= self.lowest_flexible_version:
             return 1
         return 0
+
+
+class ApiKey(IntEnum):
+    """Every API's key under Kafka's name (org.apache.kafka.common.protocol.ApiKeys): the one place they are
+    defined."""
+
+    FETCH = 1
+    METADATA = 3
+    SASL_HANDSHAKE = 17
+    API_VERSIONS = 18
+    CREATE_TOPICS = 19
+    DELETE_TOPICS = 20
+    DESCRIBE_ACLS = 29
+    CREATE_ACLS = 30
+    DELETE_ACLS = 31
+    DESCRIBE_CONFIGS = 32
+    ALTER_CONFIGS = 33
+    SASL_AUTHENTICATE = 36
+    CREATE_PARTITIONS = 37
+    CREATE_DELEGATION_TOKEN = 38
+    RENEW_DELEGATION_TOKEN = 39
+    EXPIRE_DELEGATION_TOKEN = 40
+    ELECT_LEADERS = 43
+    INCREMENTAL_ALTER_CONFIGS = 44
+    ALTER_PARTITION_REASSIGNMENTS = 45
+    LIST_PARTITION_REASSIGNMENTS = 46
+    ALTER_CLIENT_QUOTAS = 49
+    ALTER_USER_SCRAM_CREDENTIALS = 51
+    VOTE = 52
+    BEGIN_QUORUM_EPOCH = 53
+    END_QUORUM_EPOCH = 54
+    DESCRIBE_QUORUM = 55
+    ALTER_PARTITION = 56
+    UPDATE_FEATURES = 57
+    ENVELOPE = 58
+    FETCH_SNAPSHOT = 59
+    DESCRIBE_CLUSTER = 60
+    BROKER_REGISTRATION = 62
+    BROKER_HEARTBEAT = 63
+    UNREGISTER_BROKER = 64
+    ALLOCATE_PRODUCER_IDS = 67
+    CONTROLLER_REGISTRATION = 70
+    ASSIGN_REPLICAS_TO_DIRS = 73
+    ADD_RAFT_VOTER = 80
+    REMOVE_RAFT_VOTER = 81
+    UPDATE_RAFT_VOTER = 82
+    READ_OFFSET = 650
+    KRAFTD_APPEND = 651
 
 
 API_SPECS: dict[int, ApiSpec] = {

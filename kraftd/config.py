@@ -103,7 +103,7 @@ class KraftConfig:
     broker_session_timeout_ms: int = DEFAULT_BROKER_SESSION_TIMEOUT_MS
     metrics_port: int = (
         -1
-    )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.metrics)
+    )  # kraftd's own key: the Prometheus endpoint's port, -1 = off (kraftd.shell.observe.metrics)
     log_dirs: tuple[Path, ...] = ()  # log.dirs (or log.dir) when set; kraft-storage formats each of them
     unknown_keys: tuple[str, ...] = field(default=())
     limits: ListenerLimits = field(default_factory=ListenerLimits)
@@ -111,9 +111,11 @@ class KraftConfig:
     tokens: TokenSettings = field(
         default_factory=TokenSettings
     )  # delegation.token.* (kraftd.controller.tokens)
-    # kraftd's own key kraftd.read.consistency: "linearizable" (default) or "stale" (kraftd.shell.reads).
+    # kraftd's own key kraftd.read.consistency: "linearizable" (default) or "stale" (kraftd.shell.raft.reads).
     read_consistency: str = "linearizable"
-    auto_leader_rebalance: bool = True  # auto.leader.rebalance.enable (kraftd.shell.controller_ops)
+    auto_leader_rebalance: bool = (
+        True  # auto.leader.rebalance.enable (kraftd.shell.controller.partition_admin)
+    )
     leader_imbalance_check_interval_s: int = 300  # leader.imbalance.check.interval.seconds
     # Test-only (chaos harness): a file holding a number of ms every log fsync is delayed by (slow disk).
     test_fsync_delay_file: Path | None = None

@@ -14,8 +14,9 @@ Contracts:
    DESCRIBE, ALTER_CONFIGS implies DESCRIBE_CONFIGS) allows. When no entry at all exists for the resource, the
    answer is ``allow.everyone.if.no.acl.found`` (default false); otherwise it is denied.
 4. A request is allowed when every check passes; a check is a set of alternatives, any of which suffices
-   (CreateTopics: CREATE on the cluster or CREATE on the topic). The checks come from one table, :data:`RULES`
-   (api key -> :class:`Rule`: the operation and what it applies to), not from code per API. A config resource
+   (CreateTopics: CREATE on the cluster or CREATE on the topic). The checks come from one table,
+   (api key -> :class:`Rule`: the operation and what it applies to, a :class:`RuleBook` the served APIs' table
+   of kraftd.shell.apis.table writes), not from code per API. A config resource
    is checked on the topic or group it names, any other type on the cluster (:data:`CONFIG_ACL_RESOURCE`).
 4a. Requests made of per-topic or per-resource entries (CreateTopics, DeleteTopics, CreatePartitions,
    AlterConfigs, IncrementalAlterConfigs, DescribeConfigs) are decided per entry, as Kafka's ControllerApis
@@ -28,7 +29,7 @@ Contracts:
    kraftd records the token for ``User:ANONYMOUS``, so it admits them only with ALTER on the cluster.
 6. A request a broker forwarded inside an Envelope (``forwarded``) is checked with the forwarded principal by the
    same rules, except the delegation-token APIs, which follow ControllerApis inside an Envelope
-   (:data:`FORWARDED_RULES`: CREATE_TOKENS on the owner, a USER resource, when it is not the requester; Renew and
+   (:attr:`RuleBook.forwarded`: CREATE_TOKENS on the owner, a USER resource, when it is not the requester; Renew and
    Expire need none, the controller checks the renewer).
 7. :class:`Gate` puts an authorizer in front of a handler, so a listener's direct requests and the requests
    inside an Envelope are decided, split (4a) and refused by the same code.
@@ -38,7 +39,10 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Protocol
+
+from kwire.resources import ConfigResourceType as CR
 
 ANONYMOUS = "User:ANONYMOUS"
 # ApiVersions, SaslHandshake, SaslAuthenticate, Metadata (contract 5).
@@ -78,77 +82,41 @@ class Rule:
     or_cluster: bool = False
 
 
-# api key -> Rule for a request sent to the controller listener directly (an API not listed: ALTER on the cluster).
-RULES: Mapping[int, Rule] = {
-    1: Rule(CLUSTER_ACTION),  # Fetch (of __cluster_metadata, by voters and observers)
-    52: Rule(CLUSTER_ACTION),  # Vote
-    53: Rule(CLUSTER_ACTION),  # BeginQuorumEpoch
-    54: Rule(CLUSTER_ACTION),  # EndQuorumEpoch
-    56: Rule(CLUSTER_ACTION),  # AlterPartition
-    58: Rule(CLUSTER_ACTION),  # Envelope (the broker's own principal)
-    59: Rule(CLUSTER_ACTION),  # FetchSnapshot
-    62: Rule(CLUSTER_ACTION),  # BrokerRegistration
-    63: Rule(CLUSTER_ACTION),  # BrokerHeartbeat
-    67: Rule(CLUSTER_ACTION),  # AllocateProducerIds
-    70: Rule(CLUSTER_ACTION),  # ControllerRegistration
-    73: Rule(CLUSTER_ACTION),  # AssignReplicasToDirs
-    82: Rule(CLUSTER_ACTION),  # UpdateRaftVoter
-    55: Rule(DESCRIBE),  # DescribeQuorum
-    29: Rule(DESCRIBE),  # DescribeAcls
-    46: Rule(DESCRIBE),  # ListPartitionReassignments
-    60: Rule(ALTER),  # DescribeCluster: ALTER on a controller (Describe is the broker's rule)
-    30: Rule(ALTER),  # CreateAcls
-    31: Rule(ALTER),  # DeleteAcls
-    43: Rule(ALTER),  # ElectLeaders
-    45: Rule(ALTER),  # AlterPartitionReassignments
-    51: Rule(ALTER),  # AlterUserScramCredentials
-    57: Rule(ALTER),  # UpdateFeatures
-    64: Rule(ALTER),  # UnregisterBroker
-    80: Rule(ALTER),  # AddRaftVoter
-    81: Rule(ALTER),  # RemoveRaftVoter
-    49: Rule(ALTER_CONFIGS),  # AlterClientQuotas
-    38: Rule(ALTER),  # CreateDelegationToken sent directly (contract 5)
-    39: Rule(ALTER),  # RenewDelegationToken sent directly
-    40: Rule(ALTER),  # ExpireDelegationToken sent directly
-    19: Rule(CREATE, ON_TOPICS, or_cluster=True),  # CreateTopics
-    20: Rule(DELETE, ON_TOPICS, or_cluster=True),  # DeleteTopics (an id alone: the cluster)
-    37: Rule(ALTER, ON_TOPICS),  # CreatePartitions
-    32: Rule(DESCRIBE_CONFIGS, ON_CONFIGS),  # DescribeConfigs
-    33: Rule(ALTER_CONFIGS, ON_CONFIGS),  # AlterConfigs
-    44: Rule(ALTER_CONFIGS, ON_CONFIGS),  # IncrementalAlterConfigs
-    650: Rule(ALTER),  # kraftd's ReadOffset (KIP-650 draft key)
-    651: Rule(ALTER),  # kraftd's own append RPC
-}
-# Contract 6: inside an Envelope the delegation-token APIs are Kafka's ControllerApis rules (the controller itself
-# checks that the requester owns or may renew the token).
-FORWARDED_RULES: Mapping[int, Rule] = {
-    **RULES,
-    38: Rule(CREATE_TOKENS, ON_TOKEN_OWNER),
-    39: Rule(DESCRIBE, ON_NOTHING),
-    40: Rule(DESCRIBE, ON_NOTHING),
-}
-CONFIG_TOPIC, CONFIG_BROKER, CONFIG_BROKER_LOGGER, CONFIG_GROUP = 2, 4, 8, 32
+@dataclass(frozen=True)
+class RuleBook:
+    """Contracts 4 and 6: api key -> Rule for requests sent directly and for those inside an Envelope. The
+    served APIs' table (kraftd.shell.apis.table) writes it; an API not listed needs ALTER on the cluster."""
+
+    direct: Mapping[int, Rule]
+    forwarded: Mapping[int, Rule]
+
+    def rule_of(self, api_key: int, forwarded: bool = False) -> Rule:
+        return (self.forwarded if forwarded else self.direct).get(api_key, Rule(ALTER))
+
+    @cached_property
+    def per_entry(self) -> frozenset[int]:
+        """Contract 4a: the APIs decided per entry."""
+        return frozenset(k for k, r in self.direct.items() if r.on in (ON_TOPICS, ON_CONFIGS))
+
+
+CONFIG_TOPIC, CONFIG_BROKER, CONFIG_GROUP = int(CR.TOPIC), int(CR.BROKER), int(CR.GROUP)
+CONFIG_BROKER_LOGGER = int(CR.BROKER_LOGGER)
 GROUP = "GROUP"
 # Config resource type -> the ACL resource type its own name is checked on (ControllerApis
 # authorizeAlterResource, ConfigHelper); any other type (BROKER, CLIENT_METRICS, ...): the cluster.
 CONFIG_ACL_RESOURCE: Mapping[int, str] = {CONFIG_TOPIC: TOPIC, CONFIG_GROUP: GROUP}
-PER_ENTRY_APIS = frozenset(k for k, r in RULES.items() if r.on in (ON_TOPICS, ON_CONFIGS))
 
 Check = tuple[str, str, str]  # (resource type, resource name, operation)
 Alternatives = tuple[Check, ...]
 
 
-def rule_of(api_key: int, forwarded: bool = False) -> Rule:
-    return (FORWARDED_RULES if forwarded else RULES).get(api_key, Rule(ALTER))
-
-
 def required_checks(
-    api_key: int, request: Any, principal: str = ANONYMOUS, forwarded: bool = False
+    rules: RuleBook, api_key: int, request: Any, principal: str = ANONYMOUS, forwarded: bool = False
 ) -> list[Alternatives]:
     """Contract 4: the checks a request must pass (each a tuple of alternatives), from its Rule."""
     if api_key in UNAUTHORIZED_FREE:
         return []
-    rule = rule_of(api_key, forwarded)
+    rule = rules.rule_of(api_key, forwarded)
     op, cluster = rule.operation, (CLUSTER, CLUSTER_NAME, rule.operation)
     if rule.on == ON_TOPICS:
         checks: list[Alternatives] = [
@@ -228,12 +196,12 @@ class Authorizer(Protocol):
     ) -> bool: ...
 
 
-def entry_checks(api_key: int, request: Any) -> list[Alternatives] | None:
+def entry_checks(rules: RuleBook, api_key: int, request: Any) -> list[Alternatives] | None:
     """Contract 4a: one check per entry of a per-entry request, in request order; None for other APIs."""
-    if api_key not in PER_ENTRY_APIS or request is None:
+    if api_key not in rules.per_entry or request is None:
         return None
     if api_key != 20:
-        return required_checks(api_key, request)  # already one check per entry
+        return required_checks(rules, api_key, request)  # already one check per entry
     cluster = (CLUSTER, CLUSTER_NAME, DELETE)
     names: list[Alternatives] = [(cluster, (TOPIC, n, DELETE)) for n in request.topic_names]
     return names + [
@@ -247,6 +215,7 @@ def _no_acls() -> tuple[AclEntry, ...]:
 
 @dataclass(frozen=True)
 class AclAuthorizer:
+    rules: RuleBook
     super_users: frozenset[str]
     acls: AclSource = _no_acls
     allow_if_no_acl: bool = False  # allow.everyone.if.no.acl.found
@@ -256,10 +225,10 @@ class AclAuthorizer:
     ) -> bool:
         if api_key in UNAUTHORIZED_FREE or principal in self.super_users:
             return True
-        if request is None and api_key in PER_ENTRY_APIS:
+        if request is None and api_key in self.rules.per_entry:
             checks: list[Alternatives] = [((CLUSTER, CLUSTER_NAME, ALTER),)]
         else:
-            checks = required_checks(api_key, request, principal, forwarded)
+            checks = required_checks(self.rules, api_key, request, principal, forwarded)
         entries = list(self.acls())
         return all(
             any(evaluate(entries, principal, host, c, self.allow_if_no_acl) for c in alternatives)
@@ -270,7 +239,7 @@ class AclAuthorizer:
         self, principal: str, api_key: int, host: str = WILDCARD, request: Any = None
     ) -> frozenset[int] | None:
         """Contract 4a: indexes of the entries refused; None when the API is not decided per entry."""
-        checks = entry_checks(api_key, request)
+        checks = entry_checks(self.rules, api_key, request)
         if checks is None:
             return None
         if principal in self.super_users:

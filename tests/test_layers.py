@@ -136,3 +136,86 @@ def test_checker_sees_planted_violations(tmp_path: Path) -> None:
         "kraftd/core/bad.py imports kraftd.shell.node",
     ]
     assert _violations("kwire", allowed=(), forbidden=("kraftd",), root=tmp_path) != []
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _file_imports(path: Path, root: Path, files: dict[str, Path]) -> set[str]:
+    """The files (module names in ``files``) ``path`` imports: ``from pkg import mod`` names the file mod, not
+    the package's ``__init__`` (which every import of a submodule runs first anyway)."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name in files)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                mod = ".".join([*base, node.module] if node.module else base)
+            else:
+                mod = node.module or ""
+            subs = [f"{mod}.{a.name}" for a in node.names if f"{mod}.{a.name}" in files]
+            found.update(subs)
+            if len(subs) < len(node.names) and mod in files:
+                found.add(mod)
+    return found
+
+
+def _import_cycles(package: str, root: Path = ROOT) -> list[list[str]]:
+    """Every import circle between the files of ``package`` (TYPE_CHECKING and function-level imports included):
+    the strongly connected components of the file graph with more than one file (Tarjan)."""
+    paths = {_module_name(p, root): p for p in _modules(package, root)}
+    graph = {m: sorted(n for n in _file_imports(p, root, paths) if n != m) for m, p in paths.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    cycles: list[list[str]] = []
+
+    def visit(v: str) -> None:  # recursion depth is bounded by the number of files
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in graph[v]:
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            scc = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                scc.append(w)
+                if w == v:
+                    break
+            if len(scc) > 1:
+                cycles.append(sorted(scc))
+
+    for m in sorted(graph):
+        if m not in index:
+            visit(m)
+    return cycles
+
+
+def test_no_import_circle_under_kraftd() -> None:
+    # issue 23: no file under kraftd/ reaches itself through imports, TYPE_CHECKING ones included.
+    assert _import_cycles("kraftd") == []
+
+
+def test_cycle_checker_sees_a_planted_circle(tmp_path: Path) -> None:
+    shell = tmp_path / "kraftd" / "shell"
+    shell.mkdir(parents=True)
+    (shell / "a.py").write_text("from kraftd.shell import b\n")
+    (shell / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from kraftd.shell.c import C\n"
+    )
+    (shell / "c.py").write_text("def f() -> None:\n    from kraftd.shell.a import x\n")
+    (shell / "d.py").write_text("from kraftd.shell import a\n")
+    assert _import_cycles("kraftd", root=tmp_path) == [["kraftd.shell.a", "kraftd.shell.b", "kraftd.shell.c"]]

@@ -23,9 +23,9 @@ import click
 
 from kraftd.config import ConfigError, load_config
 from kraftd.shell.loadgen import run_load
-from kraftd.shell.logging_setup import configure as configure_logging
+from kraftd.shell.net.transport import ListenError
 from kraftd.shell.node import ControllerNode
-from kraftd.shell.transport import ListenError
+from kraftd.shell.observe.logging_setup import configure as configure_logging
 from kraftd.storage.errors import LogIOError, StorageError
 from kwire.errors import KraftError
 from tools.perf_client import run_perf

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.kraftd_append_request import KraftdAppendRequest, Record
-from kraftd.shell.transport import PeerConnection, PeerError
+from kraftd.shell.net.transport import PeerConnection, PeerError
 from kwire.errors import ErrorCode, KraftError
 from kwire.metadata_frame import encode_metadata_record
 

@@ -29,7 +29,7 @@ from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from kraftd.config import ConfigError, parse_properties
 from kraftd.security import client_sasl, client_tls
-from kraftd.shell.transport import PeerConnection, PeerError
+from kraftd.shell.net.transport import PeerConnection, PeerError
 from kraftd.storage.uuids import uuid_from_str, uuid_to_str
 from kwire.errors import ErrorCode, KraftError
 from kwire.sasl import SaslClientConfig

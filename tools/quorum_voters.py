@@ -25,7 +25,7 @@ from generated.add_raft_voter_request import AddRaftVoterRequest, Listener
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.remove_raft_voter_request import RemoveRaftVoterRequest
 from kraftd.config import ConfigError, Endpoint, parse_endpoints
-from kraftd.shell.transport import PeerConnection, PeerError
+from kraftd.shell.net.transport import PeerConnection, PeerError
 from kraftd.storage.meta import read_meta
 from kwire.errors import ErrorCode, KraftError
 from kwire.sasl import SaslClientConfig

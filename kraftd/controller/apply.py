@@ -25,8 +25,9 @@ from typing import Any
 from immutables import Map
 
 from kraftd.controller.image import BrokerState, ControllerState, MetadataImage, PartitionState, TopicState
+from kwire.resources import ConfigResourceType as CR
 
-TOPIC_RESOURCE = 2  # ConfigResource.Type.TOPIC
+TOPIC_RESOURCE = int(CR.TOPIC)
 NO_LEADER_CHANGE = -2
 
 BEGIN_TXN, END_TXN, ABORT_TXN = 23, 24, 25

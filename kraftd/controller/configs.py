@@ -38,11 +38,12 @@ from kraftd.controller import config_kinds as kinds
 from kraftd.controller import elr
 from kraftd.controller.image import NO_ENTRIES, MetadataImage
 from kwire.errors import ErrorCode
+from kwire.resources import ConfigResourceType as CR
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER = int(CR.TOPIC), int(CR.BROKER)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 # ConfigResource.Type names, as Kafka's messages print them.
-TYPE_NAMES = {2: "TOPIC", 4: "BROKER", 8: "BROKER_LOGGER", 16: "CLIENT_METRICS", 32: "GROUP"}
+TYPE_NAMES = {int(t): t.name for t in CR if t is not CR.UNKNOWN}
 INF = None
 LONG_MAX = 9223372036854775807
 

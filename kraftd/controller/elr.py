@@ -25,8 +25,9 @@ from generated.clear_elr_record import ClearElrRecord
 from generated.config_record import ConfigRecord
 from kraftd.controller.features import ELR_VERSION
 from kraftd.controller.image import NO_ENTRIES, MetadataImage
+from kwire.resources import ConfigResourceType as CR
 
-TOPIC, BROKER = 2, 4
+TOPIC, BROKER = int(CR.TOPIC), int(CR.BROKER)
 MIN_ISR = "min.insync.replicas"
 UNCLEAN = "unclean.leader.election.enable"
 

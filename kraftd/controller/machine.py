@@ -40,8 +40,9 @@ from kraftd.core.log import LogBatch
 from kwire.errors import KraftError
 from kwire.metadata_frame import FRAME_VERSION, decode_metadata_record, encode_record
 from kwire.records import ATTR_CONTROL, decode_batch, framed_values
+from kwire.resources import ConfigResourceType as CR
 
-BROKER_RESOURCE = 4  # ConfigResource.Type.BROKER; resource name "" is the cluster default
+BROKER_RESOURCE = int(CR.BROKER)  # resource name "" is the cluster default
 
 
 class NotControllerError(KraftError):

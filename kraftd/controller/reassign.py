@@ -35,8 +35,9 @@ from kraftd.controller import change
 from kraftd.controller.apply import change_partition
 from kraftd.controller.image import NO_ENTRIES, MetadataImage, PartitionState
 from kwire.errors import ErrorCode
+from kwire.resources import ConfigResourceType as CR
 
-TOPIC_RESOURCE = 2
+TOPIC_RESOURCE = int(CR.TOPIC)
 NO_REASSIGNMENT = "No partition reassignment is in progress."
 
 Outcome = tuple[ErrorCode, str | None]

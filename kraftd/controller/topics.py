@@ -32,8 +32,9 @@ from kraftd.controller import placement
 from kraftd.controller.features import MV_DIRECTORIES
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
+from kwire.resources import ConfigResourceType as CR
 
-TOPIC_RESOURCE = 2
+TOPIC_RESOURCE = int(CR.TOPIC)
 DEFAULT_PARTITIONS = 1
 DEFAULT_REPLICATION_FACTOR = 1
 UNASSIGNED_DIR = uuid.UUID(int=0)

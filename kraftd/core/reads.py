@@ -34,7 +34,7 @@ We use read index, never a lease. Invariants:
    Losing leadership or an error from the leader puts the barrier back in the queue to ask again.
 6. A leader that does not serve ReadOffset (a Kafka controller in a mixed quorum: UNSUPPORTED_VERSION) cannot
    confirm anything; its barriers resolve with UNSUPPORTED_VERSION at once, and the caller decides (the shell
-   then serves its image and counts the answer as stale, kraftd.shell.reads contract 2a).
+   then serves its image and counts the answer as stale, kraftd.shell.raft.reads contract 2a).
 """
 
 from __future__ import annotations

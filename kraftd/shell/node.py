@@ -4,9 +4,9 @@ Contracts (numbers continue kraftd.shell's):
 4. One driver task owns the core: every event goes through ``_events``; effects of a step are executed in
    order before the next event is taken. PersistElectionState, TruncateLog and AppendBatches complete (fsync
    for the first) before any later effect of the same step, so a vote or epoch is durable before a peer sees it.
-5. Log flushes: kraftd.shell.flushing (contracts 5, 5a, 11 there).
-6. Which part answers a request: kraftd.shell.routing (contracts 6, 9, 10 there).
-7. :meth:`ControllerNode.append` resolves with the last offset once committed, under kraftd.shell.commits'
+5. Log flushes: kraftd.shell.raft.flushing (contracts 5, 5a, 11 there).
+6. Which part answers a request: kraftd.shell.apis.routing (contracts 6, 9, 10 there).
+7. :meth:`ControllerNode.append` resolves with the last offset once committed, under kraftd.shell.raft.commits'
    contracts (the committed batch must carry the append's epoch; a change of leader fails it).
 8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
    :meth:`wait_stopped` re-raises it.
@@ -24,59 +24,47 @@ from typing import Any
 from kraftd.config import ConfigError, KraftConfig
 from kraftd.controller.features import supported_ranges
 from kraftd.controller.machine import MetadataController
-from kraftd.core import messages as core_messages
+from kraftd.core import effects as fx
 from kraftd.core.client import RaftClient
-from kraftd.core.effects import (
-    AppendBatches,
-    AppendFailed,
-    ApplyCommitted,
-    DeleteLogBefore,
-    Effect,
-    FlushLog,
-    InstallSnapshot,
-    LeaderChanged,
-    PersistElectionState,
-    ReadResolved,
-    SendRequest,
-    SendResponse,
-    SetDeadline,
-    TruncateLog,
-    WriteSnapshot,
-)
 from kraftd.core.events import Event, RequestReceived, ResponseReceived, Shutdown, Tick
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
 from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
 from kraftd.security import sasl_settings
-from kraftd.shell import denials, handlers, image_security, membership, observe, wiring
-from kraftd.shell.clock import now_ms
-from kraftd.shell.commits import CommitWaiters
-from kraftd.shell.controller_admin import ControllerAdmin
-from kraftd.shell.controller_glue import ControllerGlue
-from kraftd.shell.controller_ops import ControllerOps
-from kraftd.shell.controller_rpcs import ControllerRpcs
-from kraftd.shell.controller_security import ControllerSecurity
-from kraftd.shell.flushing import LogFlusher
-from kraftd.shell.inbox import EventInbox
-from kraftd.shell.looplag import LoopLagProbe, tune_gc
-from kraftd.shell.metrics import NodeMetrics, start_listening
-from kraftd.shell.netlog import NetLog
-from kraftd.shell.persistence import (
+from kraftd.shell.apis import denials, handlers, table
+from kraftd.shell.apis.routing import RequestRouter
+from kraftd.shell.controller import image_security
+from kraftd.shell.controller.broker_rpcs import ControllerRpcs
+from kraftd.shell.controller.glue import ControllerGlue
+from kraftd.shell.controller.partition_admin import ControllerOps
+from kraftd.shell.controller.security_admin import ControllerSecurity
+from kraftd.shell.controller.topic_admin import ControllerAdmin
+from kraftd.shell.net import peers, wiring
+from kraftd.shell.net.transport import KafkaServer, PeerConnection
+from kraftd.shell.observe import observer
+from kraftd.shell.observe.looplag import LoopLagProbe, tune_gc
+from kraftd.shell.observe.metrics import NodeMetrics, start_listening
+from kraftd.shell.observe.netlog import NetLog
+from kraftd.shell.raft.clock import now_ms
+from kraftd.shell.raft.commits import CommitWaiters
+from kraftd.shell.raft.flushing import LogFlusher
+from kraftd.shell.raft.inbox import EventInbox
+from kraftd.shell.raft.persistence import (
     DiskMirror,
     load_snapshot_and_log,
     older_snapshots,
     quorum_setup,
     to_core_state,
 )
-from kraftd.shell.reads import ReadBarriers
-from kraftd.shell.routing import RequestRouter
-from kraftd.shell.snapshot_writer import SnapshotWriter
-from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
+from kraftd.shell.raft.reads import ReadBarriers
+from kraftd.shell.raft.snapshot_writer import SnapshotWriter
 from kraftd.storage.layout import NodeStorage, open_node_storage
-from kwire.errors import ErrorCode
 
 log = logging.getLogger("kraftd.node")
+# Effects the disk mirror executes in order, before any later effect of the step (contract 4).
+_STORAGE_EFFECTS = fx.PersistElectionState | fx.TruncateLog | fx.AppendBatches | fx.WriteSnapshot
+_STORAGE_EFFECTS |= fx.InstallSnapshot | fx.DeleteLogBefore
 
 
 class ControllerNode:
@@ -102,8 +90,8 @@ class ControllerNode:
         self._tasks: set[asyncio.Task[Any]] = set()
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
-        self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.membership contract 1
-        self.applied = -1  # the last committed offset the shell has seen (kraftd.shell.routing contract 10)
+        self.learned_endpoints: dict[int, tuple[str, int]] = {}  # kraftd.shell.net.membership contract 1
+        self.applied = -1  # the last committed offset seen (kraftd.shell.apis.routing contract 10)
         self.metrics = NodeMetrics()
         self.lag = LoopLagProbe(config.node_id)
         self.metrics_port: int | None = None
@@ -124,10 +112,10 @@ class ControllerNode:
 
     async def _start(self, storage: NodeStorage) -> None:
         cfg = self.config
-        tune_gc()  # before the log and snapshot are loaded (kraftd.shell.looplag contract 5)
+        tune_gc()  # before the log and snapshot are loaded (kraftd.shell.observe.looplag contract 5)
         for cut in storage.log.recovery_cuts:
             log.warning("recovered log: %s", cut.describe())
-        observe.log_loaded(cfg.node_id, cfg.metadata_log_dir, storage)
+        observer.log_loaded(cfg.node_id, cfg.metadata_log_dir, storage)
         self.setup = quorum_setup(cfg, storage)
         self.mirror = DiskMirror(storage, self.setup)
         self.cluster_id = storage.meta.cluster_id
@@ -161,13 +149,13 @@ class ControllerNode:
         self.ctl_admin = ControllerAdmin(self)
         self.ctl_security = ControllerSecurity(self)
         self.ctl_ops = ControllerOps(self)
-        self.observer = observe.NodeObserver(core)
+        self.observer = observer.NodeObserver(core)
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         self.peers = wiring.peer_connections(cfg, self.setup, self.peer_tls, self.peer_sasl)
         bind = cfg.controller_listener
         self.server = KafkaServer(
             self.metrics.instrument(self.router.handle),
-            handlers.supported_versions(),
+            table.supported_versions(),
             host=bind.host or "0.0.0.0",
             port=bind.port,
             finalized_features=self.router.finalized_features,
@@ -181,13 +169,8 @@ class ControllerNode:
             per_entry=(denials.split, denials.merge),
         )
         await start_listening(self, bind)
-        log.info(
-            "node %d listening on %s:%d (cluster %s)",
-            cfg.node_id,
-            bind.host,
-            self.server.port,
-            self.cluster_id,
-        )
+        where = (cfg.node_id, bind.host, self.server.port, self.cluster_id)
+        log.info("node %d listening on %s:%d (cluster %s)", *where)
         self._driver = asyncio.create_task(self._drive())
         self._spawn(self.lag.run())
         self._spawn(self.rpcs.run_periodic())
@@ -207,11 +190,8 @@ class ControllerNode:
     async def stop(self, graceful: bool = True) -> None:
         """Resign (EndQuorumEpoch) if leading, then close everything (bounded by the request timeout)."""
         if not self._closing:
-            log.info(
-                "node %d: shutting down%s",
-                self.config.node_id,
-                " (resigning first if leading)" if graceful else "",
-            )
+            how = " (resigning first if leading)" if graceful else ""
+            log.info("node %d: shutting down%s", self.config.node_id, how)
         if graceful and not self._stopped.is_set() and self._driver is not None:
             # A leader waits until another voter leads (kraftd.core.context invariant 6); others stop at once.
             leading = isinstance(self.core.data, Leader | Resigned)
@@ -283,7 +263,7 @@ class ControllerNode:
                 self._step(event)
                 measures.busy_s.add(busy := time.perf_counter() - busy_from)
                 self.metrics.event_done(event.now_ms, busy)
-                self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.snapshot_writer)
+                self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.raft.snapshot_writer)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
@@ -292,7 +272,7 @@ class ControllerNode:
             self._spawn(self.shutdown())
 
     def step_tick(self) -> None:
-        """Step the core with a Tick now (on the driver only: kraftd.shell.snapshot_writer contract 2)."""
+        """Step the core with a Tick now (on the driver only: kraftd.shell.raft.snapshot_writer contract 2)."""
         self._step(Tick(now_ms()))
 
     def spawn_task(self, coro: Any) -> asyncio.Task[Any]:
@@ -312,59 +292,32 @@ class ControllerNode:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _execute(self, effects: list[Effect]) -> None:
+    def _execute(self, effects: list[fx.Effect]) -> None:
         for e in effects:
-            if isinstance(
-                e,
-                PersistElectionState
-                | TruncateLog
-                | AppendBatches
-                | WriteSnapshot
-                | InstallSnapshot
-                | DeleteLogBefore,
-            ):
+            if isinstance(e, _STORAGE_EFFECTS):
                 self.mirror.apply(e)
-            elif isinstance(e, FlushLog):
+            elif isinstance(e, fx.FlushLog):
                 self.flusher.request()
-            elif isinstance(e, SendRequest):
+            elif isinstance(e, fx.SendRequest):
                 self._spawn(self._send(e.destination, e.request_id, e.message))
-            elif isinstance(e, SendResponse):
+            elif isinstance(e, fx.SendResponse):
                 fut = self._pending.pop(e.token, None)
                 if fut is not None and not fut.done():
                     fut.set_result(e.message)
-            elif isinstance(e, ApplyCommitted):
+            elif isinstance(e, fx.ApplyCommitted):
                 self._commit(e.high_watermark)
-            elif isinstance(e, AppendFailed):
+            elif isinstance(e, fx.AppendFailed):
                 self.commits.fail_range(e.first_offset, e.last_offset)
-            elif isinstance(e, LeaderChanged):
+            elif isinstance(e, fx.LeaderChanged):
                 self._on_leader(e.leader)
-            elif isinstance(e, ReadResolved):
+            elif isinstance(e, fx.ReadResolved):
                 self.reads.resolved(e)
-            elif isinstance(e, SetDeadline):
+            elif isinstance(e, fx.SetDeadline):
                 self._deadline = e.at_ms
 
     # ------------------------------------------------------------------ network
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
-        is_read = isinstance(message, core_messages.ReadOffsetRequest)
-        peer = membership.peer_for(self, dest)  # sets the address book entry the read connection uses
-        if is_read and peer is not None:
-            peer = self.reads.connection(dest)
-        if peer is None:
-            resp = core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
-        else:
-            where = f"{peer.host}:{peer.port}"
-            try:
-                started = time.perf_counter()
-                resp = await peer.request(message)
-                if log.isEnabledFor(logging.DEBUG) and not isinstance(message, core_messages.FetchRequest):
-                    took = (time.perf_counter() - started) * 1000
-                    log.debug("%s to node %d answered in %.1f ms", type(message).__name__, dest, took)
-                membership.learn(self, resp)
-                self.netlog.reached(dest, where)
-                self.netlog.sent_rejected(dest, where, message, resp)
-            except PeerError as exc:
-                self.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
-                resp = core_messages.error_response(message, ErrorCode(exc.error_code))
+        resp = await peers.exchange(self, dest, message)  # kraftd.shell.net.peers
         self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
 
     def queue_tick(self) -> None:
@@ -373,13 +326,8 @@ class ControllerNode:
             self._tick_queued = True
             self._events.put_nowait(Tick(now_ms()))
 
-    async def read_barrier(self) -> None:
-        """RaftClient.read_barrier (kraftd.shell.reads): the applied image is now at least as new as the leader's
-        at the call; raises ReadUnavailableError (NOT_CONTROLLER / REQUEST_TIMED_OUT) otherwise."""
-        await self.reads.barrier()
-
     def connect(self, host: str, port: int, prefix: str, timeout_ms: int = 0) -> PeerConnection:
-        """A new connection to another controller (kraftd.shell.wiring.peer_connection)."""
+        """A new connection to another controller (kraftd.shell.net.wiring.peer_connection)."""
         return wiring.peer_connection(
             self.config, host, port, prefix, self.peer_tls, self.peer_sasl, timeout_ms
         )
@@ -393,7 +341,7 @@ class ControllerNode:
         return now_ms()
 
     async def ask_core(self, body: Any) -> Any:
-        """A request for the Raft core: answered with the core's SendResponse (kraftd.shell.routing 6)."""
+        """A request for the Raft core: answered with the core's SendResponse (kraftd.shell.apis.routing 6)."""
         token = self._next_token
         self._next_token += 1
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
@@ -421,12 +369,8 @@ class ControllerNode:
         self.applied = max(self.applied, hwm - 1)
         if self.core.role is Role.LEADER and self._first_commit_epoch != self.core.epoch:
             self._first_commit_epoch = self.core.epoch
-            log.info(
-                "node %d: high watermark %d is the first commit as leader of epoch %d",
-                self.config.node_id,
-                hwm,
-                self.core.epoch,
-            )
+            first = "node %d: high watermark %d is the first commit as leader of epoch %d"
+            log.info(first, self.config.node_id, hwm, self.core.epoch)
         self.commits.on_commit(hwm)
 
     def _on_leader(self, leader: LeaderAndEpoch) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from generated.add_raft_voter_request import AddRaftVoterRequest
 from generated.add_raft_voter_request import Listener as AddListener
@@ -34,7 +34,30 @@ from kraftd.core.voters import KRAFT_VERSION_MAX, control_entries
 from kwire.control import ControlRecordType as CT
 
 if TYPE_CHECKING:
-    from kraftd.sim.cluster import Cluster
+    from collections import deque
+
+    from kraftd.core.config import QuorumConfig
+    from kraftd.core.events import Event
+    from kraftd.core.types import ReplicaKey
+    from kraftd.sim.invariants import Checker
+
+
+class Cluster(Protocol):
+    """What membership needs of kraftd.sim.cluster.Cluster (a Protocol: the cluster imports this module)."""
+
+    now: int
+    config: QuorumConfig
+    keys: dict[int, ReplicaKey]
+    checker: Checker
+    trace: deque[str]
+    start_voters: dict[int, VoterSet]
+    node_configs: dict[int, QuorumConfig]
+    bootstrap_servers: dict[int, int]
+
+    def leader(self) -> RaftNode | None: ...
+
+    def deliver(self, node_id: int, event: Event) -> None: ...
+
 
 LISTENER = "CONTROLLER"
 

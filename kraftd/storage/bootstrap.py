@@ -11,13 +11,12 @@ Contracts:
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from kraftd.config import Endpoint
 from kraftd.storage import controlrec
+from kraftd.storage.controlrec import BootstrapVoter as BootstrapVoter  # re-exported
 from kraftd.storage.errors import StorageError
 from kraftd.storage.fsio import atomic_write
 from kraftd.storage.uuids import uuid_from_str
@@ -27,13 +26,6 @@ BOOTSTRAP_CHECKPOINT_NAME = "00000000000000000000-0000000000.checkpoint"
 
 class FormatInputError(StorageError):
     """An operator-supplied voter list is malformed."""
-
-
-@dataclass(frozen=True, slots=True)
-class BootstrapVoter:
-    node_id: int
-    directory_id: uuid.UUID
-    endpoints: tuple[Endpoint, ...]
 
 
 def parse_initial_controllers(text: str, listener_name: str) -> list[BootstrapVoter]:

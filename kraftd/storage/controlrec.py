@@ -12,7 +12,8 @@ from __future__ import annotations
 import dataclasses
 import uuid
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from generated.kraft_version_record import KRaftVersionRecord
 from generated.snapshot_footer_record import SnapshotFooterRecord
@@ -27,8 +28,15 @@ from kwire.control import ControlRecordType, build_control_batch, control_key, d
 from kwire.errors import KraftError
 from kwire.records import Record
 
-if TYPE_CHECKING:
-    from kraftd.storage.bootstrap import BootstrapVoter
+
+@dataclass(frozen=True, slots=True)
+class BootstrapVoter:
+    """A voter of the bootstrap checkpoint (kraftd.storage.bootstrap re-exports it)."""
+
+    node_id: int
+    directory_id: uuid.UUID
+    endpoints: tuple[Endpoint, ...]
+
 
 __all__ = ["control_key", "describe_control_record", "bootstrap_snapshot_bytes", "read_bootstrap_snapshot"]
 
@@ -115,8 +123,6 @@ def bootstrap_snapshot_bytes(voters: Sequence[BootstrapVoter], *, now_ms: int) -
 
 
 def read_bootstrap_snapshot(data: bytes, where: str) -> tuple[int, list[BootstrapVoter]]:
-    from kraftd.storage.bootstrap import BootstrapVoter
-
     kraft_version = 0
     voters: list[BootstrapVoter] = []
     saw_footer = False

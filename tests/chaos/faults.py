@@ -9,7 +9,7 @@ Contracts:
 3. A fault on the leader measures failover: from injection to a new leader (higher epoch) being known.
 4. A node process that exits unless the harness killed it is recorded as an unexpected death, except the
    disk-full victim (its fatal storage error is the designed behaviour, exit code 2), which is restarted.
-5. Wall-clock jumps (tests.chaos.cluster contract 6) test kraftd.shell.clock's contract: timers follow the
+5. Wall-clock jumps (tests.chaos.cluster contract 6) test kraftd.shell.raft.clock's contract: timers follow the
    monotonic clock, so stepped wall clocks neither move leadership nor freeze the followers' fetch timers.
 """
 

@@ -1,7 +1,7 @@
 """Stepped wall clocks on real processes (tests.chaos.cluster contract 6, tests.chaos.faults contract 5).
 
 The leader's wall clock jumps hours ahead and one follower's hours back, in a 3-node quorum under load: with
-kraftd.shell.clock's monotonic timers nobody elects, and after a kill -9 of the leader the follower whose clock
+kraftd.shell.raft.clock's monotonic timers nobody elects, and after a kill -9 of the leader the follower whose clock
 went back still grants the pre-vote, so a new leader is elected in time and every acknowledged record survives.
 With wall-clock timers the leader resigns at once (check-quorum) and the failover stalls.
 """

@@ -174,7 +174,7 @@ def test_incremental_topic_changes_are_validated_like_kafka() -> None:
 
 
 def test_each_refused_resource_is_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
-    from kraftd.shell.controller_ops import log_refusals
+    from kraftd.shell.controller.partition_admin import log_refusals
 
     results = configs.incremental_alter_configs(MetadataImage(), _set(GROUP, "g\nforged", ("bogus", "1")))[1]
     results += configs.incremental_alter_configs(MetadataImage(), _set(CM, "m", ("interval.ms", "10000")))[1]

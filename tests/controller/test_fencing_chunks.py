@@ -1,4 +1,4 @@
-"""Fencing in bounded writes (kraftd.shell.fencing, issue 22): the chunked writes end in the image one atomic
+"""Fencing in bounded writes (kraftd.shell.controller.fencing, issue 22): the chunked writes end in the image one atomic
 ``brokers.fence`` gives, each write holds at most CHUNK partition moves, and the broker is fenced only by the
 last one, when no ISR holds it any more."""
 
@@ -13,7 +13,7 @@ import pytest
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kraftd.controller import brokers, topics
 from kraftd.controller.image_writer import same_image
-from kraftd.shell import fencing
+from kraftd.shell.controller import fencing
 from kwire.errors import ErrorCode
 from tests.controller.test_lifecycle import _apply, _cluster
 

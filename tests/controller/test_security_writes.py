@@ -30,7 +30,7 @@ from kraftd.controller import acls, quotas, scram, tokens
 from kraftd.controller.acls import ANY, LITERAL, MATCH, PREFIXED, AclFilter
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
-from kraftd.shell.controller_security import forwarded_principal
+from kraftd.shell.controller.security_admin import forwarded_principal
 from kwire.errors import ErrorCode
 from kwire.metadata_frame import decode_metadata_record, encode_record
 

@@ -22,8 +22,8 @@ from generated.config_record import ConfigRecord
 from generated.describe_cluster_request import DescribeClusterRequest
 from kraftd.config import load_config
 from kraftd.controller.machine import NotControllerError
+from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.node import ControllerNode
-from kraftd.shell.transport import PeerConnection
 from tests.daemon.cluster import CLUSTER_ID, free_ports
 from tests.daemon.conftest import write_properties
 from tools.storage_cli import format_directory

@@ -6,7 +6,7 @@ partitions (RF 3) are created over the wire with CreateTopics (``per_request`` t
 holds ``partitions``. :func:`kill_leader`: kill -9 of the leader, then, over ``watch`` seconds, every leader the
 survivors report (Describe​Quorum twice a second), the elections it took (the leader's epoch minus the killed one's),
 the heartbeats' first answers, the survivors' "-> resigned" log lines and the new leader's longest event loop
-stall (``event loop stalled`` lines, kraftd.shell.looplag)."""
+stall (``event loop stalled`` lines, kraftd.shell.observe.looplag)."""
 
 from __future__ import annotations
 

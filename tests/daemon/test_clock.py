@@ -1,4 +1,4 @@
-"""kraftd.shell.clock: the cores' clock ignores a stepped wall clock (contract 1) yet reads near wall time (2)."""
+"""kraftd.shell.raft.clock: the cores' clock ignores a stepped wall clock (contract 1) yet reads near wall time (2)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from kraftd.shell import clock
 from kraftd.shell.node import ControllerNode
+from kraftd.shell.raft import clock
 
 
 @pytest.mark.parametrize("step_s", [-86400.0, 3600.0])

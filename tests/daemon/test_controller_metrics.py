@@ -1,4 +1,4 @@
-"""kraftd.shell.controller_metrics without sockets: the last applied record's timestamp is read from a real v2 batch
+"""kraftd.shell.observe.controller_metrics without sockets: the last applied record's timestamp is read from a real v2 batch
 header, leader changes are counted as Kafka counts them, heartbeats over Kafka's deadline are counted, and the
 event-queue histograms are cumulative with Prometheus' ``le`` buckets."""
 
@@ -10,7 +10,7 @@ from typing import Any
 from kraftd.controller.machine import MetadataController
 from kraftd.core.log import LogBatch
 from kraftd.core.types import LeaderAndEpoch
-from kraftd.shell.controller_metrics import HEARTBEAT_DEADLINE_MS, ControllerMetrics, MsHistogram
+from kraftd.shell.observe.controller_metrics import HEARTBEAT_DEADLINE_MS, ControllerMetrics, MsHistogram
 from kwire.record_codec import Record
 from kwire.records import build_batch
 

@@ -1,4 +1,4 @@
-"""DescribeConfigs answers from an image (kraftd.shell.reads contract 4), without processes."""
+"""DescribeConfigs answers from an image (kraftd.shell.raft.reads contract 4), without processes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from immutables import Map
 
 from generated.describe_configs_request import DescribeConfigsResource
 from kraftd.controller.image import MetadataImage, TopicState
-from kraftd.shell.reads import _describe
+from kraftd.shell.raft.reads import _describe
 from kwire.errors import ErrorCode
 
 

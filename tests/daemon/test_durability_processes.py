@@ -16,7 +16,7 @@ import pytest
 from generated.vote_request import PartitionData, TopicData, VoteRequest
 from kraftd.config import load_config
 from kraftd.shell.loadgen import parse_ack_line, record_id_of
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.net.transport import PeerConnection
 from kraftd.storage.layout import partition_dir
 from kraftd.storage.log import MetadataLog
 from kwire.errors import ErrorCode

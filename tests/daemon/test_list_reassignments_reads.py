@@ -1,4 +1,4 @@
-"""kraftd.shell.controller_ops contract 2a: ListPartitionReassignments reads the committed image behind the read
+"""kraftd.shell.controller.partition_admin contract 2a: ListPartitionReassignments reads the committed image behind the read
 barrier; a reassignment that is only in the leader's uncommitted view is not listed, and a leader the barrier
 finds deposed answers with the barrier's error instead of its image."""
 
@@ -12,8 +12,9 @@ import pytest
 
 from generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
 from generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
+from generated.messages import ApiKey
 from kraftd.controller.image import MetadataImage
-from kraftd.shell.controller_ops import LIST_REASSIGNMENTS, ControllerOps, elect_leaders_failed
+from kraftd.shell.controller.partition_admin import ControllerOps, elect_leaders_failed
 from kwire.errors import ErrorCode
 from kwire.headers import decode_response, encode_response
 from tests.controller.test_lifecycle import _apply, _cluster
@@ -45,7 +46,9 @@ def _ask(
         controller=SimpleNamespace(machine=_Machine(committed, uncommitted)), reads=reads
     )
     resp = asyncio.run(
-        ControllerOps(node).handle(LIST_REASSIGNMENTS, ListPartitionReassignmentsRequest(topics=None), 0)
+        ControllerOps(node).handle(
+            ApiKey.LIST_PARTITION_REASSIGNMENTS, ListPartitionReassignmentsRequest(topics=None), 0
+        )
     )
     return resp, reads
 

@@ -1,4 +1,4 @@
-"""Nothing a peer or client sends can forge a log line (kraftd.shell.logging_setup contract 3).
+"""Nothing a peer or client sends can forge a log line (kraftd.shell.observe.logging_setup contract 3).
 
 A VoteRequest whose cluster id carries a newline and a fake ``won the election`` line, sent without
 authentication to a PLAINTEXT listener, must show up escaped in one line of server.log; hypothesis then
@@ -36,7 +36,7 @@ from generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 from generated.vote_request import PartitionData, TopicData, VoteRequest
-from kraftd.shell import logging_setup
+from kraftd.shell.observe import logging_setup
 from kwire.headers import encode_request
 from tests.daemon.cluster import KRAFTD, free_ports
 from tests.daemon.test_operator_logs import KAFKA_LINE, standalone_config, stop, wait_for

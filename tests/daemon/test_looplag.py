@@ -1,4 +1,4 @@
-"""The event loop lag probe (kraftd.shell.looplag, issue 22): a step that holds the loop shows as lag, in the
+"""The event loop lag probe (kraftd.shell.observe.looplag, issue 22): a step that holds the loop shows as lag, in the
 metrics (read without the loop) and as one WARNING line; the GC tuning freezes the survivors of a long full
 collection."""
 
@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from kraftd.shell import looplag
+from kraftd.shell.observe import looplag
 
 
 def test_a_blocked_loop_is_measured_logged_and_exported(caplog: pytest.LogCaptureFixture) -> None:

@@ -1,4 +1,4 @@
-"""kraftd.shell.observe on a core driven directly: the log lines an operator relies on (role transitions with
+"""kraftd.shell.observe.observer on a core driven directly: the log lines an operator relies on (role transitions with
 their reason, truncation) and the windowed measures behind the Prometheus gauges."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from kraftd.core import messages as m
 from kraftd.core.batches import data_batch
 from kraftd.core.events import Event, LogFlushed, RequestReceived, ResponseReceived, Tick
 from kraftd.core.log import OffsetAndEpoch
-from kraftd.shell.logging_setup import RateLimiter
-from kraftd.shell.observe import NodeObserver, Window
+from kraftd.shell.observe.logging_setup import RateLimiter
+from kraftd.shell.observe.observer import NodeObserver, Window
 from kwire.errors import ErrorCode
 
 

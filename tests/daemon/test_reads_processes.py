@@ -1,4 +1,4 @@
-"""Failure modes of reads on real processes (kraftd.shell.reads): with the leader and a follower killed, the
+"""Failure modes of reads on real processes (kraftd.shell.raft.reads): with the leader and a follower killed, the
 survivor waits up to the request timeout and fails every image read (the finalized features of a later
 ApiVersions included) instead of answering from its image;
 with kraftd.read.consistency=stale it answers at once and marks the answer stale. About 15 s."""

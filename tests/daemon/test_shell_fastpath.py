@@ -14,8 +14,8 @@ from kraftd.core.batches import data_batch
 from kraftd.core.events import LogFlushed, Tick
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import Role
-from kraftd.shell.inbox import EventInbox
 from kraftd.shell.node import ControllerNode
+from kraftd.shell.raft.inbox import EventInbox
 from kraftd.storage import fsio
 from kraftd.storage.errors import LogIOError
 from tests.daemon.cluster import CLUSTER_ID, free_ports

@@ -18,10 +18,10 @@ from kraftd.core.client import QuorumInfo, ReplicaInfo
 from kraftd.core.effects import PersistElectionState, SendRequest
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import ElectionState, ReplicaKey, VoterSet
-from kraftd.shell import handlers
+from kraftd.shell.apis import handlers, table
+from kraftd.shell.net.transport import KafkaServer, PeerConnection
 from kraftd.shell.node import ControllerNode
-from kraftd.shell.persistence import QuorumSetup, to_core_state, to_record
-from kraftd.shell.transport import KafkaServer, PeerConnection
+from kraftd.shell.raft.persistence import QuorumSetup, to_core_state, to_record
 from kraftd.storage import fsio
 from kraftd.storage.errors import LogIOError
 from kraftd.storage.layout import open_node_storage, partition_dir
@@ -288,7 +288,7 @@ def test_persist_happens_before_send_and_a_failed_persist_sends_nothing(tmp_path
 def test_end_quorum_epoch_opens_the_connection_to_a_preferred_successor_before_any_request(
     tmp_path: Path,
 ) -> None:
-    """kraftd.shell.membership contract 4: told by leader 2 that it resigns, node 1 connects to voter 3 (the
+    """kraftd.shell.net.membership contract 4: told by leader 2 that it resigns, node 1 connects to voter 3 (the
     first preferred successor) at once, not when its first Vote or Fetch needs it. Node 1 is second of two, so
     it waits (election backoff max / 2 = 5 s here) before its own pre-votes: nothing else uses that
     connection in the meantime. Before contract 4 no connection was made until a request needed it."""
@@ -307,7 +307,7 @@ def test_end_quorum_epoch_opens_the_connection_to_a_preferred_successor_before_a
         raise KraftError("the stand-in for voter 3 answers nothing")
 
     async def run() -> tuple[int, list[int]]:
-        peer3 = KafkaServer(record, handlers.supported_versions(), port=ports[2])
+        peer3 = KafkaServer(record, table.supported_versions(), port=ports[2])
         await peer3.start()
         node = ControllerNode(load_config(cfg), seed=1)
         await node.start()

@@ -19,7 +19,7 @@ import pytest
 
 from generated.kraftd_append_request import KraftdAppendRequest, Record
 from kraftd.config import load_config
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.net.transport import PeerConnection
 from kraftd.storage.uuids import random_uuid, uuid_to_str
 from kwire.errors import ErrorCode
 from tests.daemon.cluster import KRAFTD, Cluster, free_ports

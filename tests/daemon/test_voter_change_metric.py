@@ -6,8 +6,8 @@ from __future__ import annotations
 from types import SimpleNamespace
 from typing import Any
 
-from kraftd.shell.metrics import raft_values
-from kraftd.shell.observe import NodeObserver
+from kraftd.shell.observe.metrics import raft_values
+from kraftd.shell.observe.observer import NodeObserver
 from tests.core.test_add_voter import add_request, ask, caught_up, leader
 
 

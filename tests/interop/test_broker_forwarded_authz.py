@@ -44,6 +44,11 @@ def cluster(
     try:
         admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, request_timeout_ms=30000)
         admin.create_topics({t: {"num_partitions": 1, "replication_factor": 1} for t in TOPICS})
+        # The broker learns the topics from the metadata log after they commit: wait, so that a test's "before"
+        # state is not read from a broker still behind (seen under load: 'parts' with 0 partitions).
+        deadline = time.monotonic() + 60
+        while not set(TOPICS) <= set(admin.list_topics()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         admin.close()
         yield c
     finally:

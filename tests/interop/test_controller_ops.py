@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 from generated.api_versions_request import ApiVersionsRequest
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.net.transport import PeerConnection
 from tests.interop.kafka import MixedQuorum, run_tool
 from tests.interop.test_kafka_broker import _broker, _wait_log
 

@@ -1,5 +1,5 @@
 """Kafka's kafka-configs (ConfigCommand) with ``--bootstrap-controller`` against kraftd: alter, then describe from
-every controller (DescribeConfigs, 32, linearizable by default: kraftd.shell.reads).
+every controller (DescribeConfigs, 32, linearizable by default: kraftd.shell.raft.reads).
 
 Kafka's admin client refuses topic configs at ``--bootstrap-controller`` on its own side (UnsupportedEndpointType),
 so the tool covers brokers, the broker default and broker-loggers; topic configs are covered by the chaos

@@ -108,7 +108,7 @@ APIS: dict[str, tuple[int, str, str, list[str]]] = {
     "UnregisterBroker": (64, "0", "0+", ["broker", "controller"]),
     "AssignReplicasToDirs": (73, "0", "0+", ["controller"]),
     "ControllerRegistration": (70, "0", "0+", ["controller"]),
-    # Security metadata writes a broker forwards (kraftd.shell.controller_security), same jar.
+    # Security metadata writes a broker forwards (kraftd.shell.controller.security_admin), same jar.
     "DescribeAcls": (29, "1-3", "2+", ["broker", "controller"]),
     "CreateAcls": (30, "1-3", "2+", ["broker", "controller"]),
     "DeleteAcls": (31, "1-3", "2+", ["broker", "controller"]),

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 from kraftd.config import config_from_properties
-from kraftd.shell.wiring import quorum_config
+from kraftd.shell.net.wiring import quorum_config
 from kwire.client import KafkaClient
 from kwire.version import VERSION
 

@@ -13,7 +13,8 @@ from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.vote_request import VoteRequest
 from kraftd.config import config_from_properties
-from kraftd.shell.handlers import denied_response
+from kraftd.shell.apis.handlers import denied_response
+from kraftd.shell.apis.table import RULE_BOOK
 from kwire.authz import AclAuthorizer, AclEntry, parse_super_users
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode
@@ -32,7 +33,7 @@ async def handler(header, request, info):
 def test_super_users_pass_and_others_get_cluster_authorization_failed(caplog) -> None:
     caplog.set_level(logging.WARNING, logger="kwire.server")
     sasl = SaslServerConfig(("PLAIN",), JaasCredentials({"admin": "a", "alice": "b"}))
-    authz = AclAuthorizer(parse_super_users("User:admin;User:CN=ops"))
+    authz = AclAuthorizer(RULE_BOOK, parse_super_users("User:admin;User:CN=ops"))
 
     async def main() -> None:
         async with KafkaServer(handler, sasl=sasl, authorizer=authz, denied=denied_response) as srv:
@@ -50,7 +51,7 @@ def test_super_users_pass_and_others_get_cluster_authorization_failed(caplog) ->
 
 def test_acl_source_decides_for_non_super_users() -> None:
     reader = AclEntry("CLUSTER", "kafka-cluster", "LITERAL", "User:reader", "*", "DESCRIBE", True)
-    authz = AclAuthorizer(frozenset({"User:admin"}), lambda: [reader])
+    authz = AclAuthorizer(RULE_BOOK, frozenset({"User:admin"}), lambda: [reader])
     assert authz.authorize("User:reader", 55)  # DescribeQuorum: Describe on Cluster
     assert not authz.authorize("User:reader", 52)  # Vote: ClusterAction
     assert not authz.authorize("User:reader", 60)  # DescribeCluster on a controller: Alter
@@ -66,7 +67,7 @@ def test_tls_certificate_subject_is_the_principal(tmp_path: Path) -> None:
         truststore_location=str(pki.ca_pem),
         client_auth="required",
     )
-    authz = AclAuthorizer(parse_super_users("User:CN=ops"))
+    authz = AclAuthorizer(RULE_BOOK, parse_super_users("User:CN=ops"))
 
     async def main() -> tuple[int, int]:
         async with KafkaServer(

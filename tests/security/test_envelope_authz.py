@@ -1,5 +1,5 @@
 """Requests forwarded inside an Envelope are authorized with the forwarded principal, as Kafka's ControllerApis
-re-dispatches them (kraftd.shell.routing contract 11, kwire.authz contracts 4, 6, 7), on one in-process kraftd
+re-dispatches them (kraftd.shell.apis.routing contract 11, kwire.authz contracts 4, 6, 7), on one in-process kraftd
 controller with ``allow.everyone.if.no.acl.found=false`` and ``User:ANONYMOUS`` (the test's broker) a super user.
 
 A refused request answers exactly as the same request sent directly (TOPIC_AUTHORIZATION_FAILED per topic,
@@ -29,6 +29,7 @@ from generated.incremental_alter_configs_request import (
 )
 from kraftd.config import load_config
 from kraftd.controller import acls
+from kraftd.shell.apis.table import RULE_BOOK
 from kraftd.shell.node import ControllerNode
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode
@@ -157,18 +158,20 @@ def test_forwarded_token_requests_follow_kafkas_controller_rules() -> None:
     CREATE_TOKENS on that user (refused: DELEGATION_TOKEN_AUTHORIZATION_FAILED); sent directly, ALTER on the
     cluster (contract 5)."""
     from generated.create_delegation_token_request import CreateDelegationTokenRequest
-    from kraftd.shell.handlers import denied_response
+    from kraftd.shell.apis.handlers import denied_response
     from kwire.authz import AclAuthorizer, AclEntry
 
     own = CreateDelegationTokenRequest(owner_principal_type=None, owner_principal_name=None)
     for_bob = CreateDelegationTokenRequest(owner_principal_type="User", owner_principal_name="bob")
-    nobody = AclAuthorizer(frozenset())
+    nobody = AclAuthorizer(RULE_BOOK, frozenset())
     assert nobody.authorize("User:alice", 38, "h", own, forwarded=True)
     assert nobody.authorize("User:alice", 39, "h", None, forwarded=True)
     assert not nobody.authorize("User:alice", 38, "h", own)  # direct
     assert not nobody.authorize("User:alice", 38, "h", for_bob, forwarded=True)
     may = AclEntry("USER", "User:bob", "LITERAL", "User:alice", "*", "CREATE_TOKENS", True)
-    assert AclAuthorizer(frozenset(), lambda: [may]).authorize("User:alice", 38, "h", for_bob, forwarded=True)
+    assert AclAuthorizer(RULE_BOOK, frozenset(), lambda: [may]).authorize(
+        "User:alice", 38, "h", for_bob, forwarded=True
+    )
     refused = denied_response(38, for_bob, 3)
     assert refused.error_code == ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
     assert (refused.principal_type, refused.principal_name) == ("User", "bob")
@@ -177,7 +180,7 @@ def test_forwarded_token_requests_follow_kafkas_controller_rules() -> None:
 def test_config_resources_are_checked_on_what_they_name() -> None:
     """kwire.authz contract 4 (ControllerApis authorizeAlterResource): a topic or group config resource needs
     ALTER_CONFIGS on that topic or group, refused with TOPIC_ / GROUP_AUTHORIZATION_FAILED; others the cluster."""
-    from kraftd.shell.handlers import denied_response
+    from kraftd.shell.apis.handlers import denied_response
     from kwire.authz import AclAuthorizer, AclEntry
 
     def resource(rtype: int, name: str) -> AlterConfigsResource:
@@ -187,7 +190,9 @@ def test_config_resources_are_checked_on_what_they_name() -> None:
         resources=[resource(2, "t"), resource(32, "g"), resource(BROKER_RESOURCE, ""), resource(16, "m")]
     )
     on_group = AclEntry("GROUP", "g", "LITERAL", "User:alice", "*", "ALTER_CONFIGS", True)
-    assert AclAuthorizer(frozenset(), lambda: [on_group]).denied_entries("User:alice", 44, "h", req) == {
+    assert AclAuthorizer(RULE_BOOK, frozenset(), lambda: [on_group]).denied_entries(
+        "User:alice", 44, "h", req
+    ) == {
         0,
         2,
         3,
@@ -202,29 +207,31 @@ def test_config_resources_are_checked_on_what_they_name() -> None:
 
 
 def test_every_forwarded_api_is_served_has_a_rule_and_a_refusal() -> None:
-    """kraftd.shell.routing contract 11: the 20 APIs a 4.3.1 broker forwards are served at the listener's
+    """kraftd.shell.apis.routing contract 11: the 20 APIs a 4.3.1 broker forwards are served at the listener's
     versions, each has an authorization rule and a refusal that encodes; nothing else is taken from an Envelope."""
     from generated.messages import API_SPECS
-    from kraftd.shell import handlers, routing
-    from kwire.authz import FORWARDED_RULES, required_checks
+    from kraftd.shell.apis import handlers, routing, table
+    from kraftd.shell.apis.table import FORWARDED_RULES
+    from kwire.authz import required_checks
     from kwire.headers import encode_response
 
-    assert len(routing.FORWARDED) == 20 and routing.FORWARDED.keys() <= handlers.supported_versions().keys()
-    assert routing._FORWARDABLE == {k: handlers.supported_versions()[k] for k in routing.FORWARDED}
+    assert len(routing.FORWARDED) == 20 and routing.FORWARDED.keys() <= table.supported_versions().keys()
+    assert routing._FORWARDABLE == {k: table.supported_versions()[k] for k in routing.FORWARDED}
     assert {29, 52, 58, 62, 67}.isdisjoint(routing.FORWARDED)  # DescribeAcls, Vote, Envelope, ...
     for key in routing.FORWARDED:
         request = API_SPECS[key].request()
         if key in FORWARDED_RULES and key not in (38, 39, 40):
-            assert required_checks(key, request, "User:alice", forwarded=True) == required_checks(
-                key, request
+            assert required_checks(RULE_BOOK, key, request, "User:alice", forwarded=True) == required_checks(
+                RULE_BOOK, key, request
             )
-        low, high = handlers.supported_versions()[key]
+        low, high = table.supported_versions()[key]
         assert encode_response(key, high, 1, handlers.denied_response(key, request, high)), key
 
 
 def test_every_served_api_has_its_rule_in_the_table() -> None:
     """kwire.authz contract 4: RULES names every API the controller listener serves (none falls to a default)."""
-    from kraftd.shell import handlers
-    from kwire.authz import RULES, UNAUTHORIZED_FREE
+    from kraftd.shell.apis import table
+    from kraftd.shell.apis.table import RULES
+    from kwire.authz import UNAUTHORIZED_FREE
 
-    assert set(handlers.supported_versions()) - UNAUTHORIZED_FREE <= set(RULES)
+    assert set(table.supported_versions()) - UNAUTHORIZED_FREE <= set(RULES)

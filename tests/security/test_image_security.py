@@ -1,4 +1,4 @@
-"""The controller listener's image-backed security (kraftd.shell.image_security, kwire.authz): SCRAM credentials
+"""The controller listener's image-backed security (kraftd.shell.controller.image_security, kwire.authz): SCRAM credentials
 from UserScramCredentialRecords, ACL evaluation of AccessControlEntryRecords with Kafka's semantics, and the
 operation each controller API requires."""
 
@@ -23,8 +23,9 @@ from generated.user_scram_credential_record import UserScramCredentialRecord
 from kraftd.controller import acls, scram
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
-from kraftd.shell.denials import denied
-from kraftd.shell.image_security import ImageAcls, ImageCredentials
+from kraftd.shell.apis.denials import denied
+from kraftd.shell.apis.table import RULE_BOOK
+from kraftd.shell.controller.image_security import ImageAcls, ImageCredentials
 from kwire.authz import AclAuthorizer, AclEntry, evaluate, required_checks
 from kwire.errors import ErrorCode
 from kwire.sasl import (
@@ -114,7 +115,7 @@ def test_authorizer_maps_controller_apis_to_kafka_operations() -> None:
         "ALTER_CONFIGS": [49],
     }
     for op, keys in cluster_ops.items():
-        authz = AclAuthorizer(frozenset(), lambda op=op: [entry(op=op)])
+        authz = AclAuthorizer(RULE_BOOK, frozenset(), lambda op=op: [entry(op=op)])
         for key in keys:
             assert authz.authorize("User:alice", key, "10.0.0.1"), (op, key)
             others = [k for o, ks in cluster_ops.items() if o != op for k in ks]
@@ -122,7 +123,7 @@ def test_authorizer_maps_controller_apis_to_kafka_operations() -> None:
             if op == "ALTER" and key in cluster_ops["DESCRIBE"]:
                 continue  # ALTER implies DESCRIBE
             assert not authz.authorize("User:alice", key, "10.0.0.1"), (op, key)
-    nobody = AclAuthorizer(frozenset({"User:admin"}))
+    nobody = AclAuthorizer(RULE_BOOK, frozenset({"User:admin"}))
     assert all(nobody.authorize("User:x", k) for k in (18, 17, 36, 3))
     assert not nobody.authorize("User:x", 55)
     assert nobody.authorize("User:admin", 55)
@@ -130,27 +131,31 @@ def test_authorizer_maps_controller_apis_to_kafka_operations() -> None:
 
 def test_topic_requests_need_the_topic_or_the_cluster_operation() -> None:
     create = CreateTopicsRequest(topics=[CreatableTopic(name="a"), CreatableTopic(name="b")])
-    assert required_checks(19, create)[0] == (
+    assert required_checks(RULE_BOOK, 19, create)[0] == (
         ("CLUSTER", "kafka-cluster", "CREATE"),
         ("TOPIC", "a", "CREATE"),
     )
-    topic_a = AclAuthorizer(frozenset(), lambda: [entry(op="CREATE", name="a")])
+    topic_a = AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="CREATE", name="a")])
     assert not topic_a.authorize("User:alice", 19, "h", create)  # b is not covered
     assert topic_a.authorize("User:alice", 19, "h", CreateTopicsRequest(topics=[CreatableTopic(name="a")]))
-    assert AclAuthorizer(frozenset(), lambda: [entry(op="CREATE")]).authorize("User:alice", 19, "h", create)
+    assert AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="CREATE")]).authorize(
+        "User:alice", 19, "h", create
+    )
 
     parts = CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="a")])
-    assert not AclAuthorizer(frozenset(), lambda: [entry(op="ALL")]).authorize("User:alice", 37, "h", parts)
-    assert AclAuthorizer(frozenset(), lambda: [entry(op="ALTER", name="a")]).authorize(
+    assert not AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="ALL")]).authorize(
+        "User:alice", 37, "h", parts
+    )
+    assert AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="ALTER", name="a")]).authorize(
         "User:alice", 37, "h", parts
     )
 
     by_id = DeleteTopicsRequest(topics=[DeleteTopicState(name=None, topic_id=uuid.uuid4())])
-    assert required_checks(20, by_id) == [(("CLUSTER", "kafka-cluster", "DELETE"),)]
+    assert required_checks(RULE_BOOK, 20, by_id) == [(("CLUSTER", "kafka-cluster", "DELETE"),)]
     configs = IncrementalAlterConfigsRequest(
         resources=[AlterConfigsResource(resource_type=2, resource_name="t"), AlterConfigsResource(4, "1")]
     )
-    assert required_checks(44, configs) == [
+    assert required_checks(RULE_BOOK, 44, configs) == [
         (("TOPIC", "t", "ALTER_CONFIGS"),),
         (("CLUSTER", "kafka-cluster", "ALTER_CONFIGS"),),
     ]
@@ -183,7 +188,7 @@ def test_denied_answers_carry_kafka_codes_per_entry() -> None:
 def test_image_acls_follow_committed_records() -> None:
     image = MetadataImage()
     source = ImageAcls(lambda: image)
-    authz = AclAuthorizer(frozenset(), source)
+    authz = AclAuthorizer(RULE_BOOK, frozenset(), source)
     assert not authz.authorize("User:alice", 55, "127.0.0.1")
     creation = AclCreation(
         resource_type=acls.CLUSTER,
@@ -256,14 +261,14 @@ def test_scram_credentials_come_from_the_image(mechanism: str, code: int) -> Non
 
 def test_every_served_api_has_a_denied_answer_that_encodes_at_every_version() -> None:
     from generated.messages import API_SPECS
-    from kraftd.shell import handlers
+    from kraftd.shell.apis import handlers, table
     from kwire.authz import UNAUTHORIZED_FREE
     from kwire.headers import encode_response
 
     create = CreateTopicsRequest(topics=[CreatableTopic(name="a")])
     elect = ElectLeadersRequest(topic_partitions=[ElectTopic(topic="t", partitions=[0, 1])])
     samples = {19: create, 37: CreatePartitionsRequest(topics=[CreatePartitionsTopic(name="a")]), 43: elect}
-    for key, (low, high) in handlers.supported_versions().items():
+    for key, (low, high) in table.supported_versions().items():
         if key in UNAUTHORIZED_FREE:
             continue
         request = samples.get(key, API_SPECS[key].request())

@@ -215,7 +215,7 @@ def test_scram_user_from_the_image_logs_in_and_acls_decide(cluster: Cluster) -> 
 
 
 def test_a_token_created_over_sasl_is_owned_by_the_sasl_user(cluster: Cluster) -> None:
-    """kwire.server contract 9 / kraftd.shell.controller_security 3: sent straight to the controller (no
+    """kwire.server contract 9 / kraftd.shell.controller.security_admin 3: sent straight to the controller (no
     Envelope), the token's owner and requester are the authenticated user, not User:ANONYMOUS."""
     req = CreateDelegationTokenRequest(
         owner_principal_type=None, owner_principal_name=None, max_lifetime_ms=-1

@@ -1,4 +1,4 @@
-"""kwire.authz contract 4a, kraftd.shell.denials contract 2, kwire.server contract 8: topic and config requests
+"""kwire.authz contract 4a, kraftd.shell.apis.denials contract 2, kwire.server contract 8: topic and config requests
 are authorized per entry, as Kafka's ControllerApis does. The authorized entries reach the handler; the refused
 ones are answered TOPIC_AUTHORIZATION_FAILED (CLUSTER_AUTHORIZATION_FAILED for a cluster resource) in the same
 response."""
@@ -14,7 +14,8 @@ from generated.create_topics_response import CreatableTopicResult, CreateTopicsR
 from generated.delete_topics_request import DeleteTopicsRequest, DeleteTopicState
 from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from generated.metadata_request import MetadataRequest
-from kraftd.shell import denials
+from kraftd.shell.apis import denials
+from kraftd.shell.apis.table import RULE_BOOK
 from kwire.authz import AclAuthorizer
 from kwire.errors import ErrorCode
 from kwire.framing import FrameDecoder, encode_frame
@@ -31,10 +32,13 @@ def _create(*names: str) -> CreateTopicsRequest:
 
 
 def test_denied_entries_name_each_refused_entry_in_request_order() -> None:
-    only_b = AclAuthorizer(frozenset(), lambda: [entry(op="CREATE", name="b")])
+    only_b = AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="CREATE", name="b")])
     assert only_b.denied_entries(ALICE, 19, "h", _create("a", "b", "c")) == {0, 2}
-    assert AclAuthorizer(frozenset({ALICE})).denied_entries(ALICE, 19, "h", _create("a")) == frozenset()
-    cluster_create = AclAuthorizer(frozenset(), lambda: [entry(op="CREATE")])
+    assert (
+        AclAuthorizer(RULE_BOOK, frozenset({ALICE})).denied_entries(ALICE, 19, "h", _create("a"))
+        == frozenset()
+    )
+    cluster_create = AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="CREATE")])
     assert cluster_create.denied_entries(ALICE, 19, "h", _create("a", "b")) == frozenset()
     # DeleteTopics: the names first, then the name/id pairs; an id alone needs DELETE on the cluster.
     delete = DeleteTopicsRequest(
@@ -44,12 +48,12 @@ def test_denied_entries_name_each_refused_entry_in_request_order() -> None:
             DeleteTopicState(name=None, topic_id=uuid.uuid4()),
         ],
     )
-    on_y = AclAuthorizer(frozenset(), lambda: [entry(op="DELETE", name="y")])
+    on_y = AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="DELETE", name="y")])
     assert on_y.denied_entries(ALICE, 20, "h", delete) == {0, 2}
     configs = DescribeConfigsRequest(
         resources=[DescribeConfigsResource(2, "t", None), DescribeConfigsResource(4, "", None)]
     )
-    on_t = AclAuthorizer(frozenset(), lambda: [entry(op="DESCRIBE_CONFIGS", name="t")])
+    on_t = AclAuthorizer(RULE_BOOK, frozenset(), lambda: [entry(op="DESCRIBE_CONFIGS", name="t")])
     assert on_t.denied_entries(ALICE, 32, "h", configs) == {1}
     assert on_t.denied_entries(ALICE, 3, "h", MetadataRequest(topics=[])) is None  # not decided per entry
 
@@ -81,7 +85,7 @@ def test_listener_serves_the_authorized_topics_and_refuses_the_rest() -> None:
         return CreateTopicsResponse(topics=[CreatableTopicResult(name=t.name) for t in request.topics])
 
     authorizer = AclAuthorizer(
-        frozenset(), lambda: [entry(principal="User:ANONYMOUS", op="CREATE", name="ok")]
+        RULE_BOOK, frozenset(), lambda: [entry(principal="User:ANONYMOUS", op="CREATE", name="ok")]
     )
 
     async def main() -> tuple[Any, Any]:

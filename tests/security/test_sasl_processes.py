@@ -172,7 +172,7 @@ def test_wrong_password_fails_cleanly_and_the_node_stays_up(sasl_cluster) -> Non
 def test_plaintext_and_unauthenticated_clients_are_refused(sasl_cluster) -> None:
     cluster, _ = sasl_cluster
     cluster.wait_leader(60)
-    from kraftd.shell.transport import PeerConnection, PeerError
+    from kraftd.shell.net.transport import PeerConnection, PeerError
 
     async def main() -> None:
         plain = PeerConnection("127.0.0.1", cluster.ports[0], client_id="t", timeout_ms=3000)

@@ -177,7 +177,7 @@ def test_listener_prefixed_ssl_keys_win_over_bare_ones(pki: Pki) -> None:
 
 
 def test_unusable_keystore_is_a_one_line_config_error(tmp_path: Path) -> None:
-    from kraftd.shell.wiring import tls_contexts
+    from kraftd.shell.net.wiring import tls_contexts
 
     bad = tmp_path / "bad.pem"
     bad.write_text("not a pem file")

@@ -1,5 +1,5 @@
 """What an operator sees of the core: role transitions with their reason, elections and their outcome,
-high-watermark progress, truncation; and the windowed raft measures behind kraftd.shell.metrics.
+high-watermark progress, truncation; and the windowed raft measures behind kraftd.shell.observe.metrics.
 
 Contracts:
 1. :meth:`NodeObserver.step` is called once per core step with the role snapshot taken before it, the event

@@ -13,7 +13,7 @@ Contracts:
    requests and a latency histogram; ApiVersions is answered inside kwire's server and is not counted.
    Socket-server metrics count bytes in and out and open connections of the controller listener.
 4. Every registry is per node (two nodes in one process do not mix), plus the process collector.
-5. Kafka's controller metrics: kraftd.shell.controller_metrics, kept only while the endpoint serves.
+5. Kafka's controller metrics: kraftd.shell.observe.controller_metrics, kept only while the endpoint serves.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
@@ -32,13 +32,25 @@ from generated.messages import API_SPECS
 from kraftd.config import Endpoint
 from kraftd.core.states import Leader, Unattached
 from kraftd.core.types import Role
-from kraftd.shell.clock import now_ms as node_clock
-from kraftd.shell.controller_metrics import ControllerCollector, ControllerMetrics
-from kraftd.shell.looplag import LoopLagCollector
-from kraftd.shell.transport import ListenError
+from kraftd.shell.net.transport import ListenError
+from kraftd.shell.observe.controller_metrics import (
+    ControllerCollector,
+    ControllerMetrics,
+    ControllerMetricsPort,
+)
+from kraftd.shell.observe.looplag import LoopLagCollector, LoopLagProbe
+from kraftd.shell.raft.clock import now_ms as node_clock
+from kwire.server import KafkaServer
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class MetricsPort(ControllerMetricsPort, Protocol):
+    """What the metrics read of the node (everything an operator's dashboard shows)."""
+
+    server: KafkaServer
+    lag: LoopLagProbe
+    metrics: NodeMetrics
+    metrics_port: int | None
+
 
 log = logging.getLogger("kraftd.node")
 RAFT = "kafka_server_raft_metrics_"
@@ -48,7 +60,7 @@ STATES = ("leader", "candidate", "prospective", "voted", "follower", "unattached
 Handler = Callable[[Any, Any, Any], Awaitable[Any]]
 
 
-def current_state(node: ControllerNode) -> str:
+def current_state(node: MetricsPort) -> str:
     """Kafka's QuorumState names: a non-voter following is an observer; an unattached voter that voted is
     'voted'."""
     core = node.core
@@ -59,7 +71,7 @@ def current_state(node: ControllerNode) -> str:
     return core.role.value
 
 
-def raft_values(node: ControllerNode) -> dict[str, float]:
+def raft_values(node: MetricsPort) -> dict[str, float]:
     core, m = node.core, node.observer.measures
     d = core.data
     observers = sum(1 for rid in d.replicas if not core.voters.has_id(rid)) if isinstance(d, Leader) else 0
@@ -88,7 +100,7 @@ def raft_values(node: ControllerNode) -> dict[str, float]:
 class RaftCollector(Collector):
     """Contracts 1-2 (and the socket-server totals, read the same way)."""
 
-    def __init__(self, node: ControllerNode, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, node: MetricsPort, loop: asyncio.AbstractEventLoop) -> None:
         self.node = node
         self.loop = loop
 
@@ -167,7 +179,7 @@ class NodeMetrics:
 
         return timed
 
-    def serve(self, node: ControllerNode, host: str, port: int) -> int:
+    def serve(self, node: MetricsPort, host: str, port: int) -> int:
         """Start the HTTP endpoint; returns the bound port (``port`` 0 picks a free one)."""
         loop = asyncio.get_running_loop()
         self.registry.register(RaftCollector(node, loop))
@@ -187,7 +199,7 @@ class NodeMetrics:
             self._http = None
 
 
-async def start_listening(node: ControllerNode, bind: Endpoint) -> None:
+async def start_listening(node: MetricsPort, bind: Endpoint) -> None:
     """Open the controller listener, then the metrics endpoint when ``metrics.port`` >= 0; a port that cannot
     be bound is a :class:`ListenError` (one line for the operator, no traceback)."""
     try:

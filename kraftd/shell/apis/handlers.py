@@ -1,8 +1,8 @@
 """Answers the shell gives itself (not the core): ApiVersions, DescribeQuorum, DescribeCluster, Metadata.
 
 Contracts:
-1. The server (kwire.server) answers ApiVersions from :func:`supported_versions`: exactly the APIs of
-   :data:`SERVED` at their full generated ranges.
+1. The server (kwire.server) answers ApiVersions from kraftd.shell.apis.table.supported_versions: exactly the
+   APIs of the table at their full generated ranges.
 2. DescribeQuorum is answered by the leader; elsewhere the partition carries NOT_LEADER_OR_FOLLOWER (top-level
    NONE), as Kafka's controllers answer. A topic/partition other than ``__cluster_metadata``-0 gets
    UNKNOWN_TOPIC_OR_PARTITION. Nodes (v2) carry every voter's known listeners. Below v2 the answer (ours or
@@ -17,7 +17,7 @@ Contracts:
    each requested topic gets UNKNOWN_TOPIC_OR_PARTITION.
 5. With an authorizer (``authorizer.class.name``), a refused request gets :func:`denied_response`: the Raft
    RPCs their error response with CLUSTER_AUTHORIZATION_FAILED, DescribeQuorum/DescribeCluster that top-level
-   error code, every other API the answer of kraftd.shell.denials.
+   error code, every other API the answer of kraftd.shell.apis.denials.
 """
 
 from __future__ import annotations
@@ -29,68 +29,18 @@ from generated import describe_quorum_response as dq
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_cluster_response import DescribeClusterBroker, DescribeClusterResponse
 from generated.describe_quorum_request import DescribeQuorumRequest
-from generated.messages import API_SPECS
+from generated.messages import ApiKey
 from generated.metadata_request import MetadataRequest
 from generated.metadata_response import MetadataResponse, MetadataResponseBroker, MetadataResponseTopic
 from kraftd.config import Endpoint
 from kraftd.core import messages as core_messages
 from kraftd.core.client import QuorumInfo, ReplicaInfo
 from kraftd.core.types import METADATA_PARTITION, METADATA_TOPIC
-from kraftd.shell import controller_admin, controller_ops, controller_rpcs, controller_security, denials
+from kraftd.shell.apis import denials, table
 from kwire.errors import ErrorCode
 
-API_VERSIONS, METADATA, FETCH = 18, 3, 1
-VOTE, BEGIN_QUORUM, END_QUORUM, DESCRIBE_QUORUM, DESCRIBE_CLUSTER = 52, 53, 54, 55, 60
-FETCH_SNAPSHOT, ADD_RAFT_VOTER, REMOVE_RAFT_VOTER, UPDATE_RAFT_VOTER = 59, 80, 81, 82
-# Metadata state machine RPCs, as the modules that answer them list them (controller_rpcs: broker and controller
-# lifecycle; controller_admin: topics, configs, features; controller_ops: operator RPCs;
-# controller_security: ACL, quota, SCRAM and delegation-token writes).
-CONTROLLER_RPCS = (
-    *controller_rpcs.APIS,
-    *controller_admin.APIS,
-    *controller_ops.APIS,
-    *controller_security.APIS,
-)
-KRAFTD_APPEND = 651  # kraftd's own RPC, answered by kraftd.shell.admin
-READ_OFFSET = 650  # KIP-650, kraftd's key: answered by the core (kraftd.core.reads)
-DESCRIBE_CONFIGS = 32  # answered by kraftd.shell.reads
-ENVELOPE = 58  # answered by kraftd.shell.routing (its contract 11)
-SERVED: tuple[int, ...] = (
-    *CONTROLLER_RPCS,
-    FETCH,
-    METADATA,
-    API_VERSIONS,
-    VOTE,
-    BEGIN_QUORUM,
-    END_QUORUM,
-    DESCRIBE_QUORUM,
-    DESCRIBE_CLUSTER,
-    FETCH_SNAPSHOT,
-    ADD_RAFT_VOTER,
-    REMOVE_RAFT_VOTER,
-    UPDATE_RAFT_VOTER,
-    KRAFTD_APPEND,
-    READ_OFFSET,
-    DESCRIBE_CONFIGS,
-    ENVELOPE,
-)
-CORE_APIS = frozenset(
-    {
-        FETCH,
-        VOTE,
-        BEGIN_QUORUM,
-        END_QUORUM,
-        FETCH_SNAPSHOT,
-        ADD_RAFT_VOTER,
-        REMOVE_RAFT_VOTER,
-        UPDATE_RAFT_VOTER,
-        READ_OFFSET,
-    }
-)
-
-
-def supported_versions() -> dict[int, tuple[int, int]]:
-    return {k: (API_SPECS[k].lowest_version, API_SPECS[k].highest_version) for k in SERVED}
+# The Raft RPCs, answered by the core (kraftd.shell.apis.table, Part.CORE).
+CORE_APIS = frozenset(k for k, a in table.TABLE.items() if a.part is table.Part.CORE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,7 +172,7 @@ def metadata_response(req: MetadataRequest, view: ClusterView) -> MetadataRespon
 
 
 def describe_cluster_failed(req: DescribeClusterRequest, code: int) -> DescribeClusterResponse:
-    """A read barrier failed (kraftd.shell.reads contract 1): the error, no nodes."""
+    """A read barrier failed (kraftd.shell.raft.reads contract 1): the error, no nodes."""
     return DescribeClusterResponse(
         error_code=code,
         error_message="no leader confirmed this read in time",
@@ -234,7 +184,7 @@ def describe_cluster_failed(req: DescribeClusterRequest, code: int) -> DescribeC
 
 
 def metadata_failed(req: MetadataRequest, view: ClusterView, code: int) -> MetadataResponse:
-    """A read barrier failed (kraftd.shell.reads contract 1): every requested topic carries the error; the
+    """A read barrier failed (kraftd.shell.raft.reads contract 1): every requested topic carries the error; the
     node list names only the controllers (where a client may retry), never brokers from the image."""
     brokers = [
         MetadataResponseBroker(node_id, eps[0].host, eps[0].port, None)
@@ -250,11 +200,11 @@ def metadata_failed(req: MetadataRequest, view: ClusterView, code: int) -> Metad
 def denied_response(api_key: int, request: object, version: int = -1) -> object:
     """Contract 5: the answer to a request the authorizer refused (CLUSTER_AUTHORIZATION_FAILED)."""
     code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
-    if api_key in CORE_APIS and api_key != UPDATE_RAFT_VOTER:
+    if api_key in CORE_APIS and api_key != ApiKey.UPDATE_RAFT_VOTER:
         return core_messages.error_response(request, code)
-    if api_key == DESCRIBE_QUORUM:
+    if api_key == ApiKey.DESCRIBE_QUORUM:
         # Kafka's DescribeQuorumRequest.getErrorResponse carries no message (its tool prints the default).
         return dq.DescribeQuorumResponse(error_code=code, error_message=None)
-    if api_key == DESCRIBE_CLUSTER:
+    if api_key == ApiKey.DESCRIBE_CLUSTER:
         return DescribeClusterResponse(error_code=code, error_message=code.message)
     return denials.denied(api_key, request, version)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client import Counter
 
@@ -42,16 +42,20 @@ from generated.describe_configs_response import (
 )
 from kraftd.controller import config_kinds as kinds
 from kraftd.core.effects import ReadResolved
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.net.transport import PeerConnection
+from kraftd.shell.observe.metrics import NodeMetrics
 from kwire.errors import ErrorCode
+from kwire.resources import ConfigResourceType as CR
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class ReadsPort(ControllerPort, Protocol):
+    metrics: NodeMetrics
+
 
 log = logging.getLogger("kraftd.reads")
 
-DESCRIBE_CONFIGS, READ_OFFSET = 32, 650
-TOPIC, BROKER, BROKER_LOGGER = 2, 4, 8
+TOPIC, BROKER, BROKER_LOGGER = int(CR.TOPIC), int(CR.BROKER), int(CR.BROKER_LOGGER)
 # ConfigSource codes (Kafka's DescribeConfigsResponse.ConfigSource).
 DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER = 1, 2, 3, 4
 LINEARIZABLE, STALE = "linearizable", "stale"
@@ -66,7 +70,7 @@ class ReadUnavailableError(Exception):
 
 
 class ReadBarriers:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ReadsPort) -> None:
         self.node = node
         self._waiting: dict[int, asyncio.Future[int]] = {}
         self._conns: dict[int, PeerConnection] = {}

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from kraftd.shell.logging_setup import RateLimiter
+from kraftd.shell.observe.logging_setup import RateLimiter
 from kwire.errors import ErrorCode
 
 log = logging.getLogger("kraftd.network")

@@ -4,7 +4,7 @@ Contracts:
 1. :meth:`LoopLagProbe.run` sleeps ``INTERVAL_S`` and records how much later than asked it woke up: the longest
    time the node's single event loop spent on something else (a step, a handler, a garbage collection) in that
    interval. Fetch answers, check-quorum and heartbeats all wait behind such a stall.
-2. Metrics (kraftd.shell.metrics, read from the HTTP thread without the loop, so they are there while the loop
+2. Metrics (kraftd.shell.observe.metrics, read from the HTTP thread without the loop, so they are there while the loop
    is stalled): ``kafka_server_event_loop_metrics_max_lag_ms`` and ``..._avg_lag_ms`` over the last 30 s of
    samples, and ``kafka_server_event_loop_metrics_stalls_total``, the wake-ups later than the threshold.
 3. A wake-up later than ``WARN_MS`` is logged at WARNING once, with its length (kraftd.node logger).

@@ -17,15 +17,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kraftd.controller import acls as acl_codes
 from kraftd.controller.image import MetadataImage
+from kraftd.shell.apis.table import RULE_BOOK
+from kraftd.shell.controller.glue import ControllerPort
 from kwire.authz import AclAuthorizer, AclEntry
 from kwire.sasl import JaasCredentials, SaslServerConfig, ScramCredential
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
 
 SCRAM_CODES = {"SCRAM-SHA-256": 1, "SCRAM-SHA-512": 2}
 
@@ -89,7 +88,7 @@ class ImageAcls:
 
 
 def listener_security(
-    node: ControllerNode, sasl: SaslServerConfig | None
+    node: ControllerPort, sasl: SaslServerConfig | None
 ) -> tuple[SaslServerConfig | None, AclAuthorizer | None]:
     """The node's listener SASL settings with :class:`ImageCredentials`, and its authorizer over
     :class:`ImageAcls` (None without ``authorizer.class.name``)."""
@@ -103,4 +102,4 @@ def listener_security(
     sec = node.config.security
     if not sec.authorizer_class:
         return sasl, None
-    return sasl, AclAuthorizer(sec.super_users, ImageAcls(committed), sec.allow_if_no_acl)
+    return sasl, AclAuthorizer(RULE_BOOK, sec.super_users, ImageAcls(committed), sec.allow_if_no_acl)

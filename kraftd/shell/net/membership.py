@@ -17,22 +17,16 @@ Contracts:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from generated.fetch_response import FetchResponse, NodeEndpoint
 from kraftd.config import Endpoint
-from kraftd.shell import wiring
-from kraftd.shell.transport import PeerConnection
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+from kraftd.shell.net import wiring
+from kraftd.shell.net.transport import PeerConnection
+from kraftd.shell.raft.port import RaftPort
 
 
-def bootstrap_ids(count: int) -> tuple[int, ...]:
-    return tuple(-(i + 2) for i in range(count))
-
-
-def _address(node: ControllerNode, dest: int) -> tuple[str, int] | None:
+def _address(node: RaftPort, dest: int) -> tuple[str, int] | None:
     core = node.core
     name = node.config.controller_listener_names[0]
     for eps in (core.probe_endpoints.get(dest, ()), core.voters.endpoints_of(dest)):
@@ -47,7 +41,7 @@ def _address(node: ControllerNode, dest: int) -> tuple[str, int] | None:
     return None
 
 
-def peer_for(node: ControllerNode, dest: int) -> PeerConnection | None:
+def peer_for(node: RaftPort, dest: int) -> PeerConnection | None:
     """Contracts 1-2."""
     where = _address(node, dest)
     peer = node.peers.get(dest)
@@ -62,7 +56,7 @@ def peer_for(node: ControllerNode, dest: int) -> PeerConnection | None:
     return peer
 
 
-def known_nodes(node: ControllerNode) -> dict[int, tuple[Endpoint, ...]]:
+def known_nodes(node: RaftPort) -> dict[int, tuple[Endpoint, ...]]:
     """The controllers DescribeCluster names: the voters of the newest voter set (so a controller added later
     appears, one removed disappears, and a node that started as an observer knows the leader), with the
     start-up endpoints for a voter whose listeners the voter set lacks."""
@@ -76,14 +70,14 @@ def known_nodes(node: ControllerNode) -> dict[int, tuple[Endpoint, ...]]:
     return nodes
 
 
-def learn(node: ControllerNode, resp: Any) -> None:
+def learn(node: RaftPort, resp: Any) -> None:
     """Remember the endpoints a Fetch response advertised (contract 1)."""
     if isinstance(resp, FetchResponse):
         for e in resp.node_endpoints:
             node.learned_endpoints[e.node_id] = (e.host, e.port)
 
 
-def advertise_leader(node: ControllerNode, version: int, resp: Any) -> None:
+def advertise_leader(node: RaftPort, version: int, resp: Any) -> None:
     """Contract 3."""
     if not isinstance(resp, FetchResponse) or version < 16 or resp.node_endpoints:
         return
@@ -99,7 +93,7 @@ def advertise_leader(node: ControllerNode, version: int, resp: Any) -> None:
         resp.node_endpoints = [NodeEndpoint(node_id=leader, host=addr[0], port=addr[1], rack=None)]
 
 
-def warm(node: ControllerNode, targets: list[int]) -> None:
+def warm(node: RaftPort, targets: list[int]) -> None:
     """Contract 4: open the connection to each voter in ``targets`` (not ourselves) that has none."""
     for dest in targets:
         if dest == node.config.node_id or not node.core.voters.has_id(dest):

@@ -4,10 +4,10 @@ AssignReplicasToDirs (73), plus the periodic duties of the active controller.
 
 Contracts:
 1. Every answer is computed from the state machine's latest image and, when it carries records, given only
-   after those records commit (kraftd.shell.controller_glue contract 3); a node that is not the active
+   after those records commit (kraftd.shell.controller.glue contract 3); a node that is not the active
    controller answers NOT_CONTROLLER, as Kafka's controller does, and the broker looks for the new leader.
 2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3), in
-   bounded writes (kraftd.shell.fencing).
+   bounded writes (kraftd.shell.controller.fencing).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
    leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
@@ -42,40 +42,31 @@ from generated.controller_registration_request import ControllerRegistrationRequ
 from generated.controller_registration_request import Feature as CtlFeature
 from generated.controller_registration_request import Listener as CtlListener
 from generated.controller_registration_response import ControllerRegistrationResponse
-from generated.register_controller_record import (
-    ControllerEndpoint,
-    ControllerFeature,
-    RegisterControllerRecord,
-)
+from generated.messages import ApiKey
 from generated.unregister_broker_request import UnregisterBrokerRequest
 from generated.unregister_broker_response import UnregisterBrokerResponse
-from kraftd.controller import broker_dirs, brokers, partitions
+from kraftd.controller import broker_dirs, brokers, controller_registration, partitions
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
 from kraftd.security import PROTOCOLS
-from kraftd.shell import fencing
-from kraftd.shell.transport import PeerConnection, PeerError
+from kraftd.shell.controller import fencing
+from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.net.transport import PeerConnection, PeerError
+from kraftd.shell.observe.metrics import NodeMetrics
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class BrokerRpcsPort(ControllerPort, Protocol):
+    metrics: NodeMetrics
+
+    @property
+    def port(self) -> int: ...
+
 
 log = logging.getLogger("kraftd.controller")
 
-BROKER_REGISTRATION, BROKER_HEARTBEAT, CONTROLLER_REGISTRATION, ALLOCATE_PRODUCER_IDS = 62, 63, 70, 67
-ALTER_PARTITION, UNREGISTER_BROKER, ASSIGN_REPLICAS_TO_DIRS = 56, 64, 73
-APIS: tuple[int, ...] = (
-    UNREGISTER_BROKER,
-    ASSIGN_REPLICAS_TO_DIRS,
-    BROKER_REGISTRATION,
-    BROKER_HEARTBEAT,
-    CONTROLLER_REGISTRATION,
-    ALLOCATE_PRODUCER_IDS,
-    ALTER_PARTITION,
-)
-
 
 class ControllerRpcs:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: BrokerRpcsPort) -> None:
         self.node = node
         self.heartbeats = brokers.Heartbeats(node.config.broker_session_timeout_ms)
         self.incarnation_id = uuid.uuid4()
@@ -86,32 +77,30 @@ class ControllerRpcs:
         return self.node.controller.machine
 
     def now_ms(self) -> int:
-        from kraftd.shell.clock import now_ms
+        from kraftd.shell.raft.clock import now_ms
 
         return now_ms()
 
     async def handle(self, api_key: int, body: Any, version: int = 0) -> Any:
-        if api_key == ALTER_PARTITION:
+        if api_key == ApiKey.ALTER_PARTITION:
             return await self._alter_partition(body, version)
-        if api_key == BROKER_REGISTRATION:
+        if api_key == ApiKey.BROKER_REGISTRATION:
             return await self._register_broker(body)
-        if api_key == BROKER_HEARTBEAT:
+        if api_key == ApiKey.BROKER_HEARTBEAT:
             started = time.perf_counter()
             try:
                 return await self._heartbeat(body)
             finally:
                 self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
-        if api_key == ALLOCATE_PRODUCER_IDS:
+        if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
             return await self._allocate_producer_ids(body)
-        if api_key == UNREGISTER_BROKER:
+        if api_key == ApiKey.UNREGISTER_BROKER:
             return await self._unregister_broker(body)
-        if api_key == ASSIGN_REPLICAS_TO_DIRS:
+        if api_key == ApiKey.ASSIGN_REPLICAS_TO_DIRS:
             return await self._assign_replicas_to_dirs(body)
         return await self._register_controller(body)
 
     async def _unregister_broker(self, req: UnregisterBrokerRequest) -> UnregisterBrokerResponse:
-        if not self.machine.active:
-            return UnregisterBrokerResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, error, message = broker_dirs.unregister(self.machine.latest(), req.broker_id)
         error = error or await self.node.controller.try_write(records)
         if error:
@@ -123,8 +112,6 @@ class ControllerRpcs:
     async def _assign_replicas_to_dirs(
         self, req: AssignReplicasToDirsRequest
     ) -> AssignReplicasToDirsResponse:
-        if not self.machine.active:
-            return AssignReplicasToDirsResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, error, results = broker_dirs.assign_replicas_to_dirs(self.machine.latest(), req)
         error = error or await self.node.controller.try_write(records)
         if error:
@@ -147,8 +134,6 @@ class ControllerRpcs:
         )
 
     async def _register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
-        if not self.machine.active:
-            return BrokerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
         out = brokers.register(
             self.machine.latest(), req, self.node.cluster_id, self.heartbeats, self.now_ms()
         )
@@ -159,8 +144,6 @@ class ControllerRpcs:
         return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=out.broker_epoch)
 
     async def _heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
-        if not self.machine.active:
-            return BrokerHeartbeatResponse(error_code=ErrorCode.NOT_CONTROLLER)
         out = brokers.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
         error = out.error or await self.node.controller.try_write(out.records)
         if error:
@@ -177,8 +160,6 @@ class ControllerRpcs:
         )
 
     async def _alter_partition(self, req: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
-        if not self.machine.active:
-            return AlterPartitionResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, top, results = partitions.alter_partition(self.machine.latest(), req, version)
         error = top or await self.node.controller.try_write(records)
         if error:
@@ -203,8 +184,6 @@ class ControllerRpcs:
         )
 
     async def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
-        if not self.machine.active:
-            return AllocateProducerIdsResponse(error_code=ErrorCode.NOT_CONTROLLER)
         records, error, start = brokers.allocate_producer_ids(
             self.machine.latest(), req.broker_id, req.broker_epoch
         )
@@ -218,30 +197,10 @@ class ControllerRpcs:
     async def _register_controller(
         self, req: ControllerRegistrationRequest
     ) -> ControllerRegistrationResponse:
-        if not self.machine.active:
-            return ControllerRegistrationResponse(error_code=ErrorCode.NOT_CONTROLLER)
-        if self.machine.latest().metadata_version < MV_CONTROLLER_REGISTRATION:
-            return ControllerRegistrationResponse(error_code=ErrorCode.UNSUPPORTED_VERSION)
-        record = RegisterControllerRecord(
-            controller_id=req.controller_id,
-            incarnation_id=req.incarnation_id,
-            zk_migration_ready=req.zk_migration_ready,
-            end_points=[
-                ControllerEndpoint(
-                    name=e.name, host=e.host, port=e.port, security_protocol=e.security_protocol
-                )
-                for e in req.listeners
-            ],
-            features=[
-                ControllerFeature(
-                    name=f.name,
-                    min_supported_version=f.min_supported_version,
-                    max_supported_version=f.max_supported_version,
-                )
-                for f in req.features
-            ],
-        )
-        error = await self.node.controller.try_write([record])
+        records, error = controller_registration.register_controller(self.machine.latest(), req)
+        if error:
+            return ControllerRegistrationResponse(error_code=error)
+        error = await self.node.controller.try_write(records)
         return ControllerRegistrationResponse(error_code=error, error_message=None)
 
     # ---- periodic duties (contracts 2, 3) ---------------------------------------------------------------------

@@ -24,7 +24,7 @@ import asyncio
 import logging
 import socket
 import struct
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from generated import alter_client_quotas_response as acq
 from generated import create_acls_response as cra
@@ -37,29 +37,16 @@ from generated.alter_user_scram_credentials_response import (
 from generated.create_delegation_token_response import CreateDelegationTokenResponse
 from generated.default_principal_data import DefaultPrincipalData
 from generated.expire_delegation_token_response import ExpireDelegationTokenResponse
+from generated.messages import ApiKey
 from generated.renew_delegation_token_response import RenewDelegationTokenResponse
 from kraftd.controller import acls, quotas, scram, tokens
+from kraftd.shell.apis import not_controller
+from kraftd.shell.controller.glue import ControllerPort
 from kwire.errors import ErrorCode, KraftError
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
 
 log = logging.getLogger("kraftd.controller")
 
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS, ALTER_CLIENT_QUOTAS, ALTER_SCRAM = 29, 30, 31, 49, 51
-CREATE_TOKEN, RENEW_TOKEN, EXPIRE_TOKEN = 38, 39, 40
-APIS: tuple[int, ...] = (
-    DESCRIBE_ACLS,
-    CREATE_ACLS,
-    DELETE_ACLS,
-    ALTER_CLIENT_QUOTAS,
-    ALTER_SCRAM,
-    CREATE_TOKEN,
-    RENEW_TOKEN,
-    EXPIRE_TOKEN,
-)
 ANONYMOUS = "User:ANONYMOUS"
-NO_AUTHORIZER = "No Authorizer is configured."
 
 
 def forwarded_principal(data: bytes | None) -> str:
@@ -75,7 +62,7 @@ def forwarded_principal(data: bytes | None) -> str:
 
 
 class ControllerSecurity:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ControllerPort) -> None:
         self.node = node
 
     @property
@@ -87,7 +74,7 @@ class ControllerSecurity:
         return self.node.config.tokens
 
     def now_ms(self) -> int:
-        from kraftd.shell.clock import now_ms
+        from kraftd.shell.raft.clock import now_ms
 
         return now_ms()
 
@@ -95,26 +82,22 @@ class ControllerSecurity:
         return await self.node.controller.try_write(records)
 
     async def handle(self, api_key: int, body: Any, version: int, principal: str = ANONYMOUS) -> Any:
-        if api_key in (DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS):
+        if api_key in (ApiKey.DESCRIBE_ACLS, ApiKey.CREATE_ACLS, ApiKey.DELETE_ACLS):
             return await self._acls(api_key, body)
-        if api_key == ALTER_CLIENT_QUOTAS:
+        if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
             return await self._quotas(body)
-        if api_key == ALTER_SCRAM:
+        if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
             return await self._scram(body)
         return await self._tokens(api_key, body, principal)
 
     # ---- ACLs -------------------------------------------------------------------------------------------------
     async def _acls(self, api_key: int, req: Any) -> Any:
         enabled = self.node.config.security.authorizer_class is not None
-        if api_key == DESCRIBE_ACLS:
+        if api_key == ApiKey.DESCRIBE_ACLS:
             return self._describe_acls(req, enabled)
-        if api_key == CREATE_ACLS:
-            if not enabled or not self.machine.active:
-                code = ErrorCode.SECURITY_DISABLED if not enabled else ErrorCode.NOT_CONTROLLER
-                msg = NO_AUTHORIZER if not enabled else None
-                return cra.CreateAclsResponse(
-                    results=[cra.AclCreationResult(error_code=code, error_message=msg) for _ in req.creations]
-                )
+        if api_key == ApiKey.CREATE_ACLS:
+            if not enabled:
+                return not_controller.acl_refusal(ApiKey.CREATE_ACLS, req, enabled=False)
             records, results = acls.create_acls(self.machine.latest(), req.creations, self.node.rng)
             error = await self._write(records)
             if records and not error:
@@ -126,14 +109,8 @@ class ControllerSecurity:
                 ]
             )
         filters = [_filter(f) for f in req.filters]
-        if not enabled or not self.machine.active:
-            code = ErrorCode.SECURITY_DISABLED if not enabled else ErrorCode.NOT_CONTROLLER
-            msg = NO_AUTHORIZER if not enabled else None
-            return dla.DeleteAclsResponse(
-                filter_results=[
-                    dla.DeleteAclsFilterResult(error_code=code, error_message=msg) for _ in filters
-                ]
-            )
+        if not enabled:
+            return not_controller.acl_refusal(ApiKey.DELETE_ACLS, req, enabled=False)
         records, outcomes = acls.delete_acls(self.machine.latest(), filters)
         error = await self._write(records)
         if records and not error:
@@ -186,14 +163,9 @@ class ControllerSecurity:
     # ---- client quotas ----------------------------------------------------------------------------------------
     async def _quotas(self, req: Any) -> acq.AlterClientQuotasResponse:
         resolved = await self._resolve_ips(req)
-        if not self.machine.active:
-            seen = {quotas.entity_key((e.entity_type, e.entity_name) for e in x.entity) for x in req.entries}
-            results: list[quotas.Result] = [(entity, ErrorCode.NOT_CONTROLLER, None) for entity in seen]
-            records: list[Any] = []
-        else:
-            records, results = quotas.alter_client_quotas(
-                self.machine.latest(), req.entries, resolved.__contains__
-            )
+        records, results = quotas.alter_client_quotas(
+            self.machine.latest(), req.entries, resolved.__contains__
+        )
         error = ErrorCode.NONE if req.validate_only else await self._write(records)
         if records and not error and not req.validate_only:
             log.info("altered client quotas: %d record(s)", len(records))
@@ -228,14 +200,6 @@ class ControllerSecurity:
 
     # ---- SCRAM ------------------------------------------------------------------------------------------------
     async def _scram(self, req: Any) -> AlterUserScramCredentialsResponse:
-        if not self.machine.active:
-            users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
-            return AlterUserScramCredentialsResponse(
-                results=[
-                    AlterUserScramCredentialsResult(user=u, error_code=ErrorCode.NOT_CONTROLLER)
-                    for u in users
-                ]
-            )
         records, results = scram.alter_credentials(self.machine.latest(), req)
         error = await self._write(records)
         if records and not error:
@@ -250,14 +214,8 @@ class ControllerSecurity:
     # ---- delegation tokens ------------------------------------------------------------------------------------
     async def _tokens(self, api_key: int, req: Any, principal: str) -> Any:
         now = self.now_ms()
-        if api_key == CREATE_TOKEN:
+        if api_key == ApiKey.CREATE_DELEGATION_TOKEN:
             ptype, _, pname = principal.partition(":")
-            if not self.machine.active:
-                return CreateDelegationTokenResponse(
-                    error_code=ErrorCode.NOT_CONTROLLER,
-                    token_requester_principal_type=ptype,
-                    token_requester_principal_name=pname,
-                )
             out, owner = tokens.create(
                 self.machine.latest(), self.settings, req, principal, now, self.node.rng
             )
@@ -278,10 +236,12 @@ class ControllerSecurity:
                 token_id=out.record.token_id if ok else "",
                 hmac=out.hmac if ok else b"",
             )
-        response = RenewDelegationTokenResponse if api_key == RENEW_TOKEN else ExpireDelegationTokenResponse
-        if not self.machine.active:
-            return response(error_code=ErrorCode.NOT_CONTROLLER)
-        if api_key == RENEW_TOKEN:
+        response = (
+            RenewDelegationTokenResponse
+            if api_key == ApiKey.RENEW_DELEGATION_TOKEN
+            else ExpireDelegationTokenResponse
+        )
+        if api_key == ApiKey.RENEW_DELEGATION_TOKEN:
             out = tokens.renew(
                 self.machine.latest(), self.settings, req.hmac, req.renew_period_ms, principal, now
             )

@@ -80,7 +80,7 @@ class PeerConnection:
         return self._client.connected
 
     async def warm(self) -> None:
-        """Open and negotiate the connection now (kraftd.shell.membership contract 4); a failure is left to
+        """Open and negotiate the connection now (kraftd.shell.net.membership contract 4); a failure is left to
         the next request, which then waits out the reconnect backoff."""
         with contextlib.suppress(KraftError, OSError, TimeoutError):
             await self._client.connect()

@@ -10,9 +10,8 @@ from kraftd.config import ConfigError, KraftConfig
 from kraftd.controller.features import bootstrap_feature_records, resolve_features
 from kraftd.core.config import QuorumConfig
 from kraftd.core.types import Listener
-from kraftd.shell import membership
-from kraftd.shell.persistence import QuorumSetup
-from kraftd.shell.transport import PeerConnection
+from kraftd.shell.net.transport import PeerConnection
+from kraftd.shell.raft.persistence import QuorumSetup
 from kraftd.storage.bootstrap_metadata import read_bootstrap_metadata
 from kwire.metadata_frame import encode_record
 from kwire.tls import TlsConfigError, client_context, server_context
@@ -34,7 +33,7 @@ def quorum_config(cfg: KraftConfig) -> QuorumConfig:
         snapshot_interval_ms=cfg.snapshot_interval_ms,
         snapshot_max_record_bytes=cfg.snapshot_max_record_bytes,
         listener_name=cfg.controller_listener_names[0],
-        bootstrap_ids=membership.bootstrap_ids(len(cfg.bootstrap_servers)),
+        bootstrap_ids=bootstrap_ids(len(cfg.bootstrap_servers)),
         auto_join=cfg.auto_join,
         report_to_leader=True,
         local_listeners=tuple(Listener(e.name, e.host, e.port) for e in cfg.advertised_controller_listeners),
@@ -93,3 +92,8 @@ def bootstrap_records(cfg: KraftConfig) -> list[bytes]:
     if found is not None:
         return found
     return [encode_record(r, 0) for r in bootstrap_feature_records(resolve_features(None, {}))]
+
+
+def bootstrap_ids(count: int) -> tuple[int, ...]:
+    """kraftd.shell.net.membership contract 1: the ids -2, -3, ... of the bootstrap servers."""
+    return tuple(-(i + 2) for i in range(count))

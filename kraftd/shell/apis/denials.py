@@ -34,7 +34,7 @@ from generated.alter_user_scram_credentials_response import (
 )
 from generated.create_delegation_token_response import CreateDelegationTokenResponse
 from generated.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
-from generated.messages import API_SPECS
+from generated.messages import API_SPECS, ApiKey
 from kwire.authz import CONFIG_GROUP, CONFIG_TOPIC
 from kwire.errors import ErrorCode, LocalProtocolError
 
@@ -50,12 +50,12 @@ def _resource_code(resource_type: int) -> ErrorCode:
 
 # api key -> (request list attribute(s), response list attribute), for the per-entry APIs (contract 2).
 _ENTRIES: dict[int, tuple[tuple[str, ...], str]] = {
-    19: (("topics",), "topics"),
-    20: (("topic_names", "topics"), "responses"),
-    37: (("topics",), "results"),
-    33: (("resources",), "responses"),
-    44: (("resources",), "responses"),
-    32: (("resources",), "results"),
+    ApiKey.CREATE_TOPICS: (("topics",), "topics"),
+    ApiKey.DELETE_TOPICS: (("topic_names", "topics"), "responses"),
+    ApiKey.CREATE_PARTITIONS: (("topics",), "results"),
+    ApiKey.ALTER_CONFIGS: (("resources",), "responses"),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (("resources",), "responses"),
+    ApiKey.DESCRIBE_CONFIGS: (("resources",), "results"),
 }
 
 
@@ -87,8 +87,8 @@ def merge(api_key: int, response: Any, refusal: Any) -> Any:
 
 
 def denied(api_key: int, req: Any, version: int = -1) -> Any:
-    """Contracts 1-3 (the Raft RPCs, DescribeQuorum and DescribeCluster are kraftd.shell.handlers')."""
-    if api_key == 19:
+    """Contracts 1-3 (the Raft RPCs, DescribeQuorum and DescribeCluster are kraftd.shell.apis.handlers')."""
+    if api_key == ApiKey.CREATE_TOPICS:
         return ctr.CreateTopicsResponse(
             topics=[
                 # Kafka's ControllerApis.createTopics: "Authorization failed." for each refused name.
@@ -98,7 +98,7 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
                 for t in req.topics
             ]
         )
-    if api_key == 20:
+    if api_key == ApiKey.DELETE_TOPICS:
         entries = [(n, None) for n in req.topic_names] + [(t.name, t.topic_id) for t in req.topics]
         results = []
         for name, topic_id in entries:
@@ -107,16 +107,20 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
                 r.topic_id = topic_id
             results.append(r)
         return dtr.DeleteTopicsResponse(responses=results)
-    if api_key == 37:
+    if api_key == ApiKey.CREATE_PARTITIONS:
         return cpr.CreatePartitionsResponse(
             results=[
                 cpr.CreatePartitionsTopicResult(name=t.name, error_code=TOPIC_DENIED, error_message=None)
                 for t in req.topics
             ]
         )
-    if api_key in (33, 44):
-        module: Any = alc if api_key == 33 else iac
-        response = alc.AlterConfigsResponse if api_key == 33 else iac.IncrementalAlterConfigsResponse
+    if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
+        module: Any = alc if api_key == ApiKey.ALTER_CONFIGS else iac
+        response = (
+            alc.AlterConfigsResponse
+            if api_key == ApiKey.ALTER_CONFIGS
+            else iac.IncrementalAlterConfigsResponse
+        )
         return response(
             responses=[
                 module.AlterConfigsResourceResponse(
@@ -128,7 +132,7 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
                 for r in req.resources
             ]
         )
-    if api_key == 32:
+    if api_key == ApiKey.DESCRIBE_CONFIGS:
         return DescribeConfigsResponse(
             results=[
                 DescribeConfigsResult(
@@ -140,21 +144,21 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
                 for r in req.resources
             ]
         )
-    if api_key == 30:
+    if api_key == ApiKey.CREATE_ACLS:
         return cra.CreateAclsResponse(
             results=[
                 cra.AclCreationResult(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED.message)
                 for _ in req.creations
             ]
         )
-    if api_key == 31:
+    if api_key == ApiKey.DELETE_ACLS:
         return dla.DeleteAclsResponse(
             filter_results=[
                 dla.DeleteAclsFilterResult(error_code=CLUSTER_DENIED, error_message=CLUSTER_DENIED.message)
                 for _ in req.filters
             ]
         )
-    if api_key == 51:
+    if api_key == ApiKey.ALTER_USER_SCRAM_CREDENTIALS:
         users = dict.fromkeys([d.name for d in req.deletions] + [u.name for u in req.upsertions])
         return AlterUserScramCredentialsResponse(
             results=[
@@ -164,7 +168,7 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
                 for u in users
             ]
         )
-    if api_key == 49:
+    if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
         return acq.AlterClientQuotasResponse(
             entries=[
                 acq.EntryData(
@@ -175,9 +179,11 @@ def denied(api_key: int, req: Any, version: int = -1) -> Any:
                 for entry in req.entries
             ]
         )
-    if api_key == 43:
+    if api_key == ApiKey.ELECT_LEADERS:
         return _elect_leaders(req, version)
-    if api_key == 38:  # CREATE_TOKENS on another owner refused (kwire.authz contract 6), as Kafka answers it
+    if (
+        api_key == ApiKey.CREATE_DELEGATION_TOKEN
+    ):  # CREATE_TOKENS on another owner refused (kwire.authz contract 6), as Kafka answers it
         code = ErrorCode.DELEGATION_TOKEN_AUTHORIZATION_FAILED
         return CreateDelegationTokenResponse(
             error_code=code,

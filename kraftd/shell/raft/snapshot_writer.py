@@ -16,19 +16,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
 from kraftd.controller.image import MetadataImage
 from kraftd.controller.image_writer import snapshot_values
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+from kraftd.shell.controller.glue import ControllerPort
 
 log = logging.getLogger("kraftd.node")
 
 
 class SnapshotWriter:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ControllerPort) -> None:
         self.node = node
         self._encoding: asyncio.Task[None] | None = None
         self._ready: tuple[int, list[bytes]] | None = None

@@ -16,19 +16,17 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kraftd.core.events import LogFlushed
 from kraftd.core.types import Role
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+from kraftd.shell.raft.port import RaftPort
 
 log = logging.getLogger("kraftd.node")
 
 
 class LogFlusher:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: RaftPort) -> None:
         self.node = node
         self._flushing = False
         self._again = False

@@ -23,7 +23,7 @@ Contracts:
    an event's creation to its step, processing time is the step (and its effects' dispatch).
 5. ``timedoutbrokerheartbeatcount`` counts broker heartbeats whose handling (its write included) took longer than
    Kafka's heartbeat deadline, half of ``broker.heartbeat.interval.ms`` at its default (2000 ms).
-6. Values are read on the node's loop, like the raft gauges (kraftd.shell.metrics contract 1).
+6. Values are read on the node's loop, like the raft gauges (kraftd.shell.observe.metrics contract 1).
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
@@ -40,10 +40,14 @@ from kraftd.controller.metrics_counts import MetadataCounts
 from kraftd.core.log import LogBatch
 from kraftd.core.snapshots import Snapshot
 from kraftd.core.types import LeaderAndEpoch
-from kraftd.shell.clock import now_ms
+from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.observe.observer import NodeObserver
+from kraftd.shell.raft.clock import now_ms
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class ControllerMetricsPort(ControllerPort, Protocol):
+    observer: NodeObserver
+
 
 CONTROLLER = "kafka_controller_kafkacontroller_"
 EVENTS = "kafka_controller_controllereventmanager_"
@@ -98,7 +102,7 @@ class ControllerMetrics:
     """A RaftListener (registered after the controller glue, so it sees batches already applied) holding the
     values behind contract 1's names."""
 
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ControllerMetricsPort) -> None:
         self.node = node
         self.counts = MetadataCounts()
         machine = node.controller.machine
@@ -164,7 +168,7 @@ class ControllerMetrics:
 
 
 class ControllerCollector(Collector):
-    """Contract 1, read as kraftd.shell.metrics' RaftCollector reads (a scrape that cannot reach the loop within
+    """Contract 1, read as kraftd.shell.observe.metrics' RaftCollector reads (a scrape that cannot reach the loop within
     2 s omits these)."""
 
     def __init__(self, metrics: ControllerMetrics, loop: asyncio.AbstractEventLoop) -> None:

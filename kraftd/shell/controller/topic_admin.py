@@ -1,4 +1,4 @@
-"""Admin RPCs on the controller listener (direct, or forwarded by a broker inside an Envelope: kraftd.shell.routing
+"""Admin RPCs on the controller listener (direct, or forwarded by a broker inside an Envelope: kraftd.shell.apis.routing
 contract 11): CreateTopics (19), DeleteTopics (20), CreatePartitions (37), IncrementalAlterConfigs (44),
 UpdateFeatures (57).
 
@@ -13,7 +13,7 @@ Contracts:
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from generated.create_partitions_request import CreatePartitionsRequest
 from generated.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
@@ -26,32 +26,21 @@ from generated.incremental_alter_configs_response import (
     AlterConfigsResourceResponse,
     IncrementalAlterConfigsResponse,
 )
+from generated.messages import ApiKey
 from generated.update_features_request import UpdateFeaturesRequest
 from generated.update_features_response import UpdatableFeatureResult, UpdateFeaturesResponse
 from kraftd.controller import configs, partitions, topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.core.events import Tick
-from kraftd.shell import controller_ops
+from kraftd.shell.controller import partition_admin
+from kraftd.shell.controller.glue import ControllerPort
 from kwire.errors import ErrorCode
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
 
 log = logging.getLogger("kraftd.controller")
 
-CREATE_TOPICS, DELETE_TOPICS, CREATE_PARTITIONS, INCREMENTAL_ALTER_CONFIGS = 19, 20, 37, 44
-UPDATE_FEATURES = 57
-APIS: tuple[int, ...] = (
-    CREATE_TOPICS,
-    DELETE_TOPICS,
-    CREATE_PARTITIONS,
-    INCREMENTAL_ALTER_CONFIGS,
-    UPDATE_FEATURES,
-)
-
 
 class ControllerAdmin:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: ControllerPort) -> None:
         self.node = node
 
     @property
@@ -59,26 +48,17 @@ class ControllerAdmin:
         return self.node.controller.machine
 
     async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        if api_key in controller_ops.APIS:
-            return await self.node.ctl_ops.handle(api_key, body, version)
-        if api_key == CREATE_TOPICS:
+        if api_key == ApiKey.CREATE_TOPICS:
             return await self._create_topics(body)
-        if api_key == CREATE_PARTITIONS:
+        if api_key == ApiKey.CREATE_PARTITIONS:
             return await self._create_partitions(body)
-        if api_key == INCREMENTAL_ALTER_CONFIGS:
+        if api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS:
             return await self._alter_configs(body)
-        if api_key == UPDATE_FEATURES:
+        if api_key == ApiKey.UPDATE_FEATURES:
             return await self._update_features(body)
         return await self._delete_topics(body)
 
     async def _create_topics(self, req: CreateTopicsRequest) -> CreateTopicsResponse:
-        if not self.machine.active:
-            return CreateTopicsResponse(
-                topics=[
-                    CreatableTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
-                    for t in req.topics
-                ]
-            )
         records, results = topics.create_topics(self.machine.latest(), req, self.node.rng)
         error = await self.node.controller.try_write(records)
         out = []
@@ -103,13 +83,6 @@ class ControllerAdmin:
         return CreateTopicsResponse(topics=out)
 
     async def _create_partitions(self, req: CreatePartitionsRequest) -> CreatePartitionsResponse:
-        if not self.machine.active:
-            return CreatePartitionsResponse(
-                results=[
-                    CreatePartitionsTopicResult(name=t.name, error_code=ErrorCode.NOT_CONTROLLER)
-                    for t in req.topics
-                ]
-            )
         records, results = partitions.create_partitions(self.machine.latest(), req, self.node.rng)
         error = await self.node.controller.try_write(records)
         return CreatePartitionsResponse(
@@ -124,19 +97,8 @@ class ControllerAdmin:
         )
 
     async def _alter_configs(self, req: IncrementalAlterConfigsRequest) -> IncrementalAlterConfigsResponse:
-        if not self.machine.active:
-            return IncrementalAlterConfigsResponse(
-                responses=[
-                    AlterConfigsResourceResponse(
-                        error_code=ErrorCode.NOT_CONTROLLER,
-                        resource_type=r.resource_type,
-                        resource_name=r.resource_name,
-                    )
-                    for r in req.resources
-                ]
-            )
         records, results = configs.incremental_alter_configs(self.machine.latest(), req)
-        controller_ops.log_refusals("IncrementalAlterConfigs", results)
+        partition_admin.log_refusals("IncrementalAlterConfigs", results)
         error = await self.node.controller.try_write(records)
         return IncrementalAlterConfigsResponse(
             responses=[
@@ -151,8 +113,6 @@ class ControllerAdmin:
         )
 
     async def _update_features(self, req: UpdateFeaturesRequest) -> UpdateFeaturesResponse:
-        if not self.machine.active:
-            return UpdateFeaturesResponse(error_code=ErrorCode.NOT_CONTROLLER, error_message=None)
         updates = []
         for u in req.feature_updates:
             kind = u.upgrade_type if u.upgrade_type else 1
@@ -193,10 +153,6 @@ class ControllerAdmin:
     async def _delete_topics(self, req: DeleteTopicsRequest) -> DeleteTopicsResponse:
         names = list(req.topic_names) + [t.name for t in req.topics if t.name is not None]
         ids = [t.topic_id for t in req.topics if t.name is None]
-        if not self.machine.active:
-            return DeleteTopicsResponse(
-                responses=[DeletableTopicResult(name=n, error_code=ErrorCode.NOT_CONTROLLER) for n in names]
-            )
         records, results = topics.delete_topics(self.machine.latest(), names, ids)
         error = await self.node.controller.try_write(records)
         return DeleteTopicsResponse(

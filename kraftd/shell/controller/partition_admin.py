@@ -9,7 +9,7 @@ Contracts:
 2. ElectLeaders: the top-level error is NONE (v1+); per-partition errors as kraftd.controller.elect.
 2a. ListPartitionReassignments is a read of the committed image (never the leader's uncommitted view, as
    Kafka's controller reads at its last committed offset), answered only after the read barrier confirms this
-   node still leads (kraftd.shell.reads contract 1); otherwise NOT_CONTROLLER (or the barrier's error).
+   node still leads (kraftd.shell.raft.reads contract 1); otherwise NOT_CONTROLLER (or the barrier's error).
 2b. An ElectLeaders refused whole (not the active controller, a failed write) answers as
    :func:`elect_leaders_failed`: the error at the top level from v1, on every requested partition at every version.
 3. Rebalance: with ``auto.leader.rebalance.enable`` (default true) the active controller runs a preferred
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from generated.alter_configs_request import AlterConfigsRequest
 from generated.alter_configs_response import AlterConfigsResourceResponse, AlterConfigsResponse
@@ -40,16 +40,19 @@ from generated.list_partition_reassignments_response import (
     OngoingPartitionReassignment,
     OngoingTopicReassignment,
 )
+from generated.messages import ApiKey
 from kraftd.controller import configs, elect, reassign
+from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.raft.reads import ReadBarriers
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class PartitionAdminPort(ControllerPort, Protocol):
+    reads: ReadBarriers
+
 
 log = logging.getLogger("kraftd.controller")
 
-ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS = 33, 43, 45, 46
-APIS: tuple[int, ...] = (ALTER_CONFIGS, ELECT_LEADERS, ALTER_REASSIGNMENTS, LIST_REASSIGNMENTS)
 NOT_CONTROLLER_MESSAGE = "This is not the correct controller for this cluster."
 
 
@@ -85,7 +88,7 @@ def log_refusals(api: str, results: list[tuple[int, str, ErrorCode, str | None]]
 
 
 class ControllerOps:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: PartitionAdminPort) -> None:
         self.node = node
 
     @property
@@ -93,25 +96,18 @@ class ControllerOps:
         return self.node.controller.machine
 
     async def handle(self, api_key: int, body: Any, version: int) -> Any:
-        if api_key == ALTER_CONFIGS:
+        if api_key == ApiKey.ALTER_CONFIGS:
             return await self._alter_configs(body)
-        if api_key == ELECT_LEADERS:
+        if api_key == ApiKey.ELECT_LEADERS:
             return await self._elect_leaders(body, version)
-        if api_key == ALTER_REASSIGNMENTS:
+        if api_key == ApiKey.ALTER_PARTITION_REASSIGNMENTS:
             return await self._alter_reassignments(body)
         return await self._list_reassignments(body)
 
     async def _alter_configs(self, req: AlterConfigsRequest) -> AlterConfigsResponse:
-        results: list[tuple[int, str, ErrorCode, str | None]]
-        if not self.machine.active:
-            results = [
-                (r.resource_type, r.resource_name, ErrorCode.NOT_CONTROLLER, None) for r in req.resources
-            ]
-            error = ErrorCode.NONE
-        else:
-            records, results = configs.alter_configs(self.machine.latest(), req)
-            log_refusals("AlterConfigs", results)
-            error = await self.node.controller.try_write(records)
+        records, results = configs.alter_configs(self.machine.latest(), req)
+        log_refusals("AlterConfigs", results)
+        error = await self.node.controller.try_write(records)
         return AlterConfigsResponse(
             responses=[
                 AlterConfigsResourceResponse(
@@ -125,8 +121,6 @@ class ControllerOps:
         )
 
     async def _elect_leaders(self, req: ElectLeadersRequest, version: int) -> ElectLeadersResponse:
-        if not self.machine.active:
-            return elect_leaders_failed(req, version, ErrorCode.NOT_CONTROLLER)
         records, results = elect.elect_leaders(self.machine.latest(), req)
         error = await self.node.controller.try_write(records)
         if error:
@@ -150,10 +144,6 @@ class ControllerOps:
     async def _alter_reassignments(
         self, req: AlterPartitionReassignmentsRequest
     ) -> AlterPartitionReassignmentsResponse:
-        if not self.machine.active:
-            return AlterPartitionReassignmentsResponse(
-                error_code=ErrorCode.NOT_CONTROLLER, error_message=NOT_CONTROLLER_MESSAGE, responses=[]
-            )
         records, results = reassign.alter_reassignments(self.machine.latest(), req)
         error = await self.node.controller.try_write(records)
         if error:
@@ -182,8 +172,8 @@ class ControllerOps:
         self, req: ListPartitionReassignmentsRequest
     ) -> ListPartitionReassignmentsResponse:
         """Contract 2a."""
-        code = await self.node.reads.before_read() if self.machine.active else ErrorCode.NOT_CONTROLLER
-        if code == ErrorCode.NONE and not self.machine.active:
+        code = await self.node.reads.before_read()
+        if code == ErrorCode.NONE and not self.machine.active:  # deposed while reading
             code = ErrorCode.NOT_CONTROLLER
         if code != ErrorCode.NONE:
             message = NOT_CONTROLLER_MESSAGE if code == ErrorCode.NOT_CONTROLLER else None

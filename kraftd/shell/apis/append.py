@@ -14,22 +14,20 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
 
 from generated.kraftd_append_request import KraftdAppendRequest
 from generated.kraftd_append_response import KraftdAppendResponse
+from generated.messages import ApiKey
 from kraftd.core.replication import NotLeaderError, RecordTooLargeError
-from kraftd.shell.handlers import KRAFTD_APPEND
+from kraftd.shell.raft.port import RaftPort
 from kwire.errors import CorruptRecordError, ErrorCode, KraftError
 from kwire.metadata_frame import decode_metadata_frame
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
-
+KRAFTD_APPEND = ApiKey.KRAFTD_APPEND
 __all__ = ["KRAFTD_APPEND", "handle_append"]
 
 
-def _error(node: ControllerNode, code: ErrorCode, message: str) -> KraftdAppendResponse:
+def _error(node: RaftPort, code: ErrorCode, message: str) -> KraftdAppendResponse:
     leader = node.core.leader_and_epoch()
     return KraftdAppendResponse(
         error_code=code,
@@ -39,7 +37,7 @@ def _error(node: ControllerNode, code: ErrorCode, message: str) -> KraftdAppendR
     )
 
 
-async def handle_append(node: ControllerNode, req: KraftdAppendRequest) -> KraftdAppendResponse:
+async def handle_append(node: RaftPort, req: KraftdAppendRequest) -> KraftdAppendResponse:
     if req.cluster_id is not None and req.cluster_id != node.cluster_id:
         return _error(
             node,

@@ -2,14 +2,14 @@
 
 Contracts:
 6. Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and the KIP-853 voter RPCs go to the Raft core
-   and are answered with its SendResponse; controller RPCs go to the controller (kraftd.shell.controller_rpcs,
-   kraftd.shell.controller_admin); the rest are answered by kraftd.shell.handlers from the node's cluster view.
+   and are answered with its SendResponse; controller RPCs go to the controller (kraftd.shell.controller.broker_rpcs,
+   kraftd.shell.controller.topic_admin); the rest are answered by kraftd.shell.apis.handlers from the node's cluster view.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
    NOT_LEADER_OR_FOLLOWER, as a Kafka controller answers.
 9a. Metadata, DescribeCluster, DescribeConfigs and the leader's DescribeQuorum pass a read barrier first
-   (kraftd.shell.reads contract 1).
+   (kraftd.shell.raft.reads contract 1).
 10. ApiVersions (v3+; after a connection's handshake behind the read barrier, kwire.server contract 10)
    finalizes every feature of the committed image (metadata.version and the others) and kraft.version at the
    quorum's level when it is above 0, as Kafka's controllers do; SupportedFeatures are the
@@ -22,81 +22,127 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.envelope_request import EnvelopeRequest
 from generated.envelope_response import EnvelopeResponse
+from generated.messages import ApiKey
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
 from kraftd.core.replication import NotLeaderError
-from kraftd.shell import (
-    admin,
-    controller_admin,
-    controller_ops,
-    controller_rpcs,
-    controller_security,
-    handlers,
-    membership,
-)
-from kraftd.shell.transport import ConnectionInfo, PeerConnection, PeerError
+from kraftd.shell.apis import append, handlers, not_controller, table
+from kraftd.shell.apis.table import Part
+from kraftd.shell.controller import security_admin
+from kraftd.shell.controller.broker_rpcs import ControllerRpcs
+from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.controller.partition_admin import ControllerOps
+from kraftd.shell.controller.security_admin import ControllerSecurity
+from kraftd.shell.controller.topic_admin import ControllerAdmin
+from kraftd.shell.net import membership
+from kraftd.shell.net.transport import ConnectionInfo, PeerConnection, PeerError
+from kraftd.shell.observe.netlog import NetLog
+from kraftd.shell.raft.reads import ReadBarriers
 from kwire.errors import ErrorCode, KraftError
 from kwire.headers import encode_response, parse_request
-from kwire.server import acting_as, request_principal
-
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+from kwire.server import KafkaServer, acting_as, request_principal
 
 FORWARD_CLIENT = "kraftd-forward-"
-# Contract 11: every API a Kafka 4.3.1 broker forwards to the active controller inside an Envelope, with where
-# its kafka.server.KafkaApis does it (docs/INTEROP.md lists them); ApiKeys marks these (and
-# AllocateProducerIds, which a broker sends itself) forwardable.
-FORWARDED: Mapping[int, str] = {
-    19: "CreateTopics: handle -> forwardToController",
-    20: "DeleteTopics: handle -> forwardToController",
-    30: "CreateAcls: handle -> forwardToController",
-    31: "DeleteAcls: handle -> forwardToController",
-    33: "AlterConfigs: handleAlterConfigsRequest -> forwardingManager (all but BROKER_LOGGER)",
-    37: "CreatePartitions: handle -> forwardToController",
-    38: "CreateDelegationToken: handleCreateTokenRequest -> forwardToController",
-    39: "RenewDelegationToken: handleRenewTokenRequest -> forwardToController",
-    40: "ExpireDelegationToken: handleExpireTokenRequest -> forwardToController",
-    43: "ElectLeaders: handle -> forwardToController",
-    44: "IncrementalAlterConfigs: handleIncrementalAlterConfigsRequest -> forwardingManager (all but BROKER_LOGGER)",
-    45: "AlterPartitionReassignments: handle -> forwardToController",
-    46: "ListPartitionReassignments: handle -> forwardToController",
-    49: "AlterClientQuotas: handle -> forwardToController",
-    51: "AlterUserScramCredentials: handle -> forwardToController",
-    55: "DescribeQuorum: handle -> forwardToController",
-    57: "UpdateFeatures: handle -> forwardToController",
-    64: "UnregisterBroker: handle -> forwardToController",
-    80: "AddRaftVoter: handle -> forwardToController",
-    81: "RemoveRaftVoter: handle -> forwardToController",
-}
-# The versions an inner request may have: those served on the listener (what the broker saw in ApiVersions).
-_FORWARDABLE = {k: v for k, v in handlers.supported_versions().items() if k in FORWARDED}
-_ELECTION_APIS = (handlers.VOTE, handlers.BEGIN_QUORUM, handlers.END_QUORUM)
+# Contract 11: the APIs a Kafka 4.3.1 broker forwards, at the versions served on the listener (what the broker
+# saw in ApiVersions), from the one table (kraftd.shell.apis.table).
+FORWARDED, _FORWARDABLE = table.FORWARDED, table.FORWARDABLE
+_ELECTION_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
+Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
 log = logging.getLogger("kraftd.routing")
 
 
+class RouterPort(ControllerPort, Protocol):
+    """What the router asks of the node: the parts that answer requests, and the core for the Raft RPCs."""
+
+    applied: int
+    server: KafkaServer
+    netlog: NetLog
+    reads: ReadBarriers
+    rpcs: ControllerRpcs
+    ctl_admin: ControllerAdmin
+    ctl_security: ControllerSecurity
+    ctl_ops: ControllerOps
+
+    async def ask_core(self, body: Any) -> Any: ...
+
+
 class RequestRouter:
-    def __init__(self, node: ControllerNode) -> None:
+    def __init__(self, node: RouterPort) -> None:
         self.node = node
         self.forwarders: dict[int, PeerConnection] = {}
+        self.parts = self._bind()
+        self._routes = self.routes()
+
+    def routes(self) -> dict[int, tuple[bool, Handler]]:
+        """api key -> (leader only, the part's handler), read from the table once."""
+        return {
+            k: (a.leader_only, self.parts[a.part]) for k, a in table.TABLE.items() if a.part in self.parts
+        }
 
     async def handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
-        node = self.node
+        """Contract 6: the table names the part that answers (the listener parses only served keys)."""
         key = header.request_api_key
-        if key == handlers.ENVELOPE:
+        leader_only, part = self._routes[key]
+        if leader_only and not self.node.controller.machine.active:  # the one NOT_CONTROLLER decision
+            enabled = self.node.config.security.authorizer_class is not None
+            version = header.request_api_version
+            return not_controller.answer(key, body, version, request_principal(), enabled)
+        return await part(header, body, info)
+
+    def _bind(self) -> dict[Part, Handler]:
+        node = self.node
+
+        async def reads(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+            return await node.reads.describe_configs(body)
+
+        async def brokers(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+            return await node.rpcs.handle(header.request_api_key, body, header.request_api_version)
+
+        async def topics(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+            return await node.ctl_admin.handle(header.request_api_key, body, header.request_api_version)
+
+        async def partitions(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+            return await node.ctl_ops.handle(header.request_api_key, body, header.request_api_version)
+
+        async def security(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+            key, version = header.request_api_key, header.request_api_version
+            return await node.ctl_security.handle(key, body, version, request_principal())
+
+        async def kraftd_append(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+            return await append.handle_append(node, body)
+
+        async def envelope(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
             assert isinstance(body, EnvelopeRequest)
             return await self.envelope(body, info)
-        if key == handlers.DESCRIBE_QUORUM:
+
+        return {
+            Part.CORE: self._core,
+            Part.SHELL: self._shell,
+            Part.READS: reads,
+            Part.BROKERS: brokers,
+            Part.TOPICS: topics,
+            Part.PARTITIONS: partitions,
+            Part.SECURITY: security,
+            Part.APPEND: kraftd_append,
+            Part.ENVELOPE: envelope,
+        }
+
+    async def _shell(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+        """DescribeQuorum (contract 9), DescribeCluster and Metadata (9a), from the node's cluster view."""
+        node = self.node
+        key = header.request_api_key
+        if key == ApiKey.DESCRIBE_QUORUM:
             assert isinstance(body, DescribeQuorumRequest)
             try:
-                # kraftd.shell.reads contract 1: a leader confirms it still leads before describing voters.
+                # kraftd.shell.raft.reads contract 1: a leader confirms it still leads before describing voters.
                 if node.client.leader_and_epoch.leader_id == node.config.node_id:
                     code = await node.reads.before_read()
                     if code != ErrorCode.NONE:
@@ -111,50 +157,41 @@ class RequestRouter:
                 handlers.describe_quorum_response(body, quorum, self.cluster_view()),
                 header.request_api_version,
             )
-        if key == handlers.DESCRIBE_CLUSTER:
+        code = await node.reads.before_read()
+        if key == ApiKey.DESCRIBE_CLUSTER:
             assert isinstance(body, DescribeClusterRequest)
-            code = await node.reads.before_read()
             if code != ErrorCode.NONE:
                 return handlers.describe_cluster_failed(body, code)
             return handlers.describe_cluster_response(body, self.cluster_view())
-        if key == handlers.DESCRIBE_CONFIGS:
-            return await node.reads.describe_configs(body)
-        if key in controller_rpcs.APIS:
-            return await node.rpcs.handle(key, body, header.request_api_version)
-        if key in controller_admin.APIS or key in controller_ops.APIS:
-            return await node.ctl_admin.handle(key, body, header.request_api_version)
-        if key in controller_security.APIS:
-            return await node.ctl_security.handle(key, body, header.request_api_version, request_principal())
-        if key == handlers.METADATA:
-            assert isinstance(body, MetadataRequest)
-            code = await node.reads.before_read()
-            if code != ErrorCode.NONE:
-                return handlers.metadata_failed(body, self.cluster_view(), code)
-            return handlers.metadata_response(body, self.cluster_view())
-        if key == admin.KRAFTD_APPEND:
-            return await admin.handle_append(node, body)
-        if key == handlers.END_QUORUM or key == handlers.VOTE:
+        assert isinstance(body, MetadataRequest)
+        if code != ErrorCode.NONE:
+            return handlers.metadata_failed(body, self.cluster_view(), code)
+        return handlers.metadata_response(body, self.cluster_view())
+
+    async def _core(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+        """Contract 6: the Raft RPCs, answered with the core's SendResponse."""
+        node = self.node
+        key = header.request_api_key
+        if key == ApiKey.END_QUORUM_EPOCH or key == ApiKey.VOTE:
             membership.warm(node, _election_peers(key, body))
         started = time.perf_counter()
         resp = await node.ask_core(body)
         if key in _ELECTION_APIS and log.isEnabledFor(logging.DEBUG):
             took = (time.perf_counter() - started) * 1000
             log.debug("answered %s from %s:%d in %.1f ms", type(body).__name__, *info.peer, took)
-        membership.advertise_leader(node, header.request_api_version if key == handlers.FETCH else -1, resp)
+        membership.advertise_leader(node, header.request_api_version if key == ApiKey.FETCH else -1, resp)
         node.netlog.answered(info.peer, body, resp)
         return resp
 
     async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
         """Contract 11."""
         node = self.node
-        if not node.controller.machine.active:
-            return EnvelopeResponse(response_data=None, error_code=ErrorCode.NOT_CONTROLLER)
         try:
             inner = parse_request(bytes(req.request_data), _FORWARDABLE)
         except KraftError as exc:
             log.info("envelope: cannot parse the forwarded request: %s", exc)
             return EnvelopeResponse(response_data=None, error_code=ErrorCode.INVALID_REQUEST)
-        principal = controller_security.forwarded_principal(req.request_principal)
+        principal = security_admin.forwarded_principal(req.request_principal)
         host = _client_host(req.client_host_address, info.peer[0])
         client = ConnectionInfo(info.connection_id, (host, 0), info.local, info.listener)
 
@@ -248,9 +285,9 @@ def _client_host(address: bytes, fallback: str) -> str:
 
 
 def _election_peers(key: int, body: Any) -> list[int]:
-    """kraftd.shell.membership contract 4: whom an EndQuorumEpoch or Vote request tells us to connect to."""
+    """kraftd.shell.net.membership contract 4: whom an EndQuorumEpoch or Vote request tells us to connect to."""
     parts = [p for t in body.topics for p in t.partitions]
-    if key == handlers.VOTE:
+    if key == ApiKey.VOTE:
         return [p.replica_id for p in parts]
     return [c.candidate_id for p in parts for c in p.preferred_candidates] + [
         i for p in parts for i in p.preferred_successors

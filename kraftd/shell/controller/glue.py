@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import random
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kraftd.controller.image_writer import image_from_batches, snapshot_values
 from kraftd.controller.machine import MetadataController, NotControllerError
@@ -24,16 +25,22 @@ from kraftd.core.log import LogBatch
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.snapshots import Snapshot
 from kraftd.core.types import LeaderAndEpoch, OffsetRange
+from kraftd.shell.raft.port import RaftPort
 from kwire.errors import ErrorCode
 
-if TYPE_CHECKING:
-    from kraftd.shell.node import ControllerNode
+
+class ControllerPort(RaftPort, Protocol):
+    """The Raft side plus the controller glue: what the controller's parts may ask of the node."""
+
+    controller: ControllerGlue
+    rng: random.Random
+
 
 log = logging.getLogger("kraftd.controller")
 
 
 class ControllerGlue:
-    def __init__(self, node: ControllerNode, machine: MetadataController) -> None:
+    def __init__(self, node: RaftPort, machine: MetadataController) -> None:
         self.node = node
         self.machine = machine
         self.end_offset = 0  # the offset after the last committed batch replayed (a snapshot may end there)

@@ -1,0 +1,1 @@
+"""kraftd.shell.apis: The APIs this node serves: the table, routing, the shell's own answers, refusals."""

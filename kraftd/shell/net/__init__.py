@@ -1,0 +1,1 @@
+"""kraftd.shell.net: Peers and listeners: transport, configuration wiring, voter membership."""

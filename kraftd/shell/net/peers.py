@@ -1,0 +1,54 @@
+"""The core's requests to other controllers (the SendRequest effect), over the node's peer connections.
+
+Contracts:
+1. A request goes to the connection for its destination (kraftd.shell.net.membership's address book); a
+   KIP-650 ReadOffset goes to the read connection of kraftd.shell.raft.reads, so reads never queue behind Fetch.
+2. Every request gets an answer for the core: the peer's, or ``error_response`` with BROKER_NOT_AVAILABLE (no
+   address) or the transport's error code (kraftd.core.effects contract 5); the core times out the rest.
+3. What was reached, refused or failed is logged by kraftd.shell.observe.netlog (rate-limited, escaped).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any, Protocol
+
+from kraftd.core import messages as core_messages
+from kraftd.shell.net import membership
+from kraftd.shell.net.transport import PeerError
+from kraftd.shell.observe.netlog import NetLog
+from kraftd.shell.raft.port import RaftPort
+from kraftd.shell.raft.reads import ReadBarriers
+from kwire.errors import ErrorCode
+
+log = logging.getLogger("kraftd.node")
+
+
+class PeersPort(RaftPort, Protocol):
+    reads: ReadBarriers
+    netlog: NetLog
+
+
+async def exchange(node: PeersPort, dest: int, message: Any) -> Any:
+    """Contracts 1-3: the answer to ``message`` from node ``dest``."""
+    is_read = isinstance(message, core_messages.ReadOffsetRequest)
+    peer = membership.peer_for(node, dest)  # sets the address book entry the read connection uses
+    if is_read and peer is not None:
+        peer = node.reads.connection(dest)
+    if peer is None:
+        return core_messages.error_response(message, ErrorCode.BROKER_NOT_AVAILABLE)
+    where = f"{peer.host}:{peer.port}"
+    try:
+        started = time.perf_counter()
+        resp = await peer.request(message)
+        if log.isEnabledFor(logging.DEBUG) and not isinstance(message, core_messages.FetchRequest):
+            took = (time.perf_counter() - started) * 1000
+            log.debug("%s to node %d answered in %.1f ms", type(message).__name__, dest, took)
+        membership.learn(node, resp)
+        node.netlog.reached(dest, where)
+        node.netlog.sent_rejected(dest, where, message, resp)
+    except PeerError as exc:
+        node.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
+        return core_messages.error_response(message, ErrorCode(exc.error_code))
+    return resp

@@ -1,0 +1,1 @@
+"""kraftd.shell.observe: What an operator sees: metrics, network and event logs, loop lag."""
