@@ -10,6 +10,11 @@ Contracts (numbers continue kraftd.shell's):
    contracts (the committed batch must carry the append's epoch; a change of leader fails it).
 8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
    :meth:`wait_stopped` re-raises it.
+12. Inside a step, in effect order: a SendRequest on a connected peer is written at once
+   (kraftd.shell.transport contract 3; its answer is queued as ResponseReceived by the future's callback), and
+   the SendResponse of a Fetch taken by the listener's fast path (kwire.server contract 11) is encoded and
+   written at once. Neither waits for a task or another turn of the loop; anything else takes the
+   coroutine path. Persist, then send still holds: the storage effects before them completed first.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from kraftd.shell.routing import RequestRouter
 from kraftd.shell.snapshot_writer import SnapshotWriter
 from kraftd.shell.transport import KafkaServer, PeerConnection, PeerError
 from kraftd.storage.layout import NodeStorage, open_node_storage
+from kwire import stagetrace
 from kwire.errors import ErrorCode
 
 log = logging.getLogger("kraftd.node")
@@ -87,7 +93,7 @@ class ControllerNode:
         self.fatal: BaseException | None = None
         self._events = EventInbox()
         self._deadline = 0
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[int, asyncio.Future[Any] | Any] = {}  # a future, or a reply (contract 12)
         self._next_token = 1
         self.commits = CommitWaiters(lambda: self.core)
         self.flusher = LogFlusher(self)
@@ -179,6 +185,7 @@ class ControllerNode:
             denied=handlers.denied_response,
             features_read=self.reads.before_read,
             per_entry=(denials.split, denials.merge),
+            fast=self._fast_fetch,
         )
         await start_listening(self, bind)
         log.info(
@@ -238,9 +245,10 @@ class ControllerNode:
             if t is not me:
                 t.cancel()
         for fut in self._pending.values():
-            if not fut.done():
+            if isinstance(fut, asyncio.Future) and not fut.done():
                 fut.cancel()
         self.commits.fail_all("the node stopped")
+        self.flusher.close()
         for peer in self.peers.values():
             with contextlib.suppress(Exception):
                 await peer.close()
@@ -300,11 +308,16 @@ class ControllerNode:
         return self._spawn(coro)
 
     def _step(self, event: Event) -> None:
+        if stagetrace.ON:
+            stagetrace.mark(f"step.{type(event).__name__}")
         before = self.observer.snapshot()
         effects = self.client.step(event)
         self.observer.step(before, event, effects)
         self._execute(effects)
+        self.flusher.step_done()
         self.controller.after_step()
+        if stagetrace.ON:
+            stagetrace.mark("step.end")
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -327,11 +340,15 @@ class ControllerNode:
             elif isinstance(e, FlushLog):
                 self.flusher.request()
             elif isinstance(e, SendRequest):
-                self._spawn(self._send(e.destination, e.request_id, e.message))
+                if not self._send_now(e.destination, e.request_id, e.message):
+                    self._spawn(self._send(e.destination, e.request_id, e.message))
             elif isinstance(e, SendResponse):
                 fut = self._pending.pop(e.token, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(e.message)
+                if isinstance(fut, asyncio.Future):
+                    if not fut.done():
+                        fut.set_result(e.message)
+                elif fut is not None:
+                    fut(e.message)  # contract 12
             elif isinstance(e, ApplyCommitted):
                 self._commit(e.high_watermark)
             elif isinstance(e, AppendFailed):
@@ -344,6 +361,58 @@ class ControllerNode:
                 self._deadline = e.at_ms
 
     # ------------------------------------------------------------------ network
+    def _send_now(self, dest: int, request_id: int, message: Any) -> bool:
+        """Contract 12: write a request now; False when the coroutine path must do it."""
+        if isinstance(message, core_messages.ReadOffsetRequest):
+            return False
+        peer = membership.peer_for(self, dest)
+        if peer is None:
+            return False
+        fut = peer.start(message)
+        if fut is None:
+            return False
+
+        def answered(done: asyncio.Future[Any]) -> None:
+            where = f"{peer.host}:{peer.port}"
+            try:
+                resp = peer.outcome(done)
+                if stagetrace.ON:
+                    stagetrace.mark("send.resumed")
+                membership.learn(self, resp)
+                self.netlog.reached(dest, where)
+                self.netlog.sent_rejected(dest, where, message, resp)
+            except PeerError as exc:
+                self.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
+                resp = core_messages.error_response(message, ErrorCode(exc.error_code))
+            self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
+
+        fut.add_done_callback(answered)
+        return True
+
+    def _fast_fetch(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
+        """Contract 12 (kwire.server contract 11): a Fetch goes to the core and its answer is written from
+        inside the step that produces it; the rest of kraftd.shell.routing's handling of a Fetch is kept."""
+        if header.request_api_key != handlers.FETCH or self._stopped.is_set():
+            return False
+        version = header.request_api_version
+        started = time.perf_counter()
+
+        def answer(resp: Any) -> None:
+            try:
+                membership.advertise_leader(self, version, resp)
+                self.netlog.answered(info.peer, body, resp)
+                reply(resp)
+            except Exception:  # noqa: BLE001 - one request's failure never stops the driver
+                log.exception("node %d: answering a Fetch failed", self.config.node_id)
+            self.metrics.requests.labels("Fetch").inc()
+            self.metrics.latency.labels("Fetch").observe(time.perf_counter() - started)
+
+        token = self._next_token
+        self._next_token += 1
+        self._pending[token] = answer
+        self._events.put_nowait(RequestReceived(now_ms(), token, body))
+        return True
+
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
         is_read = isinstance(message, core_messages.ReadOffsetRequest)
         peer = membership.peer_for(self, dest)  # sets the address book entry the read connection uses
@@ -356,6 +425,8 @@ class ControllerNode:
             try:
                 started = time.perf_counter()
                 resp = await peer.request(message)
+                if stagetrace.ON:
+                    stagetrace.mark("send.resumed")
                 if log.isEnabledFor(logging.DEBUG) and not isinstance(message, core_messages.FetchRequest):
                     took = (time.perf_counter() - started) * 1000
                     log.debug("%s to node %d answered in %.1f ms", type(message).__name__, dest, took)
@@ -399,7 +470,10 @@ class ControllerNode:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[token] = fut
         self._events.put_nowait(RequestReceived(now_ms(), token, body))
-        return await fut
+        out = await fut
+        if stagetrace.ON:
+            stagetrace.mark("ask.resumed")
+        return out
 
     # ------------------------------------------------------------------ RaftClient (contract 7)
     async def append(self, records: list[bytes], on_range: Any = None) -> int:
@@ -407,6 +481,8 @@ class ControllerNode:
         with the OffsetRange synchronously, before anything else can append."""
         if self._stopped.is_set():
             raise NotLeaderError("the node is stopped")
+        if stagetrace.ON:
+            stagetrace.mark("append")
         rng = self.client.append(records)
         if on_range is not None:
             on_range(rng)
@@ -414,6 +490,8 @@ class ControllerNode:
         fut = self.commits.add(rng.last, rng.epoch)
         self.queue_tick()  # schedules the linger deadline
         last = await fut
+        if stagetrace.ON:
+            stagetrace.mark("committed")
         self.observer.measures.commit_latency_ms.add((time.perf_counter() - t0) * 1000)
         return last
 
