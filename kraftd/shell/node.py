@@ -365,8 +365,8 @@ class ControllerNode:
         """Contract 12: write a request now; False when the coroutine path must do it."""
         if isinstance(message, core_messages.ReadOffsetRequest):
             return False
-        peer = membership.peer_for(self, dest)
-        if peer is None:
+        peer = self.peers.get(dest)
+        if peer is None or not peer.connected or membership.peer_for(self, dest) is not peer:
             return False
         fut = peer.start(message)
         if fut is None:
