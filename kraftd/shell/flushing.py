@@ -124,7 +124,7 @@ class LogFlusher:
             return
         flushed = node.storage.log.complete_flush(target)
         self._flushing = False
-        node.post(LogFlushed(node.now_ms(), flushed))
+        node.step_now(LogFlushed(node.now_ms(), flushed))  # kraftd.shell.node contract 4a
         if self._again:
             self._again = False
             self.request()

@@ -2,7 +2,10 @@
 
 Contracts (numbers continue kraftd.shell's):
 4. One driver task owns the core: every event goes through ``_events``; effects of a step are executed in
-   order before the next event is taken. PersistElectionState, TruncateLog and AppendBatches complete (fsync
+   order before the next event is taken. 4a: an event that arrives while the driver waits on an empty inbox
+   and no step runs (a Raft response, a Fetch, the leader's flush, an append's Tick) is stepped at once by
+   whoever received it, as the driver would have stepped it next, saving the driver's wake-up; the driver
+   is then nudged to re-read its deadline. PersistElectionState, TruncateLog and AppendBatches complete (fsync
    for the first) before any later effect of the same step, so a vote or epoch is durable before a peer sees it.
 5. Log flushes: kraftd.shell.flushing (contracts 5, 5a, 11 there).
 6. Which part answers a request: kraftd.shell.routing (contracts 6, 9, 10 there).
@@ -99,6 +102,8 @@ class ControllerNode:
         self.flusher = LogFlusher(self)
         self.router = RequestRouter(self)
         self._tick_queued = False
+        self._stepping = False
+        self._inline_busy = 0.0  # seconds of contract 4a steps, not the driver's idle time
         self._closing = False
         self._stopped = asyncio.Event()
         self._done = asyncio.Event()
@@ -281,23 +286,52 @@ class ControllerNode:
             while not self._stopped.is_set():
                 timeout = max(0.0, (self._deadline - now_ms()) / 1000)
                 idle_from = time.perf_counter()
+                self._inline_busy = 0.0
                 event = await self._events.get(timeout)
+                measures.idle_s.add(max(0.0, time.perf_counter() - idle_from - self._inline_busy))
                 if event is None:
+                    if now_ms() < self._deadline:
+                        continue  # nudged (contract 4a): the deadline may have moved
                     event = Tick(now_ms())
-                busy_from = time.perf_counter()
-                measures.idle_s.add(busy_from - idle_from)
-                if isinstance(event, Tick):
-                    self._tick_queued = False
-                self._step(event)
-                measures.busy_s.add(busy := time.perf_counter() - busy_from)
-                self.metrics.event_done(event.now_ms, busy)
-                self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.snapshot_writer)
+                self._run(event)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
             log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
             self.fatal = exc
             self._spawn(self.shutdown())
+
+    def _run(self, event: Event) -> float:
+        """Contract 4: one event through the core, with the driver's bookkeeping; returns the seconds it took."""
+        busy_from = time.perf_counter()
+        if isinstance(event, Tick):
+            self._tick_queued = False
+        self._stepping = True
+        try:
+            self._step(event)
+        finally:
+            self._stepping = False
+        self.observer.measures.busy_s.add(busy := time.perf_counter() - busy_from)
+        self.metrics.event_done(event.now_ms, busy)
+        self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.snapshot_writer)
+        return busy
+
+    def step_now(self, event: Event) -> None:
+        """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does."""
+        if self._stepping or self._closing or self._driver is None or not self._events.idle():
+            self._events.put_nowait(event)
+            return
+        try:
+            queued: Event | None = event
+            while queued is not None and not self._closing:  # and what the step queued, as the driver would
+                self._inline_busy += self._run(queued)
+                queued = self._events.pop()
+        except BaseException as exc:  # noqa: BLE001 - contract 8, as in the driver
+            log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
+            self.fatal = exc
+            self._spawn(self.shutdown())
+            return
+        self._events.nudge()
 
     def step_tick(self) -> None:
         """Step the core with a Tick now (on the driver only: kraftd.shell.snapshot_writer contract 2)."""
@@ -384,7 +418,7 @@ class ControllerNode:
             except PeerError as exc:
                 self.netlog.failed(dest, where, str(exc).removeprefix(f"{where}: "))
                 resp = core_messages.error_response(message, ErrorCode(exc.error_code))
-            self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
+            self.step_now(ResponseReceived(now_ms(), dest, request_id, resp))
 
         fut.add_done_callback(answered)
         return True
@@ -410,7 +444,7 @@ class ControllerNode:
         token = self._next_token
         self._next_token += 1
         self._pending[token] = answer
-        self._events.put_nowait(RequestReceived(now_ms(), token, body))
+        self.step_now(RequestReceived(now_ms(), token, body))
         return True
 
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
@@ -488,7 +522,12 @@ class ControllerNode:
             on_range(rng)
         t0 = time.perf_counter()
         fut = self.commits.add(rng.last, rng.epoch)
-        self.queue_tick()  # schedules the linger deadline
+        if self._tick_queued:
+            pass
+        elif self._events.idle():
+            self.step_now(Tick(now_ms()))  # contract 4a: writes it now at linger 0, else schedules the linger
+        else:
+            self.queue_tick()
         last = await fut
         if stagetrace.ON:
             stagetrace.mark("committed")
