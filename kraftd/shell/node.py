@@ -5,7 +5,9 @@ Contracts (numbers continue kraftd.shell's):
    order before the next event is taken. 4a: an event that arrives while the driver waits on an empty inbox
    and no step runs (a Raft response, a Fetch, the leader's flush, an append's Tick) is stepped at once by
    whoever received it, as the driver would have stepped it next, saving the driver's wake-up; the driver
-   is then nudged to re-read its deadline. PersistElectionState, TruncateLog and AppendBatches complete (fsync
+   is then nudged to re-read its deadline. While the core asked for a step now (a coalesced high-watermark
+   answer, kraftd.core.replication invariant 2b) only an append's Tick is stepped so; the rest waits for the
+   driver, after this turn of the loop, so that an append made in this turn rides that answer. PersistElectionState, TruncateLog and AppendBatches complete (fsync
    for the first) before any later effect of the same step, so a vote or epoch is durable before a peer sees it.
 5. Log flushes: kraftd.shell.flushing (contracts 5, 5a, 11 there).
 6. Which part answers a request: kraftd.shell.routing (contracts 6, 9, 10 there).
@@ -318,7 +320,8 @@ class ControllerNode:
 
     def step_now(self, event: Event) -> None:
         """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does."""
-        if self._stepping or self._closing or self._driver is None or not self._events.idle():
+        due = self._deadline <= now_ms() and not isinstance(event, Tick)
+        if due or self._stepping or self._closing or self._driver is None or not self._events.idle():
             self._events.put_nowait(event)
             return
         try:
