@@ -274,13 +274,13 @@ class KafkaClient:
         fut: asyncio.Future[Any] = loop.create_future()
         fut.add_done_callback(_retrieve)
         conn.pending[cid] = (api_key, version, fut)
+        if stagetrace.ON:
+            stagetrace.mark(f"cli.write.{api_key}")
         try:
             conn.writer.write(payload)
         except (ConnectionError, OSError) as exc:
             self._disconnect(conn, NetworkError(f"write failed: {exc!r}"))
             return fut
-        if stagetrace.ON:
-            stagetrace.mark(f"cli.write.{api_key}")
         wait = self.request_timeout if timeout is None else timeout
 
         def expire() -> None:
@@ -306,9 +306,9 @@ class KafkaClient:
         fut.add_done_callback(_retrieve)  # a caller cancelled while waiting never reads a later failure
         conn.pending[cid] = (api_key, version, fut)
         try:
-            conn.writer.write(encode_frame(payload, self._max_frame))
             if stagetrace.ON:
                 stagetrace.mark(f"cli.write.{api_key}")
+            conn.writer.write(encode_frame(payload, self._max_frame))
             await conn.writer.drain()
         except (ConnectionError, OSError) as exc:
             self._disconnect(conn, NetworkError(f"write failed: {exc!r}"))

@@ -424,10 +424,10 @@ class KafkaServer:
                 slot.set_exception(exc)
                 return
             self.stats.bytes_out += len(frame)
-            writer.write(frame)
-            counts.written += 1
             if stagetrace.ON:
                 stagetrace.mark("srv.write")
+            writer.write(frame)
+            counts.written += 1
             slot.set_result(None)
 
         return slot if self._fast(req.header, req.body, info, reply) else None
@@ -453,11 +453,11 @@ class KafkaServer:
             if payload is not None:  # None: contract 11's reply wrote it already
                 frame = encode_frame(payload)
                 self.stats.bytes_out += len(frame)
+                if stagetrace.ON:
+                    stagetrace.mark("srv.write")
                 writer.write(frame)
                 if counts is not None:
                     counts.written += 1
-                if stagetrace.ON:
-                    stagetrace.mark("srv.write")
             await writer.drain()
             if session is not None and session.close_after_response:
                 writer.close()  # contract 7: a refused SASL exchange ends the connection after its answer
