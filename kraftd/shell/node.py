@@ -17,7 +17,7 @@ Contracts (numbers continue kraftd.shell's):
    :meth:`wait_stopped` re-raises it.
 12. Inside a step, in effect order: a SendRequest on a connected peer is written at once
    (kraftd.shell.transport contract 3; its answer is queued as ResponseReceived by the future's callback), and
-   the SendResponse of a Fetch taken by the listener's fast path (kwire.server contract 11) is encoded and
+   the SendResponse of a Fetch or ReadOffset taken by the listener's fast path (kwire.server contract 11) is encoded and
    written at once. Neither waits for a task or another turn of the loop; anything else takes the
    coroutine path. Persist, then send still holds: the storage effects before them completed first.
 """
@@ -400,11 +400,13 @@ class ControllerNode:
     # ------------------------------------------------------------------ network
     def _send_now(self, dest: int, request_id: int, message: Any) -> bool:
         """Contract 12: write a request now; False when the coroutine path must do it."""
-        if isinstance(message, core_messages.ReadOffsetRequest):
-            return False
         peer = self.peers.get(dest)
         if peer is None or not peer.connected or membership.peer_for(self, dest) is not peer:
             return False
+        if isinstance(message, core_messages.ReadOffsetRequest):  # on its own connection (reads contract 3)
+            peer = self.reads.connection(dest)
+            if peer is None or not peer.connected:
+                return False
         fut = peer.start(message)
         if fut is None:
             return False
@@ -427,11 +429,12 @@ class ControllerNode:
         return True
 
     def _fast_fetch(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
-        """Contract 12 (kwire.server contract 11): a Fetch goes to the core and its answer is written from
+        """Contract 12 (kwire.server contract 11): a Fetch or ReadOffset goes to the core and its answer is written from
         inside the step that produces it; the rest of kraftd.shell.routing's handling of a Fetch is kept."""
-        if header.request_api_key != handlers.FETCH or self._stopped.is_set():
+        key = header.request_api_key
+        if key not in (handlers.FETCH, handlers.READ_OFFSET) or self._stopped.is_set():
             return False
-        version = header.request_api_version
+        version = header.request_api_version if key == handlers.FETCH else -1
         started = time.perf_counter()
 
         def answer(resp: Any) -> None:
@@ -440,9 +443,10 @@ class ControllerNode:
                 self.netlog.answered(info.peer, body, resp)
                 reply(resp)
             except Exception:  # noqa: BLE001 - one request's failure never stops the driver
-                log.exception("node %d: answering a Fetch failed", self.config.node_id)
-            self.metrics.requests.labels("Fetch").inc()
-            self.metrics.latency.labels("Fetch").observe(time.perf_counter() - started)
+                log.exception("node %d: answering %s failed", self.config.node_id, type(body).__name__)
+            name = "Fetch" if key == handlers.FETCH else "ReadOffset"
+            self.metrics.requests.labels(name).inc()
+            self.metrics.latency.labels(name).observe(time.perf_counter() - started)
 
         token = self._next_token
         self._next_token += 1
