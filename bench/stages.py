@@ -128,7 +128,6 @@ def main() -> None:
     print("| stage | p50 us | p90 us |\n| --- | --- | --- |")
     for (_, _, label), xs in zip(CHAIN, steps, strict=True):
         print(row(label, xs))
-    print(row("sum of the chain", [sum(c) for c in zip(*steps, strict=True)]))
     print(row("**append -> committed**", totals))
     for (_, label), xs in zip(LEADER_FLUSH, flush, strict=True):
         print(row(label, xs))
