@@ -113,14 +113,30 @@ def kraftd_throughput(seconds: float) -> float:
         q.stop_all()
 
 
+def cpu_seconds(pids: list[int]) -> float:
+    """utime + stime of these processes (all their threads), from /proc (0 where unreadable)."""
+    total = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
 def kraftd_latency(seconds: float) -> dict[str, Any]:
+    """Also the three processes' CPU per commit (us): what a commit costs whatever the machine's load."""
     q = kraftd_quorum(1, 0)
     try:
         time.sleep(0.5)
-        t0 = now_ms()
+        pids = [p.pid for p in q.procs.values()]
+        t0, cpu0 = now_ms(), cpu_seconds(pids)
         time.sleep(seconds)
+        cpu = cpu_seconds(pids) - cpu0
         lat = [us / 1e6 for _, ms, us, _ in read_acks(q) if ms >= t0]
-        return {**floor.summary_ms(lat), "commits": len(lat)}
+        per_commit = round(cpu / len(lat) * 1e6) if lat else None
+        return {**floor.summary_ms(lat), "commits": len(lat), "cpu_us_per_commit": per_commit}
     finally:
         q.stop_all()
 

@@ -26,6 +26,10 @@ Contracts:
 8. With ``sasl`` every new connection authenticates (SaslHandshake, SaslAuthenticate) right after ApiVersions;
    a failure raises kwire.sasl.SaslAuthenticationError (Kafka's code) and the connection is dropped. When the
    server reports a session lifetime, ``send`` re-authenticates in band once 90% of it has passed (KIP-368).
+9. ``start(request)`` is ``send`` without a coroutine: on a negotiated connection with nothing to re-check it
+   writes the request at once (inside the caller's turn of the loop) and returns the future of its response,
+   under contracts 2-4 and 6 (a timeout fails it with RequestTimeoutError and closes the connection). It
+   returns None, having written nothing, whenever ``send`` would first connect, re-authenticate or raise.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
 from generated.messages import API_SPECS
+from kwire import stagetrace
 from kwire.apiversions import API_VERSIONS_KEY, NegotiatedVersions, VersionRange, negotiate
 from kwire.errors import (
     ApiNotSupportedError,
@@ -248,6 +253,48 @@ class KafkaClient:
             self._conn, request, version, self.request_timeout if timeout is None else timeout
         )
 
+    def start(self, request: Any, *, timeout: float | None = None) -> asyncio.Future[Any] | None:
+        """Contract 9."""
+        conn, nv = self._conn, self.versions
+        api_key = getattr(type(request), "API_KEY", None)
+        if conn is None or conn.closed or nv is None or self._closed or api_key not in API_SPECS:
+            return None
+        if self._reauth_at is not None and time.monotonic() >= self._reauth_at:
+            return None
+        cid = conn.next_id
+        try:
+            version = nv.version_for(api_key)
+            payload = encode_frame(
+                encode_request(api_key, version, cid, self.client_id, request), self._max_frame
+            )
+        except KraftError:
+            return None  # send() raises it
+        conn.next_id = (cid + 1) & 0x7FFFFFFF
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
+        fut.add_done_callback(_retrieve)
+        conn.pending[cid] = (api_key, version, fut)
+        if stagetrace.ON:
+            stagetrace.mark(f"cli.write.{api_key}")
+        try:
+            conn.writer.write(payload)
+        except (ConnectionError, OSError) as exc:
+            self._disconnect(conn, NetworkError(f"write failed: {exc!r}"))
+            return fut
+        wait = self.request_timeout if timeout is None else timeout
+
+        def expire() -> None:
+            if not fut.done():
+                conn.pending.pop(cid, None)
+                self._disconnect(conn, NetworkError("connection closed after a request timed out"))
+                fut.set_exception(
+                    RequestTimeoutError(f"{API_SPECS[api_key].name} v{version} got no response in {wait}s")
+                )
+
+        timer = loop.call_later(wait, expire)
+        fut.add_done_callback(lambda _: timer.cancel())
+        return fut
+
     async def _request(self, conn: _Connection, request: Any, version: int, timeout: float) -> Any:
         if conn.closed:
             raise NetworkError("connection is closed")
@@ -259,6 +306,8 @@ class KafkaClient:
         fut.add_done_callback(_retrieve)  # a caller cancelled while waiting never reads a later failure
         conn.pending[cid] = (api_key, version, fut)
         try:
+            if stagetrace.ON:
+                stagetrace.mark(f"cli.write.{api_key}")
             conn.writer.write(encode_frame(payload, self._max_frame))
             await conn.writer.drain()
         except (ConnectionError, OSError) as exc:
@@ -285,6 +334,8 @@ class KafkaClient:
                 data = await conn.reader.read(65536)
                 if not data:
                     raise NetworkError("peer closed the connection")
+                if stagetrace.ON:
+                    stagetrace.mark("cli.read")
                 for frame in conn.decoder.feed(data):
                     cid = peek_correlation_id(frame)
                     if not conn.pending:
@@ -294,6 +345,8 @@ class KafkaClient:
                         raise RemoteProtocolError(f"response correlation id {cid}, expected {expected}")
                     api_key, version, fut = conn.pending.pop(cid)
                     _, body = decode_response(frame, api_key, version)
+                    if stagetrace.ON:
+                        stagetrace.mark(f"cli.decoded.{api_key}")
                     if not fut.done():
                         fut.set_result(body)
         except KraftError as exc:

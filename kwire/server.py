@@ -45,6 +45,11 @@ Contracts:
    The handshake is the first supported ApiVersions once the connection is authenticated: an ApiVersions that
    KIP-511 answered with UNSUPPORTED_VERSION is retried by the client, and a SASL client (Kafka's
    SaslClientAuthenticator) sends one before authenticating and its NetworkClient another after; each is set-up.
+11. With ``fast`` (no SASL, no authorizer), a request arriving when every earlier response of its connection
+   is written is first offered to ``fast(header, request, info, reply)``; when it returns True the caller
+   answers later by calling ``reply(response)``, which encodes and writes the frame at once, inside the
+   caller's own turn of the loop (no task, no writer hop: a Raft leader answers a parked Fetch from inside
+   its step). Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds.
 """
 
 from __future__ import annotations
@@ -62,6 +67,7 @@ from typing import Any
 
 from generated.api_versions_request import ApiVersionsRequest
 from generated.request_header import RequestHeader
+from kwire import stagetrace
 from kwire.apiversions import (
     API_VERSIONS_KEY,
     DEFAULT_SUPPORTED_FEATURES,
@@ -92,6 +98,7 @@ class ConnectionInfo:
 
 
 Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
+FastHandler = Callable[[RequestHeader, Any, "ConnectionInfo", Callable[[Any], None]], bool]
 FinalizedFeatures = Callable[[], tuple[int, Mapping[str, VersionRange]]]
 # (split(api key, request, refused entry indexes) -> (authorized part, refused part) | None,
 #  merge(api key, handler's response, refusal response) -> response): contract 8's per-entry decisions.
@@ -101,10 +108,20 @@ PerEntry = tuple[
 ]
 
 
+class _Written:
+    """Contract 11: responses queued and written on one connection."""
+
+    __slots__ = ("queued", "written")
+
+    def __init__(self) -> None:
+        self.queued = 0
+        self.written = 0
+
+
 def _releaser(
-    slots: asyncio.Semaphore, in_flight: set[asyncio.Task[bytes]]
-) -> Callable[[asyncio.Task[bytes]], None]:
-    def done(task: asyncio.Task[bytes]) -> None:
+    slots: asyncio.Semaphore, in_flight: set[asyncio.Future[bytes | None]]
+) -> Callable[[asyncio.Future[bytes | None]], None]:
+    def done(task: asyncio.Future[bytes | None]) -> None:
         slots.release()
         in_flight.discard(task)
 
@@ -165,6 +182,7 @@ class KafkaServer:
         denied: Callable[[int, Any, int], Any] | None = None,
         features_read: Callable[[], Awaitable[int]] | None = None,
         per_entry: PerEntry | None = None,
+        fast: FastHandler | None = None,
     ) -> None:
         limits = limits or ListenerLimits()
         max_frame_size = limits.max_request_bytes if max_frame_size is None else max_frame_size
@@ -175,6 +193,7 @@ class KafkaServer:
         self._ssl = ssl
         self.warn = RateLimitedWarning(log)
         self._handler = handler
+        self._fast = fast if sasl is None and authorizer is None else None
         if served is None:  # contract 7: by default only SASL listeners offer the SASL APIs
             served = {
                 k: v
@@ -300,7 +319,8 @@ class KafkaServer:
     ) -> None:
         decoder = FrameDecoder(self._max_frame)
         slots = asyncio.Semaphore(self._max_in_flight)
-        order: asyncio.Queue[asyncio.Task[bytes] | None] = asyncio.Queue()
+        order: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
+        counts = _Written()
         session = ServerSession(self._sasl) if self._sasl is not None else None
         versioned = False  # contract 10: this connection's handshake ApiVersions has arrived
         tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
@@ -310,8 +330,8 @@ class KafkaServer:
                 return f"User:{session.principal}"
             return tls_user or ANONYMOUS
 
-        write_task = asyncio.create_task(self._write_in_order(order, writer, info, session))
-        in_flight: set[asyncio.Task[bytes]] = set()
+        write_task = asyncio.create_task(self._write_in_order(order, writer, info, session, counts))
+        in_flight: set[asyncio.Future[bytes | None]] = set()
         idle = self.limits.idle_ms / 1000
         last_active = time.monotonic()
         try:
@@ -328,17 +348,22 @@ class KafkaServer:
                     break
                 if not data:
                     break
+                if stagetrace.ON:
+                    stagetrace.mark("srv.read")
                 last_active = time.monotonic()
                 self.stats.bytes_in += len(data)
                 for frame in decoder.feed(data):
                     if session is not None and session.raw_tokens:
                         await slots.acquire()
-                        t = asyncio.create_task(self._raw_token(session, frame, info))
-                        in_flight.add(t)
-                        t.add_done_callback(_releaser(slots, in_flight))
-                        order.put_nowait(t)
+                        raw = asyncio.create_task(self._raw_token(session, frame, info))
+                        in_flight.add(raw)
+                        raw.add_done_callback(_releaser(slots, in_flight))
+                        counts.queued += 1
+                        order.put_nowait(raw)
                         continue
                     parsed = parse_request(frame, self.served)
+                    if stagetrace.ON:
+                        stagetrace.mark(f"srv.parsed.{parsed.api_key}")
                     if parsed.trailing:
                         log.debug(
                             "connection %d: %d bytes after %s v%d request ignored",
@@ -356,9 +381,14 @@ class KafkaServer:
                         and (session is None or session.authenticated)
                     )
                     await slots.acquire()
-                    t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
+                    t: asyncio.Future[bytes | None] | None = None
+                    if self._fast is not None and counts.queued == counts.written and not handshake:
+                        t = self._offer(parsed, writer, info, counts)
+                    if t is None:
+                        t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
+                    counts.queued += 1
                     order.put_nowait(t)
         except KraftError as exc:
             self.warn("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
@@ -373,12 +403,42 @@ class KafkaServer:
             except (asyncio.CancelledError, Exception):
                 pass
 
+    def _offer(
+        self, req: ParsedRequest, writer: asyncio.StreamWriter, info: ConnectionInfo, counts: _Written
+    ) -> asyncio.Future[bytes | None] | None:
+        """Contract 11: a future resolved with None once ``reply`` wrote the response, or None if declined."""
+        assert self._fast is not None
+        slot: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+
+        def reply(body: Any) -> None:
+            if slot.done():  # the connection closed meanwhile
+                return
+            try:
+                if not isinstance(body, req.spec.response):
+                    raise _Close(f"handler for {req.spec.name} returned {type(body).__name__}")
+                frame = encode_frame(encode_response(req.api_key, req.api_version, req.correlation_id, body))
+            except KraftError as exc:
+                slot.set_exception(_Close(f"cannot encode the {req.spec.name} response: {exc}"))
+                return
+            except _Close as exc:
+                slot.set_exception(exc)
+                return
+            self.stats.bytes_out += len(frame)
+            if stagetrace.ON:
+                stagetrace.mark("srv.write")
+            writer.write(frame)
+            counts.written += 1
+            slot.set_result(None)
+
+        return slot if self._fast(req.header, req.body, info, reply) else None
+
     async def _write_in_order(
         self,
-        order: asyncio.Queue[asyncio.Task[bytes] | None],
+        order: asyncio.Queue[asyncio.Future[bytes | None] | None],
         writer: asyncio.StreamWriter,
         info: ConnectionInfo,
         session: ServerSession | None = None,
+        counts: _Written | None = None,
     ) -> None:
         while True:
             task = await order.get()
@@ -390,9 +450,14 @@ class KafkaServer:
                 self.warn("closing connection %d from %s:%d: %s", info.connection_id, *info.peer, exc)
                 writer.close()
                 return
-            frame = encode_frame(payload)
-            self.stats.bytes_out += len(frame)
-            writer.write(frame)
+            if payload is not None:  # None: contract 11's reply wrote it already
+                frame = encode_frame(payload)
+                self.stats.bytes_out += len(frame)
+                if stagetrace.ON:
+                    stagetrace.mark("srv.write")
+                writer.write(frame)
+                if counts is not None:
+                    counts.written += 1
             await writer.drain()
             if session is not None and session.close_after_response:
                 writer.close()  # contract 7: a refused SASL exchange ends the connection after its answer
@@ -407,7 +472,7 @@ class KafkaServer:
         session: ServerSession | None = None,
         principal: Callable[[], str] | None = None,
         handshake: bool = True,
-    ) -> bytes:
+    ) -> bytes | None:
         try:
             if req.unsupported_api_versions:
                 # KIP-511: a v0 body (and v0 header) whatever version the client asked for.
@@ -465,7 +530,7 @@ class KafkaServer:
             raise _Close(f"handler for {req.spec.name} returned {type(out).__name__}")
         return out
 
-    async def _raw_token(self, session: ServerSession, token: bytes, info: ConnectionInfo) -> bytes:
+    async def _raw_token(self, session: ServerSession, token: bytes, info: ConnectionInfo) -> bytes | None:
         """kwire.sasl contract 6: a failed v0 exchange closes the connection without an answer."""
         try:
             out = session.raw_token(token, int(time.monotonic() * 1000))

@@ -2,7 +2,12 @@
 
 Contracts (numbers continue kraftd.shell's):
 4. One driver task owns the core: every event goes through ``_events``; effects of a step are executed in
-   order before the next event is taken. PersistElectionState, TruncateLog and AppendBatches complete (fsync
+   order before the next event is taken. 4a: an event that arrives while the driver waits on an empty inbox
+   and no step runs (a Raft response, a Fetch, the leader's flush, an append's Tick) is stepped at once by
+   whoever received it, as the driver would have stepped it next, saving the driver's wake-up; the driver
+   is then nudged to re-read its deadline. While the core asked for a step now (a coalesced high-watermark
+   answer, kraftd.core.replication invariant 2b) only an append's Tick is stepped so; the rest waits for the
+   driver, after this turn of the loop, so that an append made in this turn rides that answer. PersistElectionState, TruncateLog and AppendBatches complete (fsync
    for the first) before any later effect of the same step, so a vote or epoch is durable before a peer sees it.
 5. Log flushes: kraftd.shell.raft.flushing (contracts 5, 5a, 11 there).
 6. Which part answers a request: kraftd.shell.apis.routing (contracts 6, 9, 10 there).
@@ -10,6 +15,11 @@ Contracts (numbers continue kraftd.shell's):
    contracts (the committed batch must carry the append's epoch; a change of leader fails it).
 8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
    :meth:`wait_stopped` re-raises it.
+12. Inside a step, in effect order: a SendRequest on a connected peer is written at once
+   (kraftd.shell.net.transport contract 3; its answer is queued as ResponseReceived by the future's callback), and
+   the SendResponse of a Fetch or ReadOffset taken by the listener's fast path (kwire.server contract 11) is encoded and
+   written at once. Neither waits for a task or another turn of the loop; anything else takes the
+   coroutine path. Persist, then send still holds: the storage effects before them completed first.
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ import random
 import time
 from typing import Any
 
+from generated.messages import ApiKey
 from kraftd.config import ConfigError, KraftConfig
 from kraftd.controller.features import supported_ranges
 from kraftd.controller.machine import MetadataController
@@ -40,7 +51,7 @@ from kraftd.shell.controller.glue import ControllerGlue
 from kraftd.shell.controller.partition_admin import ControllerOps
 from kraftd.shell.controller.security_admin import ControllerSecurity
 from kraftd.shell.controller.topic_admin import ControllerAdmin
-from kraftd.shell.net import peers, wiring
+from kraftd.shell.net import membership, peers, wiring
 from kraftd.shell.net.transport import KafkaServer, PeerConnection
 from kraftd.shell.observe import observer
 from kraftd.shell.observe.looplag import LoopLagProbe, tune_gc
@@ -60,6 +71,7 @@ from kraftd.shell.raft.persistence import (
 from kraftd.shell.raft.reads import ReadBarriers
 from kraftd.shell.raft.snapshot_writer import SnapshotWriter
 from kraftd.storage.layout import NodeStorage, open_node_storage
+from kwire import stagetrace
 
 log = logging.getLogger("kraftd.node")
 # Effects the disk mirror executes in order, before any later effect of the step (contract 4).
@@ -75,12 +87,14 @@ class ControllerNode:
         self.fatal: BaseException | None = None
         self._events = EventInbox()
         self._deadline = 0
-        self._pending: dict[int, asyncio.Future[Any]] = {}
+        self._pending: dict[int, asyncio.Future[Any] | Any] = {}  # a future, or a reply (contract 12)
         self._next_token = 1
         self.commits = CommitWaiters(lambda: self.core)
         self.flusher = LogFlusher(self)
         self.router = RequestRouter(self)
         self._tick_queued = False
+        self._stepping = False
+        self._inline_busy = 0.0  # seconds of contract 4a steps, not the driver's idle time
         self._closing = False
         self._stopped = asyncio.Event()
         self._done = asyncio.Event()
@@ -167,6 +181,7 @@ class ControllerNode:
             denied=handlers.denied_response,
             features_read=self.reads.before_read,
             per_entry=(denials.split, denials.merge),
+            fast=self._fast_fetch,
         )
         await start_listening(self, bind)
         where = (cfg.node_id, bind.host, self.server.port, self.cluster_id)
@@ -218,9 +233,10 @@ class ControllerNode:
             if t is not me:
                 t.cancel()
         for fut in self._pending.values():
-            if not fut.done():
+            if isinstance(fut, asyncio.Future) and not fut.done():
                 fut.cancel()
         self.commits.fail_all("the node stopped")
+        self.flusher.close()
         for peer in self.peers.values():
             with contextlib.suppress(Exception):
                 await peer.close()
@@ -253,23 +269,53 @@ class ControllerNode:
             while not self._stopped.is_set():
                 timeout = max(0.0, (self._deadline - now_ms()) / 1000)
                 idle_from = time.perf_counter()
+                self._inline_busy = 0.0
                 event = await self._events.get(timeout)
+                measures.idle_s.add(max(0.0, time.perf_counter() - idle_from - self._inline_busy))
                 if event is None:
+                    if now_ms() < self._deadline:
+                        continue  # nudged (contract 4a): the deadline may have moved
                     event = Tick(now_ms())
-                busy_from = time.perf_counter()
-                measures.idle_s.add(busy_from - idle_from)
-                if isinstance(event, Tick):
-                    self._tick_queued = False
-                self._step(event)
-                measures.busy_s.add(busy := time.perf_counter() - busy_from)
-                self.metrics.event_done(event.now_ms, busy)
-                self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.raft.snapshot_writer)
+                self._run(event)
         except asyncio.CancelledError:
             raise
         except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
             log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
             self.fatal = exc
             self._spawn(self.shutdown())
+
+    def _run(self, event: Event) -> float:
+        """Contract 4: one event through the core, with the driver's bookkeeping; returns the seconds it took."""
+        busy_from = time.perf_counter()
+        if isinstance(event, Tick):
+            self._tick_queued = False
+        self._stepping = True
+        try:
+            self._step(event)
+        finally:
+            self._stepping = False
+        self.observer.measures.busy_s.add(busy := time.perf_counter() - busy_from)
+        self.metrics.event_done(event.now_ms, busy)
+        self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.raft.snapshot_writer)
+        return busy
+
+    def step_now(self, event: Event) -> None:
+        """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does."""
+        due = self._deadline <= now_ms() and not isinstance(event, Tick)
+        if due or self._stepping or self._closing or self._driver is None or not self._events.idle():
+            self._events.put_nowait(event)
+            return
+        try:
+            queued: Event | None = event
+            while queued is not None and not self._closing:  # and what the step queued, as the driver would
+                self._inline_busy += self._run(queued)
+                queued = self._events.pop()
+        except BaseException as exc:  # noqa: BLE001 - contract 8, as in the driver
+            log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
+            self.fatal = exc
+            self._spawn(self.shutdown())
+            return
+        self._events.nudge()
 
     def step_tick(self) -> None:
         """Step the core with a Tick now (on the driver only: kraftd.shell.raft.snapshot_writer contract 2)."""
@@ -280,11 +326,16 @@ class ControllerNode:
         return self._spawn(coro)
 
     def _step(self, event: Event) -> None:
+        if stagetrace.ON:
+            stagetrace.mark(f"step.{type(event).__name__}")
         before = self.observer.snapshot()
         effects = self.client.step(event)
         self.observer.step(before, event, effects)
         self._execute(effects)
+        self.flusher.step_done()
         self.controller.after_step()
+        if stagetrace.ON:
+            stagetrace.mark("step.end")
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -299,11 +350,15 @@ class ControllerNode:
             elif isinstance(e, fx.FlushLog):
                 self.flusher.request()
             elif isinstance(e, fx.SendRequest):
-                self._spawn(self._send(e.destination, e.request_id, e.message))
+                if not self._send_now(e.destination, e.request_id, e.message):
+                    self._spawn(self._send(e.destination, e.request_id, e.message))
             elif isinstance(e, fx.SendResponse):
                 fut = self._pending.pop(e.token, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(e.message)
+                if isinstance(fut, asyncio.Future):
+                    if not fut.done():
+                        fut.set_result(e.message)
+                elif fut is not None:
+                    fut(e.message)  # contract 12
             elif isinstance(e, fx.ApplyCommitted):
                 self._commit(e.high_watermark)
             elif isinstance(e, fx.AppendFailed):
@@ -316,6 +371,40 @@ class ControllerNode:
                 self._deadline = e.at_ms
 
     # ------------------------------------------------------------------ network
+    def _send_now(self, dest: int, request_id: int, message: Any) -> bool:
+        """Contract 12: write a request now (kraftd.shell.net.peers contract 4); False: the coroutine path."""
+
+        def answered(resp: Any) -> None:
+            self.step_now(ResponseReceived(now_ms(), dest, request_id, resp))
+
+        return peers.start_now(self, dest, message, answered)
+
+    def _fast_fetch(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
+        """Contract 12 (kwire.server contract 11): a Fetch or ReadOffset goes to the core and its answer is written from
+        inside the step that produces it; the rest of kraftd.shell.apis.routing's handling of a Fetch is kept."""
+        key = header.request_api_key
+        if key not in (ApiKey.FETCH, ApiKey.READ_OFFSET) or self._stopped.is_set():
+            return False
+        version = header.request_api_version if key == ApiKey.FETCH else -1
+        started = time.perf_counter()
+
+        def answer(resp: Any) -> None:
+            try:
+                membership.advertise_leader(self, version, resp)
+                self.netlog.answered(info.peer, body, resp)
+                reply(resp)
+            except Exception:  # noqa: BLE001 - one request's failure never stops the driver
+                log.exception("node %d: answering %s failed", self.config.node_id, type(body).__name__)
+            name = "Fetch" if key == ApiKey.FETCH else "ReadOffset"
+            self.metrics.requests.labels(name).inc()
+            self.metrics.latency.labels(name).observe(time.perf_counter() - started)
+
+        token = self._next_token
+        self._next_token += 1
+        self._pending[token] = answer
+        self.step_now(RequestReceived(now_ms(), token, body))
+        return True
+
     async def _send(self, dest: int, request_id: int, message: Any) -> None:
         resp = await peers.exchange(self, dest, message)  # kraftd.shell.net.peers
         self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
@@ -347,7 +436,10 @@ class ControllerNode:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._pending[token] = fut
         self._events.put_nowait(RequestReceived(now_ms(), token, body))
-        return await fut
+        out = await fut
+        if stagetrace.ON:
+            stagetrace.mark("ask.resumed")
+        return out
 
     # ------------------------------------------------------------------ RaftClient (contract 7)
     async def append(self, records: list[bytes], on_range: Any = None) -> int:
@@ -355,13 +447,22 @@ class ControllerNode:
         with the OffsetRange synchronously, before anything else can append."""
         if self._stopped.is_set():
             raise NotLeaderError("the node is stopped")
+        if stagetrace.ON:
+            stagetrace.mark("append")
         rng = self.client.append(records)
         if on_range is not None:
             on_range(rng)
         t0 = time.perf_counter()
         fut = self.commits.add(rng.last, rng.epoch)
-        self.queue_tick()  # schedules the linger deadline
+        if self._tick_queued:
+            pass
+        elif self._events.idle():
+            self.step_now(Tick(now_ms()))  # contract 4a: writes it now at linger 0, else schedules the linger
+        else:
+            self.queue_tick()
         last = await fut
+        if stagetrace.ON:
+            stagetrace.mark("committed")
         self.observer.measures.commit_latency_ms.add((time.perf_counter() - t0) * 1000)
         return last
 

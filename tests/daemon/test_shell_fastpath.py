@@ -139,3 +139,49 @@ def test_an_append_replaced_by_another_leaders_batch_is_not_acknowledged(tmp_pat
             await node.stop(graceful=False)
 
     asyncio.run(run())
+
+
+class _FlushNode:
+    """What LogFlusher uses of a leader's node, recording when the fsync runs and what is stepped."""
+
+    def __init__(self, order: list[str]) -> None:
+        self.order = order
+        self.config = type("C", (), {"node_id": 1, "test_fsync_delay_file": None})()
+        self.core = type("K", (), {"role": Role.LEADER})()
+        log = type("L", (), {})()
+        log.begin_flush = lambda: (7, lambda: order.append("fsync"))
+        log.complete_flush = lambda target: target
+        self.storage = type("S", (), {"log": log})()
+        self.stepped: list[object] = []
+
+    def now_ms(self) -> int:
+        return 0
+
+    def step_now(self, event: object) -> None:
+        self.stepped.append(event)
+
+
+def test_a_leader_flush_starts_only_once_the_step_is_done() -> None:
+    """kraftd.shell.raft.flushing contract 5: FlushLog during a step hands the fsync to the flush thread only at
+    step_done (after the step's answers are written); LogFlushed is stepped once it completed."""
+    from kraftd.shell.raft.flushing import LogFlusher
+
+    async def run() -> tuple[list[str], list[object]]:
+        order: list[str] = []
+        node = _FlushNode(order)
+        flusher = LogFlusher(node)  # type: ignore[arg-type]
+        flusher.request()
+        order.append("answers written")
+        await asyncio.sleep(0.05)
+        order.append("step done")
+        flusher.step_done()
+        for _ in range(200):
+            if node.stepped:
+                break
+            await asyncio.sleep(0.01)
+        flusher.close()
+        return order, node.stepped
+
+    order, stepped = asyncio.run(run())
+    assert order == ["answers written", "step done", "fsync"]
+    assert stepped == [LogFlushed(0, 7)]

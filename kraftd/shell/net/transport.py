@@ -8,10 +8,14 @@ Contracts:
    core: UNSUPPORTED_VERSION (no common version, or the message cannot be written at it, e.g. a pre-vote to a
    Vote v0-1 peer), REQUEST_TIMED_OUT, or BROKER_NOT_AVAILABLE (cannot connect / disconnected). Reconnects back
    off as kwire's client does (50 ms doubling to 1 s).
+3. :meth:`PeerConnection.start` is ``request`` without a coroutine (kwire.client contract 9): the request is
+   written at once and the future's outcome is read with :meth:`PeerConnection.outcome` (the same response or
+   PeerError as ``request``); None when it would first have to connect (the caller then uses ``request``).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from ssl import SSLContext
 from typing import Any
@@ -65,15 +69,33 @@ class PeerConnection:
         )
 
     async def request(self, message: Any) -> Any:
-        where = f"{self.host}:{self.port}"
         try:
             return await self._client.send(message)
-        except (UnsupportedVersionError, LocalProtocolError) as exc:
-            raise PeerError(f"{where}: {exc}", ErrorCode.UNSUPPORTED_VERSION) from None
-        except RequestTimeoutError as exc:
-            raise PeerError(f"{where}: {exc}", ErrorCode.REQUEST_TIMED_OUT) from None
         except (KraftError, OSError, TimeoutError) as exc:
-            raise PeerError(f"{where}: {exc}", ErrorCode.BROKER_NOT_AVAILABLE) from None
+            raise self._error(exc) from None
+
+    def start(self, message: Any) -> asyncio.Future[Any] | None:
+        """Contract 3."""
+        return self._client.start(message)
+
+    def outcome(self, fut: asyncio.Future[Any]) -> Any:
+        """Contract 3: the response of a done :meth:`start` future, or the PeerError ``request`` raises."""
+        if fut.cancelled():
+            raise PeerError(f"{self.host}:{self.port}: cancelled", ErrorCode.BROKER_NOT_AVAILABLE)
+        exc = fut.exception()
+        if exc is None:
+            return fut.result()
+        if isinstance(exc, KraftError | OSError | TimeoutError):
+            raise self._error(exc)
+        raise exc
+
+    def _error(self, exc: BaseException) -> PeerError:
+        where = f"{self.host}:{self.port}"
+        if isinstance(exc, UnsupportedVersionError | LocalProtocolError):
+            return PeerError(f"{where}: {exc}", ErrorCode.UNSUPPORTED_VERSION)
+        if isinstance(exc, RequestTimeoutError):
+            return PeerError(f"{where}: {exc}", ErrorCode.REQUEST_TIMED_OUT)
+        return PeerError(f"{where}: {exc}", ErrorCode.BROKER_NOT_AVAILABLE)
 
     @property
     def connected(self) -> bool:

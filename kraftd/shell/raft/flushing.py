@@ -1,9 +1,12 @@
 """Log flushes of the asyncio node (kraftd.shell.node contracts 5, 5a and 11).
 
 Contracts:
-5. On a leader the fsync runs in a worker thread (the loop keeps sending to followers meanwhile); at most one
-   flush is in flight and a request arriving meanwhile is coalesced into one more flush. Only its completion
-   feeds ``LogFlushed`` to the core.
+5. On a leader the fsync runs in the node's flush thread (the loop keeps sending to followers meanwhile); at
+   most one flush is in flight and a request arriving meanwhile is coalesced into one more flush. Only its
+   completion feeds ``LogFlushed`` to the core. A flush asked for during a step starts when that step has
+   executed all its effects (:meth:`LogFlusher.step_done`, the step's "answers written" signal: the Fetch
+   answers and requests of the step are on their sockets first, kraftd.shell.node contract 12), and its
+   completion reaches the loop as one callback (no task, no executor).
 5a. A non-leader fsyncs inline instead (nothing waits on its loop while it syncs: its next fetch goes out only
    after the flush): the same LogFlushed, fed after the fsync returned, without the thread round trip.
 11. Only when the test-only key ``kraftd.test.fsync.delay.file`` is set, every flush first sleeps (in its worker
@@ -21,8 +24,17 @@ from typing import Any
 from kraftd.core.events import LogFlushed
 from kraftd.core.types import Role
 from kraftd.shell.raft.port import RaftPort
+from kwire import stagetrace
 
 log = logging.getLogger("kraftd.node")
+
+
+def _traced(run: Any) -> Any:
+    def traced() -> None:
+        run()
+        stagetrace.mark("lflush.synced")
+
+    return traced
 
 
 class LogFlusher:
@@ -30,6 +42,12 @@ class LogFlusher:
         self.node = node
         self._flushing = False
         self._again = False
+        self._cond = threading.Condition()
+        self._job: tuple[int, Any] | None = None  # asked for in this step, handed over by step_done
+        self._ready: tuple[int, Any] | None = None  # handed to the thread
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closed = False
 
     def request(self) -> None:
         node = self.node
@@ -38,29 +56,77 @@ class LogFlusher:
             return
         assert node.storage is not None
         if node.core.role is not Role.LEADER:  # contract 5a
+            if stagetrace.ON:
+                stagetrace.mark("fsync.begin")
             flushed = node.storage.log.flush()
+            if stagetrace.ON:
+                stagetrace.mark("fsync.end")
             node.post(LogFlushed(node.now_ms(), flushed))
             return
         target, run = node.storage.log.begin_flush()
         self._flushing = True
-        node.spawn_task(self._flush(target, run))
+        self._job = (target, self._slow_disk(_traced(run) if stagetrace.ON else run))
 
-    async def _flush(self, target: int, run: Any) -> None:
+    def step_done(self) -> None:
+        """Contract 5: the step's effects are executed; a flush it asked for starts now."""
+        job, self._job = self._job, None
+        if job is None or self._closed:
+            return
+        if self._thread is None:
+            self._loop = asyncio.get_running_loop()
+            self._thread = threading.Thread(
+                target=self._work, name=f"kraftd-flush-{self.node.config.node_id}", daemon=True
+            )
+            self._thread.start()
+        if stagetrace.ON:
+            stagetrace.mark("lflush.begin")
+        with self._cond:
+            self._ready = job
+            self._cond.notify()
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify()
+
+    def _work(self) -> None:
+        assert self._loop is not None
+        while True:
+            with self._cond:
+                while self._ready is None and not self._closed:
+                    self._cond.wait()
+                job, self._ready = self._ready, None
+                if self._closed or job is None:
+                    return
+            target, run = job
+            failed: BaseException | None = None
+            try:
+                run()
+            except BaseException as exc:  # noqa: BLE001 - contract 8, reported on the loop
+                failed = exc
+            try:
+                self._loop.call_soon_threadsafe(self._done, target, failed)
+            except RuntimeError:  # the loop is closed
+                return
+
+    def _done(self, target: int, failed: BaseException | None) -> None:
         node = self.node
-        assert node.storage is not None
-        try:
-            await asyncio.to_thread(self._slow_disk(run))
-        except BaseException as exc:  # noqa: BLE001 - contract 8
-            log.critical("node %d: log flush failed, stopping: %s", node.config.node_id, exc)
-            node.fatal = exc
-            await node.shutdown()
+        if self._closed or node.storage is None:
+            return
+        if stagetrace.ON:
+            stagetrace.mark("lflush.resumed")
+        if failed is not None:
+            log.critical("node %d: log flush failed, stopping: %s", node.config.node_id, failed)
+            node.fatal = failed
+            node.spawn_task(node.shutdown())
             return
         flushed = node.storage.log.complete_flush(target)
         self._flushing = False
-        node.post(LogFlushed(node.now_ms(), flushed))
+        node.step_now(LogFlushed(node.now_ms(), flushed))  # kraftd.shell.node contract 4a
         if self._again:
             self._again = False
             self.request()
+            self.step_done()
 
     def _slow_disk(self, run: Any) -> Any:
         """Contract 11, read on every flush."""

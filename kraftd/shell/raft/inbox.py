@@ -4,6 +4,9 @@ Contracts:
 1. Events come out in the order they were put, each exactly once.
 2. :meth:`EventInbox.get` returns the next event, or None once ``timeout`` seconds pass with none queued.
 3. ``put_nowait`` never blocks and may be called from any coroutine or callback on the loop's thread.
+4. ``idle()`` is True while a ``get`` waits on an empty inbox; ``nudge()`` ends that wait with None early (the
+   driver re-reads its deadline, kraftd.shell.node contract 4a); ``pop()`` takes the next event without
+   waiting (None when empty), in the same order as ``get``.
 """
 
 from __future__ import annotations
@@ -28,6 +31,16 @@ class EventInbox:
         self._items.append(event)
         if self._waiter is not None:
             _wake(self._waiter)
+
+    def idle(self) -> bool:
+        return self._waiter is not None and not self._items
+
+    def nudge(self) -> None:
+        if self._waiter is not None:
+            _wake(self._waiter)
+
+    def pop(self) -> Event | None:
+        return self._items.popleft() if self._items else None
 
     def qsize(self) -> int:
         return len(self._items)

@@ -167,6 +167,9 @@ class DiskMirror:
         return self.storage.log
 
     def apply(self, effect: DiskEffect) -> None:
+        if isinstance(effect, AppendBatches):  # the common case first: no path built per append
+            self.storage.log.append(b"".join(b.data for b in effect.batches))
+            return
         pdir = self.storage.partition_dir
         fsync = self.storage.log.fsync_enabled
         if isinstance(effect, WriteSnapshot):
@@ -186,5 +189,3 @@ class DiskMirror:
                 log.debug("persisted election state %s in %.1f ms", effect.state, took)
         elif isinstance(effect, TruncateLog):
             self.storage.log.truncate_to(effect.offset)
-        else:
-            self.storage.log.append(b"".join(b.data for b in effect.batches))

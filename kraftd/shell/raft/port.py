@@ -5,7 +5,8 @@ Contracts:
 1. :meth:`RaftPort.append` appends as leader and resolves with the last offset once committed
    (kraftd.shell.node contract 7); ``on_range`` is called with the OffsetRange before anything else appends.
 2. :meth:`RaftPort.post`, :meth:`RaftPort.queue_tick` and :meth:`RaftPort.step_tick` reach the driver, the
-   one task that steps the core (kraftd.shell.node contract 4); only the driver calls ``step_tick``.
+   one task that steps the core (kraftd.shell.node contract 4); only the driver calls ``step_tick``;
+   :meth:`RaftPort.step_now` steps an event at once while the driver idles (node contract 4a).
 3. ``core`` and ``client`` are read, never stepped, outside the driver.
 """
 
@@ -49,6 +50,8 @@ class RaftPort(Protocol):
     def queue_tick(self) -> None: ...
 
     def step_tick(self) -> None: ...
+
+    def step_now(self, event: Event) -> None: ...
 
     def spawn_task(self, coro: Coroutine[Any, Any, Any]) -> asyncio.Task[Any]: ...
 

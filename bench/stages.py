@@ -1,0 +1,137 @@
+"""One commit at one in flight, split by stage across the three processes (issue 25).
+
+Run a quorum with ``KRAFTD_STAGE_TRACE=<dir>`` (kwire.stagetrace), e.g.
+
+    KRAFTD_STAGE_TRACE=/tmp/tr .venv/bin/python bench/quorum.py --seconds 4 --skip throughput,failover,handoff
+    .venv/bin/python bench/stages.py /tmp/tr
+
+A stage whose name ends in ``?`` counts only when it comes before the next stage (else it shows 0): the
+Fetch answers are written inside the step since issue 25, so the step now ends after them.
+The leader is the process with ``append`` marks, followers the ones with ``fsync.begin``. Each cycle runs from
+an ``append`` to the next ``committed`` on the leader; within it the chain below is found mark by mark (each the
+first of its name after the previous one), for the follower whose next Fetch went out first. Printed: the median
+and p90 of every step of the chain (us), and the leader's own flush beside it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import statistics
+import sys
+from pathlib import Path
+
+# (process, stage prefix, label)
+CHAIN = [
+    ("L", "step.Tick", "L wake-up: append -> driver step"),
+    ("L", "step.end?", "L step ends (before only: core, log write, flush start)"),
+    ("L", "ask.resumed?", "L Fetch handler resumes (before only)"),
+    ("L", "srv.write", "L Fetch answer encoded, send starts"),
+    ("F", "cli.read", "loopback L -> F (incl. F scheduled)"),
+    ("F", "cli.decoded.1", "F parse (decode Fetch response)"),
+    ("F", "step.ResponseReceived", "F route: future -> _send -> inbox -> driver"),
+    ("F", "fsync.begin", "F step (core + log write)"),
+    ("F", "fsync.end", "F fsync"),
+    ("F", "step.LogFlushed", "F LogFlushed -> next step"),
+    ("F", "step.end?", "F step (LogFlushed) ends (before only)"),
+    ("F", "cli.write.1", "F next Fetch encoded, send starts"),
+    ("L", "srv.read", "loopback F -> L (incl. L scheduled)"),
+    ("L", "srv.parsed.1", "L parse"),
+    ("L", "step.RequestReceived", "L route: task -> ask_core -> inbox -> driver"),
+    ("L", "committed", "L step + commit wake-up (HWM, future, append resumes)"),
+]
+FOLLOWER_SENT = 11  # index of the follower's next Fetch in CHAIN
+LEADER_FLUSH = [
+    ("lflush.begin", "L flush: step -> flush task"),
+    ("lflush.synced", "L fsync (thread)"),
+    ("lflush.resumed", "L flush: thread -> loop"),
+    ("step.LogFlushed", "L flush: LogFlushed -> step"),
+]
+
+
+def load(directory: Path) -> dict[int, list[tuple[int, str]]]:
+    out: dict[int, list[tuple[int, str]]] = {}
+    for f in directory.glob("*.trace"):
+        marks = []
+        for line in f.read_text().splitlines():
+            ns, _, stage = line.partition(" ")
+            marks.append((int(ns), stage))
+        out[int(f.stem)] = sorted(marks)
+    return out
+
+
+def first_after(
+    marks: list[tuple[int, str]], times: list[int], t: int, prefix: str, until: int
+) -> int | None:
+    i = bisect.bisect_left(times, t)
+    while i < len(marks) and marks[i][0] <= until:
+        if marks[i][1].startswith(prefix):
+            return marks[i][0]
+        i += 1
+    return None
+
+
+def main() -> None:
+    procs = load(Path(sys.argv[1]))
+    leader = next(p for p, ms in procs.items() if any(s == "append" for _, s in ms))
+    followers = [p for p, ms in procs.items() if p != leader and any(s == "fsync.begin" for _, s in ms)]
+    lm = procs[leader]
+    lt = [t for t, _ in lm]
+    fms = {p: (procs[p], [t for t, _ in procs[p]]) for p in followers}
+    appends = [t for t, s in lm if s == "append"]
+    steps: list[list[float]] = [[] for _ in CHAIN]
+    flush: list[list[float]] = [[] for _ in LEADER_FLUSH]
+    totals = []
+    for a in appends[len(appends) // 10 :]:  # skip the warm-up
+        end = first_after(lm, lt, a + 1, "committed", a + 50_000_000)
+        if end is None:
+            continue
+        best: list[int] | None = None
+        for marks, times in fms.values():
+            chain, t = [], a
+            for i, (proc, prefix, _) in enumerate(CHAIN):
+                src, ts = (lm, lt) if proc == "L" else (marks, times)
+                found = first_after(src, ts, t, prefix.rstrip("?"), end)
+                if prefix.endswith("?"):
+                    nxt = next(j for j in range(i + 1, len(CHAIN)) if not CHAIN[j][1].endswith("?"))
+                    nsrc, nts = (lm, lt) if CHAIN[nxt][0] == "L" else (marks, times)
+                    limit = first_after(nsrc, nts, t, CHAIN[nxt][1], end)
+                    if found is None or limit is None or found > limit:
+                        found = t
+                if found is None:
+                    break
+                chain.append(found)
+                t = found
+            if len(chain) == len(CHAIN) and (best is None or chain[FOLLOWER_SENT] < best[FOLLOWER_SENT]):
+                best = chain
+        if best is None:
+            continue
+        prev = a
+        for i, t in enumerate(best):
+            steps[i].append((t - prev) / 1000)
+            prev = t
+        totals.append((end - a) / 1000)
+        t = a
+        for i, (prefix, _) in enumerate(LEADER_FLUSH):
+            found = first_after(lm, lt, t, prefix, end)
+            if found is None:
+                break
+            flush[i].append((found - t) / 1000)
+            t = found
+
+    def row(label: str, xs: list[float]) -> str:
+        if not xs:
+            return f"| {label} | - | - |"
+        xs = sorted(xs)
+        return f"| {label} | {statistics.median(xs):.0f} | {xs[int(0.9 * (len(xs) - 1))]:.0f} |"
+
+    print(f"{len(totals)} commits traced")
+    print("| stage | p50 us | p90 us |\n| --- | --- | --- |")
+    for (_, _, label), xs in zip(CHAIN, steps, strict=True):
+        print(row(label, xs))
+    print(row("**append -> committed**", totals))
+    for (_, label), xs in zip(LEADER_FLUSH, flush, strict=True):
+        print(row(label, xs))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""Stage marks for profiling one commit across processes (docs/PERFORMANCE.md, issue 25).
+
+Contracts:
+1. Off unless the environment names ``KRAFTD_STAGE_TRACE`` (a directory): then :func:`mark` records
+   (CLOCK_MONOTONIC ns, stage) in memory and every 4096 marks, and at exit, appends them to
+   ``<dir>/<pid>.trace`` as ``<ns> <stage>`` lines. CLOCK_MONOTONIC is one clock for every process of the
+   machine, so the files of a 3-process quorum line up (bench/stages.py reads them).
+2. When off, :data:`ON` is False and callers guard with it: a mark costs one global lookup.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import signal
+import time
+
+_DIR = os.environ.get("KRAFTD_STAGE_TRACE")
+ON = bool(_DIR)
+_marks: list[tuple[int, str]] = []
+_now = time.monotonic_ns
+
+
+def mark(stage: str) -> None:
+    _marks.append((_now(), stage))
+    if len(_marks) >= 4096:
+        dump()
+
+
+def dump() -> None:
+    if not _DIR or not _marks:
+        return
+    with open(os.path.join(_DIR, f"{os.getpid()}.trace"), "a") as out:
+        out.write("".join(f"{ns} {stage}\n" for ns, stage in _marks))
+    _marks.clear()
+
+
+if ON:
+    atexit.register(dump)
+    _previous = signal.getsignal(signal.SIGTERM)
+
+    def _on_term(signum: int, frame: object) -> None:
+        dump()
+        if callable(_previous):
+            _previous(signum, frame)  # type: ignore[arg-type]
+        else:
+            raise SystemExit(0)
+
+    signal.signal(signal.SIGTERM, _on_term)

@@ -1,0 +1,144 @@
+"""Issue 25's synchronous paths, on real sockets: kwire.server contract 11 (a reply written inside the caller's
+turn of the loop, responses still in request order) and kwire.client contract 9 (a request written at once)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.describe_quorum_response import DescribeQuorumResponse
+from generated.vote_request import VoteRequest
+from generated.vote_response import VoteResponse
+from kwire.client import KafkaClient
+from kwire.errors import RequestTimeoutError
+from kwire.framing import FrameDecoder, encode_frame
+from kwire.headers import decode_response, encode_request
+from kwire.server import KafkaServer
+
+pytestmark = pytest.mark.timeout(30)
+HOST = "127.0.0.1"
+VOTE, DESCRIBE_QUORUM = 52, 55
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 20))
+
+
+async def slow_handler(header: Any, request: Any, info: Any) -> Any:
+    await asyncio.sleep(0.05)
+    if header.request_api_key == VOTE:
+        return VoteResponse(error_code=0)
+    return DescribeQuorumResponse(error_code=0, error_message=f"slow {header.correlation_id}")
+
+
+class Parked:
+    """A fast handler that takes Vote requests and answers them when told to."""
+
+    def __init__(self) -> None:
+        self.replies: list[Any] = []
+        self.taken = asyncio.Event()
+
+    def __call__(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
+        if header.request_api_key != VOTE:
+            return False
+        self.replies.append(reply)
+        self.taken.set()
+        return True
+
+
+async def read_frames(reader: asyncio.StreamReader, n: int, timeout: float = 5) -> list[bytes]:
+    d, out = FrameDecoder(), []
+    while len(out) < n:
+        data = await asyncio.wait_for(reader.read(65536), timeout)
+        assert data, "connection closed early"
+        out += d.feed(data)
+    return out
+
+
+def test_a_fast_reply_is_on_the_socket_when_reply_returns() -> None:
+    async def main() -> None:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            w.write(encode_frame(encode_request(VOTE, 2, 7, "raw", VoteRequest())))
+            await asyncio.wait_for(parked.taken.wait(), 5)
+            stamp = asyncio.get_running_loop().time()
+            parked.replies[0](VoteResponse(error_code=0))
+            # written in this turn: the transport holds nothing back, no task was needed
+            transport = srv._conns[next(iter(srv._conns))][0].transport
+            assert transport.get_write_buffer_size() == 0
+            (frame,) = await read_frames(r, 1)
+            _, body = decode_response(frame, VOTE, 2)
+            assert body == VoteResponse(error_code=0)
+            assert asyncio.get_running_loop().time() - stamp < 5
+            w.close()
+
+    run(main())
+
+
+def test_fast_and_slow_responses_stay_in_request_order() -> None:
+    async def main() -> None:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            # a slow request first: the Vote behind it may not take the fast path and waits its turn
+            w.write(encode_frame(encode_request(DESCRIBE_QUORUM, 2, 1, "raw", DescribeQuorumRequest())))
+            w.write(encode_frame(encode_request(VOTE, 2, 2, "raw", VoteRequest())))
+            first, second = await read_frames(r, 2)
+            assert decode_response(first, DESCRIBE_QUORUM, 2)[1].error_message == "slow 1"
+            assert decode_response(second, VOTE, 2)[1].error_code == 0  # the slow handler answered it
+            assert not parked.replies
+            # now nothing is ahead: a Vote is taken by the fast handler, a slow request queues behind it
+            w.write(encode_frame(encode_request(VOTE, 2, 3, "raw", VoteRequest())))
+            await asyncio.wait_for(parked.taken.wait(), 5)
+            w.write(encode_frame(encode_request(DESCRIBE_QUORUM, 2, 4, "raw", DescribeQuorumRequest())))
+            await asyncio.sleep(0.2)  # the slow one is done, but may not overtake the parked Vote
+            parked.replies[0](VoteResponse(error_code=57))
+            third, fourth = await read_frames(r, 2)
+            assert decode_response(third, VOTE, 2)[0] == 3  # correlation id
+            assert decode_response(third, VOTE, 2)[1].error_code == 57
+            assert decode_response(fourth, DESCRIBE_QUORUM, 2)[1].error_message == "slow 4"
+            w.close()
+
+    run(main())
+
+
+def test_a_fast_reply_of_the_wrong_type_closes_the_connection(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="kwire.server")
+
+    async def main() -> None:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            w.write(encode_frame(encode_request(VOTE, 2, 1, "raw", VoteRequest())))
+            await asyncio.wait_for(parked.taken.wait(), 5)
+            parked.replies[0](DescribeQuorumResponse())
+            assert await asyncio.wait_for(r.read(), 5) == b""
+            w.close()
+
+    run(main())
+    assert any("returned DescribeQuorumResponse" in r.getMessage() for r in caplog.records)
+
+
+def test_client_start_writes_at_once_and_times_out_like_send() -> None:
+    async def main() -> None:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            client = KafkaClient(HOST, srv.port, request_timeout=0.3)
+            assert client.start(VoteRequest()) is None  # not connected yet: the caller uses send()
+            await client.connect()
+            fut = client.start(DescribeQuorumRequest())
+            assert fut is not None
+            assert (await fut).error_message.startswith("slow")
+            late = client.start(VoteRequest())  # parked and never answered
+            assert late is not None
+            with pytest.raises(RequestTimeoutError):
+                await late
+            assert not client.connected  # contract 4: a timeout closes the connection
+            await client.close()
+
+    run(main())
