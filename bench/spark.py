@@ -88,6 +88,41 @@ def single_process(root: Path, repeat: int) -> tuple[int, float]:
     return count, best
 
 
+def _python_half(paths: list[str]) -> int:
+    """What a Python worker does for its tasks: decode the files and build the Arrow batches."""
+    from kraft_spark.source import row_schema, to_batches
+
+    schema, n = row_schema(), 0
+    for f in find_files_of(paths):
+        n += sum(b.num_rows for b in to_batches(decode_file(f), schema, 4096))
+    return n
+
+
+def find_files_of(paths: list[str]) -> list[Any]:
+    return [f for p in paths for f in find_files(p)]
+
+
+def pure_cpu_scaling(root: Path, repeat: int) -> tuple[float, float]:
+    """(1-process, 2-process) seconds of the Python half of the decode (no Spark, no JVM): the files dealt
+    round-robin to a pool of 2 forked processes against the same work in 1. Their ratio is what 2 cores give
+    pure CPU-bound Python work at this moment's load, the most local[2] / local[1] could show."""
+    import multiprocessing as mp
+
+    paths = [f.path for f in find_files(root)]
+    best1 = best2 = float("inf")
+    ctx = mp.get_context("fork")
+    with ctx.Pool(2) as pool:
+        pool.map(_python_half, [paths[:1], paths[1:2]])  # imports done in both workers
+        for _ in range(repeat):
+            start = time.perf_counter()
+            pool.apply(_python_half, (paths,))
+            best1 = min(best1, time.perf_counter() - start)
+            start = time.perf_counter()
+            pool.map(_python_half, [paths[0::2], paths[1::2]])
+            best2 = min(best2, time.perf_counter() - start)
+    return best1, best2
+
+
 def _cpu(pid: int) -> float:
     """CPU seconds (user + system, all threads) of one process; 0 once it is gone."""
     try:
@@ -118,8 +153,9 @@ def spark_decode(spark: Any, root: Path, repeat: int) -> tuple[int, float, float
     """(rows, best seconds, JVM and Python CPU seconds over the timed runs)."""
     df = spark.read.format("kraft").load(str(root))
     # Warm-up: the Python workers start and the JVM compiles the conversion (the JVM outlives a session, so
-    # without two passes a later master would start warmer than the first).
-    for _ in range(2):
+    # without warm passes a later master would start warmer than the first; C2 still compiles ~0.5 CPU s per
+    # pass in the second and third).
+    for _ in range(4):
         df.write.format("noop").mode("overwrite").save()
     best = float("inf")
     jvm0, py0 = cpu_split(spark)
@@ -201,6 +237,10 @@ def main() -> None:
         rows, secs = single_process(root, args.repeat)
         out["rows"] = rows
         out["single_process_rows_per_s"] = rows / secs
+        out["load_before_pure_cpu"] = load()
+        one, two = pure_cpu_scaling(root, args.repeat)
+        out["pure_cpu_python_half_1proc_s"], out["pure_cpu_python_half_2proc_s"] = one, two
+        out["pure_cpu_2proc_vs_1proc"] = one / two
         for name in args.masters.split(","):
             if name == "cluster":
                 with StandaloneCluster(Path(tmp) / "cluster", 2, cores=1, memory="1g") as cluster:
@@ -215,6 +255,12 @@ def main() -> None:
         if base:
             out[f"decode_{name}_vs_local[1]"] = out[f"{name}_rows_per_s"] / base
         out[f"sweep_{name}_vs_cli"] = out[f"{name}_sweep_seeds_per_s"] / out["cli_sweep_workers2_seeds_per_s"]
+    if "local[1]_decode_cpu_jvm_s" in out:
+        # On 2 otherwise idle cores local[1] overlaps its JVM and its Python worker (a pass takes about the larger
+        # of the two), while local[2] at best splits their sum over the 2 cores: the most local[2] / local[1] can
+        # reach there (docs/PERFORMANCE.md, "Spark"). On a loaded machine pure_cpu_2proc_vs_1proc is the bound.
+        jvm, py = out["local[1]_decode_cpu_jvm_s"], out["local[1]_decode_cpu_python_s"]
+        out["decode_local[2]_vs_local[1]_ceiling_idle_2cores"] = 2 * max(jvm, py) / (jvm + py)
     if args.json:
         print(json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in out.items()}))
         return
