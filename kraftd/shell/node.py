@@ -31,9 +31,7 @@ import random
 import time
 from typing import Any
 
-from generated.messages import ApiKey
 from kraftd.config import ConfigError, KraftConfig
-from kraftd.controller.features import supported_ranges
 from kraftd.controller.machine import MetadataController
 from kraftd.core import effects as fx
 from kraftd.core.client import RaftClient
@@ -41,9 +39,9 @@ from kraftd.core.events import Event, RequestReceived, ResponseReceived, Shutdow
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
-from kraftd.core.types import LeaderAndEpoch, ReplicaKey, Role
+from kraftd.core.types import LeaderAndEpoch, Role
 from kraftd.security import sasl_settings
-from kraftd.shell.apis import denials, handlers, table
+from kraftd.shell import closing
 from kraftd.shell.apis.routing import RequestRouter
 from kraftd.shell.controller import image_security
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
@@ -51,23 +49,18 @@ from kraftd.shell.controller.glue import ControllerGlue
 from kraftd.shell.controller.partition_admin import ControllerOps
 from kraftd.shell.controller.security_admin import ControllerSecurity
 from kraftd.shell.controller.topic_admin import ControllerAdmin
-from kraftd.shell.net import membership, peers, wiring
-from kraftd.shell.net.transport import KafkaServer, PeerConnection
+from kraftd.shell.net import peers, wiring
+from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.observe import observer
 from kraftd.shell.observe.looplag import LoopLagProbe, tune_gc
 from kraftd.shell.observe.metrics import NodeMetrics, start_listening
 from kraftd.shell.observe.netlog import NetLog
+from kraftd.shell.raft import persistence
 from kraftd.shell.raft.clock import now_ms
 from kraftd.shell.raft.commits import CommitWaiters
 from kraftd.shell.raft.flushing import LogFlusher
 from kraftd.shell.raft.inbox import EventInbox
-from kraftd.shell.raft.persistence import (
-    DiskMirror,
-    load_snapshot_and_log,
-    older_snapshots,
-    quorum_setup,
-    to_core_state,
-)
+from kraftd.shell.raft.persistence import DiskMirror, quorum_setup
 from kraftd.shell.raft.reads import ReadBarriers
 from kraftd.shell.raft.snapshot_writer import SnapshotWriter
 from kraftd.storage.layout import NodeStorage, open_node_storage
@@ -133,23 +126,8 @@ class ControllerNode:
         self.setup = quorum_setup(cfg, storage)
         self.mirror = DiskMirror(storage, self.setup)
         self.cluster_id = storage.meta.cluster_id
-        local = ReplicaKey(cfg.node_id, storage.meta.directory_id)
-        snapshot, core_log = load_snapshot_and_log(storage)
-        if snapshot is not None:
-            log.info("loaded snapshot %s", snapshot.snapshot_id)
-        core = RaftNode(
-            local=local,
-            voters=self.setup.voters,
-            config=wiring.quorum_config(cfg),
-            rng=self.rng,
-            cluster_id=self.cluster_id,
-            election_state=to_core_state(storage.election_state),
-            log=core_log,
-            snapshot=snapshot,
-            retained=older_snapshots(storage, snapshot, core_log.start_offset),
-            now_ms=now_ms(),
-            kraft_version=self.setup.kraft_version,
-        )
+        quorum = wiring.quorum_config(cfg)
+        core = persistence.open_core(cfg, storage, self.setup, quorum, self.rng, now_ms())
         self.client = RaftClient(core)
         server_tls, self.peer_tls = wiring.tls_contexts(cfg)
         server_sasl, self.peer_sasl = sasl_settings(cfg.security, ConfigError)
@@ -167,22 +145,7 @@ class ControllerNode:
         self.netlog = NetLog(cfg.node_id, self.cluster_id)
         self.peers = wiring.peer_connections(cfg, self.setup, self.peer_tls, self.peer_sasl)
         bind = cfg.controller_listener
-        self.server = KafkaServer(
-            self.metrics.instrument(self.router.handle),
-            table.supported_versions(),
-            host=bind.host or "0.0.0.0",
-            port=bind.port,
-            finalized_features=self.router.finalized_features,
-            supported_features=supported_ranges(),
-            limits=cfg.limits,
-            ssl=server_tls,
-            sasl=server_sasl,
-            authorizer=authorizer,
-            denied=handlers.denied_response,
-            features_read=self.reads.before_read,
-            per_entry=(denials.split, denials.merge),
-            fast=self._fast_fetch,
-        )
+        self.server = self.router.listener(bind, server_tls, server_sasl, authorizer)
         await start_listening(self, bind)
         where = (cfg.node_id, bind.host, self.server.port, self.cluster_id)
         log.info("node %d listening on %s:%d (cluster %s)", *where)
@@ -235,24 +198,7 @@ class ControllerNode:
         for fut in self._pending.values():
             if isinstance(fut, asyncio.Future) and not fut.done():
                 fut.cancel()
-        self.commits.fail_all("the node stopped")
-        self.flusher.close()
-        for peer in self.peers.values():
-            with contextlib.suppress(Exception):
-                await peer.close()
-        await self.router.close()
-        if getattr(self, "reads", None) is not None:
-            await self.reads.close()
-        if getattr(self, "rpcs", None) is not None:
-            with contextlib.suppress(Exception):
-                await self.rpcs.close()
-        if getattr(self, "server", None) is not None:
-            await self.server.close()
-        if self.storage is not None:
-            self.storage.close()
-        self.metrics.close()
-        if getattr(self, "observer", None) is not None:
-            self.observer.log_stopped()
+        await closing.release(self)
         self._done.set()
 
     async def wait_stopped(self) -> None:
@@ -379,26 +325,11 @@ class ControllerNode:
 
         return peers.start_now(self, dest, message, answered)
 
-    def _fast_fetch(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
-        """Contract 12 (kwire.server contract 11): a Fetch or ReadOffset goes to the core and its answer is written from
-        inside the step that produces it; the rest of kraftd.shell.apis.routing's handling of a Fetch is kept."""
-        key = header.request_api_key
-        if key not in (ApiKey.FETCH, ApiKey.READ_OFFSET) or self._stopped.is_set():
+    def ask_core_now(self, body: Any, answer: Any) -> bool:
+        """Contract 12: step ``body`` for the core now (queued if the driver is busy); ``answer`` is called with
+        its SendResponse from inside the step that makes it. False once the node is stopping."""
+        if self._stopped.is_set():
             return False
-        version = header.request_api_version if key == ApiKey.FETCH else -1
-        started = time.perf_counter()
-
-        def answer(resp: Any) -> None:
-            try:
-                membership.advertise_leader(self, version, resp)
-                self.netlog.answered(info.peer, body, resp)
-                reply(resp)
-            except Exception:  # noqa: BLE001 - one request's failure never stops the driver
-                log.exception("node %d: answering %s failed", self.config.node_id, type(body).__name__)
-            name = "Fetch" if key == ApiKey.FETCH else "ReadOffset"
-            self.metrics.requests.labels(name).inc()
-            self.metrics.latency.labels(name).observe(time.perf_counter() - started)
-
         token = self._next_token
         self._next_token += 1
         self._pending[token] = answer

@@ -4,6 +4,7 @@ Contracts:
 6. Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and the KIP-853 voter RPCs go to the Raft core
    and are answered with its SendResponse; controller RPCs go to the controller (kraftd.shell.controller.broker_rpcs,
    kraftd.shell.controller.topic_admin); the rest are answered by kraftd.shell.apis.handlers from the node's cluster view.
+6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch and ReadOffset answered from inside the step.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
@@ -33,8 +34,9 @@ from generated.messages import ApiKey
 from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
+from kraftd.controller.features import supported_ranges
 from kraftd.core.replication import NotLeaderError
-from kraftd.shell.apis import append, handlers, not_controller, table
+from kraftd.shell.apis import append, denials, handlers, not_controller, table
 from kraftd.shell.apis.table import Part
 from kraftd.shell.controller import security_admin
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
@@ -44,6 +46,7 @@ from kraftd.shell.controller.security_admin import ControllerSecurity
 from kraftd.shell.controller.topic_admin import ControllerAdmin
 from kraftd.shell.net import membership
 from kraftd.shell.net.transport import ConnectionInfo, PeerConnection, PeerError
+from kraftd.shell.observe.metrics import NodeMetrics
 from kraftd.shell.observe.netlog import NetLog
 from kraftd.shell.raft.reads import ReadBarriers
 from kwire.errors import ErrorCode, KraftError
@@ -71,7 +74,11 @@ class RouterPort(ControllerPort, Protocol):
     ctl_security: ControllerSecurity
     ctl_ops: ControllerOps
 
+    metrics: NodeMetrics
+
     async def ask_core(self, body: Any) -> Any: ...
+
+    def ask_core_now(self, body: Any, answer: Callable[[Any], None]) -> bool: ...
 
 
 class RequestRouter:
@@ -182,6 +189,54 @@ class RequestRouter:
         membership.advertise_leader(node, header.request_api_version if key == ApiKey.FETCH else -1, resp)
         node.netlog.answered(info.peer, body, resp)
         return resp
+
+    def listener(self, bind: Endpoint, ssl: Any, sasl: Any, authorizer: Any) -> KafkaServer:
+        """The controller listener (not yet started): the table's versions, this router's handling (metered),
+        the fast path (contract 6a), the read barrier before a handshake's features (contract 10) and per-entry
+        denials (kraftd.shell.apis.denials)."""
+        node = self.node
+        return KafkaServer(
+            node.metrics.instrument(self.handle),
+            table.supported_versions(),
+            host=bind.host or "0.0.0.0",
+            port=bind.port,
+            finalized_features=self.finalized_features,
+            supported_features=supported_ranges(),
+            limits=node.config.limits,
+            ssl=ssl,
+            sasl=sasl,
+            authorizer=authorizer,
+            denied=handlers.denied_response,
+            features_read=node.reads.before_read,
+            per_entry=(denials.split, denials.merge),
+            fast=self.fast,
+        )
+
+    def fast(
+        self, header: RequestHeader, body: Any, info: ConnectionInfo, reply: Callable[[Any], None]
+    ) -> bool:
+        """Contract 6a (kwire.server contract 11, kraftd.shell.node contract 12): a Fetch or ReadOffset is stepped
+        at once and answered from inside the step that produces its answer, with what :meth:`_core` adds (the
+        leader's endpoints, the network log) and the request metrics; False: the coroutine path takes it."""
+        key = header.request_api_key
+        if key != ApiKey.FETCH and key != ApiKey.READ_OFFSET:
+            return False
+        node = self.node
+        version = header.request_api_version if key == ApiKey.FETCH else -1
+        started = time.perf_counter()
+
+        def answer(resp: Any) -> None:
+            try:
+                membership.advertise_leader(node, version, resp)
+                node.netlog.answered(info.peer, body, resp)
+                reply(resp)
+            except Exception:  # noqa: BLE001 - one request's failure never stops the driver
+                log.exception("node %d: answering %s failed", node.config.node_id, type(body).__name__)
+            name = "Fetch" if key == ApiKey.FETCH else "ReadOffset"
+            node.metrics.requests.labels(name).inc()
+            node.metrics.latency.labels(name).observe(time.perf_counter() - started)
+
+        return node.ask_core_now(body, answer)
 
     async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
         """Contract 11."""

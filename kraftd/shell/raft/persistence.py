@@ -13,16 +13,20 @@ Contracts:
    exactly as the core would drop it. :func:`older_snapshots` gives it the older snapshot files still retained
    (at or past the log start; Kafka's recoverSnapshots), so that FetchSnapshot serves them after a restart too;
    snapshot files below the log start are deleted.
+5. :func:`open_core` builds the core a node starts with from its storage: contracts 1, 2 and 4, the quorum's
+   configuration (kraftd.shell.net.wiring) and the injected ``rng`` and start time.
 """
 
 from __future__ import annotations
 
 import logging
+import random
 import time
 import uuid
 from dataclasses import dataclass
 
 from kraftd.config import Endpoint, KraftConfig
+from kraftd.core.config import QuorumConfig
 from kraftd.core.effects import (
     AppendBatches,
     DeleteLogBefore,
@@ -32,6 +36,7 @@ from kraftd.core.effects import (
     WriteSnapshot,
 )
 from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.node import RaftNode
 from kraftd.core.snapshots import Snapshot, log_agrees, read_snapshot
 from kraftd.core.types import NO_LEADER, ElectionState, Listener, ReplicaKey, VoterSet
 from kraftd.storage import batches as batch_format
@@ -118,6 +123,33 @@ def older_snapshots(storage: NodeStorage, latest: Snapshot | None, log_start: in
             except (OSError, KraftError) as exc:
                 log.error("snapshot %s is unusable, not served: %s", sid, exc)
     return out
+
+
+def open_core(
+    cfg: KraftConfig,
+    storage: NodeStorage,
+    setup: QuorumSetup,
+    quorum: QuorumConfig,
+    rng: random.Random,
+    now: int,
+) -> RaftNode:
+    """Contract 5."""
+    snapshot, core_log = load_snapshot_and_log(storage)
+    if snapshot is not None:
+        log.info("loaded snapshot %s", snapshot.snapshot_id)
+    return RaftNode(
+        local=ReplicaKey(cfg.node_id, storage.meta.directory_id),
+        voters=setup.voters,
+        config=quorum,
+        rng=rng,
+        cluster_id=storage.meta.cluster_id,
+        election_state=to_core_state(storage.election_state),
+        log=core_log,
+        snapshot=snapshot,
+        retained=older_snapshots(storage, snapshot, core_log.start_offset),
+        now_ms=now,
+        kraft_version=setup.kraft_version,
+    )
 
 
 def load_core_log(disk: MetadataLog) -> ReplicatedLog:
