@@ -101,6 +101,10 @@ class MetadataImage:
     acls: Map[uuid.UUID, Any] = field(default_factory=Map)
     delegation_tokens: Map[str, Any] = field(default_factory=Map)
     other: tuple[tuple[int, int, Any], ...] = ()  # (api key, version, record)
+    # Partitions by broker, derived from ``topics`` (kraftd.controller.partition_index).
+    isr_index: Map[int, Map[uuid.UUID, Map[int, bool]]] = field(default_factory=Map)
+    elr_index: Map[int, Map[uuid.UUID, Map[int, bool]]] = field(default_factory=Map)
+    leader_index: Map[int, Map[uuid.UUID, Map[int, bool]]] = field(default_factory=Map)
     # Records of an open metadata transaction (KIP-868), applied together at its end.
     pending_transaction: list[tuple[int, int, Any]] | None = None
     owner: object = field(default_factory=object, compare=False, repr=False)  # invariant 3b
