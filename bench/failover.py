@@ -6,8 +6,8 @@ Usage: .venv/bin/python bench/failover.py [--partitions 10000,100000,1000000] [-
 For each N, a fresh quorum (``metadata.log.max.record.bytes.between.snapshots`` 4 MiB, so snapshots are written
 while the image grows; everything else default: fetch timeout 2 s, election timeout 1 s) and 5 emulated brokers
 heartbeating every 0.5 s (tests.daemon.heartbeaters), then these phases, each with the longest event loop stall
-any node logged during it (``event loop stalled for N ms``, kraftd.shell.observe.looplag: only stalls above 200 ms are
-logged, so "<200" means none was):
+any node logged during it (``event loop stalled for N ms``, kraftd.shell.observe.looplag: only stalls above 100 ms
+are logged, so "<100" means none was):
 1. ``create``: N partitions (topics of 100, RF 3) created with CreateTopics, 50 topics (5,000 partitions) a request;
 2. ``kill``: ``--kills`` times, kill -9 of the leader: elections, seconds to the new stable leader (DescribeQuorum
    twice a second on the survivors), seconds until every broker's heartbeat was answered again, the new leader's
@@ -55,7 +55,7 @@ class Stalls:
                 if m := STALL.match(line):
                     worst = max(worst, int(m.group(2)))
             self.marks[n] = len(data)
-        return worst if worst else "<200"
+        return worst if worst else "<100"
 
 
 async def run(n: int, kills: int, root: Path) -> dict[str, Any]:

@@ -16,9 +16,11 @@ For each (kind, N, P):
    no partition (the controllers' broker.session.timeout.ms is 9 s);
 8. controller failover: kill -9 of the leader: a new leader known to the brokers, every broker's heartbeat answered
    again, the epochs it took, mistaken fences.
+For kraftd, each step also records the longest event loop stall any controller logged during it
+(``event loop stalled for N ms``, kraftd.shell.observe.looplag: logged above 100 ms, so "<100" means none was).
 Each kraftd/Kafka ratio is printed. Cold start and restart on the P-partition log are bench/startup.py's.
 
-Usage: .venv/bin/python bench/scale.py [--vs-kafka] [--json] [--brokers 100,300] [--partitions 100000]
+Usage: .venv/bin/python bench/scale.py [--vs-kafka] [--json] [--brokers 100,300] [--partitions 10000,100000]
        [--steady 60] [--propagation-topics 10]
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -46,6 +49,29 @@ from tools.swarm.broker import STOPPED  # noqa: E402
 from tools.swarm.swarm import cpu_seconds, percentile  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
+STALL = re.compile(rb"event loop stalled for (\d+) ms")
+STALL_LOGGED_MS = 100  # kraftd.shell.observe.looplag.WARN_MS
+
+
+class Stalls:
+    """The longest event loop stall the kraftd controllers logged since the last :meth:`take` (None for Kafka)."""
+
+    def __init__(self, c: SwarmCluster) -> None:
+        self.c = c
+        self.marks: dict[int, int] = {}
+        self.take()
+
+    def take(self) -> int | str | None:
+        if self.c.kind != "kraftd":
+            return None
+        worst = 0
+        for node in self.c.q.nodes:
+            data = node.log_file.read_bytes() if node.log_file.exists() else b""
+            worst = max(
+                [worst, *(int(m.group(1)) for m in STALL.finditer(data, self.marks.get(node.node_id, 0)))]
+            )
+            self.marks[node.node_id] = len(data)
+        return worst or f"<{STALL_LOGGED_MS}"
 
 
 def proc_cpu_s(pid: int) -> float:
@@ -83,6 +109,8 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     swarm = c.swarm
     out["registered_s"] = round(c.run(swarm.wait_running(600), 610), 2)
     out["memory_before"] = memory(c)
+    stalls = Stalls(c)
+    out["loop_stall_ms"] = stall = {}
     result, took = c.create_topics("s", p // 100, 100)
     errors = Counter(e for e in result.values() if e)
     created = p - sum(errors.values()) * 100
@@ -95,6 +123,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     total = lambda: sum(len(t.partitions) for t in swarm.replay.image.topics.values())  # noqa: E731
     wait("the replayed image to hold every created partition", lambda: total() >= created, 300)
     out["memory_after_create"] = memory(c)
+    stall["create_topics"] = stalls.take()
 
     delays: list[float] = []
     spreads: list[float] = []
@@ -123,6 +152,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["steady"]["leader_cpu_pct"] = round(cpu / (t1 - t0) * 100, 1)
     out["steady"]["swarm_cpu_pct"] = round((cpu_seconds() - swarm0) / (t1 - t0) * 100, 1)
     out["memory_steady"] = memory(c)
+    stall["steady"] = stalls.take()
 
     victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
     led = swarm.replay.led_by(victim.id)
@@ -134,6 +164,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         120,
     )
     out["controlled_shutdown"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
+    stall["controlled_shutdown"] = stalls.take()
 
     victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
     led = swarm.replay.led_by(victim.id)
@@ -146,6 +177,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         120,
     )
     out["broker_failure"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
+    stall["broker_failure"] = stalls.take()
 
     f = c.fail_over(settle=args.settle)
     out["controller_failover"] = {
@@ -155,6 +187,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         "unanswered": len(f.unanswered),
         "mistaken_fences": f.mistaken_fences,
     }
+    stall["controller_failover"] = stalls.take()
     out["mistaken_fences"] = len(swarm.mistaken_fences())
 
 
@@ -196,6 +229,11 @@ ROWS = [
     ("failover: heartbeats answered s", ("controller_failover", "all_heartbeats_answered_s")),
     ("failover: elections", ("controller_failover", "elections")),
     ("mistaken fences", ("mistaken_fences",)),
+    *(
+        (f"loop stall ms: {k}", ("loop_stall_ms", k))
+        for k in ("create_topics", "steady", "controlled_shutdown")
+    ),
+    *((f"loop stall ms: {k}", ("loop_stall_ms", k)) for k in ("broker_failure", "controller_failover")),
 ]
 
 
@@ -233,7 +271,7 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print every point as one JSON object")
     ap.add_argument("--brokers", default="100,300", help="comma-separated N values")
     ap.add_argument("--kinds", default=None, help="comma-separated kinds to run (overrides --vs-kafka)")
-    ap.add_argument("--partitions", type=int, default=100_000)
+    ap.add_argument("--partitions", default="100000", help="comma-separated P values")
     ap.add_argument("--steady", type=float, default=60.0, help="seconds of steady heartbeats")
     ap.add_argument("--settle", type=float, default=10.0, help="seconds after the controller kill")
     ap.add_argument("--propagation-topics", type=int, default=10)
@@ -244,11 +282,12 @@ def main() -> None:
     if args.kinds:
         kinds = args.kinds.split(",")
     points = []
-    for n in [int(x) for x in args.brokers.split(",")]:
-        for kind in kinds:
-            point = run_point(kind, n, args.partitions, args)
-            print(f"# {kind} N={n}: {json.dumps(point)}", file=sys.stderr, flush=True)
-            points.append(point)
+    for p in [int(x) for x in args.partitions.split(",")]:
+        for n in [int(x) for x in args.brokers.split(",")]:
+            for kind in kinds:
+                point = run_point(kind, n, p, args)
+                print(f"# {kind} N={n} P={p}: {json.dumps(point)}", file=sys.stderr, flush=True)
+                points.append(point)
     if args.json:
         print(json.dumps({"points": points}, sort_keys=True))
     else:

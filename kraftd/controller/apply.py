@@ -24,6 +24,7 @@ from typing import Any
 
 from immutables import Map
 
+from kraftd.controller import partition_index
 from kraftd.controller.image import BrokerState, ControllerState, MetadataImage, PartitionState, TopicState
 from kwire.resources import ConfigResourceType as CR
 
@@ -115,6 +116,9 @@ def _fence(fenced: bool) -> Any:
 
 
 def _topic(image: MetadataImage, r: Any) -> None:
+    old = image.topics.get(r.topic_id)
+    if old is not None:  # a topic's state starts over: its partitions leave the indexes
+        _unindex(image, old)
     image.topics = image.topics.set(r.topic_id, TopicState(r.name, r.topic_id, owner=image.owner))
     image.topic_ids = image.topic_ids.set(r.name, r.topic_id)
 
@@ -122,6 +126,7 @@ def _topic(image: MetadataImage, r: Any) -> None:
 def _remove_topic(image: MetadataImage, r: Any) -> None:
     t = image.topics.get(r.topic_id)
     if t is not None:
+        _unindex(image, t)
         image.topics = image.topics.delete(r.topic_id)
         if t.name in image.topic_ids:
             image.topic_ids = image.topic_ids.delete(t.name)
@@ -149,7 +154,13 @@ def _partition(image: MetadataImage, r: Any) -> None:
     _set_partition(image, t, r.partition_id, p)
 
 
+def _unindex(image: MetadataImage, t: TopicState) -> None:
+    for pid, p in t.partitions.items():
+        partition_index.update(image, t.topic_id, pid, p, None)
+
+
 def _set_partition(image: MetadataImage, t: TopicState, pid: int, p: PartitionState) -> None:
+    partition_index.update(image, t.topic_id, pid, t.partitions.get(pid), p)
     if t.owner is image.owner:  # made by this image since its last copy: held by no other (image 3b)
         t.partitions = t.partitions.set(pid, p)
     else:

@@ -52,7 +52,7 @@ from generated.broker_registration_request import BrokerRegistrationRequest
 from generated.partition_change_record import PartitionChangeRecord
 from generated.producer_ids_record import ProducerIdsRecord
 from generated.register_broker_record import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
-from kraftd.controller import change, elr
+from kraftd.controller import change, elr, partition_index
 from kraftd.controller.features import MV_DIRECTORIES
 from kraftd.controller.image import MetadataImage
 from kraftd.core.config import BugFlags
@@ -273,34 +273,49 @@ def _lowest_active_offset(image: MetadataImage, hb: Heartbeats, shutting_down: i
 
 
 def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
-    return any(p.leader == broker_id for t in image.topics.values() for p in t.partitions.values())
+    return partition_index.holds_any(image.leader_index, broker_id)
 
 
-def remove_from_partitions(image: MetadataImage, broker_id: int, keep_leader: bool = False) -> list[Any]:
+def remove_from_partitions(
+    image: MetadataImage,
+    broker_id: int,
+    keep_leader: bool = False,
+    where: list[tuple[Any, int]] | None = None,
+) -> list[Any]:
     """Shrink every ISR holding ``broker_id`` (never to empty; with ELR on, contract 6) and move its leaderships
-    (contract 3)."""
+    (contract 3); only those of ``where`` (name order; partitions gone or no longer holding it are skipped)
+    when given."""
+    keys = (
+        holding(image, broker_id, isr=True)
+        if where is None
+        else [k for k in where if _in_isr(image, k, broker_id)]
+    )
     if elr.enabled(image) and not keep_leader:
-        return partition_changes(image, holding(image, broker_id, isr=True), remove=broker_id)
+        return partition_changes(image, keys, remove=broker_id)
     records: list[Any] = []
-    for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
-        for pid, p in sorted(t.partitions.items()):
-            if broker_id not in p.isr:
-                continue
-            isr = [r for r in p.isr if r != broker_id] or p.isr
-            leader = p.leader
-            if p.leader == broker_id and not keep_leader:
-                leader = next((r for r in isr if r != broker_id and _live(image, r)), NO_LEADER)
-            if isr == p.isr and leader == p.leader:
-                continue
-            records.append(
-                PartitionChangeRecord(
-                    partition_id=pid,
-                    topic_id=tid,
-                    isr=isr if isr != p.isr else None,
-                    leader=leader if leader != p.leader else NO_LEADER_CHANGE,
-                )
+    for tid, pid in keys:
+        p = image.topics[tid].partitions[pid]
+        isr = [r for r in p.isr if r != broker_id] or p.isr
+        leader = p.leader
+        if p.leader == broker_id and not keep_leader:
+            leader = next((r for r in isr if r != broker_id and _live(image, r)), NO_LEADER)
+        if isr == p.isr and leader == p.leader:
+            continue
+        records.append(
+            PartitionChangeRecord(
+                partition_id=pid,
+                topic_id=tid,
+                isr=isr if isr != p.isr else None,
+                leader=leader if leader != p.leader else NO_LEADER_CHANGE,
             )
+        )
     return records
+
+
+def _in_isr(image: MetadataImage, key: tuple[Any, int], broker_id: int) -> bool:
+    t = image.topics.get(key[0])
+    p = t.partitions.get(key[1]) if t is not None else None
+    return p is not None and broker_id in p.isr
 
 
 def leave_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
@@ -341,30 +356,20 @@ def offline_dirs(image: MetadataImage, broker_id: int, offline: list[Any]) -> li
 def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
     """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced); with ELR
     on, every leaderless partition gets an election that counts it as active (contract 6)."""
+    leaderless = partition_index.keys(image, image.leader_index, NO_LEADER)
     if elr.enabled(image):
-        leaderless = [
-            (tid, pid)
-            for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
-            for pid, p in sorted(t.partitions.items())
-            if p.leader == NO_LEADER
-        ]
         return partition_changes(image, leaderless, add=broker_id)
-    records: list[Any] = []
-    for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name):
-        for pid, p in sorted(t.partitions.items()):
-            if p.leader == NO_LEADER and broker_id in p.isr:
-                records.append(PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=broker_id))
-    return records
+    return [
+        PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=broker_id)
+        for tid, pid in leaderless
+        if broker_id in image.topics[tid].partitions[pid].isr
+    ]
 
 
 def holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[Any, int]]:
-    """(topic id, partition) of every partition whose ISR (else ELR) holds ``broker_id``, in name order."""
-    return [
-        (tid, pid)
-        for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
-        for pid, p in sorted(t.partitions.items())
-        if broker_id in (p.isr if isr else p.elr)
-    ]
+    """(topic id, partition) of every partition whose ISR (else ELR) holds ``broker_id``, in name order
+    (kraftd.controller.partition_index: O(its partitions))."""
+    return partition_index.keys(image, image.isr_index if isr else image.elr_index, broker_id)
 
 
 def partition_changes(

@@ -101,6 +101,10 @@ class MetadataImage:
     acls: Map[uuid.UUID, Any] = field(default_factory=Map)
     delegation_tokens: Map[str, Any] = field(default_factory=Map)
     other: tuple[tuple[int, int, Any], ...] = ()  # (api key, version, record)
+    # Partitions by broker, derived from ``topics`` (kraftd.controller.partition_index).
+    isr_index: Map[int, Any] = field(default_factory=Map, compare=False, repr=False)
+    elr_index: Map[int, Any] = field(default_factory=Map, compare=False, repr=False)
+    leader_index: Map[int, Any] = field(default_factory=Map, compare=False, repr=False)
     # Records of an open metadata transaction (KIP-868), applied together at its end.
     pending_transaction: list[tuple[int, int, Any]] | None = None
     owner: object = field(default_factory=object, compare=False, repr=False)  # invariant 3b
@@ -127,6 +131,9 @@ class MetadataImage:
         return sorted(b for b, s in self.brokers.items() if not s.fenced and not s.in_controlled_shutdown)
 
 
+_DERIVED = frozenset(("owner", "isr_index", "elr_index", "leader_index"))  # bookkeeping, not content
+
+
 def _canonical(value: Any) -> str:
     if isinstance(value, dict | Map):
         items = sorted(value.items(), key=lambda kv: repr(kv[0]))
@@ -134,7 +141,7 @@ def _canonical(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ",".join(_canonical(v) for v in value) + "]"
     if hasattr(value, "__dataclass_fields__"):
-        names = sorted(n for n in value.__dataclass_fields__ if n != "owner")  # invariant 3b
+        names = sorted(n for n in value.__dataclass_fields__ if n not in _DERIVED)  # invariant 3b
         return (
             type(value).__name__ + "(" + ",".join(f"{n}={_canonical(getattr(value, n))}" for n in names) + ")"
         )

@@ -17,6 +17,14 @@ Contracts:
    (BeginTransactionRecord "Bootstrap records", the bootstrap FeatureLevelRecords, the cluster-level
    ``min.insync.replicas`` ConfigRecord when eligible.leader.replicas.version >= 1, EndTransactionRecord; the
    transaction markers only from metadata.version 3.6-IV1 on), as ActivationRecordsGenerator does.
+6. Incremental replay (issue 22): :meth:`enqueue` takes committed batches without applying them and
+   :meth:`replay_some` applies at most ``budget`` of their records (decoded one by one as they are applied), so the
+   shell can spread a large committed batch (a CreateTopics of 10k partitions) over several event loop turns;
+   :meth:`replay` is both at once. Records still apply in log order, each exactly once, through
+   ``apply_committed``. ``high_watermark`` is the committed offset the image has replayed to (it moves when the
+   queue is empty), so activation (contract 2) waits for the replay; ``replayed_end`` is the offset after the last
+   batch replayed in full (a snapshot may end there only while :attr:`replay_pending` is false). Between two
+   ``replay_some`` calls the committed image may hold part of a batch.
 5. Idle writes (:meth:`idle_records`): the active controller appends one NoOpRecord every
    ``metadata.max.idle.interval.ms`` (the shell's timer), only at a metadata.version that has the record
    (3.3-IV1 on), as Kafka's QuorumController does; elsewhere there is nothing to write.
@@ -24,6 +32,7 @@ Contracts:
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -106,6 +115,12 @@ def metadata_records(b: LogBatch) -> list[Decoded]:
     return out
 
 
+def _framed(b: LogBatch) -> list[tuple[int, bytes]]:
+    """(offset, value) of each framed metadata record of ``b`` (none for a control batch), not yet decoded."""
+    hdr, values = framed_values(b.data, FRAME_VERSION)
+    return [] if hdr.attributes & ATTR_CONTROL else values
+
+
 class MetadataController:
     def __init__(self, node_id: int, bootstrap: Sequence[bytes], *, min_insync_replicas: int = 1) -> None:
         self.node_id = node_id
@@ -119,21 +134,68 @@ class MetadataController:
         self._leading = False
         self._ready_at = 0
         self._activated = False
+        self.replayed_end = 0
+        self._queue: deque[LogBatch] = deque()
+        self._queued_hw = 0
+        self._head: tuple[int, list[tuple[int, bytes]], int] | None = (
+            None  # (next offset, values, next index)
+        )
+        self._appended: deque[tuple[int, list[bytes], int]] = deque()  # (first offset, values, next index)
 
-    # ---- replay (contract 1) ----------------------------------------------------------------------------------
+    # ---- replay (contracts 1, 6) ------------------------------------------------------------------------------
     def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
-        """Apply newly committed batches; returns how many records were applied."""
+        """Apply newly committed batches (and any still queued); returns how many records were applied."""
+        self.enqueue(batches, high_watermark)
+        return self.replay_some(None)
+
+    def enqueue(self, batches: Iterable[LogBatch], high_watermark: int) -> None:
+        """Contract 6: committed batches for :meth:`replay_some`."""
+        self._queue.extend(batches)
+        self._queued_hw = max(self._queued_hw, high_watermark)
+        if not self.replay_pending:
+            self.high_watermark = max(self.high_watermark, self._queued_hw)
+
+    @property
+    def replay_pending(self) -> bool:
+        return self._head is not None or bool(self._queue)
+
+    def replay_some(self, budget: int | None) -> int:
+        """Contract 6: apply up to ``budget`` queued records (None: all); returns how many were applied."""
         n = 0
         image = self.committed
-        for b in batches:
-            if b.is_control or b.last_offset <= image.offset:
-                continue
-            for d in metadata_records(b):
-                if d.offset > image.offset:
-                    self.apply_committed(image, d.offset, d.api_key, d.version, d.record)
+        while budget is None or n < budget:
+            if self._head is None:
+                if not self._queue:
+                    break
+                b = self._queue.popleft()
+                skip = b.is_control or b.last_offset <= image.offset
+                self._head = (b.next_offset, [] if skip else _framed(b), 0)
+            end, values, i = self._head
+            stop = len(values) if budget is None else min(len(values), i + budget - n)
+            for offset, value in values[i:stop]:
+                if offset > image.offset:
+                    try:
+                        key, version, obj = decode_metadata_record(value)
+                    except KraftError:
+                        continue
+                    self.apply_committed(image, offset, key, version, obj)
                     n += 1
-        self.high_watermark = max(self.high_watermark, high_watermark)
+            if stop < len(values):
+                self._head = (end, values, stop)
+            else:
+                self._head = None
+                self.replayed_end = max(self.replayed_end, end)
+        if not self.replay_pending:
+            self.high_watermark = max(self.high_watermark, self._queued_hw)
         return n
+
+    def load_image(self, image: MetadataImage, end_offset: int) -> None:
+        """A snapshot ending at ``end_offset`` replaces the committed image (queued records up to it are
+        skipped by offset); the uncommitted view is dropped."""
+        self.committed = image
+        self.uncommitted = None
+        self._appended.clear()
+        self.replayed_end = end_offset
 
     # ---- leadership (contracts 2, 3) --------------------------------------------------------------------------
     def become_leader(self, epoch: int, log_end_offset: int) -> None:
@@ -142,12 +204,14 @@ class MetadataController:
         self._ready_at = log_end_offset
         self._activated = False
         self.uncommitted = None
+        self._appended.clear()
 
     def resign(self, epoch: int) -> None:
         self.leader_epoch = epoch
         self._leading = False
         self._activated = False
         self.uncommitted = None
+        self._appended.clear()
 
     @property
     def leading(self) -> bool:
@@ -159,8 +223,13 @@ class MetadataController:
         return self._leading and self._activated
 
     def latest(self) -> MetadataImage:
-        """The image writes are validated against: the uncommitted view on the active leader."""
-        return self.uncommitted if self.active and self.uncommitted is not None else self.committed
+        """The image writes are validated against: the uncommitted view on the active leader (with every record
+        appended so far applied: contract 3)."""
+        if self.active and self.uncommitted is not None:
+            if self._appended:
+                self.apply_appended(None)
+            return self.uncommitted
+        return self.committed
 
     def check_active(self) -> None:
         if not self.active:
@@ -220,8 +289,32 @@ class MetadataController:
     def on_appended(self, first_offset: int, values: Sequence[bytes]) -> None:
         """Apply the framed records the leader appended at ``first_offset``.. to the uncommitted view, decoded
         exactly as every replica will decode them."""
-        if self.uncommitted is None:
-            return
-        for i, value in enumerate(values):
-            key, version, obj = decode_metadata_record(value)
-            apply_record(self.uncommitted, first_offset + i, key, version, obj)
+        self.append_later(first_offset, values)
+        self.apply_appended(None)
+
+    def append_later(self, first_offset: int, values: Sequence[bytes]) -> None:
+        """Contract 3, spread over loop turns as contract 6: the appended records are applied by
+        :meth:`apply_appended`, and at the latest by the next :meth:`latest`."""
+        if self.uncommitted is not None:
+            self._appended.append((first_offset, list(values), 0))
+
+    def apply_appended(self, budget: int | None) -> int:
+        """Apply up to ``budget`` appended records (None: all) to the uncommitted view; returns how many."""
+        n = 0
+        while self._appended and self.uncommitted is not None and (budget is None or n < budget):
+            first, values, i = self._appended[0]
+            stop = len(values) if budget is None else min(len(values), i + budget - n)
+            for j in range(i, stop):
+                key, version, obj = decode_metadata_record(values[j])
+                apply_record(self.uncommitted, first + j, key, version, obj)
+            n += stop - i
+            if stop < len(values):
+                self._appended[0] = (first, values, stop)
+            else:
+                self._appended.popleft()
+        return n
+
+    @property
+    def apply_pending(self) -> bool:
+        """Committed batches to replay or appended records to apply (contracts 3, 6)."""
+        return self.replay_pending or (bool(self._appended) and self.uncommitted is not None)

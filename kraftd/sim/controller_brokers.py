@@ -113,6 +113,20 @@ class BrokerFleet:
             self._request(b, "heartbeat", self._heartbeat_request(b))
         self._schedule(b)
 
+    def missing_topics(self, names: list[str]) -> list[str]:
+        """``names`` the most advanced committed image of a running controller does not hold."""
+        images = [m.committed for m in self.c.machines.values() if m is not None]
+        image = max(images, key=lambda i: i.offset, default=None)
+        return [n for n in names if image is None or n not in image.topic_ids]
+
+    def create_topics(self, names: list[str], partitions: int) -> None:
+        """One CreateTopics (RF 3) forwarded by a registered, running broker with nothing in flight, if any."""
+        topics = [CreatableTopic(name=n, num_partitions=partitions, replication_factor=3) for n in names]
+        for b in self.brokers.values():
+            if b.running and b.epoch >= 0 and not b.inflight:
+                self._request(b, "topics", CreateTopicsRequest(topics=topics))
+                return
+
     def _view(self, b: SimBroker) -> MetadataImage | None:
         m = self.c.machines.get(b.target)
         return m.committed if m is not None else None

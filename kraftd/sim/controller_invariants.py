@@ -18,7 +18,9 @@ from offset 0 into one image, batch by batch. Its invariants:
     image (the leader validates writes against exactly what every node will replay).
 30. Eligible Leader Replicas (KIP-966) are replicas outside the ISR: ELR is disjoint from the ISR and a subset of
     the replicas.
-(22)-(27) and (30) are checked on the reference image after every committed batch; (21) whenever a node commits or loads
+31. The image's partitions-by-broker indexes (kraftd.controller.partition_index) equal those rebuilt from its
+    partitions.
+(22)-(27), (30) and (31) are checked on the reference image after every committed batch; (21) whenever a node commits or loads
 a snapshot; (28) whenever a node writes or installs one.
 """
 
@@ -27,6 +29,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from kraftd.controller import partition_index
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
 from kraftd.controller.image_writer import content_digest, image_from_values
@@ -92,6 +95,10 @@ class ControllerChecker(Checker):
                     fenced = [r for r in p.isr if r in image.brokers and image.brokers[r].fenced]
                     if fenced:
                         raise InvariantViolation(27, f"{where}: fenced broker(s) {fenced} in ISR {p.isr}")
+        if not partition_index.consistent(image):
+            raise InvariantViolation(
+                31, f"the partitions-by-broker indexes at offset {end} differ from the partitions"
+            )
 
     # (21)
     def on_node_commit(self, node: int, end: int, image: MetadataImage) -> None:

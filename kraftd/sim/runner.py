@@ -11,11 +11,15 @@ import time
 from dataclasses import dataclass, field, fields
 
 from kraftd.core.config import BugFlags
-from kraftd.sim.controller_scenarios import CONTROLLER_SCENARIOS
+from kraftd.sim.controller_scenarios import CONTROLLER_SCENARIOS, SCALE_SCENARIOS
 from kraftd.sim.harness import Harness
 from kraftd.sim.scenarios import SCENARIOS
 
-ALL_SCENARIOS = {**SCENARIOS, **CONTROLLER_SCENARIOS}  # sweeps default to the Raft set; replay knows both
+ALL_SCENARIOS = {
+    **SCENARIOS,
+    **CONTROLLER_SCENARIOS,
+    **SCALE_SCENARIOS,
+}  # sweeps default to the Raft set; replay knows both
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from generated.alter_partition_request import AlterPartitionRequest, BrokerState, PartitionData, TopicData
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
-from kraftd.controller import brokers, partitions, topics
+from kraftd.controller import brokers, partition_index, partitions, topics
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
 from kraftd.controller.machine import MetadataController
@@ -45,6 +45,7 @@ def _apply(image: MetadataImage, log: list[Any], records: list[Any]) -> None:
 
 
 def _check(image: MetadataImage, before: dict[tuple[Any, int], tuple[int, int]]) -> None:
+    assert partition_index.consistent(image)  # kraftd.controller.partition_index contract 1
     for tid, t in image.topics.items():
         for pid, p in t.partitions.items():
             assert p.isr and set(p.isr) <= set(p.replicas), (p.isr, p.replicas)

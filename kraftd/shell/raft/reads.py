@@ -94,6 +94,9 @@ class ReadBarriers:
         code = await fut
         if code != ErrorCode.NONE:
             raise ReadUnavailableError(code)
+        await (
+            node.controller.caught_up()
+        )  # committed batches the glue is still replaying (machine contract 6)
 
     async def before_read(self) -> int:
         """Contracts 1-2: ErrorCode.NONE when the caller may answer from the image now."""

@@ -1,0 +1,118 @@
+"""Partitions by broker (issues 22, 24): which partitions' ISR, ELR or leadership a broker holds, kept by apply.
+
+Fencing, unfencing, controlled shutdown and a broker's re-registration change the partitions of one broker; with
+these indexes they cost O(that broker's partitions), not a scan of every partition of the image.
+
+Contracts:
+1. ``image.isr_index``, ``image.elr_index`` and ``image.leader_index`` map a broker id (for the leader index also
+   -1: leaderless) to the (topic id, partition id) of every partition whose ISR / ELR holds it, or it leads.
+   They are derived from ``image.topics`` alone and change only with it, in
+   :func:`kraftd.controller.apply.apply_record` (:func:`update` on every partition set or removed), so every
+   node that applied the same records holds the same indexes. Being derived, they are no part of the image's
+   checksum; :func:`consistent` compares them with the partitions (the simulator's invariant 31).
+2. Copy-on-write per broker, as topics are (kraftd.controller.image invariant 3b): each broker's entry is a
+   :class:`Held` set tagged with the image ``owner`` that made it; an image changes a Held in place only while
+   it owns it, and otherwise first copies that one broker's set (O(its partitions), once per broker after a
+   ``copy()``). An image copy shares every Held in O(1); an update costs O(1) per broker that joined or left.
+   (A persistent map per broker cost 4.4 us per entry added, 3.5 s of CPU per 200k partitions replayed.)
+3. :func:`keys` lists a broker's partitions in topic-name then partition-id order, the order Kafka's controller
+   and kraftd.controller.brokers generate partition changes in.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from immutables import Map
+
+if TYPE_CHECKING:
+    from kraftd.controller.image import MetadataImage, PartitionState
+
+Key = tuple[uuid.UUID, int]
+NO_LEADER = -1
+
+
+class Held:
+    """One broker's partitions in one index (contract 2)."""
+
+    __slots__ = ("keys", "owner")
+
+    def __init__(self, keys: set[Key], owner: object) -> None:
+        self.keys = keys
+        self.owner = owner
+
+
+Index = Map[int, Held]
+NAMES = ("isr_index", "elr_index", "leader_index")
+
+
+def _held(image: MetadataImage, name: str, broker: int) -> Held:
+    index: Index = getattr(image, name)
+    h = index.get(broker)
+    if h is None or h.owner is not image.owner:
+        h = Held(set(h.keys) if h is not None else set(), image.owner)
+        setattr(image, name, index.set(broker, h))
+    return h
+
+
+def _moved(image: MetadataImage, name: str, key: Key, was: Sequence[int], now: Sequence[int]) -> None:
+    for b in was:
+        if b not in now:
+            h = _held(image, name, b)
+            h.keys.discard(key)
+            if not h.keys:
+                setattr(image, name, getattr(image, name).delete(b))
+    for b in now:
+        if b not in was:
+            _held(image, name, b).keys.add(key)
+
+
+def update(
+    image: MetadataImage, tid: uuid.UUID, pid: int, old: PartitionState | None, new: PartitionState | None
+) -> None:
+    """Contract 1: partition ``pid`` of ``tid`` went from ``old`` to ``new`` (None: absent)."""
+    key = (tid, pid)
+    was: Sequence[int] = old.isr if old is not None else ()
+    now: Sequence[int] = new.isr if new is not None else ()
+    if was != now:
+        _moved(image, "isr_index", key, was, now)
+    was = old.elr if old is not None else ()
+    now = new.elr if new is not None else ()
+    if was != now:
+        _moved(image, "elr_index", key, was, now)
+    was = (old.leader,) if old is not None else ()
+    now = (new.leader,) if new is not None else ()
+    if was != now:
+        _moved(image, "leader_index", key, was, now)
+
+
+def keys(image: MetadataImage, index: Index, broker: int) -> list[Key]:
+    """Contract 3: (topic id, partition id) of ``broker``'s entries in ``index``."""
+    h = index.get(broker)
+    if h is None:
+        return []
+    topics = image.topics
+    return sorted(h.keys, key=lambda k: (topics[k[0]].name, k[1]))
+
+
+def holds_any(index: Index, broker: int) -> bool:
+    return broker in index
+
+
+def _plain(image: MetadataImage) -> list[dict[int, set[Key]]]:
+    return [{b: set(h.keys) for b, h in getattr(image, n).items()} for n in NAMES]
+
+
+def consistent(image: MetadataImage) -> bool:
+    """Contract 1: the kept indexes equal those rebuilt from ``image.topics`` alone (O(image))."""
+    from kraftd.controller.image import (
+        MetadataImage as Image,
+    )  # at call time: image imports nothing from here
+
+    fresh = Image()
+    for tid, t in image.topics.items():
+        for pid, p in t.partitions.items():
+            update(fresh, tid, pid, None, p)
+    return _plain(fresh) == _plain(image)

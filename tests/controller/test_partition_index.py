@@ -1,0 +1,100 @@
+"""Partitions by broker (kraftd.controller.partition_index): kept by apply through partition changes, topic
+deletion and re-creation and ClearElrRecord, equal to a scan of the partitions; fencing and controlled shutdown
+read a broker's partitions from it."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from generated.clear_elr_record import ClearElrRecord
+from generated.feature_level_record import FeatureLevelRecord
+from generated.partition_change_record import PartitionChangeRecord
+from generated.partition_record import PartitionRecord
+from generated.register_broker_record import RegisterBrokerRecord
+from generated.remove_topic_record import RemoveTopicRecord
+from generated.topic_record import TopicRecord
+from generated.unfence_broker_record import UnfenceBrokerRecord
+from kraftd.controller import brokers, partition_index
+from kraftd.controller.apply import apply_record
+from kraftd.controller.image import MetadataImage
+
+BROKERS = 10
+
+
+def _tid(t: int) -> uuid.UUID:
+    return uuid.UUID(int=(1 << 64) + t)
+
+
+def _image(topics: int, per_topic: int) -> MetadataImage:
+    image = MetadataImage()
+    recs: list[Any] = [FeatureLevelRecord(name="metadata.version", feature_level=21)]
+    for b in range(BROKERS):
+        recs.append(RegisterBrokerRecord(broker_id=b, broker_epoch=b, incarnation_id=uuid.UUID(int=b + 1)))
+        recs.append(UnfenceBrokerRecord(id=b, epoch=b))
+    for t in reversed(range(topics)):  # ids and names in opposite orders: keys() sorts by name
+        recs.append(TopicRecord(name=f"t{t:04d}", topic_id=_tid(t)))
+        for p in range(per_topic):
+            reps = [(t + p + k) % BROKERS for k in range(3)]
+            recs.append(
+                PartitionRecord(partition_id=p, topic_id=_tid(t), replicas=reps, isr=reps, leader=reps[0])
+            )
+    for i, r in enumerate(recs):
+        apply_record(image, i, type(r).API_KEY, 0, r)
+    return image
+
+
+def _apply(image: MetadataImage, records: list[Any]) -> None:
+    for r in records:
+        apply_record(image, image.offset + 1, type(r).API_KEY, 0, r)
+
+
+def _scan(image: MetadataImage, pred: Any) -> list[tuple[uuid.UUID, int]]:
+    return [
+        (tid, pid)
+        for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
+        for pid, p in sorted(t.partitions.items())
+        if pred(p)
+    ]
+
+
+def test_the_indexes_follow_every_change_of_the_partitions() -> None:
+    image = _image(8, 12)
+    assert partition_index.consistent(image)
+    for b in range(BROKERS):
+        assert brokers.holding(image, b, isr=True) == _scan(image, lambda p, b=b: b in p.isr)
+    before = image.copy()
+    _apply(image, brokers.fence(image, 3))
+    assert partition_index.consistent(image) and partition_index.consistent(before)
+    assert brokers.holding(image, 3, isr=True) == [] and not partition_index.holds_any(image.leader_index, 3)
+    assert brokers.holding(before, 3, isr=True) == _scan(before, lambda p: 3 in p.isr) != []  # copy unchanged
+    _apply(
+        image,
+        [
+            PartitionChangeRecord(
+                partition_id=0, topic_id=_tid(1), leader=-1, isr=[5], eligible_leader_replicas=[6]
+            )
+        ],
+    )
+    assert partition_index.keys(image, image.leader_index, -1) == [(_tid(1), 0)]
+    assert partition_index.keys(image, image.elr_index, 6) == [(_tid(1), 0)]
+    _apply(image, [ClearElrRecord(topic_name="")])
+    _apply(image, [RemoveTopicRecord(topic_id=_tid(2)), TopicRecord(name="t0004", topic_id=_tid(4))])
+    assert partition_index.consistent(image)
+    assert all(
+        tid not in (_tid(2), _tid(4))
+        for b in range(BROKERS)
+        for tid, _ in brokers.holding(image, b, isr=True)
+    )
+
+
+def test_fencing_a_broker_moves_exactly_the_partitions_a_scan_finds() -> None:
+    image = _image(100, 100)  # 10k partitions, broker 7 in 3k ISRs, leading 1k
+    want = _scan(image, lambda p: 7 in p.isr)
+    assert len(want) == 3000
+    records = brokers.fence(image, 7)
+    assert [(r.topic_id, r.partition_id) for r in records[1:]] == want
+    led = [(r.topic_id, r.partition_id) for r in records[1:] if r.leader != -2]
+    assert led == _scan(image, lambda p: p.leader == 7)
+    chunk = brokers.remove_from_partitions(image, 7, where=want[:500] + [(_tid(999), 0)])
+    assert chunk == records[1:501]  # a chunk of the fencing, a partition gone is skipped
