@@ -2,8 +2,8 @@
 
 Contracts:
 1. The glue is a RaftClient listener: committed batches are replayed into the state machine, on every node, and
-   nowhere else (a record is applied in one place): up to ``REPLAY_CHUNK`` records inside the core's step, the
-   rest ``REPLAY_CHUNK`` at a time in later event loop turns (kraftd.controller.machine contract 6), so a large
+   nowhere else (a record is applied in one place): for up to ``SLICE_S`` inside the core's step, the rest in
+   slices of ``SLICE_S`` in later event loop turns (kraftd.controller.machine contract 6), so a large
    committed batch never holds the loop (issue 22: a 10k-partition CreateTopics stalled every node for
    0.2-0.5 s). :meth:`caught_up` waits until everything committed so far is replayed (reads answer after it).
 2. After each step the shell calls :meth:`ControllerGlue.after_step`; when the state machine reports activation
@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import time
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -40,7 +41,8 @@ class ControllerPort(RaftPort, Protocol):
 
 
 log = logging.getLogger("kraftd.controller")
-REPLAY_CHUNK = 1000  # records a loop turn (measured ~5-15 ms on this 2-core box, decode and apply)
+REPLAY_STEP = 100  # records between two looks at the clock
+SLICE_S = 0.02  # the longest a turn of the loop replays (100-200 us a partition record at 100k partitions)
 
 
 class ControllerGlue:
@@ -63,8 +65,12 @@ class ControllerGlue:
 
     def _drain(self) -> None:
         self._draining = False
-        self.machine.replay_some(REPLAY_CHUNK)
-        self.machine.apply_appended(REPLAY_CHUNK)
+        until = time.perf_counter() + SLICE_S
+        while True:
+            self.machine.replay_some(REPLAY_STEP)
+            self.machine.apply_appended(REPLAY_STEP)
+            if not self.machine.apply_pending or time.perf_counter() >= until:
+                break
         if self.machine.apply_pending:
             try:
                 loop = asyncio.get_running_loop()
