@@ -21,9 +21,9 @@ from typing import Any
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode
+from kwire.quorum_client import fetch_quorum
 from tests.daemon.cluster import CLUSTER_ID, Cluster
 from tests.daemon.heartbeaters import Brokers
-from tools.quorum_cli import fetch_quorum
 
 PER_TOPIC = 100
 

@@ -32,8 +32,8 @@ from pathlib import Path
 import pytest
 
 from kraftd.storage.uuids import random_uuid, uuid_to_str
+from kwire.quorum_client import fetch_quorum
 from tools.local_quorum import KRAFTD, free_ports
-from tools.quorum_cli import fetch_quorum
 from tools.quorum_report import QuorumInfo
 
 ROOT = Path(__file__).resolve().parents[2]

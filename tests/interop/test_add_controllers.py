@@ -28,6 +28,7 @@ from generated.incremental_alter_configs_request import (
 from kraftd.storage.uuids import uuid_to_str
 from kwire.client import KafkaClient
 from kwire.control import ControlRecordType, decode_control_records
+from kwire.quorum_client import fetch_quorum
 from kwire.records import decode_batch
 from tests.interop.broker_load import metadata_records
 from tests.interop.kafka import (
@@ -40,7 +41,6 @@ from tests.interop.kafka import (
     run_tool,
 )
 from tests.interop.test_mixed import committed_batches, lead_with
-from tools.quorum_cli import fetch_quorum
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 

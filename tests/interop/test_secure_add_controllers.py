@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from kraftd.security import PROTOCOLS
+from kwire.quorum_client import fetch_quorum
 from kwire.sasl import SaslClientConfig
 from kwire.tls import TlsSettings, client_context
 from tests.interop.broker_load import metadata_records
@@ -31,7 +32,6 @@ from tests.interop.test_add_controllers import (
     wait_voters,
 )
 from tests.security.certs import Pki
-from tools.quorum_cli import fetch_quorum
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 
