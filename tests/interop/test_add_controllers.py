@@ -26,11 +26,11 @@ from generated.incremental_alter_configs_request import (
     IncrementalAlterConfigsRequest,
 )
 from kraftd.storage.uuids import uuid_to_str
+from kraftd.testing.broker_load import metadata_records
 from kwire.client import KafkaClient
 from kwire.control import ControlRecordType, decode_control_records
 from kwire.quorum_client import fetch_quorum
 from kwire.records import decode_batch
-from tests.interop.broker_load import metadata_records
 from tests.interop.kafka import (
     MixedQuorum,
     Node,

@@ -25,8 +25,9 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
 from tests.interop.kafka import MixedQuorum, Node, classpath
-from tests.interop.test_kafka_broker import _broker, _wait_log
 from tests.ops.prom import Prometheus, binary, dashboard_queries
 from tools.local_quorum import free_ports
 

@@ -17,10 +17,10 @@ from pathlib import Path
 import pytest
 
 from kraftd.security import PROTOCOLS
+from kraftd.testing.broker_load import metadata_records
 from kwire.quorum_client import fetch_quorum
 from kwire.sasl import SaslClientConfig
 from kwire.tls import TlsSettings, client_context
-from tests.interop.broker_load import metadata_records
 from tests.interop.kafka import MixedQuorum, Node, ToolResult, classpath
 from tests.interop.test_add_controllers import (
     added_line,
