@@ -47,6 +47,7 @@ from kraftd.controller.image_writer import (
 )
 from kwire.batches import iter_batches
 from kwire.metadata_frame import decode_metadata_record, encode_record
+from tests.helpers.controller import replay as _replay
 
 MVS = [8, 14, MV_DIRECTORIES, MV_ELR, 30]
 TOPICS = [uuid.UUID(int=i) for i in range(1, 5)]
@@ -200,12 +201,6 @@ def logs(draw: st.DrawFn) -> tuple[int, list[Any]]:
     mv = draw(st.sampled_from(MVS))
     body = draw(st.lists(_records(mv), max_size=60))
     return mv, [FeatureLevelRecord(name="metadata.version", feature_level=mv), *body]
-
-
-def _replay(image: MetadataImage, values: list[bytes], start: int = 0) -> None:
-    for i, value in enumerate(values):
-        key, version, rec = decode_metadata_record(value)
-        apply_record(image, start + i, key, version, rec)
 
 
 @settings(max_examples=300, deadline=None)

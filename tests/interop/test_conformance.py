@@ -30,8 +30,8 @@ from generated.fetch_snapshot_request import (
     TopicSnapshot,
 )
 from kwire.client import KafkaClient
+from tests.helpers.interop import running_quorum as _quorum
 from tests.interop.capture import RecordingProxy, tcpdump
-from tests.interop.conftest import _quorum
 from tests.interop.kafka import CI, MixedQuorum, classpath, metadata_quorum
 from tools.conformance import doctable  # registers every check of the battery too
 from tools.conformance.model import Result

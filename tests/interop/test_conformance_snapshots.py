@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.interop.conftest import _quorum
+from tests.helpers.interop import running_quorum as _quorum
 from tests.interop.kafka import MixedQuorum, classpath
 from tests.interop.test_conformance import NOT_ADVERTISED, NOT_PROBED, STATE_CHANGING, battery, failures
 
