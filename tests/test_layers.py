@@ -13,8 +13,8 @@
    tools and the rest of kraftd, but nothing in generated, kwire, kraftd (outside kraftd/testing), tools, codegen
    or kraft_spark imports it.
 9. bench/ never imports tests/: benchmarks use the importable harness (kraftd.testing).
-10. No test module imports an underscore-prefixed name from another test module: shared test helpers are
-    fixtures (conftest.py) or public functions of tests.helpers.
+10. No test module imports an underscore-prefixed name from another test module, nor anything from a test_*.py
+    module: shared test helpers are fixtures (conftest.py) or public functions of tests.helpers.
 """
 
 from __future__ import annotations
@@ -152,7 +152,8 @@ def test_bench_never_imports_tests() -> None:
 
 
 def _private_test_imports(root: Path = ROOT) -> list[str]:
-    """Rule 10: ``from tests.x import _name`` (or ``from .x import _name``) in any module under tests/."""
+    """Rule 10: ``from tests.x import _name`` (or ``from .x import _name``), or any import from a ``test_*``
+    module, in any module under tests/."""
     bad = []
     for path in _modules("tests", root):
         package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
@@ -170,7 +171,7 @@ def _private_test_imports(root: Path = ROOT) -> list[str]:
             bad += [
                 f"{path.relative_to(root)} imports {mod}.{a.name}"
                 for a in node.names
-                if a.name.startswith("_")
+                if a.name.startswith(("_", "test_")) or mod.rsplit(".", 1)[-1].startswith("test_")
             ]
     return bad
 
@@ -208,9 +209,11 @@ def test_checker_sees_planted_violations(tmp_path: Path) -> None:
     )
     (tmp_path / "tests" / "a").mkdir(parents=True)
     (tmp_path / "tests" / "a" / "test_x.py").write_text(
-        "from tests.a.test_y import _helper, public\nfrom .z import _h\n"
+        "from tests.a.test_y import _helper, public\nfrom .z import _h, ok\nfrom tests.a import test_y\n"
     )
-    assert _private_test_imports(tmp_path) == [
+    assert sorted(_private_test_imports(tmp_path)) == [
+        "tests/a/test_x.py imports tests.a.test_y",
         "tests/a/test_x.py imports tests.a.test_y._helper",
+        "tests/a/test_x.py imports tests.a.test_y.public",
         "tests/a/test_x.py imports tests.a.z._h",
     ]

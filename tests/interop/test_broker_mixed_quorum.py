@@ -31,8 +31,8 @@ from kraftd.testing.broker_load import AckedProducer, check_no_loss, metadata_re
 from kraftd.testing.brokers import BROKER_ID
 from kraftd.testing.brokers import broker_node as _broker
 from kraftd.testing.brokers import wait_log as _wait_log
+from tests.helpers.interop import lead_with
 from tests.interop.kafka import MixedQuorum, Node, classpath, protocol_complaints
-from tests.interop.test_mixed import lead_with
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(600)]
 

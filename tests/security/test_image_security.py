@@ -25,7 +25,7 @@ from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
 from kraftd.shell.denials import denied
 from kraftd.shell.image_security import ImageAcls, ImageCredentials
-from kwire.authz import AclAuthorizer, AclEntry, evaluate, required_checks
+from kwire.authz import AclAuthorizer, evaluate, required_checks
 from kwire.errors import ErrorCode
 from kwire.sasl import (
     JaasCredentials,
@@ -35,21 +35,9 @@ from kwire.sasl import (
     ServerSession,
     client_exchange,
 )
+from tests.helpers.security import entry
 
 CLUSTER = ("CLUSTER", "kafka-cluster")
-
-
-def entry(
-    principal="User:alice",
-    op="DESCRIBE",
-    allow=True,
-    host="*",
-    name="kafka-cluster",
-    pattern="LITERAL",
-    kind=None,
-):
-    kind = kind or ("CLUSTER" if name in ("kafka-cluster", "*") or name.startswith("kafka") else "TOPIC")
-    return AclEntry(kind, name, pattern, principal, host, op, allow)
 
 
 def ok(entries, op, principal="User:alice", host="10.0.0.1", resource=CLUSTER, allow_if_no_acl=False) -> bool:
