@@ -6,5 +6,5 @@ helpers from here (or uses a conftest.py fixture), never from another test modul
 - spark: metadata record frames and streaming waits for the Spark pipeline tests.
 - interop: real-process quorums for the interop fixtures.
 
-The real-process harness itself (Kafka, brokers, clusters) is importable as kraftd.testing (bench/ uses it too).
+The real-process harness itself (Kafka, brokers, clusters) is kraftd.testing (bench/ uses it too).
 """

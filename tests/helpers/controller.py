@@ -154,22 +154,12 @@ def replay(image: MetadataImage, values: list[bytes], start: int = 0) -> None:
         apply_record(image, start + i, key, version, rec)
 
 
-# from tests.controller.test_image_snapshot
+# ---- first written for tests/controller/test_image_snapshot.py ---------------------------------------------
 MVS = [8, 14, MV_DIRECTORIES, MV_ELR, 30]
-
-
 TOPICS = [uuid.UUID(int=i) for i in range(1, 5)]
-
-
 ACLS = [uuid.UUID(int=100 + i) for i in range(3)]
-
-
 ids = st.integers(0, 3)
-
-
 small = st.lists(st.integers(0, 3), max_size=3)
-
-
 names = st.sampled_from(["a", "b", "c"])
 
 

@@ -14,13 +14,9 @@ from kraftd.core.events import LogFlushed, RequestReceived, ResponseReceived, Ti
 from kraftd.core.types import Listener
 from kwire.errors import ErrorCode
 
-# from tests.core.test_add_voter
+# ---- first written for tests/core/test_add_voter.py --------------------------------------------------------
 D1, D2, D3 = (uuid.UUID(int=i) for i in (21, 22, 23))
-
-
 L1 = (Listener("CONTROLLER", "127.0.0.1", 9001),)
-
-
 ONE = VoterSet((ReplicaKey(1, D1),), ((1, L1),))
 
 
@@ -73,7 +69,7 @@ def caught_up(n: RaftNode, key: ReplicaKey = K2) -> None:
     fetch(n, key, n.log.end_offset, n.now + 1)
 
 
-# from tests.core.test_node
+# ---- first written for tests/core/test_node.py -------------------------------------------------------------
 def node(
     nid: int = 1, voters: tuple[int, ...] = (1, 2, 3), bugs: BugFlags | None = None, **kw: Any
 ) -> RaftNode:

@@ -19,7 +19,7 @@ from tests.daemon.conftest import write_properties
 from tools.storage_cli import format_directory
 
 
-# from tests.daemon.test_durability_processes
+# ---- first written for tests/daemon/test_durability_processes.py -------------------------------------------
 def read_acks(cluster: Cluster) -> dict[int, str]:
     acks: dict[int, str] = {}
     for node_id in cluster.node_ids():
@@ -52,7 +52,7 @@ def log_records(cluster: Cluster, node_id: int) -> dict[int, str]:
         log.close()
 
 
-# from tests.daemon.test_operator_logs
+# ---- first written for tests/daemon/test_operator_logs.py --------------------------------------------------
 # Kafka's config/log4j2.yaml layout "[%d] %p %m (%c)%n" (log4j's default date: yyyy-MM-dd HH:mm:ss,SSS).
 KAFKA_LINE = re.compile(
     r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (DEBUG|INFO|WARNING|ERROR|CRITICAL) .+ \([\w.]+\)$"

@@ -38,7 +38,7 @@ def running_quorum(
         q.stop_all()
 
 
-# from tests.interop.test_prometheus
+# ---- first written for tests/interop/test_prometheus.py ----------------------------------------------------
 class MetricsQuorum(MixedQuorum):
     """kraftd nodes each serving Prometheus metrics on a free port."""
 
@@ -49,7 +49,7 @@ class MetricsQuorum(MixedQuorum):
         return {**super().properties(node), "metrics.port": str(ports[node.node_id])}
 
 
-# from tests.interop.test_conformance
+# ---- first written for tests/interop/test_conformance.py ---------------------------------------------------
 NOT_ADVERTISED = "the target does not advertise"
 
 
@@ -68,8 +68,6 @@ NOT_PROBED = "not probed"
 
 # Quorum directory prefix -> the run's column in docs/INTEROP.md's conformance table.
 DOC_RUNS = (("kafka3-snapshots", "kafka"), ("kraftd3-snapshots", "kraftd-snapshots"), ("kraftd3", "kraftd"))
-
-
 INTEROP_DOC = Path(__file__).parents[2] / "docs" / "INTEROP.md"
 
 
@@ -98,7 +96,7 @@ def failures(results: dict[str, Result]) -> str:
     )
 
 
-# from tests.interop.test_mixed
+# ---- first written for tests/interop/test_mixed.py ---------------------------------------------------------
 def committed_batches(q: MixedQuorum, node_id: int, below: int) -> list[tuple[int, bytes]]:
     """(base offset, raw bytes) of every batch that ends below ``below``, read from the node's segments."""
     out = []
@@ -154,7 +152,7 @@ def lead_with(q: MixedQuorum, kind: str, attempts: int = 8) -> int:
     raise AssertionError(f"no {kind} node led after {attempts} elections\n{q.tails()}")
 
 
-# from tests.interop.test_add_controllers
+# ---- first written for tests/interop/test_add_controllers.py -----------------------------------------------
 BIN = Path(sys.executable).parent
 
 

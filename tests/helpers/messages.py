@@ -6,7 +6,7 @@ from tests.messages.support import (
     hx,
 )
 
-# from tests.messages.test_golden_election
+# ---- first written for tests/messages/test_golden_election.py ----------------------------------------------
 VOTE_REQUEST_V0 = hx(
     "03 6331"  # ClusterId: compact string, len 2 (+1), "c1"
     "02"  # Topics: compact array, 1 element (+1)

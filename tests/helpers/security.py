@@ -5,7 +5,7 @@ from __future__ import annotations
 from kwire.authz import AclEntry
 
 
-# from tests.security.test_image_security
+# ---- first written for tests/security/test_image_security.py -----------------------------------------------
 def entry(
     principal="User:alice",
     op="DESCRIBE",

@@ -49,10 +49,8 @@ def max_offset(spark: Any, out: Path) -> int:
     return -1 if row[0] is None else int(row[0])
 
 
-# from tests.spark.test_report_page
+# ---- first written for tests/spark/test_report_page.py -----------------------------------------------------
 T0 = 1_795_000_000_000  # 2026-11-18T...Z
-
-
 ORDERS, PAYMENTS = uuid.UUID(int=11), uuid.UUID(int=12)
 
 
