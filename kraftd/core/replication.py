@@ -199,7 +199,10 @@ def update_high_watermark(node: NodeContext, d: Leader) -> None:
     # A leader removed from the set does not count (KAFKA-16530).
     ends = [node.flushed] if node.is_voter else []
     # Only the voter's own key counts: an observer reusing a voter's id with a new disk is no voter (KIP-853).
-    ends += [p.end_offset for p in d.replicas.values() if node.voters.is_voter(p.key)]
+    for vid in dict.fromkeys(node.voters.ids):  # O(voters), not O(observers): runs on every voter fetch
+        progress = d.replicas.get(vid)
+        if progress is not None and node.voters.is_voter(progress.key):
+            ends.append(progress.end_offset)
     ends.sort(reverse=True)
     if len(ends) < node.voters.majority():
         return
@@ -303,13 +306,22 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
 def _track_replica(node: NodeContext, d: Leader, key: Any, offset: int) -> None:
     now = node.now
     voter = node.voters.is_voter(key)
-    p = d.replicas.get(key.id)
+    p = d.replicas.pop(key.id, None)
     if p is None or p.key != key:  # another directory id under this id (a replaced disk) starts afresh
-        p = d.replicas[key.id] = ReplicaProgress(key)
+        p = ReplicaProgress(key)
+    # Re-inserted at the end: past the voters, ``replicas`` is in order of last fetch, so forgetting observers
+    # past their session (KIP-595) stops at the first one within it: O(1) amortised per fetch, not O(observers).
+    d.replicas[key.id] = p
     p.update(now, offset, node.log.end_offset)
-    for rid, q in list(d.replicas.items()):  # forget observers past their session (KIP-595)
-        if not node.voters.has_id(rid) and now - q.last_fetch_ms > node.config.observer_session_timeout_ms:
-            del d.replicas[rid]
+    expired = []
+    for rid, q in d.replicas.items():
+        if node.voters.has_id(rid):
+            continue
+        if now - q.last_fetch_ms <= node.config.observer_session_timeout_ms:
+            break
+        expired.append(rid)
+    for rid in expired:
+        del d.replicas[rid]
     if voter and key.id != node.local.id:
         node.note_voter_fetch(d, key.id)
         update_high_watermark(node, d)
