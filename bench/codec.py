@@ -5,7 +5,7 @@
     .venv/bin/python bench/codec.py --floor  # also the FetchResponse encode floor (see fetch_floor)
 
 Targets (issue #2 §6 and #15, a goal, not a CI gate): encode >= 10x and decode >= 2x kafka-python on every case.
-Both sides encode the same field values (the kafka-python object is built from ours by tests/oracle/bridge.py) and
+Both sides encode the same field values (the kafka-python object is built from ours by kraftd/testing/kp_bridge.py) and
 each side decodes its own bytes; the run first checks that the encodings are byte-identical. "ours" is the
 codec the package runs (the compiled engine kwire/_fastcodec when it is built, see kwire/fastpath.py);
 the pure-Python generated code is timed in the same rounds ("pure" columns), so both ratios come from one run.
@@ -26,8 +26,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from generated import messages  # noqa: E402
+from kraftd.testing.kp_bridge import KP_CLASSES, to_kp  # noqa: E402
 from kwire import fastpath  # noqa: E402
-from tests.oracle.bridge import KP_CLASSES, to_kp  # noqa: E402
 
 
 def _sub(cls: Any, attr: str) -> Any:

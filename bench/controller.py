@@ -3,7 +3,7 @@
 Usage: .venv/bin/python bench/controller.py [--topics N] [--partitions P] [--controllers C] [--json]
 
 For each kind of controller quorum (C voters, default 3, all kraftd or all Kafka 4.3.1 ``process.roles=controller``)
-one real Kafka 4.3.1 broker (the interop fixture ``tests/interop/test_kafka_broker._broker``) registers and is
+one real Kafka 4.3.1 broker (``kraftd.testing.brokers.broker_node``) registers and is
 unfenced; then, through the broker, a confluent-kafka AdminClient:
 1. warms up (20 topics created and altered, not timed: JIT, connections);
 2. creates N topics (default 1,000) of P partitions (default 6), RF 1, one CreateTopics request per topic, every
@@ -36,8 +36,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kafka_raft import JVM_FLAGS  # noqa: E402
 
-from tests.interop.kafka import MixedQuorum  # noqa: E402
-from tests.interop.test_kafka_broker import _broker, _wait_log  # noqa: E402
+from kraftd.testing.brokers import broker_node, wait_log  # noqa: E402
+from kraftd.testing.quorum import MixedQuorum  # noqa: E402
 
 WARMUP_TOPICS = 20
 
@@ -117,11 +117,11 @@ def run_kind(kind: str, root: Path, args: argparse.Namespace) -> dict[str, Any]:
     try:
         q.start_all()
         q.wait_leader(timeout=120)
-        broker = _broker(q, root)
+        broker = broker_node(q, root)
         broker.jvm_opts = JVM_FLAGS
         broker.start()
-        _wait_log(broker, r"The broker has been unfenced", 180)
-        _wait_log(broker, r"Kafka Server started", 180)
+        wait_log(broker, r"The broker has been unfenced", 180)
+        wait_log(broker, r"Kafka Server started", 180)
         admin = AdminClient({"bootstrap.servers": f"127.0.0.1:{broker.port}"})
         deadline = time.monotonic() + 60
         while _controller_id(admin) < 0:  # the admin client sends its RPCs there

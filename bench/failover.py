@@ -5,7 +5,7 @@ Usage: .venv/bin/python bench/failover.py [--partitions 10000,100000,1000000] [-
 
 For each N, a fresh quorum (``metadata.log.max.record.bytes.between.snapshots`` 4 MiB, so snapshots are written
 while the image grows; everything else default: fetch timeout 2 s, election timeout 1 s) and 5 emulated brokers
-heartbeating every 0.5 s (tests.daemon.heartbeaters), then these phases, each with the longest event loop stall
+heartbeating every 0.5 s (kraftd.testing.heartbeaters), then these phases, each with the longest event loop stall
 any node logged during it (``event loop stalled for N ms``, kraftd.shell.observe.looplag: only stalls above 100 ms
 are logged, so "<100" means none was):
 1. ``create``: N partitions (topics of 100, RF 3) created with CreateTopics, 50 topics (5,000 partitions) a request;
@@ -32,9 +32,10 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tests.daemon.cluster import CLUSTER_ID, Cluster  # noqa: E402
-from tests.daemon.failover_scale import create, kill_leader  # noqa: E402
-from tests.daemon.heartbeaters import Brokers  # noqa: E402
+from kraftd.testing.failover import create, kill_leader  # noqa: E402
+from kraftd.testing.heartbeaters import Brokers  # noqa: E402
+from tools.local_quorum import CLUSTER_ID  # noqa: E402
+from tools.local_quorum import LocalQuorum as Cluster  # noqa: E402
 
 STALL = re.compile(r"^\[([0-9-]+ [0-9:,]+)\] WARNING node \d+: event loop stalled for (\d+) ms")
 

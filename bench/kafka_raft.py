@@ -50,13 +50,11 @@ def kafka_classpath() -> str | None:
     env = os.environ.get("KAFKA_CLASSPATH")
     if env:
         return env
-    import pytest
-
-    from tests.interop.kafka import classpath
+    from kraftd.testing.kafka import KafkaUnavailable, find_classpath
 
     try:
-        return classpath()
-    except (pytest.skip.Exception, pytest.fail.Exception):
+        return find_classpath()
+    except KafkaUnavailable:
         return None
 
 

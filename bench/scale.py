@@ -44,7 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
-from tests.interop.swarm_cluster import SwarmCluster  # noqa: E402
+from kraftd.testing.swarm import SwarmCluster  # noqa: E402
 from tools.swarm.broker import STOPPED  # noqa: E402
 from tools.swarm.swarm import cpu_seconds, percentile  # noqa: E402
 

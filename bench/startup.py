@@ -58,9 +58,10 @@ from kraftd.storage.batches import peek  # noqa: E402
 from kraftd.storage.log import MetadataLog  # noqa: E402
 from kraftd.storage.snapshots import write_snapshot  # noqa: E402
 from kraftd.storage.uuids import random_uuid  # noqa: E402
+from kraftd.testing.broker_load import metadata_records  # noqa: E402
+from kraftd.testing.kafka import Node  # noqa: E402
+from kraftd.testing.quorum import MixedQuorum  # noqa: E402
 from kwire.metadata_frame import encode_record  # noqa: E402
-from tests.interop.broker_load import metadata_records  # noqa: E402
-from tests.interop.kafka import MixedQuorum, Node  # noqa: E402
 
 TOPIC_ALREADY_EXISTS = 36
 RECORDS_PER_BATCH = 1000

@@ -38,7 +38,7 @@ from kraft_spark.decode import LogFile, decode_buffer
 from kraft_spark.source import to_batches
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, KraftError
-from tools.quorum_cli import fetch_quorum
+from kwire.quorum_client import fetch_quorum
 
 METADATA_TOPIC = "__cluster_metadata"
 METADATA_TOPIC_ID = uuid.UUID(int=1)  # Kafka's fixed topic id of __cluster_metadata

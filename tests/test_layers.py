@@ -7,6 +7,14 @@
 5. kraftd/controller (the metadata state machine) imports only generated, kwire and kraftd.core (and itself):
    never the shell, storage, config, simulator or tools, and no IO modules.
 6. The Spark pipeline (kraft_spark/) sits on top: nothing in generated, kwire, kraftd, tools or codegen imports it.
+7. The Spark pipeline never imports tools (or the test harness): what it shares with the tools is client logic,
+   which lives in kwire (kwire.quorum_client).
+8. The test harness kraftd.testing (Kafka processes, kraftd process clusters) is on top, like tools: it may import
+   tools and the rest of kraftd, but nothing in generated, kwire, kraftd (outside kraftd/testing), tools, codegen
+   or kraft_spark imports it.
+9. bench/ never imports tests/: benchmarks use the importable harness (kraftd.testing).
+10. No test module imports an underscore-prefixed name from another test module, nor anything from a test_*.py
+    module: shared test helpers are fixtures (conftest.py) or public functions of tests.helpers.
 """
 
 from __future__ import annotations
@@ -17,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-OURS = ("generated", "kwire", "kraftd", "tools", "codegen", "kraft_spark")
+OURS = ("generated", "kwire", "kraftd", "tools", "codegen", "kraft_spark", "bench", "tests")
 
 
 def _imports(path: Path, root: Path = ROOT) -> set[str]:
@@ -40,8 +48,9 @@ def _imports(path: Path, root: Path = ROOT) -> set[str]:
     return names
 
 
-def _modules(package: str, root: Path = ROOT) -> list[Path]:
-    return sorted((root / package).rglob("*.py"))
+def _modules(package: str, root: Path = ROOT, skip: str | None = None) -> list[Path]:
+    paths = sorted((root / package).rglob("*.py"))
+    return [p for p in paths if skip is None or not p.is_relative_to(root / skip)]
 
 
 def _ours(name: str) -> bool:
@@ -49,10 +58,14 @@ def _ours(name: str) -> bool:
 
 
 def _violations(
-    package: str, allowed: tuple[str, ...], forbidden: tuple[str, ...] = (), root: Path = ROOT
+    package: str,
+    allowed: tuple[str, ...],
+    forbidden: tuple[str, ...] = (),
+    root: Path = ROOT,
+    skip: str | None = None,
 ) -> list[str]:
     bad = []
-    for path in _modules(package, root):
+    for path in _modules(package, root, skip):
         for name in _imports(path, root):
             if forbidden and any(name == f or name.startswith(f + ".") for f in forbidden):
                 bad.append(f"{path.relative_to(root)} imports {name}")
@@ -122,6 +135,52 @@ def test_nothing_below_the_pipeline_imports_it() -> None:
         assert _violations(package, allowed=(), forbidden=("kraft_spark",)) == []
 
 
+def test_pipeline_never_imports_tools() -> None:
+    """Rule 7."""
+    assert _violations("kraft_spark", allowed=(), forbidden=("tools", "kraftd.testing")) == []
+
+
+def test_nothing_below_the_harness_imports_it() -> None:
+    """Rule 8."""
+    for package in ("generated", "kwire", "kraftd", "tools", "codegen", "kraft_spark"):
+        assert _violations(package, allowed=(), forbidden=("kraftd.testing",), skip="kraftd/testing") == []
+
+
+def test_bench_never_imports_tests() -> None:
+    """Rule 9."""
+    assert _violations("bench", allowed=(), forbidden=("tests",)) == []
+
+
+def _private_test_imports(root: Path = ROOT) -> list[str]:
+    """Rule 10: ``from tests.x import _name`` (or ``from .x import _name``), or any import from a ``test_*``
+    module, in any module under tests/."""
+    bad = []
+    for path in _modules("tests", root):
+        package = ".".join(path.relative_to(root).with_suffix("").parts[:-1])
+        for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)] if node.level > 1 else base
+                mod = ".".join([*base, node.module] if node.module else base)
+            else:
+                mod = node.module or ""
+            if mod.split(".")[0] != "tests":
+                continue
+            bad += [
+                f"{path.relative_to(root)} imports {mod}.{a.name}"
+                for a in node.names
+                if a.name.startswith(("_", "test_")) or mod.rsplit(".", 1)[-1].startswith("test_")
+            ]
+    return bad
+
+
+def test_no_test_module_imports_private_helpers_of_another() -> None:
+    """Rule 10."""
+    assert _private_test_imports() == []
+
+
 def test_checker_sees_planted_violations(tmp_path: Path) -> None:
     # The checker itself must be able to fail: a core module importing asyncio, and a kwire module importing
     # kraftd through a relative-looking absolute import, are both reported.
@@ -136,6 +195,28 @@ def test_checker_sees_planted_violations(tmp_path: Path) -> None:
         "kraftd/core/bad.py imports kraftd.shell.node",
     ]
     assert _violations("kwire", allowed=(), forbidden=("kraftd",), root=tmp_path) != []
+    (tmp_path / "kraft_spark").mkdir()
+    (tmp_path / "kraft_spark" / "bad.py").write_text("from tools.quorum_cli import fetch_quorum\n")
+    assert sorted(_violations("kraft_spark", allowed=(), forbidden=("tools",), root=tmp_path)) == [
+        "kraft_spark/bad.py imports tools.quorum_cli",
+        "kraft_spark/bad.py imports tools.quorum_cli.fetch_quorum",
+    ]
+    (tmp_path / "kraftd" / "testing").mkdir()
+    (tmp_path / "kraftd" / "testing" / "ok.py").write_text("from kraftd.testing import kafka\n")
+    assert (
+        _violations("kraftd", allowed=(), forbidden=("kraftd.testing",), root=tmp_path, skip="kraftd/testing")
+        == []
+    )
+    (tmp_path / "tests" / "a").mkdir(parents=True)
+    (tmp_path / "tests" / "a" / "test_x.py").write_text(
+        "from tests.a.test_y import _helper, public\nfrom .z import _h, ok\nfrom tests.a import test_y\n"
+    )
+    assert sorted(_private_test_imports(tmp_path)) == [
+        "tests/a/test_x.py imports tests.a.test_y",
+        "tests/a/test_x.py imports tests.a.test_y._helper",
+        "tests/a/test_x.py imports tests.a.test_y.public",
+        "tests/a/test_x.py imports tests.a.z._h",
+    ]
 
 
 def _module_name(path: Path, root: Path) -> str:

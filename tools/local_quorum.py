@@ -34,9 +34,9 @@ import click
 from kraftd.config import load_config
 from kraftd.storage.uuids import random_uuid, uuid_to_str
 from kwire.errors import KraftError
+from kwire.quorum_client import QuorumInfo, fetch_quorum
 from kwire.sasl import SaslClientConfig
-from tools.quorum_cli import fetch_quorum
-from tools.quorum_report import QuorumInfo, status_report
+from tools.quorum_report import status_report
 from tools.storage_cli import format_directory
 
 CLUSTER_ID = "MkU3OEVBNTcwNTJENDM2Qg"  # the tests' fixed id; main() formats every run with a fresh one

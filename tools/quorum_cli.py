@@ -12,29 +12,25 @@ Contracts:
    is told that the listener may require SSL or SASL: such a listener closes a plaintext client without an
    answer (kraftd) or answers its first bytes with a TLS alert (Kafka).
 3. Every retry loop is bounded (a leader change between DescribeCluster and DescribeQuorum is retried a few
-   times within ``--timeout-ms``).
+   times within ``--timeout-ms``: kwire.quorum_client contract 2).
 """
 
 from __future__ import annotations
 
 import asyncio
-import time
 from pathlib import Path
 from ssl import SSLContext
-from typing import Any
 
 import click
 
-from generated.describe_cluster_request import DescribeClusterRequest
-from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
 from kraftd.config import ConfigError, parse_properties
 from kraftd.security import client_sasl, client_tls
-from kraftd.shell.net.transport import PeerConnection, PeerError
 from kraftd.storage.uuids import uuid_from_str, uuid_to_str
-from kwire.errors import ErrorCode, KraftError
+from kwire.errors import KraftError
+from kwire.quorum_client import fetch_quorum
 from kwire.sasl import SaslClientConfig
 from kwire.tls import client_context
-from tools.quorum_report import QuorumInfo, Replica, replication_report, status_report
+from tools.quorum_report import replication_report, status_report
 from tools.quorum_voters import add_voter, joining_controller, remove_voter
 
 CONTROLLERS = 2
@@ -49,89 +45,6 @@ def parse_hosts(text: str) -> list[tuple[str, int]]:
             raise click.BadParameter(f"{item!r} is not host:port")
         out.append((host.strip("[]"), int(port)))
     return out
-
-
-async def fetch_quorum(
-    hosts: list[tuple[str, int]],
-    endpoint_type: int,
-    timeout_ms: int,
-    ssl: SSLContext | None = None,
-    sasl: SaslClientConfig | None = None,
-) -> tuple[str, QuorumInfo]:
-    """The cluster id and the leader's DescribeQuorum answer (contract 3)."""
-    deadline = time.monotonic() + timeout_ms / 1000
-    last_error = "no bootstrap server answered"
-    for _attempt in range(20):
-        if time.monotonic() > deadline:
-            break
-        for host, port in hosts:
-            conn = PeerConnection(
-                host, port, client_id="kraft-metadata-quorum", timeout_ms=timeout_ms, ssl=ssl, sasl=sasl
-            )
-            try:
-                cluster = await conn.request(DescribeClusterRequest(endpoint_type=endpoint_type))
-            except PeerError as exc:
-                last_error = str(exc)
-                continue
-            finally:
-                await conn.close()
-            if cluster.error_code != ErrorCode.NONE:
-                last_error = f"DescribeCluster failed: {ErrorCode(cluster.error_code).name} {cluster.error_message or ''}"
-                continue
-            leader = next((b for b in cluster.brokers if b.broker_id == cluster.controller_id), None)
-            if leader is None:
-                last_error = "no active controller is known yet"
-                continue
-            conn = PeerConnection(
-                leader.host,
-                leader.port,
-                client_id="kraft-metadata-quorum",
-                timeout_ms=timeout_ms,
-                ssl=ssl,
-                sasl=sasl,
-            )
-            try:
-                req = DescribeQuorumRequest([TopicData("__cluster_metadata", [PartitionData(0)])])
-                resp = await conn.request(req)
-            except PeerError as exc:
-                last_error = str(exc)
-                continue
-            finally:
-                await conn.close()
-            if resp.error_code != ErrorCode.NONE:
-                raise KraftError(f"DescribeQuorum failed: {ErrorCode(resp.error_code).name}")
-            part = resp.topics[0].partitions[0]
-            if part.error_code != ErrorCode.NONE:
-                last_error = f"DescribeQuorum failed: {ErrorCode(part.error_code).name}"
-                continue
-            endpoints = {
-                n.node_id: tuple(
-                    f"{lst.name}://{('[' + lst.host + ']') if ':' in lst.host else lst.host}:{lst.port}"
-                    for lst in n.listeners
-                )
-                for n in resp.nodes
-            }
-
-            def rep(r: Any) -> Replica:
-                return Replica(
-                    r.replica_id,
-                    r.replica_directory_id,
-                    r.log_end_offset,
-                    r.last_fetch_timestamp,
-                    r.last_caught_up_timestamp,
-                )
-
-            info = QuorumInfo(
-                part.leader_id,
-                part.leader_epoch,
-                part.high_watermark,
-                tuple(rep(v) for v in part.current_voters),
-                tuple(rep(o) for o in part.observers),
-                endpoints,
-            )
-            return cluster.cluster_id, info
-        await asyncio.sleep(0.2)
-    raise KraftError(last_error)
 
 
 @click.group(help="This tool describes kraft metadata quorum status.")

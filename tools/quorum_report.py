@@ -17,33 +17,14 @@ from __future__ import annotations
 
 import time
 import uuid
-from dataclasses import dataclass, field
 
 from kraftd.storage.uuids import ZERO_UUID, uuid_to_str
 from kwire.errors import KraftError
+from kwire.quorum_client import QuorumInfo, Replica
 
 
 class ReportError(KraftError):
     """The quorum description cannot be reported (e.g. the leader is not among the voters)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Replica:
-    replica_id: int
-    directory_id: uuid.UUID
-    log_end_offset: int
-    last_fetch_timestamp: int = -1
-    last_caught_up_timestamp: int = -1
-
-
-@dataclass(frozen=True, slots=True)
-class QuorumInfo:
-    leader_id: int
-    leader_epoch: int
-    high_watermark: int
-    voters: tuple[Replica, ...]
-    observers: tuple[Replica, ...]
-    endpoints: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
 
 def _dir_text(directory_id: uuid.UUID) -> str:

@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 from kraftd.config import load_config
+from kwire.quorum_client import fetch_quorum
 from tests.chaos.proxy import Mode, Proxy
 from tools.local_quorum import CLUSTER_ID, KRAFTD, free_ports
-from tools.quorum_cli import fetch_quorum
 from tools.quorum_report import QuorumInfo
 from tools.storage_cli import format_directory
 

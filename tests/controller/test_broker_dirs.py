@@ -22,8 +22,13 @@ from generated.unregister_broker_record import UnregisterBrokerRecord
 from kraftd.controller import broker_dirs, brokers
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
-from tests.controller.test_lifecycle import CLUSTER, _apply, _cluster, _hb, _reg
-from tests.controller.test_operations import TID, _p, _topic
+from tests.helpers.controller import CLUSTER, TID
+from tests.helpers.controller import apply_records as _apply
+from tests.helpers.controller import cluster as _cluster
+from tests.helpers.controller import heartbeat as _hb
+from tests.helpers.controller import partition as _p
+from tests.helpers.controller import registration as _reg
+from tests.helpers.controller import topic as _topic
 
 E = ErrorCode
 

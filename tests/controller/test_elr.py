@@ -17,8 +17,14 @@ from kraftd.controller import brokers, configs, elr
 from kraftd.controller.features import ELR_VERSION
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
-from tests.controller.test_lifecycle import CLUSTER, _apply, _cluster, _hb, _reg
-from tests.controller.test_operations import TID, _alter_isr, _p, _topic
+from tests.helpers.controller import CLUSTER, TID
+from tests.helpers.controller import alter_isr as _alter_isr
+from tests.helpers.controller import apply_records as _apply
+from tests.helpers.controller import cluster as _cluster
+from tests.helpers.controller import heartbeat as _hb
+from tests.helpers.controller import partition as _p
+from tests.helpers.controller import registration as _reg
+from tests.helpers.controller import topic as _topic
 
 
 def _elr_cluster(level: int = 1, min_isr: int = 2) -> tuple[MetadataImage, brokers.Heartbeats]:

@@ -15,7 +15,8 @@ from kraftd.controller import brokers, topics
 from kraftd.controller.image_writer import same_image
 from kraftd.shell.controller import fencing
 from kwire.errors import ErrorCode
-from tests.controller.test_lifecycle import _apply, _cluster
+from tests.helpers.controller import apply_records as _apply
+from tests.helpers.controller import cluster as _cluster
 
 
 @pytest.mark.parametrize("chunk", [7, 50, 10_000])

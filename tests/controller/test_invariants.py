@@ -25,7 +25,10 @@ from kraftd.controller.machine import MetadataController
 from kraftd.core.log import LogBatch
 from kwire.metadata_frame import encode_record
 from kwire.records import build_data_batch
-from tests.controller.test_lifecycle import CLUSTER, _hb, _image, _reg
+from tests.helpers.controller import CLUSTER
+from tests.helpers.controller import base_image as _image
+from tests.helpers.controller import heartbeat as _hb
+from tests.helpers.controller import registration as _reg
 
 OPS = st.lists(
     st.tuples(

@@ -8,57 +8,17 @@ from __future__ import annotations
 
 import random
 import uuid
-from typing import Any
 
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
-from generated.broker_registration_request import BrokerRegistrationRequest, Feature, Listener
 from generated.create_topics_request import CreatableReplicaAssignment, CreatableTopic, CreateTopicsRequest
-from generated.feature_level_record import FeatureLevelRecord
 from kraftd.controller import brokers, topics
-from kraftd.controller.apply import apply_record
-from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
-
-CLUSTER = "AAAAAAAAAAAAAAAAAAAAAQ"
-
-
-def _apply(image: MetadataImage, records: list[Any]) -> None:
-    for r in records:
-        apply_record(image, image.offset + 1, type(r).API_KEY, type(r).HIGHEST_VERSION, r)
-
-
-def _image() -> MetadataImage:
-    image = MetadataImage()
-    _apply(image, [FeatureLevelRecord(name="metadata.version", feature_level=30)])
-    return image
-
-
-def _reg(bid: int, inc: int = 1, mv: tuple[int, int] = (7, 30)) -> BrokerRegistrationRequest:
-    return BrokerRegistrationRequest(
-        broker_id=bid,
-        cluster_id=CLUSTER,
-        incarnation_id=uuid.UUID(int=inc),
-        listeners=[Listener(name="PLAINTEXT", host="127.0.0.1", port=9000 + bid, security_protocol=0)],
-        features=[Feature(name="metadata.version", min_supported_version=mv[0], max_supported_version=mv[1])],
-        log_dirs=[uuid.UUID(int=500 + bid)],
-    )
-
-
-def _hb(image: MetadataImage, bid: int, **kw: Any) -> BrokerHeartbeatRequest:
-    b = image.brokers[bid]
-    kw.setdefault("current_metadata_offset", image.offset)
-    return BrokerHeartbeatRequest(broker_id=bid, broker_epoch=b.epoch, **kw)
-
-
-def _cluster(n: int) -> tuple[MetadataImage, brokers.Heartbeats]:
-    image, hb = _image(), brokers.Heartbeats()
-    for bid in range(1, n + 1):
-        out = brokers.register(image, _reg(bid), CLUSTER, hb, 0)
-        _apply(image, out.records)
-        out = brokers.heartbeat(image, _hb(image, bid), hb, 0)
-        _apply(image, out.records)
-        assert not out.is_fenced
-    return image, hb
+from tests.helpers.controller import CLUSTER
+from tests.helpers.controller import apply_records as _apply
+from tests.helpers.controller import base_image as _image
+from tests.helpers.controller import cluster as _cluster
+from tests.helpers.controller import heartbeat as _hb
+from tests.helpers.controller import registration as _reg
 
 
 def test_registration_checks() -> None:

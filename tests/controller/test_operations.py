@@ -6,19 +6,12 @@ answers are checked against Kafka 4.3.1's semantics (kraftd.controller.elect / r
 from __future__ import annotations
 
 import random
-import uuid
 from collections import Counter
 from typing import Any
 
 import pytest
 
 from generated.alter_configs_request import AlterableConfig, AlterConfigsRequest, AlterConfigsResource
-from generated.alter_partition_reassignments_request import (
-    AlterPartitionReassignmentsRequest,
-    ReassignablePartition,
-    ReassignableTopic,
-)
-from generated.alter_partition_request import AlterPartitionRequest, BrokerState, PartitionData, TopicData
 from generated.config_record import ConfigRecord
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
@@ -26,23 +19,21 @@ from generated.list_partition_reassignments_request import (
     ListPartitionReassignmentsRequest,
     ListPartitionReassignmentsTopics,
 )
-from generated.partition_record import PartitionRecord
-from generated.topic_record import TopicRecord
-from kraftd.controller import brokers, configs, elect, partitions, placement, reassign, topics
+from kraftd.controller import brokers, configs, elect, placement, reassign, topics
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
-from tests.controller.test_lifecycle import CLUSTER, _apply, _cluster, _hb, _image, _reg
+from tests.helpers.controller import CLUSTER
+from tests.helpers.controller import alter_isr as _alter_isr
+from tests.helpers.controller import apply_records as _apply
+from tests.helpers.controller import base_image as _image
+from tests.helpers.controller import cluster as _cluster
+from tests.helpers.controller import heartbeat as _hb
+from tests.helpers.controller import partition as _p
+from tests.helpers.controller import reassignment as _reassign
+from tests.helpers.controller import registration as _reg
+from tests.helpers.controller import topic as _topic
 
-TID = uuid.UUID(int=77)
 E = ErrorCode
-
-
-def _topic(image: MetadataImage, replicas: list[int], isr: list[int], leader: int, name: str = "t") -> None:
-    _apply(image, [TopicRecord(name=name, topic_id=TID)])
-    _apply(
-        image,
-        [PartitionRecord(partition_id=0, topic_id=TID, replicas=replicas, isr=isr, leader=leader)],
-    )
 
 
 def _fence(image: MetadataImage, bid: int) -> None:
@@ -57,10 +48,6 @@ def _elect(image: MetadataImage, kind: int, parts: dict[str, list[int]] | None) 
         else [TopicPartitions(topic=t, partitions=ps) for t, ps in parts.items()],
     )
     return elect.elect_leaders(image, req)
-
-
-def _p(image: MetadataImage) -> Any:
-    return image.topics[TID].partitions[0]
 
 
 # ---- ElectLeaders ---------------------------------------------------------------------------------------------
@@ -143,39 +130,6 @@ def test_rebalance_moves_only_to_a_live_preferred_replica() -> None:
 
 
 # ---- reassignments --------------------------------------------------------------------------------------------
-def _reassign(image: MetadataImage, target: list[int] | None, allow_rf: bool = True, pid: int = 0) -> Any:
-    req = AlterPartitionReassignmentsRequest(
-        allow_replication_factor_change=allow_rf,
-        topics=[
-            ReassignableTopic(
-                name="t", partitions=[ReassignablePartition(partition_index=pid, replicas=target)]
-            )
-        ],
-    )
-    records, results = reassign.alter_reassignments(image, req)
-    return records, results[0][1][0]
-
-
-def _alter_isr(image: MetadataImage, sender: int, isr: list[int]) -> Any:
-    p, b = _p(image), image.brokers
-    req = AlterPartitionRequest(
-        broker_id=sender,
-        broker_epoch=b[sender].epoch,
-        topics=[
-            TopicData(
-                topic_id=TID,
-                partitions=[
-                    PartitionData(
-                        partition_index=0,
-                        leader_epoch=p.leader_epoch,
-                        partition_epoch=p.partition_epoch,
-                        new_isr_with_epochs=[BrokerState(broker_id=r, broker_epoch=b[r].epoch) for r in isr],
-                    )
-                ],
-            )
-        ],
-    )
-    return partitions.alter_partition(image, req, 3)
 
 
 def test_reassignment_runs_lists_and_completes_on_isr_catch_up() -> None:

@@ -17,7 +17,8 @@ from kraftd.controller.features import MV_ELR, record_version
 from kraftd.controller.image import MetadataImage
 from kraftd.controller.machine import MetadataController
 from kwire.metadata_frame import encode_record
-from tests.controller.test_image_snapshot import TOPICS, _replay, logs
+from tests.helpers.controller import TOPICS, logs
+from tests.helpers.controller import replay as _replay
 
 
 def _values(mv: int, records: list[Any]) -> list[bytes]:

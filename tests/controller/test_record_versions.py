@@ -14,7 +14,6 @@ from generated.broker_registration_request import BrokerRegistrationRequest, Fea
 from generated.create_partitions_request import CreatePartitionsRequest, CreatePartitionsTopic
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from kraftd.controller import brokers, partitions, topics
-from kraftd.controller.apply import apply_record
 from kraftd.controller.features import (
     MV_DIRECTORIES,
     bootstrap_feature_records,
@@ -22,13 +21,9 @@ from kraftd.controller.features import (
     supported_ranges,
 )
 from kraftd.controller.machine import MetadataController
-from kwire.metadata_frame import decode_metadata_record, encode_record
-
-
-def _append(m: MetadataController, records: list[object]) -> None:
-    for value in m.encode(records):  # raises MessageEncodeError if a field does not exist at that version
-        key, version, rec = decode_metadata_record(value)
-        apply_record(m.committed, m.committed.offset + 1, key, version, rec)
+from kwire.metadata_frame import encode_record
+from tests.helpers.controller import append_encoded as _append
+from tests.helpers.controller import heartbeat_request as _hb
 
 
 @pytest.mark.parametrize("mv", [8, 14, 16, MV_DIRECTORIES, 23, 30])
@@ -77,9 +72,3 @@ def test_topics_and_registrations_encode_at_every_metadata_version(mv: int) -> N
     assert all(bool(p.directories) == with_dirs for p in parts.values())
     assert all(bool(b.log_dirs) == with_dirs for b in m.committed.brokers.values())
     assert all(not b.fenced for b in m.committed.brokers.values())
-
-
-def _hb(broker_id: int, epoch: int, offset: int) -> object:
-    from generated.broker_heartbeat_request import BrokerHeartbeatRequest
-
-    return BrokerHeartbeatRequest(broker_id=broker_id, broker_epoch=epoch, current_metadata_offset=offset)

@@ -11,71 +11,19 @@ import generated.add_raft_voter_request as AREQ
 import generated.api_versions_response as AVRESP
 import generated.remove_raft_voter_request as RREQ
 from generated.add_raft_voter_response import AddRaftVoterResponse
-from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
+from kraftd.core import QuorumConfig, RaftNode, ReplicaKey
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.events import LogFlushed, RequestReceived, ResponseReceived, Tick
 from kraftd.core.states import Follower
 from kraftd.core.types import Listener
 from kwire.errors import ErrorCode
-
-D1, D2, D3 = (uuid.UUID(int=i) for i in (21, 22, 23))
-L1 = (Listener("CONTROLLER", "127.0.0.1", 9001),)
-ONE = VoterSet((ReplicaKey(1, D1),), ((1, L1),))
-
-
-def leader(kraft_version: int = 1) -> RaftNode:
-    n = RaftNode(
-        local=ReplicaKey(1, D1),
-        voters=ONE,
-        config=QuorumConfig(),
-        rng=random.Random(1),
-        cluster_id="c",
-        kraft_version=kraft_version,
-    )
-    n.step(Tick(0))
-    n.step(LogFlushed(1, n.log.end_offset))
-    assert n.high_watermark == n.log.end_offset
-    return n
-
-
-def fetch(n: RaftNode, key: ReplicaKey, offset: int, now: int) -> list[fx.Effect]:
-    req = m.fetch_request("c", key, n.epoch, offset, n.log.last_epoch if offset else 0, 0, 1 << 20, 0)
-    return n.step(RequestReceived(now, 100 + key.id, req))
-
-
-def add_request(voter: int = 2, d: uuid.UUID = D2, ack: bool = True, **kw: Any) -> Any:
-    fields: dict[str, Any] = {
-        "cluster_id": "c",
-        "timeout_ms": 30000,
-        "voter_id": voter,
-        "voter_directory_id": d,
-        "listeners": [AREQ.Listener("CONTROLLER", "127.0.0.1", 9000 + voter)],
-        "ack_when_committed": ack,
-    }
-    fields.update(kw)
-    return AREQ.AddRaftVoterRequest(**fields)
-
-
-def responses(out: list[fx.Effect], token: int = 7) -> list[Any]:
-    return [e.message for e in out if isinstance(e, fx.SendResponse) and e.token == token]
-
-
-def ask(n: RaftNode, req: Any, now: int | None = None) -> tuple[list[Any], list[fx.SendRequest]]:
-    out = n.step(RequestReceived(n.now if now is None else now, 7, req))
-    return responses(out), [e for e in out if isinstance(e, fx.SendRequest)]
+from tests.helpers.core import D1, D2, D3, K2, ONE, add_request, ask, caught_up, fetch, leader, responses
 
 
 def versions(lo: int = 0, hi: int = 1, error: ErrorCode = ErrorCode.NONE) -> Any:
     feats = [AVRESP.SupportedFeatureKey(name="kraft.version", min_version=lo, max_version=hi)]
     return AVRESP.ApiVersionsResponse(error_code=int(error), supported_features=feats)
-
-
-K2 = ReplicaKey(2, D2)
-
-
-def caught_up(n: RaftNode, key: ReplicaKey = K2) -> None:
-    fetch(n, key, n.log.end_offset, n.now + 1)
 
 
 def test_add_probes_then_appends_and_answers_only_when_the_new_majority_commits() -> None:

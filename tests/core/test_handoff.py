@@ -14,7 +14,7 @@ from kraftd.core.quorum_rpcs import end_epoch_backoff_ms
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import ElectionState
 from kwire.errors import ErrorCode
-from tests.core.test_node import elect, node, sent
+from tests.helpers.core import elect, node, sent
 
 
 def _fetch(replica: int, epoch: int, offset: int, last_epoch: int) -> object:

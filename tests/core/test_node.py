@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
 
-from kraftd.core import BugFlags, QuorumConfig, RaftClient, RaftNode, ReplicaKey, Role, VoterSet
+from kraftd.core import BugFlags, QuorumConfig, RaftClient, RaftNode, ReplicaKey, Role
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.batches import data_batch
@@ -16,45 +15,12 @@ from kraftd.core.log import OffsetAndEpoch, ReplicatedLog
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.types import ElectionState, LeaderAndEpoch
 from kwire.errors import ErrorCode
-
-
-def node(
-    nid: int = 1, voters: tuple[int, ...] = (1, 2, 3), bugs: BugFlags | None = None, **kw: Any
-) -> RaftNode:
-    return RaftNode(
-        local=ReplicaKey(nid),
-        voters=VoterSet.of(*voters),
-        config=QuorumConfig(bugs=bugs or BugFlags()),
-        rng=random.Random(7),
-        cluster_id="c",
-        **kw,
-    )
-
-
-def sent(effects: list[fx.Effect], cls: type) -> list[fx.SendRequest]:
-    return [e for e in effects if isinstance(e, fx.SendRequest) and isinstance(e.message, cls)]
+from tests.helpers.core import elect, node, sent, to_prospective, vote_resp
 
 
 def answer(effects: list[fx.Effect]) -> Any:
     (resp,) = [e.message for e in effects if isinstance(e, fx.SendResponse)]
     return resp
-
-
-def to_prospective(n: RaftNode) -> list[fx.Effect]:
-    return n.step(Tick(2000))  # past any randomized election timeout in [1000, 2000)
-
-
-def vote_resp(granted: bool, epoch: int, leader: int = -1, error: ErrorCode = ErrorCode.NONE) -> Any:
-    return m.vote_response(error, ErrorCode.NONE, leader, epoch, granted)
-
-
-def elect(n: RaftNode) -> list[fx.Effect]:
-    """Drive a 3-voter node to leadership: pre-vote grant from 2, then vote grant from 2."""
-    out = to_prospective(n)
-    (pre,) = [e for e in sent(out, m.VoteRequest) if e.destination == 2]
-    out = n.step(ResponseReceived(2001, 2, pre.request_id, vote_resp(True, n.epoch)))
-    (real,) = [e for e in sent(out, m.VoteRequest) if e.destination == 2]
-    return n.step(ResponseReceived(2002, 2, real.request_id, vote_resp(True, n.epoch)))
 
 
 def test_single_voter_elects_itself_at_once() -> None:

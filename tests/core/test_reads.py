@@ -110,7 +110,7 @@ def test_follower_without_leader_fails_after_the_request_timeout() -> None:
 
 
 def test_new_leader_answers_only_after_committing_in_its_epoch() -> None:
-    from tests.core.test_node import elect, node
+    from tests.helpers.core import elect, node
 
     n = node(1)
     elect(n)

@@ -15,49 +15,15 @@ import pytest
 
 from generated.vote_request import PartitionData, TopicData, VoteRequest
 from kraftd.config import load_config
-from kraftd.shell.loadgen import parse_ack_line, record_id_of
 from kraftd.shell.net.transport import PeerConnection
 from kraftd.storage.layout import partition_dir
-from kraftd.storage.log import MetadataLog
 from kwire.errors import ErrorCode
-from kwire.records import decode_batch
 from tests.daemon.cluster import KRAFTD, Cluster
 from tests.daemon.conftest import write_properties
+from tests.helpers.daemon import log_records, read_acks
 from tools.storage_cli import format_directory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-
-
-def read_acks(cluster: Cluster) -> dict[int, str]:
-    acks: dict[int, str] = {}
-    for node_id in cluster.node_ids():
-        path = cluster.ack_file(node_id)
-        if path.exists():
-            for line in path.read_text().splitlines():
-                if line.count(" ") != 5:
-                    continue  # a line cut short by kill -9 was never fully reported
-                for offset, rid in parse_ack_line(line).records():
-                    assert offset not in acks, f"offset {offset} acknowledged twice"
-                    acks[offset] = rid
-    return acks
-
-
-def log_records(cluster: Cluster, node_id: int) -> dict[int, str]:
-    log = MetadataLog(partition_dir(cluster.data_dir(node_id)), 1 << 30)
-    try:
-        out: dict[int, str] = {}
-        for raw in log.batches():
-            batch = decode_batch(raw)
-            if batch.is_control:
-                continue
-            for rec in batch.records:
-                assert rec.value is not None
-                rid = record_id_of(rec.value)
-                if rid:  # the active controller's own records (idle NoOps) are not the load's
-                    out[batch.offset_of(rec)] = rid
-        return out
-    finally:
-        log.close()
 
 
 def wait_restarted(cluster: Cluster, node_id: int, timeout: float = 20) -> None:

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from kraftd.testing.failover import create, kill_leader
+from kraftd.testing.heartbeaters import Brokers
 from tests.daemon.cluster import CLUSTER_ID, Cluster
-from tests.daemon.failover_scale import create, kill_leader
-from tests.daemon.heartbeaters import Brokers
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 

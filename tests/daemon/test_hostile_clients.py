@@ -20,7 +20,7 @@ import pytest
 from generated.api_versions_request import ApiVersionsRequest
 from kwire.headers import encode_request
 from tests.daemon.cluster import Cluster
-from tests.daemon.test_durability_processes import read_acks
+from tests.helpers.daemon import read_acks
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -17,8 +17,10 @@ from kraftd.controller.image import MetadataImage
 from kraftd.shell.controller.partition_admin import ControllerOps, elect_leaders_failed
 from kwire.errors import ErrorCode
 from kwire.headers import decode_response, encode_response
-from tests.controller.test_lifecycle import _apply, _cluster
-from tests.controller.test_operations import _reassign, _topic
+from tests.helpers.controller import apply_records as _apply
+from tests.helpers.controller import cluster as _cluster
+from tests.helpers.controller import reassignment as _reassign
+from tests.helpers.controller import topic as _topic
 
 
 class _Reads:

@@ -39,7 +39,7 @@ from generated.vote_request import PartitionData, TopicData, VoteRequest
 from kraftd.shell.observe import logging_setup
 from kwire.headers import encode_request
 from tests.daemon.cluster import KRAFTD, free_ports
-from tests.daemon.test_operator_logs import KAFKA_LINE, standalone_config, stop, wait_for
+from tests.helpers.daemon import KAFKA_LINE, standalone_config, stop, wait_for
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -8,52 +8,17 @@ import socket
 import subprocess
 import time
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from kraftd.config import load_config
-from kraftd.storage.uuids import random_uuid, uuid_to_str
 from tests.daemon.cluster import KRAFTD, free_ports
 from tests.daemon.conftest import write_properties
+from tests.helpers.daemon import KAFKA_LINE, fresh_id, standalone_config, stop, wait_for
 from tools.storage_cli import format_directory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(120)]
-
-# Kafka's config/log4j2.yaml layout "[%d] %p %m (%c)%n" (log4j's default date: yyyy-MM-dd HH:mm:ss,SSS).
-KAFKA_LINE = re.compile(
-    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (DEBUG|INFO|WARNING|ERROR|CRITICAL) .+ \([\w.]+\)$"
-)
-
-
-def fresh_id() -> str:
-    return uuid_to_str(random_uuid())
-
-
-def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> int:
-    if proc.poll() is None:
-        proc.terminate()
-    try:
-        return proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        return proc.wait(5)
-
-
-def standalone_config(root: Path, port: int, **extra: str) -> Path:
-    cfg = write_properties(root / "s.properties", 1, port, root / "data", extra=extra)
-    format_directory(load_config(cfg), fresh_id(), standalone=True)
-    return cfg
 
 
 @pytest.mark.parametrize("which", ["listener", "metrics"])

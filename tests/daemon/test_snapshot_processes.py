@@ -15,7 +15,7 @@ from kraftd.storage.layout import partition_dir
 from kraftd.storage.snapshots import list_snapshots, snapshot_name
 from kwire.metadata_frame import decode_metadata_record
 from tests.daemon.cluster import Cluster
-from tests.daemon.test_durability_processes import log_records, read_acks
+from tests.helpers.daemon import log_records, read_acks
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 FEATURE_LEVEL = 12  # FeatureLevelRecord's api key

@@ -19,7 +19,7 @@ from kraftd.storage.snapshots import list_snapshots, snapshot_name
 from kwire.errors import ErrorCode
 from kwire.headers import decode_response, encode_request
 from tests.daemon.cluster import KRAFTD, free_ports
-from tests.daemon.test_operator_logs import standalone_config, stop, wait_for
+from tests.helpers.daemon import standalone_config, stop, wait_for
 from tools.conformance import requests as rq
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

@@ -22,10 +22,10 @@ from kraftd.config import load_config
 from kraftd.shell.net.transport import PeerConnection
 from kraftd.storage.uuids import random_uuid, uuid_to_str
 from kwire.errors import ErrorCode
+from kwire.quorum_client import fetch_quorum
 from tests.daemon.cluster import KRAFTD, Cluster, free_ports
 from tests.daemon.conftest import write_properties
 from tools.perf_client import NOOP_RECORD
-from tools.quorum_cli import fetch_quorum
 from tools.storage_cli import format_directory
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]

@@ -8,7 +8,7 @@ from typing import Any
 
 from kraftd.shell.observe.metrics import raft_values
 from kraftd.shell.observe.observer import NodeObserver
-from tests.core.test_add_voter import add_request, ask, caught_up, leader
+from tests.helpers.core import add_request, ask, caught_up, leader
 
 
 def test_uncommitted_voter_change_is_one_while_an_add_is_in_progress() -> None:

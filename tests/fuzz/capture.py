@@ -31,9 +31,9 @@ from generated.messages import API_SPECS
 from kraftd.storage.segment import segment_name
 from kwire.errors import KraftError
 from kwire.headers import decode_response, parse_request
+from kwire.quorum_client import fetch_quorum
 from tests.chaos.proxy import Proxy
 from tests.interop.kafka import MixedQuorum, Node
-from tools.quorum_cli import fetch_quorum
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 _ALL = {k: (s.lowest_version, s.highest_version) for k, s in API_SPECS.items()}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.interop import running_quorum as _quorum
 from tests.interop.kafka import CREATED, ROOT, MixedQuorum, classpath
 
 KEPT_LOGS = ROOT / ".cache" / "interop-logs"
@@ -33,18 +34,6 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             q.root, dest / q.root.name, dirs_exist_ok=True, ignore=shutil.ignore_patterns("*.jar")
         )
         report.sections.append((f"logs of {q.root.name} (kept in {dest})", q.tails(2500)))
-
-
-def _quorum(
-    tmp_path_factory: pytest.TempPathFactory, name: str, kinds: list[str], **kw: object
-) -> Iterator[MixedQuorum]:
-    root: Path = tmp_path_factory.mktemp(name)
-    q = MixedQuorum(root, kinds, **kw)  # type: ignore[arg-type]
-    q.start_all()
-    try:
-        yield q
-    finally:
-        q.stop_all()
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -25,91 +23,33 @@ from generated.incremental_alter_configs_request import (
     AlterConfigsResource,
     IncrementalAlterConfigsRequest,
 )
-from kraftd.storage.uuids import uuid_to_str
+from kraftd.testing.broker_load import metadata_records
 from kwire.client import KafkaClient
 from kwire.control import ControlRecordType, decode_control_records
+from kwire.quorum_client import fetch_quorum
 from kwire.records import decode_batch
-from tests.interop.broker_load import metadata_records
+from tests.helpers.interop import (
+    added_line,
+    committed_batches,
+    format_node,
+    kafkas,
+    lead_with,
+    ours,
+    remove_args,
+    retried,
+    wait_voters,
+)
 from tests.interop.kafka import (
     MixedQuorum,
     Node,
-    ToolResult,
     classpath,
-    metadata_quorum,
     protocol_complaints,
-    run_tool,
 )
-from tests.interop.test_mixed import committed_batches, lead_with
-from tools.quorum_cli import fetch_quorum
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 
-BIN = Path(sys.executable).parent
+
 BROKER_RESOURCE, CONFIG_RECORD = 4, 4
-
-
-def format_node(q: MixedQuorum, node: Node, how: str) -> None:
-    args = ["format", "-t", q.cluster_id, "-c", str(node.config), "--release-version", q.release_version, how]
-    if node.kind == "kafka":
-        run_tool("kafka.tools.StorageTool", args, workdir=q.root).check()
-    else:
-        done = subprocess.run([str(BIN / "kraft-storage"), *args], capture_output=True, text=True, timeout=60)
-        assert done.returncode == 0, done.stderr
-    q.pin_directory_id(node)
-
-
-def hosts(q: MixedQuorum) -> str:
-    return ",".join(f"127.0.0.1:{n.port}" for n in q.nodes if n.alive())
-
-
-def retried(run: object, what: str, q: MixedQuorum) -> ToolResult:
-    """A leader answers REQUEST_TIMED_OUT while an observer catches up or the last change commits: retry. Kafka's
-    Admin client retries such answers itself until its own 60 s API timeout, which on a loaded machine can outlast
-    the tool's subprocess timeout: that counts as a retryable answer too."""
-    deadline = time.monotonic() + 150
-    while True:
-        try:
-            out: ToolResult = run()  # type: ignore[operator]
-        except subprocess.TimeoutExpired as exc:
-            if time.monotonic() > deadline:
-                raise
-            out = ToolResult([str(c) for c in exc.cmd], 1, "", "TimeoutException: the tool did not finish")
-        if (
-            out.returncode == 0
-            or time.monotonic() > deadline
-            or not any(x in out.stdout + out.stderr for x in ("REQUEST_TIMED_OUT", "TimeoutException"))
-        ):
-            assert out.returncode == 0, f"{what}: {out.stdout}\n{out.stderr[-3000:]}\n{q.tails()}"
-            return out
-        time.sleep(1)
-
-
-def ours(q: MixedQuorum, *args: str) -> ToolResult:
-    cmd = [str(BIN / "kraft-metadata-quorum"), "--bootstrap-controller", hosts(q), *args]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
-    return ToolResult(cmd, done.returncode, done.stdout, done.stderr)
-
-
-def kafkas(q: MixedQuorum, *args: str) -> ToolResult:
-    return metadata_quorum(f"--bootstrap-controller {hosts(q)}", *args, workdir=q.root)
-
-
-def added_line(node: Node) -> str:
-    return (
-        f"Added controller {node.node_id} with directory id {node.directory_id} and endpoints: "
-        f"CONTROLLER://127.0.0.1:{node.port}\n"
-    )
-
-
-def wait_voters(q: MixedQuorum, ids: list[int], what: str) -> int:
-    info = q.wait_for(
-        what,
-        lambda i: sorted(v.replica_id for v in i.voters) == sorted(ids) and i.leader_id in ids,
-        timeout=90,
-    )
-    for v in info.voters:
-        assert uuid_to_str(v.directory_id) == q.node(v.replica_id).directory_id
-    return info.leader_id
 
 
 class ConfigWriter:
@@ -214,16 +154,6 @@ def voter_history(batches: list[tuple[int, bytes]]) -> list[list[int]]:
                 if kind == ControlRecordType.KRAFT_VOTERS:
                     out.append(sorted(v.voter_id for v in rec.voters))
     return out
-
-
-def remove_args(q: MixedQuorum, node_id: int) -> list[str]:
-    return [
-        "remove-controller",
-        "--controller-id",
-        str(node_id),
-        "--controller-directory-id",
-        q.node(node_id).directory_id,
-    ]
 
 
 @pytest.mark.timeout(480)

@@ -27,9 +27,10 @@ from generated.register_broker_record import RegisterBrokerRecord
 from generated.topic_record import TopicRecord
 from generated.unregister_broker_record import UnregisterBrokerRecord
 from kraftd.storage.uuids import uuid_from_str
-from tests.interop.broker_load import metadata_records
+from kraftd.testing.broker_load import metadata_records
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
 from tests.interop.kafka import MixedQuorum, run_tool
-from tests.interop.test_kafka_broker import _broker, _wait_log
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 

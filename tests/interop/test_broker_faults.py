@@ -33,9 +33,10 @@ import pytest
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage
-from tests.interop.broker_load import AckedProducer, check_no_loss, metadata_records, read_back
+from kraftd.testing.broker_load import AckedProducer, check_no_loss, metadata_records, read_back
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
 from tests.interop.kafka import MixedQuorum, Node, classpath
-from tests.interop.test_kafka_broker import _broker, _wait_log
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 

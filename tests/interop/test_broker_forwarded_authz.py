@@ -1,6 +1,6 @@
 """Forwarded requests are authorized with the client's principal (issue 21 §2), through a real Kafka 4.3.1 broker.
 
-tests.interop.broker_cluster: controllers with an ACL authorizer (``allow.everyone.if.no.acl.found=false``,
+kraftd.testing.broker_cluster: controllers with an ACL authorizer (``allow.everyone.if.no.acl.found=false``,
 ``User:ANONYMOUS`` the only super user); the broker has no authorizer and forwards each admin request inside an
 Envelope with the client's principal. ``User:alice`` (SASL PLAIN) has no ACLs.
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import pytest
 
-from tests.interop import broker_cluster
-from tests.interop.broker_cluster import BrokerCluster
+from kraftd.testing import broker_cluster
+from kraftd.testing.broker_cluster import BrokerCluster
 from tests.interop.kafka import classpath
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(600)]

@@ -27,10 +27,12 @@ import pytest
 
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from generated.register_broker_record import RegisterBrokerRecord
-from tests.interop.broker_load import AckedProducer, check_no_loss, metadata_records, read_back
+from kraftd.testing.broker_load import AckedProducer, check_no_loss, metadata_records, read_back
+from kraftd.testing.brokers import BROKER_ID
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
+from tests.helpers.interop import lead_with
 from tests.interop.kafka import MixedQuorum, Node, classpath, protocol_complaints
-from tests.interop.test_kafka_broker import BROKER_ID, _broker, _wait_log
-from tests.interop.test_mixed import lead_with
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -1,7 +1,7 @@
 """Quorum requests through a real Kafka 4.3.1 broker (issue 21 §1): a broker forwards DescribeQuorum (55),
 AddRaftVoter (80) and RemoveRaftVoter (81) to the active controller inside an Envelope (58), as KafkaApis does.
 
-Invariants, on a broker over three kraftd controllers and over three Kafka controllers (tests.interop.broker_cluster):
+Invariants, on a broker over three kraftd controllers and over three Kafka controllers (kraftd.testing.broker_cluster):
 1. Kafka's ``kafka-metadata-quorum --bootstrap-server <broker>`` (4.3.1 and 3.9.2) ``describe --status`` and
    ``--replication`` exit 0, and their output equals the same command's through a broker on Kafka's controllers,
    numbers that depend on timing and history (offsets, epochs, lags, timestamps, ids) aside.
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.interop import broker_cluster
-from tests.interop.broker_cluster import BIN, BrokerCluster
+from kraftd.testing import broker_cluster
+from kraftd.testing.broker_cluster import BIN, BrokerCluster
 from tests.interop.kafka import ToolResult, classpath, metadata_quorum
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(600)]

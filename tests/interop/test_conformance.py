@@ -30,12 +30,17 @@ from generated.fetch_snapshot_request import (
     TopicSnapshot,
 )
 from kwire.client import KafkaClient
+from tests.helpers.interop import (
+    NOT_ADVERTISED,
+    NOT_PROBED,
+    STATE_CHANGING,
+    battery,
+    failures,
+)
+from tests.helpers.interop import running_quorum as _quorum
 from tests.interop.capture import RecordingProxy, tcpdump
-from tests.interop.conftest import _quorum
 from tests.interop.kafka import CI, MixedQuorum, classpath, metadata_quorum
-from tools.conformance import doctable  # registers every check of the battery too
-from tools.conformance.model import Result
-from tools.conformance.runner import describe_quorum_request, discover, run_all
+from tools.conformance.runner import describe_quorum_request
 from tools.decode.cli import decode_capture
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(900)]
@@ -43,20 +48,12 @@ pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(900)]
 CONFORMANCE = str(Path(sys.executable).with_name("kraft-conformance"))
 DECODE = str(Path(sys.executable).with_name("kraft-decode"))
 QUORUM_TOOL = str(Path(sys.executable).with_name("kraft-metadata-quorum"))
-NOT_ADVERTISED = "the target does not advertise"
+
+
 # Kafka 4.3.1 cannot serialize FetchSnapshot partition errors (null UnalignedRecords): docs/INTEROP.md.
 KAFKA_NPE = "Kafka 4.3.1 cannot serialize a FetchSnapshot partition error"
 # Kafka controllers advertise the broker-side APIs too; this build has no specs for them.
 NO_SPEC = "no spec here for advertised api keys"
-# Controller APIs with no request that leaves the cluster unchanged: their version checks SKIP on both kinds.
-STATE_CHANGING = {
-    "versions.Envelope",
-    "versions.BrokerRegistration",
-    "versions.AllocateProducerIds",
-    "versions.ControllerRegistration",
-    "versions.CreateDelegationToken",
-}
-NOT_PROBED = "not probed"
 
 
 @pytest.fixture(scope="module")
@@ -70,36 +67,6 @@ def kafka_quorum(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MixedQuor
         ["kafka"] * 3,
         bootstrap="kip853",
         extra={"metadata.log.max.snapshot.interval.ms": "1000"},
-    )
-
-
-# Quorum directory prefix -> the run's column in docs/INTEROP.md's conformance table.
-DOC_RUNS = (("kafka3-snapshots", "kafka"), ("kraftd3-snapshots", "kraftd-snapshots"), ("kraftd3", "kraftd"))
-INTEROP_DOC = Path(__file__).parents[2] / "docs" / "INTEROP.md"
-
-
-def battery(q: MixedQuorum, intrusive: bool = True) -> dict[str, Result]:
-    async def run() -> list[Result]:
-        ctx = await discover("127.0.0.1", q.nodes[0].port, cluster_id=None, intrusive=intrusive, timeout=10)
-        return await run_all(ctx)
-
-    results = {r.check.id: r for r in asyncio.run(run())}
-    stem = next(s for p, s in DOC_RUNS if q.root.name.startswith(p))
-    statuses = {i: r.status for i, r in results.items()}
-    if os.environ.get("KRAFTD_CONFORMANCE_RESULTS"):  # recorded for python -m tools.conformance.doctable
-        out = Path(os.environ["KRAFTD_CONFORMANCE_RESULTS"]) / f"{stem}.json"
-        out.write_text(json.dumps(statuses, indent=1))
-    assert statuses == doctable.parse(INTEROP_DOC.read_text())[stem], (
-        f"docs/INTEROP.md's {stem} column differs"
-    )
-    return results
-
-
-def failures(results: dict[str, Result]) -> str:
-    return "\n".join(
-        f"{r.check.id}: {r.detail}\n" + "\n".join(json.dumps(e)[:600] for e in r.evidence[-4:])
-        for r in results.values()
-        if r.status == "FAIL"
     )
 
 

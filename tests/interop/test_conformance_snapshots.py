@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.interop.conftest import _quorum
+from tests.helpers.interop import NOT_ADVERTISED, NOT_PROBED, STATE_CHANGING, battery, failures
+from tests.helpers.interop import running_quorum as _quorum
 from tests.interop.kafka import MixedQuorum, classpath
-from tests.interop.test_conformance import NOT_ADVERTISED, NOT_PROBED, STATE_CHANGING, battery, failures
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(1800)]
 

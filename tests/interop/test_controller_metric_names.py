@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.helpers.interop import MetricsQuorum
 from tests.interop.kafka import JVM_OPTS, MixedQuorum, classpath, run_tool
-from tests.interop.test_prometheus import MetricsQuorum
 from tools.local_quorum import free_ports
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]

@@ -25,8 +25,9 @@ import pytest
 
 from generated.api_versions_request import ApiVersionsRequest
 from kraftd.shell.net.transport import PeerConnection
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
 from tests.interop.kafka import MixedQuorum, run_tool
-from tests.interop.test_kafka_broker import _broker, _wait_log
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 

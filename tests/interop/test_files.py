@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.interop import assert_logs_agree
 from tests.interop.kafka import MixedQuorum, classpath, dump_log
-from tests.interop.test_mixed import assert_logs_agree
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 

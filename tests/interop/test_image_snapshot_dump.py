@@ -25,7 +25,8 @@ from kraftd.core.snapshots import build_snapshot
 from kraftd.core.types import ReplicaKey, VoterSet
 from kraftd.storage.snapshots import snapshot_name
 from kwire.metadata_frame import encode_record
-from tests.controller.test_record_versions import _append, _hb
+from tests.helpers.controller import append_encoded as _append
+from tests.helpers.controller import heartbeat_request as _hb
 from tests.interop.kafka import classpath, dump_log
 
 pytestmark = [pytest.mark.interop, pytest.mark.timeout(120)]

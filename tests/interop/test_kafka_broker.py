@@ -28,57 +28,13 @@ from kraftd.controller.machine import MetadataController
 from kraftd.core.log import LogBatch
 from kraftd.storage.batches import peek
 from kraftd.storage.log import MetadataLog
-from tests.interop.kafka import MixedQuorum, Node, dump_log, run_tool
-from tools.local_quorum import free_ports
+from kraftd.testing.brokers import BROKER_ID
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
+from tests.interop.kafka import MixedQuorum, dump_log, run_tool
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
-BROKER_ID = 100
 RECORDS = 100_000
-
-
-def _broker(
-    quorum: MixedQuorum,
-    root: Path,
-    broker_id: int = BROKER_ID,
-    rf: int = 1,
-    extra: dict[str, str] | None = None,
-) -> Node:
-    """A formatted (not started) real Kafka broker of ``quorum``'s cluster; ``extra`` adds or overrides keys."""
-    (port,) = free_ports(1)
-    node = Node("kafka", broker_id, port, root)
-    props = {
-        "process.roles": "broker",
-        "node.id": str(broker_id),
-        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names": "CONTROLLER",
-        "controller.quorum.voters": quorum.voters,
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": str(node.data_dir),
-        "offsets.topic.replication.factor": str(rf),
-        "offsets.topic.num.partitions": "4",
-        "transaction.state.log.replication.factor": str(rf),
-        "replica.lag.time.max.ms": "5000",
-        "group.initial.rebalance.delay.ms": "0",
-        **(extra or {}),
-    }
-    node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    run_tool(
-        "kafka.tools.StorageTool", ["format", "-t", quorum.cluster_id, "-c", str(node.config)], workdir=root
-    ).check()
-    return node
-
-
-def _wait_log(node: Node, pattern: str, timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        text = node.log_text()
-        m = re.search(pattern, text)
-        if m:
-            return m.group(0)
-        assert node.alive(), node.tail()
-        time.sleep(0.2)
-    raise AssertionError(f"no {pattern!r} in the broker log within {timeout}s\n{node.tail()}")
 
 
 def test_real_broker_on_kraftd_quorum(tmp_path: Path) -> None:

@@ -14,72 +14,16 @@ What each case shows (issue: real Apache Kafka as a peer):
 from __future__ import annotations
 
 import signal
-import time
 from pathlib import Path
 
 import pytest
 
-from kwire.batches import iter_batches
+from tests.helpers.interop import assert_logs_agree, lead_with, move_leader
 from tests.interop.kafka import MixedQuorum, classpath, protocol_complaints
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(420)]
 
 FETCH_TIMEOUT_S = 2.0
-
-
-def committed_batches(q: MixedQuorum, node_id: int, below: int) -> list[tuple[int, bytes]]:
-    """(base offset, raw bytes) of every batch that ends below ``below``, read from the node's segments."""
-    out = []
-    for seg in sorted(q.node(node_id).metadata_dir.glob("*.log")):
-        for b in iter_batches(seg.read_bytes(), verify_crc=True, strict=False):
-            if b.last_offset < below:
-                out.append((b.base_offset, bytes(b.data)))
-    return out
-
-
-def assert_logs_agree(q: MixedQuorum) -> int:
-    """Every live voter holds the same batches below the smallest log end offset; returns that offset."""
-    info = q.wait_for(
-        "every live voter at the high watermark",
-        lambda i: (
-            i.leader_id >= 0
-            and all(v.log_end_offset == i.high_watermark for v in i.voters if q.node(v.replica_id).alive())
-        ),
-    )
-    upto = info.high_watermark
-    live = [n.node_id for n in q.nodes if n.alive()]
-    logs = {i: committed_batches(q, i, upto) for i in live}
-    first = logs[live[0]]
-    assert first, "no committed batch to compare"
-    for i in live[1:]:
-        assert [o for o, _ in logs[i]] == [o for o, _ in first], f"batch offsets differ: node {i}"
-        assert logs[i] == first, f"node {i} ({q.node(i).kind}) holds different bytes than node {live[0]}"
-    return upto
-
-
-def move_leader(q: MixedQuorum, sig: int) -> tuple[int, float]:
-    """Signal the leader, wait for a successor, restart the old leader.
-
-    Returns the new leader and the seconds from the old leader's exit to the new epoch's leader being known
-    (a JVM's shutdown takes its own time before the process exits; a successor ordered by EndQuorumEpoch is
-    elected around the exit, one that waits out its fetch timeout only a fetch timeout after it)."""
-    old = q.wait_leader()
-    q.node(old.leader_id).stop(sig)
-    t0 = time.monotonic()
-    new = q.wait_for("a new leader", lambda i: i.leader_id >= 0 and i.leader_epoch > old.leader_epoch)
-    elapsed = time.monotonic() - t0
-    q.node(old.leader_id).start()
-    return new.leader_id, elapsed
-
-
-def lead_with(q: MixedQuorum, kind: str, attempts: int = 8) -> int:
-    """kill -9 leaders of the other kind until a node of ``kind`` leads."""
-    leader = q.wait_leader().leader_id
-    for _ in range(attempts):
-        if q.node(leader).kind == kind:
-            return leader
-        leader, _ = move_leader(q, signal.SIGKILL)
-    raise AssertionError(f"no {kind} node led after {attempts} elections\n{q.tails()}")
 
 
 KKR = ("kafka", "kafka", "kraftd")

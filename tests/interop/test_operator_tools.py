@@ -1,7 +1,7 @@
 """Kafka 4.3.1's operator tools against a real broker cluster on kraftd, compared with the same cluster on Kafka's
 controllers (issue 21 sections 5 and 7).
 
-Two clusters of the same shape (tests/interop/tool_cluster.py: one controller, two unmodified Kafka brokers),
+Two clusters of the same shape (kraftd/testing/broker_cluster.py: one controller, two unmodified Kafka brokers),
 one with a kraftd controller and one with Kafka's. Every row of :data:`ROWS` is one tool invocation - the tool
 run as ``java -cp <Kafka's jars> <main class>``, with ``--bootstrap-server`` at a broker (``{bs}``) or
 ``--bootstrap-controller`` (``{bc}``) - run on both clusters in the same order (each cluster's rows in order,
@@ -9,7 +9,7 @@ the two clusters side by side).
 
 Invariants:
 1. Each row's exit code and normalised output (stdout, then the first line of stderr that names an exception
-   or an error; tests/interop/tool_cluster.py contract 3) are the same on both clusters, except the rows in
+   or an error; kraftd/testing/broker_cluster.py contract 3) are the same on both clusters, except the rows in
    :data:`KNOWN`, each with its reason (docs/INTEROP.md "Operator tools"), where kraftd's own output is checked.
 2. Rows in :data:`AFTER_FORWARDING_FIX` need kraftd to serve DescribeQuorum / RemoveRaftVoter inside an Envelope
    (issue 21 section 1, another change): they assert equality with Kafka like every other row.
@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftd.testing.broker_cluster import ToolCluster
 from tests.interop.kafka import ROOT, ToolResult, classpath
-from tests.interop.tool_cluster import ToolCluster
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(420)]
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.cluster import KRAFTD
+from tests.helpers.interop import assert_logs_agree, lead_with
 from tests.interop.kafka import MixedQuorum, classpath, protocol_complaints
-from tests.interop.test_mixed import assert_logs_agree, lead_with
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -25,24 +25,16 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.interop.kafka import MixedQuorum, Node, classpath
-from tests.interop.test_kafka_broker import _broker, _wait_log
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
+from tests.helpers.interop import MetricsQuorum
+from tests.interop.kafka import Node, classpath
 from tests.ops.prom import Prometheus, binary, dashboard_queries
 from tools.local_quorum import free_ports
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 C = "kafka_controller_kafkacontroller_"
 PARTITIONS = 5
-
-
-class MetricsQuorum(MixedQuorum):
-    """kraftd nodes each serving Prometheus metrics on a free port."""
-
-    def properties(self, node: Node) -> dict[str, str]:
-        ports: dict[int, int] = self.__dict__.setdefault("metrics_ports", {})
-        if node.node_id not in ports:
-            (ports[node.node_id],) = free_ports(1)
-        return {**super().properties(node), "metrics.port": str(ports[node.node_id])}
 
 
 class Cluster:

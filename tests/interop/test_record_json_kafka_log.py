@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 
 from kraft_spark.decode import decode_file, find_files
+from kraftd.testing.brokers import broker_node as _broker
+from kraftd.testing.brokers import wait_log as _wait_log
 from tests.interop.kafka import MixedQuorum, classpath, dump_log
-from tests.interop.test_kafka_broker import _broker, _wait_log
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 

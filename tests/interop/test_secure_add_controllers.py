@@ -17,21 +17,13 @@ from pathlib import Path
 import pytest
 
 from kraftd.security import PROTOCOLS
+from kraftd.testing.broker_load import metadata_records
+from kwire.quorum_client import fetch_quorum
 from kwire.sasl import SaslClientConfig
 from kwire.tls import TlsSettings, client_context
-from tests.interop.broker_load import metadata_records
+from tests.helpers.interop import added_line, format_node, kafkas, ours, remove_args, retried, wait_voters
 from tests.interop.kafka import MixedQuorum, Node, ToolResult, classpath
-from tests.interop.test_add_controllers import (
-    added_line,
-    format_node,
-    kafkas,
-    ours,
-    remove_args,
-    retried,
-    wait_voters,
-)
 from tests.security.certs import Pki
-from tools.quorum_cli import fetch_quorum
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -17,8 +17,8 @@ import pytest
 
 from kraftd.core.log import OffsetAndEpoch
 from kraftd.storage.snapshots import list_snapshots, snapshot_name
+from tests.helpers.interop import lead_with
 from tests.interop.kafka import MixedQuorum, Node, classpath, dump_log, protocol_complaints
-from tests.interop.test_mixed import lead_with
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(300)]
 

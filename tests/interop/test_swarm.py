@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftd.testing.swarm import ELECTION_BACKOFF_S, ELECTION_TIMEOUT_S, FETCH_TIMEOUT_S, SwarmCluster
 from tests.interop.kafka import classpath, protocol_complaints
-from tests.interop.swarm_cluster import ELECTION_BACKOFF_S, ELECTION_TIMEOUT_S, FETCH_TIMEOUT_S, SwarmCluster
 from tools.swarm.broker import RUNNING, STOPPED
 from tools.swarm.swarm import percentile
 

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from kraftd.testing.swarm import ELECTION_BACKOFF_S, ELECTION_TIMEOUT_S, FETCH_TIMEOUT_S, SwarmCluster
 from tests.interop.kafka import classpath
-from tests.interop.swarm_cluster import ELECTION_BACKOFF_S, ELECTION_TIMEOUT_S, FETCH_TIMEOUT_S, SwarmCluster
 
 SCALE = os.environ.get("KRAFTD_SCALE", "") == "1"
 BROKERS, PARTITIONS_PER_TOPIC, TOPICS = 30, 100, (1000 if SCALE else 300)

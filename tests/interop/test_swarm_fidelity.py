@@ -28,9 +28,9 @@ import pytest
 
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
+from kraftd.testing.swarm import SwarmCluster
 from kwire.client import request_once
 from tests.interop.kafka import Node, classpath, protocol_complaints, run_tool
-from tests.interop.swarm_cluster import SwarmCluster
 from tools.local_quorum import free_ports
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(420)]

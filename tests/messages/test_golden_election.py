@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.messages import VOTE_REQUEST_V0
 from tests.messages.support import (
     META,
     U1,
@@ -44,21 +45,6 @@ def _vote_request(v: int, cluster_id: str | None) -> Any:
         req.voter_id = 2
     return req
 
-
-VOTE_REQUEST_V0 = hx(
-    "03 6331"  # ClusterId: compact string, len 2 (+1), "c1"
-    "02"  # Topics: compact array, 1 element (+1)
-    "13 {META}"  # TopicName: compact string, len 18 (+1)
-    "02"  # Partitions: compact array, 1 element
-    "00000000"  # PartitionIndex 0
-    "00000005"  # ReplicaEpoch 5
-    "00000001"  # ReplicaId 1
-    "00000004"  # LastOffsetEpoch 4
-    "0000000000000064"  # LastOffset 100
-    "00"  # PartitionData tagged fields: none
-    "00"  # TopicData tagged fields: none
-    "00"  # top-level tagged fields: none
-)
 
 VOTE_REQUEST_V1 = hx(
     "03 6331"  # ClusterId "c1"

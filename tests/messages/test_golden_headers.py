@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
+from tests.helpers.messages import VOTE_REQUEST_V0
 from tests.messages.support import check_golden, cls, hx
-from tests.messages.test_golden_election import VOTE_REQUEST_V0
 
 
 def _req_header(client_id: str | None) -> Any:

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from generated import messages
+from kraftd.testing.kp_bridge import KP_CLASSES, as_plain, from_kp, to_kp
 from tests.messages.strategies import struct_strategy
-from tests.oracle.bridge import KP_CLASSES, as_plain, from_kp, to_kp
 
 # each test runs on the compiled codec engine and on the pure-Python generated code (tests/conftest.py)
 pytestmark = pytest.mark.usefixtures("codec_path")

@@ -26,7 +26,7 @@ from kraftd.controller.image import MetadataImage
 from kraftd.shell.apis.denials import denied
 from kraftd.shell.apis.table import RULE_BOOK
 from kraftd.shell.controller.image_security import ImageAcls, ImageCredentials
-from kwire.authz import AclAuthorizer, AclEntry, evaluate, required_checks
+from kwire.authz import AclAuthorizer, evaluate, required_checks
 from kwire.errors import ErrorCode
 from kwire.sasl import (
     JaasCredentials,
@@ -36,21 +36,9 @@ from kwire.sasl import (
     ServerSession,
     client_exchange,
 )
+from tests.helpers.security import entry
 
 CLUSTER = ("CLUSTER", "kafka-cluster")
-
-
-def entry(
-    principal="User:alice",
-    op="DESCRIBE",
-    allow=True,
-    host="*",
-    name="kafka-cluster",
-    pattern="LITERAL",
-    kind=None,
-):
-    kind = kind or ("CLUSTER" if name in ("kafka-cluster", "*") or name.startswith("kafka") else "TOPIC")
-    return AclEntry(kind, name, pattern, principal, host, op, allow)
 
 
 def ok(entries, op, principal="User:alice", host="10.0.0.1", resource=CLUSTER, allow_if_no_acl=False) -> bool:

@@ -21,7 +21,7 @@ from kwire.errors import ErrorCode
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import decode_response, encode_request
 from kwire.server import KafkaServer
-from tests.security.test_image_security import entry
+from tests.helpers.security import entry
 
 ALICE = "User:alice"
 DENIED = ErrorCode.TOPIC_AUTHORIZATION_FAILED

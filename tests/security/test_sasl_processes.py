@@ -13,11 +13,11 @@ import pytest
 
 from generated.describe_quorum_request import DescribeQuorumRequest
 from kwire.errors import ErrorCode
+from kwire.quorum_client import fetch_quorum
 from kwire.sasl import SaslAuthenticationError, SaslClientConfig
 from kwire.tls import TlsSettings, client_context
 from tests.daemon.cluster import CLUSTER_ID, Cluster
 from tests.security.certs import Pki
-from tools.quorum_cli import fetch_quorum
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 

@@ -22,8 +22,9 @@ from kraftd.sim.runner import run_seed
 from kraftd.storage.log import MetadataLog
 from kwire.control import ControlRecordType, control_key
 from kwire.records import Record, build_batch, build_data_batch
+from tests.helpers.spark import NO_OP
+from tests.helpers.spark import frame as _frame
 from tests.spark.browser import probe, screenshot
-from tests.spark.test_batch_source import NO_OP, _frame
 
 META = "__cluster_metadata-0"
 TOPIC = _frame(2, 0, bytes([len("orders") + 1]) + b"orders" + uuid.UUID(int=7).bytes + b"\x00")

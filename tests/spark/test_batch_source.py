@@ -15,18 +15,14 @@ from kraft_spark.decode import find_files
 from kraftd.storage.log import MetadataLog
 from kwire.control import ControlRecordType, control_key
 from kwire.records import Record, build_batch, build_data_batch
+from tests.helpers.spark import NO_OP
+from tests.helpers.spark import frame as _frame
 from tests.interop.kafka import MixedQuorum, dump_log
 from tests.spark.oracle import KafkaRecord, parse_dump
 
 META = "__cluster_metadata-0"
 
 
-def _frame(api_key: int, version: int, body: bytes) -> bytes:
-    # Kafka's metadata record frame: unsigned varints frame version 1, api key, version, then the body.
-    return bytes([1, api_key, version]) + body
-
-
-NO_OP = _frame(20, 0, b"\x00")
 FEATURE_LEVEL = _frame(12, 0, bytes([len("metadata.version") + 1]) + b"metadata.version" + b"\x00\x1e\x00")
 
 

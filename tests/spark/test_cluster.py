@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from kraft_spark.cli import main
 from kraft_spark.standalone import StandaloneCluster
-from tests.spark.test_report_page import three_controllers
+from tests.helpers.spark import three_controllers
 from tools.local_quorum import LocalQuorum
 
 pytestmark = pytest.mark.slow

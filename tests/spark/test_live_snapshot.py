@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 
 from kraft_spark.decode import SEGMENT_RE
+from tests.helpers.spark import max_offset as _max_offset
+from tests.helpers.spark import wait_until as _wait
 from tests.interop.kafka import MixedQuorum, dump_log
 from tests.spark.oracle import parse_dump
-from tests.spark.test_live_source import _max_offset, _wait
 
 pytestmark = [pytest.mark.slow, pytest.mark.interop]
 

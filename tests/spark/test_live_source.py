@@ -4,25 +4,16 @@ duplicate nothing (offsets 0..N exactly once, each acknowledged record with its 
 from __future__ import annotations
 
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers.spark import max_offset as _max_offset
+from tests.helpers.spark import wait_until as _wait
 from tools.local_quorum import LocalQuorum
 
 pytestmark = pytest.mark.slow
-
-
-def _wait(what: str, predicate: Callable[[], bool], timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.25)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def _start(spark: Any, bootstrap: str, out: Path, checkpoint: Path) -> Any:
@@ -35,16 +26,6 @@ def _start(spark: Any, bootstrap: str, out: Path, checkpoint: Path) -> Any:
         .trigger(processingTime="500 milliseconds")
         .start()
     )
-
-
-def _max_offset(spark: Any, out: Path) -> int:
-    if not (out / "_spark_metadata").exists():
-        return -1
-    try:  # the sink's metadata log names the committed files only
-        row = spark.read.parquet(str(out)).agg({"offset": "max"}).collect()[0]
-    except Exception:  # noqa: BLE001 - no batch committed yet
-        return -1
-    return -1 if row[0] is None else int(row[0])
 
 
 def _acks(q: LocalQuorum) -> dict[int, str]:

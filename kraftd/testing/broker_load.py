@@ -18,7 +18,7 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from kraftd.controller.machine import Decoded, decode_batches
 from kraftd.core.log import LogBatch
@@ -102,8 +102,9 @@ def read_back(bootstrap: str, topic: str, timeout: float = 60) -> dict[int, list
             msg = consumer.poll(0.5)
             if msg is None or msg.error() is not None:
                 continue
-            got[msg.partition()].append(msg.value())
-            positions[msg.partition()] = msg.offset() + 1
+            part = cast(int, msg.partition())
+            got[part].append(cast(bytes, msg.value()))
+            positions[part] = cast(int, msg.offset()) + 1
         return dict(got)
     finally:
         consumer.close()

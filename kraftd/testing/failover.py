@@ -1,7 +1,7 @@
 """Failover of a 3-controller kraftd quorum holding a large image (issue 22), shared by
-tests/daemon/test_failover_at_scale.py and bench/failover.py.
+tests/daemon/test_failover_at_scale.py and bench/failover.py (kraftd.testing).
 
-:func:`populate`: a few emulated brokers (tests.daemon.heartbeaters) register and heartbeat; topics of 100
+:func:`populate`: a few emulated brokers (kraftd.testing.heartbeaters) register and heartbeat; topics of 100
 partitions (RF 3) are created over the wire with CreateTopics (``per_request`` topics a request) until the image
 holds ``partitions``. :func:`kill_leader`: kill -9 of the leader, then, over ``watch`` seconds, every leader the
 survivors report (Describe​Quorum twice a second), the elections it took (the leader's epoch minus the killed one's),
@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kraftd.testing.heartbeaters import Brokers
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode
-from tests.daemon.cluster import CLUSTER_ID, Cluster
-from tests.daemon.heartbeaters import Brokers
-from tools.quorum_cli import fetch_quorum
+from kwire.quorum_client import fetch_quorum
+from tools.local_quorum import CLUSTER_ID
+from tools.local_quorum import LocalQuorum as Cluster
 
 PER_TOPIC = 100
 

@@ -22,9 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.interop.kafka import MixedQuorum
-from tools.quorum_cli import fetch_quorum
-from tools.quorum_report import QuorumInfo
+from kraftd.testing.quorum import MixedQuorum
+from kwire.quorum_client import QuorumInfo, fetch_quorum
 from tools.swarm.broker import SwarmConfig
 from tools.swarm.swarm import Swarm
 

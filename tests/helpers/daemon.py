@@ -1,0 +1,88 @@
+"""Helpers shared by the daemon tests: standalone configs, log waits, process stops, acknowledged writes."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from kraftd.config import load_config
+from kraftd.shell.loadgen import parse_ack_line, record_id_of
+from kraftd.storage.layout import partition_dir
+from kraftd.storage.log import MetadataLog
+from kraftd.storage.uuids import random_uuid, uuid_to_str
+from kwire.records import decode_batch
+from tests.daemon.cluster import Cluster
+from tests.daemon.conftest import write_properties
+from tools.storage_cli import format_directory
+
+
+# ---- first written for tests/daemon/test_durability_processes.py -------------------------------------------
+def read_acks(cluster: Cluster) -> dict[int, str]:
+    acks: dict[int, str] = {}
+    for node_id in cluster.node_ids():
+        path = cluster.ack_file(node_id)
+        if path.exists():
+            for line in path.read_text().splitlines():
+                if line.count(" ") != 5:
+                    continue  # a line cut short by kill -9 was never fully reported
+                for offset, rid in parse_ack_line(line).records():
+                    assert offset not in acks, f"offset {offset} acknowledged twice"
+                    acks[offset] = rid
+    return acks
+
+
+def log_records(cluster: Cluster, node_id: int) -> dict[int, str]:
+    log = MetadataLog(partition_dir(cluster.data_dir(node_id)), 1 << 30)
+    try:
+        out: dict[int, str] = {}
+        for raw in log.batches():
+            batch = decode_batch(raw)
+            if batch.is_control:
+                continue
+            for rec in batch.records:
+                assert rec.value is not None
+                rid = record_id_of(rec.value)
+                if rid:  # the active controller's own records (idle NoOps) are not the load's
+                    out[batch.offset_of(rec)] = rid
+        return out
+    finally:
+        log.close()
+
+
+# ---- first written for tests/daemon/test_operator_logs.py --------------------------------------------------
+# Kafka's config/log4j2.yaml layout "[%d] %p %m (%c)%n" (log4j's default date: yyyy-MM-dd HH:mm:ss,SSS).
+KAFKA_LINE = re.compile(
+    r"^\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}\] (DEBUG|INFO|WARNING|ERROR|CRITICAL) .+ \([\w.]+\)$"
+)
+
+
+def fresh_id() -> str:
+    return uuid_to_str(random_uuid())
+
+
+def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    if proc.poll() is None:
+        proc.terminate()
+    try:
+        return proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait(5)
+
+
+def standalone_config(root: Path, port: int, **extra: str) -> Path:
+    cfg = write_properties(root / "s.properties", 1, port, root / "data", extra=extra)
+    format_directory(load_config(cfg), fresh_id(), standalone=True)
+    return cfg
