@@ -3,7 +3,7 @@
 Run a quorum with ``KRAFTD_STAGE_TRACE=<dir>`` (kwire.stagetrace), e.g.
 
     KRAFTD_STAGE_TRACE=/tmp/tr .venv/bin/python bench/quorum.py --seconds 4 --skip throughput,failover,handoff
-    .venv/bin/python bench/stages.py /tmp/tr
+    .venv/bin/python bench/stages.py /tmp/tr [--json]
 
 A stage whose name ends in ``?`` counts only when it comes before the next stage (else it shows 0): the
 Fetch answers are written inside the step since issue 25, so the step now ends after them.
@@ -15,9 +15,10 @@ and p90 of every step of the chain (us), and the leader's own flush beside it.
 
 from __future__ import annotations
 
+import argparse
 import bisect
+import json
 import statistics
-import sys
 from pathlib import Path
 
 # (process, stage prefix, label)
@@ -71,7 +72,15 @@ def first_after(
 
 
 def main() -> None:
-    procs = load(Path(sys.argv[1]))
+    ap = argparse.ArgumentParser(
+        description="One commit split by stage, from a KRAFTD_STAGE_TRACE directory."
+    )
+    ap.add_argument("trace_dir", type=Path, help="the directory KRAFTD_STAGE_TRACE named")
+    ap.add_argument("--json", action="store_true", help="print {stage: [p50 us, p90 us]} as one JSON object")
+    args = ap.parse_args()
+    procs = load(args.trace_dir)
+    if not any(s == "append" for ms in procs.values() for _, s in ms):
+        raise SystemExit(f"{args.trace_dir}: no leader trace (no 'append' mark): was KRAFTD_STAGE_TRACE set?")
     leader = next(p for p, ms in procs.items() if any(s == "append" for _, s in ms))
     followers = [p for p, ms in procs.items() if p != leader and any(s == "fsync.begin" for _, s in ms)]
     lm = procs[leader]
@@ -124,6 +133,16 @@ def main() -> None:
         xs = sorted(xs)
         return f"| {label} | {statistics.median(xs):.0f} | {xs[int(0.9 * (len(xs) - 1))]:.0f} |"
 
+    if args.json:
+        rows = [*zip([c[2] for c in CHAIN], steps, strict=True), ("append -> committed", totals)]
+        rows += list(zip([f[1] for f in LEADER_FLUSH], flush, strict=True))
+
+        def pair(xs: list[float]) -> list[float] | None:
+            xs = sorted(xs)
+            return [statistics.median(xs), xs[int(0.9 * (len(xs) - 1))]] if xs else None
+
+        print(json.dumps({"commits": len(totals), "stages_us": {k: pair(v) for k, v in rows}}))
+        return
     print(f"{len(totals)} commits traced")
     print("| stage | p50 us | p90 us |\n| --- | --- | --- |")
     for (_, _, label), xs in zip(CHAIN, steps, strict=True):

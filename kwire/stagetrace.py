@@ -30,6 +30,7 @@ def mark(stage: str) -> None:
 def dump() -> None:
     if not _DIR or not _marks:
         return
+    os.makedirs(_DIR, exist_ok=True)
     with open(os.path.join(_DIR, f"{os.getpid()}.trace"), "a") as out:
         out.write("".join(f"{ns} {stage}\n" for ns, stage in _marks))
     _marks.clear()
