@@ -24,7 +24,7 @@ from typing import Any
 
 from generated.describe_cluster_request import DescribeClusterRequest
 from generated.describe_quorum_request import DescribeQuorumRequest, PartitionData, TopicData
-from kwire.client import KafkaClient
+from kwire.client import request_once
 from kwire.errors import ErrorCode, KraftError
 from kwire.sasl import SaslClientConfig
 
@@ -59,21 +59,12 @@ class _Unanswered(KraftError):
 async def _request(
     host: str, port: int, message: Any, timeout_ms: int, ssl: SSLContext | None, sasl: SaslClientConfig | None
 ) -> Any:
-    client = KafkaClient(
-        host,
-        port,
-        client_id=CLIENT_ID,
-        request_timeout=timeout_ms / 1000,
-        connect_timeout=timeout_ms / 1000,
-        ssl=ssl,
-        sasl=sasl,
-    )
     try:
-        return await client.send(message)
+        return await request_once(
+            host, port, message, timeout=timeout_ms / 1000, client_id=CLIENT_ID, ssl=ssl, sasl=sasl
+        )
     except (KraftError, OSError, TimeoutError) as exc:
         raise _Unanswered(f"{host}:{port}: {exc}") from None
-    finally:
-        await client.close()
 
 
 def _replica(r: Any) -> Replica:

@@ -41,8 +41,12 @@ def broker_node(
     broker_id: int = BROKER_ID,
     rf: int = 1,
     extra: dict[str, str] | None = None,
+    *,
+    bootstrap: bool = False,
 ) -> Node:
-    """A formatted (not started) real Kafka broker of ``quorum``'s cluster; ``extra`` adds or overrides keys."""
+    """A formatted (not started) real Kafka broker of ``quorum``'s cluster; ``extra`` adds or overrides keys.
+    ``bootstrap``: it finds the controllers through ``controller.quorum.bootstrap.servers`` (KIP-853) instead of
+    the static ``controller.quorum.voters``."""
     (port,) = free_ports(1)
     node = Node("kafka", broker_id, port, root)
     props = {
@@ -50,7 +54,11 @@ def broker_node(
         "node.id": str(broker_id),
         "listeners": f"PLAINTEXT://127.0.0.1:{port}",
         "controller.listener.names": "CONTROLLER",
-        "controller.quorum.voters": quorum.voters,
+        **(
+            {"controller.quorum.bootstrap.servers": quorum.bootstrap_servers}
+            if bootstrap
+            else {"controller.quorum.voters": quorum.voters}
+        ),
         "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
         "inter.broker.listener.name": "PLAINTEXT",
         "log.dirs": str(node.data_dir),

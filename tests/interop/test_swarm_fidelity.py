@@ -28,10 +28,10 @@ import pytest
 
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.describe_cluster_request import DescribeClusterRequest
+from kraftd.testing.brokers import broker_node, wait_log
 from kraftd.testing.swarm import SwarmCluster
 from kwire.client import request_once
-from tests.interop.kafka import Node, classpath, protocol_complaints, run_tool
-from tools.local_quorum import free_ports
+from tests.interop.kafka import Node, classpath, protocol_complaints
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(420)]
 
@@ -54,31 +54,10 @@ def wait(what: str, predicate: object, timeout: float) -> None:
 
 def real_broker(c: SwarmCluster, root: Path) -> Node:
     """A formatted, started real Kafka broker of the swarm's cluster (bootstrapping through the three voters)."""
-    (port,) = free_ports(1)
-    node = Node("kafka", REAL_ID, port, root)
-    props = {
-        "process.roles": "broker",
-        "node.id": str(REAL_ID),
-        "listeners": f"PLAINTEXT://127.0.0.1:{port}",
-        "controller.listener.names": "CONTROLLER",
-        "controller.quorum.bootstrap.servers": ",".join(f"127.0.0.1:{n.port}" for n in c.q.nodes),
-        "listener.security.protocol.map": "PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT",
-        "inter.broker.listener.name": "PLAINTEXT",
-        "log.dirs": str(node.data_dir),
-        "offsets.topic.replication.factor": "1",
-        "offsets.topic.num.partitions": "1",
-        "replica.lag.time.max.ms": "3000",
-        "group.initial.rebalance.delay.ms": "0",
-    }
-    node.config.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
-    run_tool(
-        "kafka.tools.StorageTool", ["format", "-t", c.q.cluster_id, "-c", str(node.config)], workdir=root
-    ).check()
+    extra = {"offsets.topic.num.partitions": "1", "replica.lag.time.max.ms": "3000"}
+    node = broker_node(c.q, root, REAL_ID, extra=extra, bootstrap=True)
     node.start()
-    deadline = time.monotonic() + 120
-    while "Kafka Server started" not in node.log_text():
-        assert node.alive() and time.monotonic() < deadline, node.tail()
-        time.sleep(0.2)
+    wait_log(node, r"Kafka Server started", 120)
     return node
 
 
@@ -155,12 +134,17 @@ def test_placement_spans_both_kinds_and_the_real_broker_serves_what_it_leads(
     for n in range(RECORDS):
         producer.send(TOPIC, value=b"%d" % n, partition=led[n % len(led)]).get(timeout=30)
     producer.close()
-    consumer = KafkaConsumer(
-        bootstrap_servers=bootstrap, auto_offset_reset="earliest", consumer_timeout_ms=10000
-    )
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, auto_offset_reset="earliest")
     consumer.assign([TopicPartition(TOPIC, i) for i in led])
-    got = sorted(int(r.value) for r in consumer)
+    # Polled until all arrive or 60 s pass: the client's metadata refreshes also try swarm brokers, which serve
+    # no clients, and each refused connection costs it a retry.
+    got: list[int] = []
+    deadline = time.monotonic() + 60
+    while len(got) < RECORDS and time.monotonic() < deadline:
+        for batch in consumer.poll(timeout_ms=1000).values():
+            got.extend(int(r.value) for r in batch)
     consumer.close()
+    got.sort()
     assert got == list(range(RECORDS))
 
 

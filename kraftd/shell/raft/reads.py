@@ -191,18 +191,15 @@ def _describe(
             out.error_code, out.error_message = problem
             return out
         out.configs = [
-            DescribeConfigsResourceResult(
-                name=k,
-                value=v,
-                read_only=False,
-                config_source=src,
-                is_sensitive=False,
-                config_type=t,
-                documentation=None,
-                synonyms=[
+            _entry(
+                k,
+                v,
+                src,
+                [
                     DescribeConfigsSynonym(name=n, value=sv, source=ss)
                     for n, sv, ss in (kinds.synonyms(r.resource_type, k, v, src) if with_synonyms else [])
                 ],
+                config_type=t,
             )
             for k, v, src, t in entries
             if keys is None or k in keys
@@ -224,27 +221,30 @@ def _describe(
         return out
 
     out.configs = [
-        DescribeConfigsResourceResult(
-            name=k,
-            value=v,
-            read_only=False,
-            config_source=source,
-            is_sensitive=False,
-            documentation=None,
-            synonyms=chain(k, v),
-        )
-        for k, v in sorted(values.items())
-        if keys is None or k in keys
+        _entry(k, v, source, chain(k, v)) for k, v in sorted(values.items()) if keys is None or k in keys
     ]
     if stale:
-        out.configs.append(
-            DescribeConfigsResourceResult(
-                name="kraftd.read.consistency",
-                value=STALE,
-                read_only=True,
-                config_source=STATIC_BROKER,
-                is_sensitive=False,
-                documentation=None,
-            )
-        )
+        out.configs.append(_entry("kraftd.read.consistency", STALE, STATIC_BROKER, [], read_only=True))
     return out
+
+
+def _entry(
+    name: str,
+    value: str,
+    source: int,
+    synonyms: list[DescribeConfigsSynonym],
+    *,
+    config_type: int = 0,
+    read_only: bool = False,
+) -> DescribeConfigsResourceResult:
+    """One DescribeConfigs entry as a controller answers it: never sensitive, no documentation."""
+    return DescribeConfigsResourceResult(
+        name=name,
+        value=value,
+        read_only=read_only,
+        config_source=source,
+        is_sensitive=False,
+        config_type=config_type,
+        documentation=None,
+        synonyms=synonyms,
+    )
