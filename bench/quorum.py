@@ -4,7 +4,7 @@ Everything runs on loopback with fsync on, 100-byte records, 3 voters, the fetch
 systems interleaved in the same run (so a noisy neighbour hurts them alike):
 1. batched committed records/s: kraftd 64 appends x 200 records in flight at linger 25 ms (``--linger-ms``); the
    floor the same, but batching whatever is pending with no linger. kraftd's 64 appenders, resumed together by
-   one commit, wait one linger per round: about 12,800 records per (linger + commit time), 346k/s at 12 ms;
+   one commit, wait one linger per round: at most about 12,800 records per (linger + commit time), 346k/s at 12 ms;
    Kafka's TestRaftServer appending single records as fast as it can at linger 25 ms (its log end offset
    is sampled over the same seconds);
 2. commit latency at one in flight, linger 0: kraftd and the floor one append at a time (closed loop); Kafka's
