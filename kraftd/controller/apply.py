@@ -38,7 +38,9 @@ NO_LEADER_CHANGE = -2
 BEGIN_TXN, END_TXN, ABORT_TXN = 23, 24, 25
 
 T = TypeVar("T")
-SHARED_MAX = 1 << 16  # distinct lists kept for sharing; past it the table starts over (sharing only, contract 6)
+SHARED_MAX = (
+    1 << 16
+)  # distinct lists kept for sharing; past it the table starts over (sharing only, contract 6)
 _shared: dict[tuple[Any, ...], list[Any]] = {}
 
 
