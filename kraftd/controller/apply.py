@@ -17,7 +17,9 @@ Contracts:
    image and the leader's uncommitted view, a snapshot being written) never see each other's changes.
 6. Interning (issue 24, image invariant 3c): every list a PartitionState holds comes from :func:`shared`, one
    list per distinct content (30 brokers at RF 3 give a few thousand replica sets for a million partitions), and
-   is never changed in place; a change sets another shared list.
+   is never changed in place; a change sets another shared list. A PartitionState is a value (it names no
+   partition), so the partitions an image holds in equal states hold one object (:func:`_interned`): a million
+   partitions just created are a few thousand distinct states.
 """
 
 from __future__ import annotations
@@ -42,6 +44,33 @@ SHARED_MAX = (
     1 << 16
 )  # distinct lists kept for sharing; past it the table starts over (sharing only, contract 6)
 _shared: dict[tuple[Any, ...], list[Any]] = {}
+
+
+_states: dict[tuple[Any, ...], PartitionState] = {}
+
+
+def _interned(p: PartitionState) -> PartitionState:
+    """Contract 6: the one state equal to ``p`` (its lists are shared, so their ids stand for their contents while
+    the table, through the state it keeps, holds them)."""
+    key = (
+        id(p.replicas),
+        id(p.isr),
+        id(p.removing_replicas),
+        id(p.adding_replicas),
+        p.leader,
+        p.leader_recovery_state,
+        p.leader_epoch,
+        p.partition_epoch,
+        id(p.directories),
+        id(p.elr),
+        id(p.last_known_elr),
+    )
+    out = _states.get(key)
+    if out is None:
+        if len(_states) >= SHARED_MAX:
+            _states.clear()
+        out = _states[key] = p
+    return out
 
 
 def shared(values: Iterable[T]) -> list[T]:
@@ -181,6 +210,7 @@ def _unindex(image: MetadataImage, t: TopicState) -> None:
 
 
 def _set_partition(image: MetadataImage, t: TopicState, pid: int, p: PartitionState) -> None:
+    p = _interned(p)
     partition_index.update(image, t.topic_id, pid, t.partitions.get(pid), p)
     if t.owner is image.owner:  # made by this image since its last copy: held by no other (image 3b)
         t.partitions = t.partitions.set(pid, p)

@@ -118,7 +118,8 @@ def test_equal_replica_sets_are_one_shared_list() -> None:
     _replay(image, golden_values())
     a, b = image.topics[_tid(7)].partitions[0], image.topics[_tid(14)].partitions[0]  # replicas 0,1,2 both
     assert a.replicas == b.replicas == [0, 1, 2]
-    assert a.replicas is b.replicas and a.directories is b.directories and a.adding_replicas is b.elr
+    assert a is b and a.replicas is image.topics[_tid(12)].partitions[2].replicas  # one state, one list
+    assert a.directories is image.topics[_tid(12)].partitions[2].directories and a.adding_replicas is a.elr
     before = image.copy()
     _replay(
         image, [encode_record(PartitionChangeRecord(partition_id=0, topic_id=_tid(7), isr=[1, 2]), 2)], 10**6
