@@ -27,9 +27,11 @@ from kraftd.controller.features import record_version
 from kraftd.controller.image import MetadataImage
 from kraftd.controller.image_writer import snapshot_values
 from kraftd.controller.machine import MetadataController
-from kraftd.core.log import LogBatch
+from kraftd.core.log import LogBatch, OffsetAndEpoch
+from kraftd.core.snapshots import build_snapshot, read_snapshot
+from kraftd.core.types import VoterSet
 from kwire.metadata_frame import decode_metadata_record, encode_record
-from kwire.records import build_data_batch
+from kwire.records import build_data_batch, decode_batch
 from tests.helpers.controller import logs
 
 MV = 30
@@ -224,3 +226,26 @@ def test_a_snapshot_frames_each_record_as_it_is_made() -> None:
     finally:
         tracemalloc.stop()
     assert len(values) > 12_000 and peak - current < 1 << 20, (current, peak)
+
+
+def test_a_snapshot_holds_its_bytes_once() -> None:
+    """kraftd.core.snapshots invariant 3: the snapshot the core keeps (and serves FetchSnapshot from) costs its
+    bytes, not its bytes again as batches; the batches cut from it on demand are the ones it was built from."""
+    values = [bytes([i % 251]) * 200 for i in range(20_000)]  # 4 MB of values
+    voters = VoterSet(())
+    tracemalloc.start()
+    try:
+        snap = build_snapshot(
+            OffsetAndEpoch(20_000, 3),
+            values,
+            kraft_version=0,
+            voters=voters,
+            now_ms=5,
+            max_batch_bytes=1 << 20,
+        )
+        held, _ = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert held < 1.2 * len(snap.data), (held, len(snap.data))
+    assert [r.value for b in snap.batches for r in decode_batch(b.data).records] == values
+    assert read_snapshot(snap.snapshot_id, snap.data) == snap
