@@ -10,8 +10,12 @@ registers them; written at metadata.version 4.3-IV0 with directories), in a fres
 - ``leader``: the same through the active leader: each batch appended (``on_appended``: decoded and applied to the
   uncommitted view), then committed (``replay``), as the shell does.
 Each reports the process's RSS growth (/proc VmRSS) over the empty image, per partition, with the log's own bytes
-(``log_bytes``, the batches the in-memory log keeps until a snapshot) kept out of it. ``--breakdown`` adds the
-largest allocation sites (tracemalloc, slower). Run from an older tree (``PYTHONPATH``) to measure it there.
+(``log_mib``, the batches the in-memory log keeps until a snapshot) kept out of it. Then the leader's committed image is
+written as a KIP-630 snapshot as the node writes it (``snapshot_values``, ``build_snapshot``; the core keeps the
+snapshot it serves FetchSnapshot from): ``snapshot_mib`` is its size, ``after_snapshot_mib`` the RSS growth over the
+image once the values are dropped (the snapshot kept, plus whatever the process did not give back).
+``--breakdown`` adds the largest allocation sites (tracemalloc, slower). Run from an older tree (``PYTHONPATH``)
+to measure it there.
 """
 
 from __future__ import annotations
@@ -34,8 +38,11 @@ from generated.partition_record import PartitionRecord  # noqa: E402
 from generated.register_broker_record import RegisterBrokerRecord  # noqa: E402
 from generated.topic_record import TopicRecord  # noqa: E402
 from generated.unfence_broker_record import UnfenceBrokerRecord  # noqa: E402
+from kraftd.controller.image_writer import snapshot_values  # noqa: E402
 from kraftd.controller.machine import MetadataController  # noqa: E402
-from kraftd.core.log import LogBatch  # noqa: E402
+from kraftd.core.log import LogBatch, OffsetAndEpoch  # noqa: E402
+from kraftd.core.snapshots import build_snapshot  # noqa: E402
+from kraftd.core.types import VoterSet  # noqa: E402
 from kwire.metadata_frame import encode_record  # noqa: E402
 from kwire.records import build_data_batch  # noqa: E402
 
@@ -119,6 +126,21 @@ def run(partitions: int, brokers: int, leader: bool, breakdown: bool) -> dict[st
     if breakdown:
         snap = tracemalloc.take_snapshot()
         out["top"] = [str(s) for s in snap.statistics("lineno")[:8]]
+    if leader and not breakdown:
+        image_rss = rss_mib()
+        values = snapshot_values(m.committed)
+        kept = build_snapshot(
+            OffsetAndEpoch(offset, 1),
+            values,
+            kraft_version=0,
+            voters=VoterSet(()),
+            now_ms=0,
+            max_batch_bytes=8 << 20,
+        )
+        del values
+        gc.collect()
+        out["snapshot_mib"] = round(len(kept.data) / 2**20, 1)
+        out["after_snapshot_mib"] = round(rss_mib() - image_rss, 1)
     return out
 
 
@@ -144,7 +166,12 @@ def main() -> None:
             if not a.json:
                 print(
                     f"P={p:>9,} {role:<8} image {r['rss_mib']:>8.1f} MiB  {r['bytes_per_partition']:>5} B/partition"
-                    f"  (log {r['log_mib']:.1f} MiB apart)",
+                    f"  (log {r['log_mib']:.1f} MiB apart)"
+                    + (
+                        f"; snapshot {r['snapshot_mib']} MiB, RSS +{r['after_snapshot_mib']} MiB after writing it"
+                        if "snapshot_mib" in r
+                        else ""
+                    ),
                     flush=True,
                 )
                 for line in r.get("top", []):
