@@ -24,13 +24,12 @@ from generated.snapshot_footer_record import SnapshotFooterRecord
 from generated.snapshot_header_record import SnapshotHeaderRecord
 from generated.voters_record import VotersRecord
 from kraftd.core.batches import control_batch, data_batch, split_batches
-from kwire.records import peek_batch
 from kraftd.core.log import LogBatch, OffsetAndEpoch, ReplicatedLog
 from kraftd.core.types import VoterSet
 from kraftd.core.voters import control_entries, kraft_version_record, voter_set_of, voters_record
 from kwire.control import ControlRecordType as CT
 from kwire.errors import CorruptRecordError
-from kwire.records import decode_batch
+from kwire.records import decode_batch, peek_batch
 
 
 @dataclass(frozen=True, slots=True)
