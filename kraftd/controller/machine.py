@@ -11,6 +11,10 @@ Contracts:
 3. The active leader keeps ``uncommitted``: the committed image plus its own appended, not yet committed,
    records; writes are validated against it (:meth:`latest`) and applied to it when appended
    (:meth:`on_appended`). Losing leadership discards it.
+3a. Sharing (issue 24): once the committed image has caught up with the view (same offset, nothing appended left to
+   apply) and at least ``reshare_records`` records were replayed since the view last shared the committed image's
+   structure, the view becomes ``committed.copy()`` (equal content, O(1)): otherwise every partition the leader
+   wrote would be held twice, once as applied to the view and once as replayed (2x the image at 1M partitions).
 4. Activation (:meth:`activation_records`): the first time the leader becomes active it returns the records
    Kafka's controller writes on activation, to append as one atomic batch: an AbortTransactionRecord if a
    metadata transaction was left open; and, when the log holds no metadata.version, the bootstrap records
@@ -66,6 +70,7 @@ class Decoded:
     record: Any
 
 
+RESHARE_RECORDS = 10_000  # contract 3a: at most this many records' state held twice on the leader
 UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
 
 
@@ -141,6 +146,8 @@ class MetadataController:
             None  # (next offset, values, next index)
         )
         self._appended: deque[tuple[int, list[bytes], int]] = deque()  # (first offset, values, next index)
+        self.reshare_records = RESHARE_RECORDS
+        self._unshared = 0  # records replayed since the view last shared the committed image (contract 3a)
 
     # ---- replay (contracts 1, 6) ------------------------------------------------------------------------------
     def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
@@ -187,7 +194,21 @@ class MetadataController:
                 self.replayed_end = max(self.replayed_end, end)
         if not self.replay_pending:
             self.high_watermark = max(self.high_watermark, self._queued_hw)
+        self._reshare(n)
         return n
+
+    def _reshare(self, replayed: int) -> None:
+        """Contract 3a."""
+        if self.uncommitted is None:
+            return
+        self._unshared += replayed
+        if (
+            self._unshared >= self.reshare_records
+            and not self._appended
+            and self.uncommitted.offset == self.committed.offset
+        ):
+            self.uncommitted = self.committed.copy()
+            self._unshared = 0
 
     def load_image(self, image: MetadataImage, end_offset: int) -> None:
         """A snapshot ending at ``end_offset`` replaces the committed image (queued records up to it are
@@ -242,6 +263,7 @@ class MetadataController:
             return None
         self._activated = True
         self.uncommitted = self.committed.copy()
+        self._unshared = 0
         records: list[Any] = []
         if self.committed.pending_transaction is not None:
             records.append(AbortTransactionRecord(reason="controller failover"))
