@@ -15,9 +15,8 @@ import pytest
 
 from generated.config_record import ConfigRecord
 from kraftd.config import load_config
-from kraftd.core import snapshotting
+from kraftd.core.snapshots import build_snapshot
 from kraftd.shell.node import ControllerNode
-from kraftd.shell.raft import persistence
 from kraftd.storage import snapshots
 from kraftd.storage.layout import partition_dir
 from tests.daemon.cluster import CLUSTER_ID, free_ports
@@ -29,7 +28,7 @@ def test_snapshots_are_built_and_written_off_the_loop(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     threads: dict[str, list[bool]] = {"build": [], "write": []}
-    build, write = snapshotting.build_snapshot, snapshots.write_snapshot
+    build, write = build_snapshot, snapshots.write_snapshot
 
     def built(*a: Any, **kw: Any) -> Any:
         threads["build"].append(threading.current_thread() is threading.main_thread())
@@ -39,9 +38,8 @@ def test_snapshots_are_built_and_written_off_the_loop(
         threads["write"].append(threading.current_thread() is threading.main_thread())
         return write(*a, **kw)
 
-    monkeypatch.setattr(snapshotting, "build_snapshot", built)
+    monkeypatch.setattr("kraftd.core.snapshotting.build_snapshot", built)
     monkeypatch.setattr(snapshots, "write_snapshot", wrote)
-    monkeypatch.setattr(persistence.snapshots, "write_snapshot", wrote)
     (port,) = free_ports(1)
     cfg = write_properties(
         tmp_path / "s.properties",
