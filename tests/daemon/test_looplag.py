@@ -38,6 +38,34 @@ def test_a_blocked_loop_is_measured_logged_and_exported(caplog: pytest.LogCaptur
     assert metrics["kafka_server_event_loop_metrics_stalls"] == probe.stalls
 
 
+def test_a_stall_logs_the_cpu_time_the_loop_used_so_a_busy_machine_is_told_apart(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Contract 3: a loop blocked without computing (here a sleep: as when other processes hold the cores) logs
+    little CPU; a loop computing logs its CPU time."""
+    probe = looplag.LoopLagProbe(8)
+
+    async def run() -> None:
+        task = asyncio.create_task(probe.run())
+        await asyncio.sleep(0.2)
+        time.sleep(0.4)
+        await asyncio.sleep(0.2)
+        start = time.thread_time()
+        while time.thread_time() - start < 0.3:  # 300 ms of CPU on the loop
+            pass
+        await asyncio.sleep(0.2)
+        task.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="kraftd.node"):
+        asyncio.run(run())
+    cpu = [
+        int(r.getMessage().rsplit("CPU ", 1)[1].split()[0])
+        for r in caplog.records
+        if "node 8: event loop stalled for" in r.getMessage()
+    ]
+    assert len(cpu) >= 2 and cpu[0] < 100 and max(cpu) >= 300  # the sleep first, then the computing
+
+
 def test_a_long_full_collection_freezes_its_survivors(monkeypatch: pytest.MonkeyPatch) -> None:
     before = gc.get_threshold()
     monkeypatch.setattr(looplag, "GC_FREEZE_MS", 0.0)  # any full collection counts as long here
