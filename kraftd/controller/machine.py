@@ -315,6 +315,11 @@ class MetadataController:
         return n
 
     @property
+    def appended_pending(self) -> bool:
+        """Appended records :meth:`latest` would have to apply first (contract 3)."""
+        return bool(self._appended) and self.uncommitted is not None
+
+    @property
     def apply_pending(self) -> bool:
         """Committed batches to replay or appended records to apply (contracts 3, 6)."""
         return self.replay_pending or (bool(self._appended) and self.uncommitted is not None)

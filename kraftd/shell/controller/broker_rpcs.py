@@ -145,8 +145,8 @@ class ControllerRpcs:
         return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=out.broker_epoch)
 
     async def _heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
-        b = self.machine.latest().brokers.get(req.broker_id) if self.machine.active else None
-        if req.want_shut_down and b is not None and b.epoch == req.broker_epoch and not b.fenced:
+        b = self.machine.latest().brokers.get(req.broker_id) if req.want_shut_down else None
+        if b is not None and self.machine.active and b.epoch == req.broker_epoch and not b.fenced:
             self.heartbeats.touch(req.broker_id, self.now_ms())  # its session goes on while the moves commit
             error = await fencing.shut_down_in_chunks(
                 self.machine.latest, self.node.controller.try_write, req.broker_id, req.broker_epoch
@@ -226,6 +226,7 @@ class ControllerRpcs:
         if not self.machine.active:
             self.heartbeats.last_ms.clear()
             return
+        await self.node.controller.settled()
         image = self.machine.latest()
         for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
             log.info("fencing broker %d: no heartbeat within the session timeout", bid)
