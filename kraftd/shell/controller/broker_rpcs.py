@@ -230,7 +230,8 @@ class ControllerRpcs:
         image = self.machine.latest()
         for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
             log.info("fencing broker %d: no heartbeat within the session timeout", bid)
-            await fencing.fence_in_chunks(self.machine.latest, self.node.controller.try_write, bid)
+            if await fencing.fence_in_chunks(self.machine.latest, self.node.controller.try_write, bid):
+                return  # leadership lost (fencing contract 3): the next active controller checks again
 
     def _registration(self) -> ControllerRegistrationRequest:
         cfg = self.node.config
