@@ -82,3 +82,27 @@ def test_a_long_full_collection_freezes_its_survivors(monkeypatch: pytest.Monkey
         gc.callbacks.remove(looplag._gc_callback)
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_after_a_freeze_full_collections_count_from_zero_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 6: after a long full collection froze a large heap, the next automatic full collections come
+    after a few promotions, not after a quarter of the frozen heap was promoted again (which made each one scan
+    a quarter of the image)."""
+    before = gc.get_threshold()
+    monkeypatch.setattr(looplag, "GC_FREEZE_MS", 0.0)
+    try:
+        looplag.tune_gc()
+        big = [[i] for i in range(200_000)]  # the image
+        gc.collect(2)  # "long": freezes
+        assert gc.get_freeze_count() >= len(big)
+        looplag.gc_maintain()  # the probe's next wake-up
+        monkeypatch.setattr(looplag, "GC_FREEZE_MS", 1e9)  # no further freezes
+        gc.set_threshold(100, 10, 1)
+        full = gc.get_stats()[2]["collections"]
+        kept = [[i] for i in range(20_000)]  # a tenth of what a quarter of the frozen heap would need
+        assert gc.get_stats()[2]["collections"] > full, "no full collection after 20k promotions"
+        del big, kept
+    finally:
+        gc.callbacks.remove(looplag._gc_callback)
+        gc.unfreeze()
+        gc.set_threshold(*before)
