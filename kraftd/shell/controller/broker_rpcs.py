@@ -145,12 +145,21 @@ class ControllerRpcs:
         return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=out.broker_epoch)
 
     async def _heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
-        b = self.machine.latest().brokers.get(req.broker_id) if req.want_shut_down else None
-        if b is not None and self.machine.active and b.epoch == req.broker_epoch and not b.fenced:
-            self.heartbeats.touch(req.broker_id, self.now_ms())  # its session goes on while the moves commit
-            error = await fencing.shut_down_in_chunks(
-                self.machine.latest, self.node.controller.try_write, req.broker_id, req.broker_epoch
-            )
+        b = self.machine.latest().brokers.get(req.broker_id) if self.machine.active else None
+        if b is not None and b.epoch == req.broker_epoch and not req.want_fence:
+            latest, write = self.machine.latest, self.node.controller.try_write
+            error = ErrorCode.NONE
+            if req.want_shut_down and not b.fenced:
+                self.heartbeats.touch(req.broker_id, self.now_ms())  # its session goes on while moves commit
+                error = await fencing.shut_down_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+            elif (
+                not req.want_shut_down
+                and b.fenced
+                and not b.in_controlled_shutdown
+                and req.current_metadata_offset >= b.registration_offset
+            ):
+                self.heartbeats.touch(req.broker_id, self.now_ms())
+                error = await fencing.unfence_in_chunks(latest, write, req.broker_id, req.broker_epoch)
             if error:
                 return BrokerHeartbeatResponse(error_code=error)
         out = brokers.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())

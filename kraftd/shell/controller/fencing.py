@@ -22,6 +22,11 @@ Contracts:
    (at most ``CHUNK`` moves, plus any partition that gained the broker meanwhile) and decides the answer, as
    before. So no step computes, encodes or applies all of a broker's moves at once (at 1M partitions and 30
    brokers one broker leads 33k: 1.9 s on the leader's loop as one write).
+5. Unfencing likewise (kraftd.controller.brokers 2): when a fenced broker's heartbeat would unfence it and elect it
+   in more than ``CHUNK`` leaderless partitions, :func:`unfence_in_chunks` writes the unfencing record with the
+   first ``CHUNK`` elections, then the rest ``CHUNK`` at a time (each computed against the latest image); the
+   heartbeat is then decided as for an unfenced broker (1M partitions: one broker's unfencing was 20,485 records
+   in one write).
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
-from kraftd.controller import brokers
+from kraftd.controller import brokers, partition_index
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
 
@@ -74,6 +79,36 @@ async def shut_down_in_chunks(
                 )
             )
         records += brokers.remove_from_partitions(image, broker_id, where=keys[i : i + CHUNK])
+        error = await write(records)
+        if error:
+            return error
+    return ErrorCode.NONE
+
+
+async def unfence_in_chunks(
+    latest: Callable[[], MetadataImage],
+    write: Callable[[list[Any]], Awaitable[ErrorCode]],
+    broker_id: int,
+    broker_epoch: int,
+) -> ErrorCode:
+    """Contract 5 (the caller checked that the heartbeat would unfence the broker)."""
+    image = latest()
+    keys = partition_index.keys(image, image.leader_index, partition_index.NO_LEADER)
+    if len(keys) <= CHUNK:
+        return ErrorCode.NONE  # the heartbeat's own single write, as before
+    for i in range(0, len(keys), CHUNK):
+        image = latest()
+        b = image.brokers.get(broker_id)
+        if b is None or b.epoch != broker_epoch or b.in_controlled_shutdown:
+            return ErrorCode.NONE
+        records: list[Any] = []
+        if b.fenced:
+            if i:
+                return ErrorCode.NONE  # fenced again meanwhile: the heartbeat decides
+            records.append(
+                BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch, fenced=-1)
+            )
+        records += brokers.elect_offline(image, broker_id, where=keys[i : i + CHUNK])
         error = await write(records)
         if error:
             return error
