@@ -353,10 +353,16 @@ def offline_dirs(image: MetadataImage, broker_id: int, offline: list[Any]) -> li
     return records
 
 
-def elect_offline(image: MetadataImage, broker_id: int) -> list[Any]:
+def elect_offline(
+    image: MetadataImage, broker_id: int, where: list[tuple[Any, int]] | None = None
+) -> list[Any]:
     """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced); with ELR
-    on, every leaderless partition gets an election that counts it as active (contract 6)."""
+    on, every leaderless partition gets an election that counts it as active (contract 6). Only those of
+    ``where`` that are still leaderless, when given."""
     leaderless = partition_index.keys(image, image.leader_index, NO_LEADER)
+    if where is not None:
+        led = set(leaderless)
+        leaderless = [k for k in where if k in led]
     if elr.enabled(image):
         return partition_changes(image, leaderless, add=broker_id)
     return [

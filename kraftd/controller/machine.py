@@ -148,6 +148,7 @@ class MetadataController:
         self._appended: deque[tuple[int, list[bytes], int]] = deque()  # (first offset, values, next index)
         self.reshare_records = RESHARE_RECORDS
         self._unshared = 0  # records replayed since the view last shared the committed image (contract 3a)
+        self.appended_end = 0  # the offset after the last record appended to the uncommitted view
 
     # ---- replay (contracts 1, 6) ------------------------------------------------------------------------------
     def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
@@ -319,6 +320,7 @@ class MetadataController:
         :meth:`apply_appended`, and at the latest by the next :meth:`latest`."""
         if self.uncommitted is not None:
             self._appended.append((first_offset, list(values), 0))
+            self.appended_end = max(self.appended_end, first_offset + len(values))
 
     def apply_appended(self, budget: int | None) -> int:
         """Apply up to ``budget`` appended records (None: all) to the uncommitted view; returns how many."""
@@ -335,6 +337,15 @@ class MetadataController:
             else:
                 self._appended.popleft()
         return n
+
+    @property
+    def appended_pending(self) -> bool:
+        """Appended records :meth:`latest` would have to apply first (contract 3)."""
+        return bool(self._appended) and self.uncommitted is not None
+
+    def applied_before(self, end: int) -> bool:
+        """True when the uncommitted view holds every record appended below offset ``end`` (or there is none)."""
+        return not self.appended_pending or self._appended[0][0] + self._appended[0][2] >= end
 
     @property
     def apply_pending(self) -> bool:

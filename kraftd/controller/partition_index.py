@@ -129,12 +129,20 @@ def update(
 
 
 def keys(image: MetadataImage, index: Index, broker: int) -> list[Key]:
-    """Contract 3: (topic id, partition id) of ``broker``'s entries in ``index``."""
+    """Contract 3: (topic id, partition id) of ``broker``'s entries in ``index``. Each topic's name is looked up
+    once, not once per key (sorting 66k keys by a name lookup each took 2 s of the leader's loop when fencing a
+    broker at 1M partitions), and a mask's bits come out in partition order."""
     h = index.get(broker)
     if h is None:
         return []
+    by_topic: dict[uuid.UUID, list[int]] = {tid: _bits(mask) for tid, mask in h.masks.items()}
+    for tid, pid in sorted(h.high):  # ids >= MASKED, after a mask's (ascending) bits
+        by_topic.setdefault(tid, []).append(pid)
     topics = image.topics
-    return sorted(h.keys(), key=lambda k: (topics[k[0]].name, k[1]))
+    out: list[Key] = []
+    for tid in sorted(by_topic, key=lambda t: topics[t].name):
+        out.extend((tid, pid) for pid in by_topic[tid])
+    return out
 
 
 def holds_any(index: Index, broker: int) -> bool:

@@ -30,6 +30,7 @@ from kraftd.core.log import LogBatch
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError, reported_high_watermark
 from kraftd.core.snapshots import Snapshot
+from kraftd.core.snapshotting import SnapshotPlan
 from kraftd.core.states import Leader
 from kraftd.core.types import LeaderAndEpoch, OffsetRange
 
@@ -94,6 +95,15 @@ class RaftClient:
         """Contract 4; raises SnapshotOffsetError for an offset that is not a committed batch boundary past
         the latest snapshot. Call ``step(Tick(now))`` afterwards to get the effects."""
         return self.node.create_snapshot(end_offset, values)
+
+    def plan_snapshot(self, end_offset: int) -> SnapshotPlan:
+        """Contract 4 in two parts: :meth:`plan_snapshot` checks the offset and returns a plan whose pure
+        ``build(values)`` may run on another thread; :meth:`add_snapshot` then takes the built snapshot (checked
+        again; SnapshotOffsetError when it is no longer past the latest one)."""
+        return self.node.plan_snapshot(end_offset)
+
+    def add_snapshot(self, snap: Snapshot) -> Snapshot:
+        return self.node.add_snapshot(snap)
 
     def snapshot_due(self) -> bool:
         return self.node.snapshot_due()

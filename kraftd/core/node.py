@@ -101,6 +101,13 @@ class RaftNode(NodeContext):
         effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""
         return snapshotting.create_snapshot(self, end_offset, values)
 
+    def plan_snapshot(self, end_offset: int) -> snapshotting.SnapshotPlan:
+        """:meth:`create_snapshot` in two parts: the checks and parameters now, the O(image) build anywhere."""
+        return snapshotting.plan_snapshot(self, end_offset)
+
+    def add_snapshot(self, snap: Snapshot) -> Snapshot:
+        return snapshotting.add_snapshot(self, snap)
+
     def upgrade_kraft_version(self, version: int, validate_only: bool) -> tuple[ErrorCode, str | None]:
         """UpdateFeatures for kraft.version (kraftd.core.kraft_upgrade); effects follow on the next poll."""
         return kraft_upgrade.upgrade(self, version, validate_only)

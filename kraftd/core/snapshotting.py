@@ -24,6 +24,7 @@ Invariants:
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from kraftd.core import messages as m
@@ -32,6 +33,7 @@ from kraftd.core.effects import DeleteLogBefore, InstallSnapshot, WriteSnapshot
 from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.snapshots import Snapshot, build_snapshot, read_snapshot
 from kraftd.core.states import Follower, Leader
+from kraftd.core.types import VoterSet
 from kwire.errors import CorruptRecordError, ErrorCode, LocalProtocolError
 from kwire.records import peek_batch
 
@@ -40,8 +42,32 @@ class SnapshotOffsetError(LocalProtocolError):
     """A snapshot asked for at an offset that is not a committed batch boundary past the latest snapshot."""
 
 
-def create_snapshot(node: NodeContext, end_offset: int, values: list[bytes]) -> Snapshot:
-    """The state machine's snapshot of everything below ``end_offset`` (invariant 1)."""
+@dataclass(frozen=True, slots=True)
+class SnapshotPlan:
+    """What a snapshot at ``sid`` is built with, read from the node (:func:`plan_snapshot`); :meth:`build` is pure,
+    so a shell may run it off its event loop (the O(image) encoding) and hand the result to :func:`add_snapshot`."""
+
+    sid: OffsetAndEpoch
+    kraft_version: int
+    voters: VoterSet
+    now_ms: int
+    max_batch_bytes: int
+    drop_last: bool = False  # the snapshot_missing_record bug flag
+
+    def build(self, values: list[bytes]) -> Snapshot:
+        if self.drop_last and values:
+            values = values[:-1]
+        return build_snapshot(
+            self.sid,
+            values,
+            kraft_version=self.kraft_version,
+            voters=self.voters,
+            now_ms=self.now_ms,
+            max_batch_bytes=self.max_batch_bytes,
+        )
+
+
+def _check_end(node: NodeContext, end_offset: int) -> None:
     latest = node.snapshot.snapshot_id.offset if node.snapshot is not None else 0
     if end_offset > node.high_watermark or end_offset <= latest or not node.log.is_boundary(end_offset):
         raise SnapshotOffsetError(
@@ -51,18 +77,29 @@ def create_snapshot(node: NodeContext, end_offset: int, values: list[bytes]) -> 
         raise SnapshotOffsetError(
             f"cannot snapshot at {end_offset}: the log starts at {node.log.start_offset}"
         )
-    sid = OffsetAndEpoch(end_offset, node.log.epoch_at(end_offset - 1))
-    if node.bugs.snapshot_missing_record and values:
-        values = values[:-1]
+
+
+def plan_snapshot(node: NodeContext, end_offset: int) -> SnapshotPlan:
+    """Invariant 1's checks, and what a snapshot ending at ``end_offset`` is built with."""
+    _check_end(node, end_offset)
     hist = node.voter_history
-    snap = build_snapshot(
-        sid,
-        values,
-        kraft_version=hist.committed_version(end_offset),
-        voters=hist.committed(end_offset),
-        now_ms=node.now,
-        max_batch_bytes=node.config.max_batch_size_bytes,
+    return SnapshotPlan(
+        OffsetAndEpoch(end_offset, node.log.epoch_at(end_offset - 1)),
+        hist.committed_version(end_offset),
+        hist.committed(end_offset),
+        node.now,
+        node.config.max_batch_size_bytes,
+        node.bugs.snapshot_missing_record,
     )
+
+
+def add_snapshot(node: NodeContext, snap: Snapshot) -> Snapshot:
+    """A snapshot built from :func:`plan_snapshot`'s plan becomes the latest (checked again: still past the
+    latest snapshot and a committed boundary of this log); WriteSnapshot and log cleaning follow."""
+    sid = snap.snapshot_id
+    _check_end(node, sid.offset)
+    if node.log.epoch_at(sid.offset - 1) != sid.epoch:
+        raise SnapshotOffsetError(f"cannot snapshot at {sid}: the log's epoch there is another")
     node.snapshot = snap
     node.retained[sid] = snap
     node.out.append(WriteSnapshot(snap))
@@ -70,6 +107,11 @@ def create_snapshot(node: NodeContext, end_offset: int, values: list[bytes]) -> 
     node.last_snapshot_ms = node.now
     maybe_clean(node)
     return snap
+
+
+def create_snapshot(node: NodeContext, end_offset: int, values: list[bytes]) -> Snapshot:
+    """The state machine's snapshot of everything below ``end_offset`` (invariant 1)."""
+    return add_snapshot(node, plan_snapshot(node, end_offset).build(values))
 
 
 def snapshot_due(node: NodeContext) -> bool:

@@ -135,7 +135,7 @@ class ControllerNode:
         self.controller = ControllerGlue(self, MetadataController(cfg.node_id, bootstrap))
         server_sasl, authorizer = image_security.listener_security(self, server_sasl)
         self.client.register(self.controller)
-        self.snapshots = SnapshotWriter(self)
+        self.snapshots = SnapshotWriter(self, self.mirror)
         self.rpcs = ControllerRpcs(self)
         self.reads = ReadBarriers(self)
         self.ctl_admin = ControllerAdmin(self)

@@ -17,6 +17,7 @@ from kraftd.shell.controller import fencing
 from kwire.errors import ErrorCode
 from tests.helpers.controller import apply_records as _apply
 from tests.helpers.controller import cluster as _cluster
+from tests.helpers.controller import heartbeat as _hb
 
 
 @pytest.mark.parametrize("chunk", [7, 50, 10_000])
@@ -43,4 +44,73 @@ def test_chunked_fencing_ends_where_one_fence_write_ends(monkeypatch: pytest.Mon
     assert moves == holding > 0  # one change per partition whose ISR held the broker
     assert all(len(w) <= chunk + 1 for w in writes)
     assert len(writes) == max(1, -(-moves // chunk))
+    assert same_image(image, one_shot)
+
+
+@pytest.mark.parametrize("chunk", [7, 50, 10_000])
+def test_chunked_controlled_shutdown_ends_where_one_heartbeat_ends(
+    monkeypatch: pytest.MonkeyPatch, chunk: int
+) -> None:
+    """Contract 4 (issue 24): the chunked writes plus the heartbeat's own records hold at most CHUNK moves each,
+    mark the broker in controlled shutdown in the first, and end in the image the one-shot heartbeat gives."""
+    monkeypatch.setattr(fencing, "CHUNK", chunk)
+    image, hb = _cluster(4)
+    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 30, 3) for i in range(4)])
+    _apply(image, topics.create_topics(image, req, random.Random(5))[0])
+    holding = len(brokers.holding(image, 2, isr=True))
+    one_shot = image.copy()
+    _apply(one_shot, brokers.heartbeat(one_shot, _hb(one_shot, 2, want_shut_down=True), hb, 0).records)
+    writes: list[list[Any]] = []
+
+    async def write(records: list[Any]) -> ErrorCode:
+        writes.append(records)
+        _apply(image, records)
+        return ErrorCode.NONE
+
+    epoch = image.brokers[2].epoch
+    assert asyncio.run(fencing.shut_down_in_chunks(lambda: image, write, 2, epoch)) == ErrorCode.NONE
+    last = brokers.heartbeat(image, _hb(image, 2, want_shut_down=True), hb, 0).records
+    writes.append(last)
+    _apply(image, last)
+    assert image.brokers[2].in_controlled_shutdown and not image.brokers[2].fenced
+    assert all(2 not in p.isr and p.leader != 2 for t in image.topics.values() for p in t.partitions.values())
+    moves = [r for w in writes for r in w if type(r).__name__ == "PartitionChangeRecord"]
+    assert len(moves) == holding > 0
+    assert all(len(w) <= chunk + 1 for w in writes)
+    assert len(writes) == max(1, -(-holding // chunk))
+    assert same_image(image, one_shot)
+
+
+@pytest.mark.parametrize("chunk", [7, 50, 10_000])
+def test_chunked_unfencing_ends_where_one_heartbeat_ends(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """Contract 5: a fenced broker that is the last ISR member of many leaderless partitions is unfenced and
+    elected in writes of at most CHUNK elections, ending in the image the one-shot heartbeat gives."""
+    monkeypatch.setattr(fencing, "CHUNK", chunk)
+    image, hb = _cluster(4)
+    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 30, 3) for i in range(4)])
+    _apply(image, topics.create_topics(image, req, random.Random(5))[0])
+    for bid in (1, 3, 4, 2):  # 2 last: it stays the sole ISR member of its partitions, which go leaderless
+        _apply(image, brokers.fence(image, bid))
+    leaderless = [
+        k for k in brokers.holding(image, 2, isr=True) if image.topics[k[0]].partitions[k[1]].leader < 0
+    ]
+    assert image.brokers[2].fenced and len(leaderless) > 7
+    one_shot = image.copy()
+    _apply(one_shot, brokers.heartbeat(one_shot, _hb(one_shot, 2), hb, 0).records)
+    writes: list[list[Any]] = []
+
+    async def write(records: list[Any]) -> ErrorCode:
+        writes.append(records)
+        _apply(image, records)
+        return ErrorCode.NONE
+
+    epoch = image.brokers[2].epoch
+    assert asyncio.run(fencing.unfence_in_chunks(lambda: image, write, 2, epoch)) == ErrorCode.NONE
+    out = brokers.heartbeat(image, _hb(image, 2), hb, 0)
+    writes.append(out.records)
+    _apply(image, out.records)
+    assert not out.is_fenced and not image.brokers[2].fenced
+    assert all(image.topics[t].partitions[p].leader == 2 for t, p in leaderless)
+    assert all(len(w) <= chunk + 1 for w in writes if w)
+    assert len(writes) > 2 if chunk < len(leaderless) else len(writes) == 1
     assert same_image(image, one_shot)

@@ -98,3 +98,34 @@ def test_fencing_a_broker_moves_exactly_the_partitions_a_scan_finds() -> None:
     assert led == _scan(image, lambda p: p.leader == 7)
     chunk = brokers.remove_from_partitions(image, 7, where=want[:500] + [(_tid(999), 0)])
     assert chunk == records[1:501]  # a chunk of the fencing, a partition gone is skipped
+
+
+def _private_entries(image: MetadataImage, before: MetadataImage) -> int:
+    """How many index entries (a topic's mask, or a high key) ``image`` holds in Helds it does not share with
+    ``before`` (copied or new)."""
+    n = 0
+    for name in partition_index.NAMES:
+        old = getattr(before, name)
+        for b, h in getattr(image, name).items():
+            if old.get(b) is not h:
+                n += len(h.masks) + len(h.high)
+    return n
+
+
+def test_the_first_change_after_a_copy_copies_masks_not_a_brokers_partitions() -> None:
+    """Contracts 2, 2a (issue 24): a broker in 1,200 ISRs here; after ``copy()`` (a snapshot, an activation) one
+    partition change copies O(the broker's topics) mask entries, never its partitions (copying a set of every
+    key cost 0.5 s on the loop at 1M)."""
+    image = _image(40, 100)
+    held = brokers.holding(image, 3, isr=True)
+    assert len(held) > 1000
+    before = image.copy()
+    key = held[-1]
+    p = image.topics[key[0]].partitions[key[1]]
+    isr = [b for b in p.isr if b != 3]
+    _apply(image, [PartitionChangeRecord(partition_id=key[1], topic_id=key[0], isr=isr, leader=isr[0])])
+    assert (
+        _private_entries(image, before) <= 3 * 40
+    )  # ISR and leader Helds of the brokers touched: a mask per topic
+    assert partition_index.consistent(image) and partition_index.consistent(before)
+    assert key not in brokers.holding(image, 3, isr=True) and key in brokers.holding(before, 3, isr=True)

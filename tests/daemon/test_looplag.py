@@ -38,6 +38,34 @@ def test_a_blocked_loop_is_measured_logged_and_exported(caplog: pytest.LogCaptur
     assert metrics["kafka_server_event_loop_metrics_stalls"] == probe.stalls
 
 
+def test_a_stall_logs_the_cpu_time_the_loop_used_so_a_busy_machine_is_told_apart(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Contract 3: a loop blocked without computing (here a sleep: as when other processes hold the cores) logs
+    little CPU; a loop computing logs its CPU time."""
+    probe = looplag.LoopLagProbe(8)
+
+    async def run() -> None:
+        task = asyncio.create_task(probe.run())
+        await asyncio.sleep(0.2)
+        time.sleep(0.4)
+        await asyncio.sleep(0.2)
+        start = time.thread_time()
+        while time.thread_time() - start < 0.3:  # 300 ms of CPU on the loop
+            pass
+        await asyncio.sleep(0.2)
+        task.cancel()
+
+    with caplog.at_level(logging.WARNING, logger="kraftd.node"):
+        asyncio.run(run())
+    cpu = [
+        int(r.getMessage().rsplit("CPU ", 1)[1].split()[0])
+        for r in caplog.records
+        if "node 8: event loop stalled for" in r.getMessage()
+    ]
+    assert len(cpu) >= 2 and cpu[0] < 100 and max(cpu) >= 300  # the sleep first, then the computing
+
+
 def test_a_long_full_collection_freezes_its_survivors(monkeypatch: pytest.MonkeyPatch) -> None:
     before = gc.get_threshold()
     monkeypatch.setattr(looplag, "GC_FREEZE_MS", 0.0)  # any full collection counts as long here
@@ -50,6 +78,30 @@ def test_a_long_full_collection_freezes_its_survivors(monkeypatch: pytest.Monkey
         frozen = gc.get_freeze_count()
         gc.collect(2)
         assert gc.get_freeze_count() >= frozen + len(kept)
+    finally:
+        gc.callbacks.remove(looplag._gc_callback)
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def test_after_a_freeze_full_collections_count_from_zero_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 6: after a long full collection froze a large heap, the next automatic full collections come
+    after a few promotions, not after a quarter of the frozen heap was promoted again (which made each one scan
+    a quarter of the image)."""
+    before = gc.get_threshold()
+    monkeypatch.setattr(looplag, "GC_FREEZE_MS", 0.0)
+    try:
+        looplag.tune_gc()
+        big = [[i] for i in range(200_000)]  # the image
+        gc.collect(2)  # "long": freezes
+        assert gc.get_freeze_count() >= len(big)
+        looplag.gc_maintain()  # the probe's next wake-up
+        monkeypatch.setattr(looplag, "GC_FREEZE_MS", 1e9)  # no further freezes
+        gc.set_threshold(100, 10, 1)
+        full = gc.get_stats()[2]["collections"]
+        kept = [[i] for i in range(20_000)]  # a tenth of what a quarter of the frozen heap would need
+        assert gc.get_stats()[2]["collections"] > full, "no full collection after 20k promotions"
+        del big, kept
     finally:
         gc.callbacks.remove(looplag._gc_callback)
         gc.unfreeze()

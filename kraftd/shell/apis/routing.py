@@ -102,6 +102,8 @@ class RequestRouter:
             enabled = self.node.config.security.authorizer_class is not None
             version = header.request_api_version
             return not_controller.answer(key, body, version, request_principal(), enabled)
+        if leader_only:
+            await self.node.controller.settled()  # kraftd.shell.controller.glue contract 5
         return await part(header, body, info)
 
     def _bind(self) -> dict[Part, Handler]:

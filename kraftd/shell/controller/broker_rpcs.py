@@ -7,7 +7,8 @@ Contracts:
    after those records commit (kraftd.shell.controller.glue contract 3); a node that is not the active
    controller answers NOT_CONTROLLER, as Kafka's controller does, and the broker looks for the new leader.
 2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3), in
-   bounded writes (kraftd.shell.controller.fencing).
+   bounded writes (kraftd.shell.controller.fencing); a controlled shutdown's moves are written in bounded writes
+   too, before its heartbeat is decided (fencing contract 4).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
    leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
@@ -144,6 +145,23 @@ class ControllerRpcs:
         return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=out.broker_epoch)
 
     async def _heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
+        b = self.machine.latest().brokers.get(req.broker_id) if self.machine.active else None
+        if b is not None and b.epoch == req.broker_epoch and not req.want_fence:
+            latest, write = self.machine.latest, self.node.controller.try_write
+            error = ErrorCode.NONE
+            if req.want_shut_down and not b.fenced:
+                self.heartbeats.touch(req.broker_id, self.now_ms())  # its session goes on while moves commit
+                error = await fencing.shut_down_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+            elif (
+                not req.want_shut_down
+                and b.fenced
+                and not b.in_controlled_shutdown
+                and req.current_metadata_offset >= b.registration_offset
+            ):
+                self.heartbeats.touch(req.broker_id, self.now_ms())
+                error = await fencing.unfence_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+            if error:
+                return BrokerHeartbeatResponse(error_code=error)
         out = brokers.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
         error = out.error or await self.node.controller.try_write(out.records)
         if error:
@@ -217,10 +235,12 @@ class ControllerRpcs:
         if not self.machine.active:
             self.heartbeats.last_ms.clear()
             return
+        await self.node.controller.settled()
         image = self.machine.latest()
         for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
             log.info("fencing broker %d: no heartbeat within the session timeout", bid)
-            await fencing.fence_in_chunks(self.machine.latest, self.node.controller.try_write, bid)
+            if await fencing.fence_in_chunks(self.machine.latest, self.node.controller.try_write, bid):
+                return  # leadership lost (fencing contract 3): the next active controller checks again
 
     def _registration(self) -> ControllerRegistrationRequest:
         cfg = self.node.config

@@ -1,4 +1,4 @@
-"""Fencing a broker whose session timed out, in bounded writes (issue 22).
+"""Fencing a broker whose session timed out, and a controlled shutdown, in bounded writes (issues 22, 24).
 
 Fencing a broker moves every partition whose ISR holds it: at 100k partitions and 5 brokers that is ~60k
 PartitionChangeRecords, which as one write held the leader's event loop (validate, encode, apply) and each
@@ -15,6 +15,18 @@ Contracts:
    as before: once fenced, no ISR holds it.
 3. A write that fails (leadership lost) stops the fencing; the next active controller's session check starts
    over.
+4. Controlled shutdown (kraftd.controller.brokers 4): before the heartbeat of an unfenced broker that wants to
+   shut down is decided, :func:`shut_down_in_chunks` writes the first moves of its partitions ``CHUNK`` at a
+   time (committed before the next is computed), the first write also marking it in controlled shutdown (the
+   BrokerRegistrationChangeRecord that write would start with); the heartbeat itself then computes what is left
+   (at most ``CHUNK`` moves, plus any partition that gained the broker meanwhile) and decides the answer, as
+   before. So no step computes, encodes or applies all of a broker's moves at once (at 1M partitions and 30
+   brokers one broker leads 33k: 1.9 s on the leader's loop as one write).
+5. Unfencing likewise (kraftd.controller.brokers 2): when a fenced broker's heartbeat would unfence it and elect it
+   in more than ``CHUNK`` leaderless partitions, :func:`unfence_in_chunks` writes the unfencing record with the
+   first ``CHUNK`` elections, then the rest ``CHUNK`` at a time (each computed against the latest image); the
+   heartbeat is then decided as for an unfenced broker (1M partitions: one broker's unfencing was 20,485 records
+   in one write).
 """
 
 from __future__ import annotations
@@ -22,7 +34,8 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from kraftd.controller import brokers
+from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
+from kraftd.controller import brokers, partition_index
 from kraftd.controller.image import MetadataImage
 from kwire.errors import ErrorCode
 
@@ -43,3 +56,60 @@ async def fence_in_chunks(
         if error:
             return error
     return await write(brokers.fence(latest(), broker_id))
+
+
+async def shut_down_in_chunks(
+    latest: Callable[[], MetadataImage],
+    write: Callable[[list[Any]], Awaitable[ErrorCode]],
+    broker_id: int,
+    broker_epoch: int,
+) -> ErrorCode:
+    """Contract 4: every chunk of moves but the last (that one goes with the heartbeat's own records)."""
+    keys = brokers.holding(latest(), broker_id, isr=True)
+    for i in range(0, len(keys) - CHUNK, CHUNK):
+        image = latest()
+        b = image.brokers.get(broker_id)
+        if b is None or b.epoch != broker_epoch or b.fenced:
+            return ErrorCode.NONE  # the heartbeat answers this itself
+        records: list[Any] = []
+        if not b.in_controlled_shutdown:
+            records.append(
+                BrokerRegistrationChangeRecord(
+                    broker_id=broker_id, broker_epoch=broker_epoch, in_controlled_shutdown=1
+                )
+            )
+        records += brokers.remove_from_partitions(image, broker_id, where=keys[i : i + CHUNK])
+        error = await write(records)
+        if error:
+            return error
+    return ErrorCode.NONE
+
+
+async def unfence_in_chunks(
+    latest: Callable[[], MetadataImage],
+    write: Callable[[list[Any]], Awaitable[ErrorCode]],
+    broker_id: int,
+    broker_epoch: int,
+) -> ErrorCode:
+    """Contract 5 (the caller checked that the heartbeat would unfence the broker)."""
+    image = latest()
+    keys = partition_index.keys(image, image.leader_index, partition_index.NO_LEADER)
+    if len(keys) <= CHUNK:
+        return ErrorCode.NONE  # the heartbeat's own single write, as before
+    for i in range(0, len(keys), CHUNK):
+        image = latest()
+        b = image.brokers.get(broker_id)
+        if b is None or b.epoch != broker_epoch or b.in_controlled_shutdown:
+            return ErrorCode.NONE
+        records: list[Any] = []
+        if b.fenced:
+            if i:
+                return ErrorCode.NONE  # fenced again meanwhile: the heartbeat decides
+            records.append(
+                BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch, fenced=-1)
+            )
+        records += brokers.elect_offline(image, broker_id, where=keys[i : i + CHUNK])
+        error = await write(records)
+        if error:
+            return error
+    return ErrorCode.NONE

@@ -12,6 +12,10 @@ Contracts:
    after commit; NotControllerError when this node is not the active controller.
 4. :meth:`ControllerGlue.run_idle_writes` appends the state machine's idle records (a NoOpRecord) every
    ``metadata.max.idle.interval.ms`` while this node is the active controller (kraftd.controller.machine 5).
+5. :meth:`ControllerGlue.settled` returns once the uncommitted view holds every record appended before the call,
+   applied in the drain's slices (contract 1); a write's handler awaits it before it reads :meth:`MetadataController.latest`,
+   which would otherwise apply all of them in one step (issue 24: a heartbeat or the session check arriving after
+   a few 5k-partition CreateTopics writes applied them all at once, 0.5 s on the loop).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ class ControllerGlue:
         self.machine = machine
         self._draining = False
         self._replayed: asyncio.Event | None = None  # set while nothing committed waits to be replayed
+        self._settled: asyncio.Event | None = None  # set while nothing appended waits to be applied
 
     @property
     def end_offset(self) -> int:
@@ -71,6 +76,8 @@ class ControllerGlue:
             self.machine.apply_appended(REPLAY_STEP)
             if not self.machine.apply_pending or time.perf_counter() >= until:
                 break
+        if self._settled is not None:
+            self._settled.set()  # each waiter checks its own end again
         if self.machine.apply_pending:
             try:
                 loop = asyncio.get_running_loop()
@@ -95,6 +102,19 @@ class ControllerGlue:
             self._replayed = asyncio.Event()
         self._replayed.clear()
         await self._replayed.wait()
+
+    async def settled(self) -> None:
+        """Contract 5: waits for the records appended before the call only, so a stream of writes cannot starve
+        a handler (a heartbeat) that waits here."""
+        end = self.machine.appended_end
+        while not self.machine.applied_before(end):
+            if self._settled is None:
+                self._settled = asyncio.Event()
+            self._settled.clear()
+            if not self._draining:
+                self._drain()
+                continue
+            await self._settled.wait()
 
     def handle_load_snapshot(self, snapshot: Snapshot) -> None:
         """KIP-630: a snapshot (fetched from the leader, or the latest on disk at start) replaces the committed
@@ -153,6 +173,7 @@ class ControllerGlue:
         """Contract 4 (a task the node owns; cancelled when it stops)."""
         while True:
             await asyncio.sleep(interval_s)
+            await self.settled()
             records = self.machine.idle_records()
             if records:
                 try:

@@ -7,7 +7,10 @@ Contracts:
 2. Metrics (kraftd.shell.observe.metrics, read from the HTTP thread without the loop, so they are there while the loop
    is stalled): ``kafka_server_event_loop_metrics_max_lag_ms`` and ``..._avg_lag_ms`` over the last 30 s of
    samples, and ``kafka_server_event_loop_metrics_stalls_total``, the wake-ups later than the threshold.
-3. A wake-up later than ``WARN_MS`` is logged at WARNING once, with its length (kraftd.node logger).
+3. A wake-up later than ``WARN_MS`` is logged at WARNING once, with its length and the CPU time the loop's thread
+   used meanwhile (``time.thread_time``): a stall whose CPU time is far below its length was the machine (other
+   processes on the cores), not work on the loop (a shared 2-core box at load 6-10 showed 300-600 ms stalls with
+   30-80 ms of the loop's CPU).
 4. ``longest_ms`` is the longest lag since start (or the last :meth:`LoopLagProbe.reset`), for benchmarks.
 5. Garbage collection (:func:`tune_gc`): a full collection scans every tracked object, so it is a stall that grows
    with the image (measured: 0.56-0.64 s for a 100k-partition image, 0 ms after ``gc.freeze``). After a full collection that took longer than ``GC_FREEZE_MS`` every survivor is moved to the
@@ -18,6 +21,12 @@ Contracts:
    allocation-heavy replay 3x slower, bench/image.py); a full collection runs after every ``FULL_EVERY`` collections
    of the middle one (bench/image.py's 200k-partition replay: longest full collection 188 ms of CPU with
    Python's 10, 33 ms with 1; all full collections together 345 vs 373 ms).
+6. After such a freeze the probe's next wake-up runs one full collection (:func:`gc_maintain`: cheap, everything
+   older is frozen), so CPython's rule "a full collection only once the objects promoted since the last one
+   exceed a quarter of those it left" counts from ~0 again, not from the size before the freeze: otherwise each
+   full collection scanned a quarter of the image's objects (issue 24: 400-1,500 ms of CPU per full collection at
+   1M partitions, py-spy samples stuck on one allocating line of replay); now each one scans what was promoted
+   since the last, and freezes again once that takes over ``GC_FREEZE_MS``.
 """
 
 from __future__ import annotations
@@ -42,6 +51,7 @@ GC_FREEZE_MS = 20.0
 GEN0 = 10_000
 FULL_EVERY = 1
 _gc_started = [0.0]
+_gc_reset = [False, False]  # (a freeze asks for the reset collection, the reset collection is running)
 
 
 def _gc_callback(phase: str, info: dict[str, int]) -> None:
@@ -51,6 +61,17 @@ def _gc_callback(phase: str, info: dict[str, int]) -> None:
         _gc_started[0] = time.perf_counter()
     elif (time.perf_counter() - _gc_started[0]) * 1000 > GC_FREEZE_MS:
         gc.freeze()
+        _gc_reset[0] = not _gc_reset[1]
+
+
+def gc_maintain() -> None:
+    """Contract 6 (on the loop, between callbacks)."""
+    if _gc_reset[0]:
+        _gc_reset[0], _gc_reset[1] = False, True
+        try:
+            gc.collect(2)
+        finally:
+            _gc_reset[1] = False
 
 
 def tune_gc() -> None:
@@ -71,19 +92,28 @@ class LoopLagProbe:
     async def run(self) -> None:
         """Contract 1 (a task the node owns; cancelled when it stops)."""
         while True:
-            asked = time.monotonic()
+            gc_maintain()
+            asked, cpu = time.monotonic(), time.thread_time()
             await asyncio.sleep(INTERVAL_S)
             now = time.monotonic()
-            self.record(now, max(0.0, (now - asked - INTERVAL_S) * 1000))
+            self.record(now, max(0.0, (now - asked - INTERVAL_S) * 1000), (time.thread_time() - cpu) * 1000)
 
-    def record(self, now: float, lag_ms: float) -> None:
+    def record(self, now: float, lag_ms: float, cpu_ms: float | None = None) -> None:
         self.samples.append((now, lag_ms))
         while self.samples and self.samples[0][0] < now - WINDOW_S:
             self.samples.popleft()
         self.longest_ms = max(self.longest_ms, lag_ms)
         if lag_ms > self.warn_ms:
             self.stalls += 1
-            log.warning("node %d: event loop stalled for %.0f ms", self.node_id, lag_ms)
+            if cpu_ms is None:
+                log.warning("node %d: event loop stalled for %.0f ms", self.node_id, lag_ms)
+            else:
+                log.warning(
+                    "node %d: event loop stalled for %.0f ms (loop thread CPU %.0f ms)",
+                    self.node_id,
+                    lag_ms,
+                    cpu_ms,
+                )
 
     def reset(self) -> None:
         self.longest_ms = 0.0

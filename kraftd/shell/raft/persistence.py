@@ -7,7 +7,9 @@ Contracts:
    bootstrapped with directory ids (kraft.version 1), 0 with static ``controller.quorum.voters``.
 3. :meth:`DiskMirror.apply` executes TruncateLog/AppendBatches/PersistElectionState and the snapshot effects
    (WriteSnapshot, InstallSnapshot, DeleteLogBefore) synchronously; anything it cannot do raises (LogIOError is
-   fatal).
+   fatal). A WriteSnapshot whose id is in ``written`` is not written again: the snapshot writer already wrote
+   that file durably off the event loop before handing the snapshot to the core
+   (kraftd.shell.raft.snapshot_writer contract 1).
 4. :func:`load_snapshot_and_log` gives the core the latest snapshot and the log after it; a disk log that cannot
    continue after that snapshot (it ends before it or disagrees on its epoch) is emptied to start at its end,
    exactly as the core would drop it. :func:`older_snapshots` gives it the older snapshot files still retained
@@ -35,7 +37,7 @@ from kraftd.core.effects import (
     TruncateLog,
     WriteSnapshot,
 )
-from kraftd.core.log import LogBatch, ReplicatedLog
+from kraftd.core.log import LogBatch, OffsetAndEpoch, ReplicatedLog
 from kraftd.core.node import RaftNode
 from kraftd.core.snapshots import Snapshot, log_agrees, read_snapshot
 from kraftd.core.types import NO_LEADER, ElectionState, Listener, ReplicaKey, VoterSet
@@ -193,6 +195,7 @@ class DiskMirror:
     def __init__(self, storage: NodeStorage, setup: QuorumSetup) -> None:
         self.storage = storage
         self.setup = setup
+        self.written: set[OffsetAndEpoch] = set()  # snapshot files already written durably (contract 3)
 
     @property
     def log(self) -> MetadataLog:
@@ -205,6 +208,9 @@ class DiskMirror:
         pdir = self.storage.partition_dir
         fsync = self.storage.log.fsync_enabled
         if isinstance(effect, WriteSnapshot):
+            if effect.snapshot.snapshot_id in self.written:  # by the snapshot writer, off the loop
+                self.written.discard(effect.snapshot.snapshot_id)
+                return
             snapshots.write_snapshot(pdir, effect.snapshot, fsync=fsync)
         elif isinstance(effect, InstallSnapshot):
             snapshots.write_snapshot(pdir, effect.snapshot, fsync=fsync)

@@ -4,11 +4,14 @@ Contracts:
 1. When the core says a snapshot is due (record bytes or interval), the state machine is past the latest
    snapshot and no metadata transaction is open, :meth:`SnapshotWriter.poll` takes the committed image as it is
    (``MetadataImage.copy``: O(1), and the persistent image never changes under it, kraftd.controller.image 3)
-   with the end offset it holds, and encodes it as records in a worker thread (the O(image) part).
-2. The core is touched only by its driver (kraftd.shell.node contract 4): the encoded values are handed to
-   ``RaftClient.create_snapshot`` by the next :meth:`SnapshotWriter.poll` on the driver, which then steps the
-   core with a Tick so the WriteSnapshot effect runs. A snapshot that is no longer newer than the latest one
-   (e.g. one was installed from the leader meanwhile) is dropped.
+   with the end offset it holds and the core's plan for a snapshot there (``RaftClient.plan_snapshot``), and in a
+   worker thread encodes it as records, builds the snapshot's batches and writes its file durably (every
+   O(image) part: at 1M partitions the batches took ~0.8 s and the write and fsync ~0.6 s on the loop).
+2. The core is touched only by its driver (kraftd.shell.node contract 4): the built snapshot is handed to
+   ``RaftClient.add_snapshot`` by the next :meth:`SnapshotWriter.poll` on the driver, which then steps the
+   core with a Tick so the WriteSnapshot effect runs; the DiskMirror knows the file is already written and
+   durable (kraftd.shell.raft.persistence contract 3), so the log start moves only after it is. A snapshot that
+   is no longer newer than the latest one (e.g. one was installed from the leader meanwhile) is dropped.
 3. At most one snapshot is being encoded at a time; a failed encode is logged and retried when next due.
 """
 
@@ -19,16 +22,21 @@ import logging
 
 from kraftd.controller.image import MetadataImage
 from kraftd.controller.image_writer import snapshot_values
+from kraftd.core.snapshots import Snapshot
+from kraftd.core.snapshotting import SnapshotOffsetError, SnapshotPlan
 from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.raft.persistence import DiskMirror
+from kraftd.storage import snapshots
 
 log = logging.getLogger("kraftd.node")
 
 
 class SnapshotWriter:
-    def __init__(self, node: ControllerPort) -> None:
+    def __init__(self, node: ControllerPort, mirror: DiskMirror) -> None:
         self.node = node
+        self.mirror = mirror
         self._encoding: asyncio.Task[None] | None = None
-        self._ready: tuple[int, list[bytes]] | None = None
+        self._ready: Snapshot | None = None
 
     def _latest_end(self) -> int:
         latest = self.node.client.latest_snapshot
@@ -38,10 +46,17 @@ class SnapshotWriter:
         """Called by the driver after every step (contracts 1-2)."""
         node = self.node
         if self._ready is not None:
-            end, values = self._ready
-            self._ready = None
-            if end > self._latest_end():
-                snap = node.client.create_snapshot(end, values)
+            snap, self._ready = self._ready, None
+            if snap.snapshot_id.offset > self._latest_end():
+                self.mirror.written.add(snap.snapshot_id)
+                try:
+                    node.client.add_snapshot(snap)
+                except SnapshotOffsetError as exc:
+                    self.mirror.written.discard(snap.snapshot_id)
+                    log.warning(
+                        "node %d: snapshot %s dropped: %s", node.config.node_id, snap.snapshot_id, exc
+                    )
+                    return
                 log.info("node %d: wrote snapshot %s", node.config.node_id, snap.snapshot_id)
                 node.step_tick()
             return
@@ -51,12 +66,20 @@ class SnapshotWriter:
         if not node.client.snapshot_due() or not st.snapshot_safe:
             return
         end, image = st.end_offset, st.machine.committed.copy()
-        self._encoding = node.spawn_task(self._encode(end, image))
+        plan = node.client.plan_snapshot(end)
+        self._encoding = node.spawn_task(self._encode(end, image, plan))
 
-    async def _encode(self, end: int, image: MetadataImage) -> None:
+    def _build(self, image: MetadataImage, plan: SnapshotPlan) -> Snapshot:
+        """Contract 1, on the worker thread: nothing here touches the core or the loop."""
+        snap = plan.build(snapshot_values(image))
+        storage = self.node.storage
+        if storage is not None:
+            snapshots.write_snapshot(storage.partition_dir, snap, fsync=storage.log.fsync_enabled)
+        return snap
+
+    async def _encode(self, end: int, image: MetadataImage, plan: SnapshotPlan) -> None:
         try:
-            values = await asyncio.to_thread(snapshot_values, image)
-            self._ready = (end, values)
+            self._ready = await asyncio.to_thread(self._build, image, plan)
             self.node.queue_tick()
         except Exception as exc:  # noqa: BLE001 - contract 3
             log.warning("node %d: snapshot at offset %d not written: %s", self.node.config.node_id, end, exc)

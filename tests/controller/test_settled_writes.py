@@ -1,0 +1,84 @@
+"""A write's handler waits until the uncommitted view holds every appended record, applied in the drain's slices,
+instead of applying them all in one step through ``latest()`` (kraftd.shell.controller.glue contract 5, issue 24:
+a heartbeat arriving after a few 5k-partition CreateTopics writes applied them all at once, 0.5 s on the loop)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from generated.config_record import ConfigRecord
+from generated.feature_level_record import FeatureLevelRecord
+from kraftd.controller.machine import MetadataController
+from kraftd.shell.controller import glue
+from kwire.metadata_frame import encode_record
+
+RECORDS = 3000
+
+
+def test_settled_applies_the_appended_records_in_slices_between_loop_turns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(glue, "SLICE_S", 0.0)  # one REPLAY_STEP a turn
+    m = MetadataController(
+        1, [encode_record(FeatureLevelRecord(name="metadata.version", feature_level=30), 0)]
+    )
+    m.become_leader(1, 0)
+    assert m.activation_records() is not None and m.active
+    g = glue.ControllerGlue(Any, m)  # type: ignore[arg-type]  # no node: nothing here appends or steps
+    values = [
+        encode_record(ConfigRecord(resource_type=4, resource_name="", name="a", value=str(i)), 0)
+        for i in range(RECORDS)
+    ]
+    turns = 0
+
+    async def count() -> None:
+        nonlocal turns
+        while True:
+            turns += 1
+            await asyncio.sleep(0)
+
+    async def run() -> None:
+        counter = asyncio.create_task(count())
+        await asyncio.sleep(0)
+        m.append_later(1, values)
+        assert m.appended_pending
+        await g.settled()
+        counter.cancel()
+
+    asyncio.run(run())
+    assert not m.appended_pending and m.latest().offset == RECORDS
+    assert turns >= RECORDS // glue.REPLAY_STEP - 1  # the loop turned between the slices
+
+
+def test_settled_waits_only_for_what_was_appended_before_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stream of writes appended after a handler started waiting cannot starve it (a heartbeat)."""
+    monkeypatch.setattr(glue, "SLICE_S", 0.0)  # one REPLAY_STEP a turn: the writes outpace the drain
+    m = MetadataController(
+        1, [encode_record(FeatureLevelRecord(name="metadata.version", feature_level=30), 0)]
+    )
+    m.become_leader(1, 0)
+    assert m.activation_records() is not None and m.active
+    g = glue.ControllerGlue(Any, m)  # type: ignore[arg-type]
+
+    def values(n: int) -> list[bytes]:
+        return [
+            encode_record(ConfigRecord(resource_type=4, resource_name="", name="a", value=str(i)), 0)
+            for i in range(n)
+        ]
+
+    async def run() -> None:
+        m.append_later(1, values(500))
+        waiter = asyncio.create_task(g.settled())
+        end = 501
+        for _ in range(50):  # a write appended at every turn, faster than the drain applies them
+            await asyncio.sleep(0)
+            m.append_later(end, values(500))
+            end += 500
+            if waiter.done():
+                break
+        assert waiter.done() and m.appended_pending
+
+    asyncio.run(run())
