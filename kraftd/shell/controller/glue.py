@@ -12,6 +12,9 @@ Contracts:
    after commit; NotControllerError when this node is not the active controller.
 4. :meth:`ControllerGlue.run_idle_writes` appends the state machine's idle records (a NoOpRecord) every
    ``metadata.max.idle.interval.ms`` while this node is the active controller (kraftd.controller.machine 5).
+5. :meth:`ControllerGlue.run` is how an RPC handler answers with a controller operation's ControllerResult
+   (kraftd.controller.result): log its notes, write its records (contract 3), then its response and done lines
+   once they committed, else its ``failed`` response with the write's error (NOT_CONTROLLER).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kraftd.controller.image_writer import image_from_batches, snapshot_values
 from kraftd.controller.machine import MetadataController, NotControllerError
+from kraftd.controller.result import ControllerResult
 from kraftd.core.log import LogBatch
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.snapshots import Snapshot
@@ -41,6 +45,7 @@ class ControllerPort(RaftPort, Protocol):
 
 
 log = logging.getLogger("kraftd.controller")
+R = TypeVar("R")
 REPLAY_STEP = 100  # records between two looks at the clock
 SLICE_S = 0.02  # the longest a turn of the loop replays (100-200 us a partition record at 100k partitions)
 
@@ -160,7 +165,18 @@ class ControllerGlue:
                 except Exception as exc:  # noqa: BLE001 - the next interval tries again
                     log.debug("node %d: idle NoOpRecord not written: %s", self.node.config.node_id, exc)
 
-    async def try_write(self, records: list[Any]) -> ErrorCode:
+    async def run(self, result: ControllerResult[R]) -> R:
+        """Contract 5."""
+        for fmt, args in result.notes:
+            log.info(fmt, *args)
+        error = await self.try_write(result.records)
+        if error:
+            return result.failed(error)
+        for fmt, args in result.done:
+            log.info(fmt, *args)
+        return result.response
+
+    async def try_write(self, records: Sequence[Any]) -> ErrorCode:
         """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node
         is not, or stops being, the active controller before the records commit."""
         if not records:
