@@ -10,7 +10,11 @@ Contracts:
    every non-leader, :meth:`latest` is the committed image and writes are refused with NOT_CONTROLLER.
 3. The active leader keeps ``uncommitted``: the committed image plus its own appended, not yet committed,
    records; writes are validated against it (:meth:`latest`) and applied to it when appended
-   (:meth:`on_appended`). Losing leadership discards it.
+   (:meth:`on_appended`). Losing leadership discards it. 3a: the leader applies the record objects it framed
+   (:meth:`frame`, :meth:`append_records_later`), never decoding the bytes it just encoded (issue 23): the
+   encoding carries every field of the object at the version written (a non-default field the version lacks is
+   a MessageEncodeError; metadata records have no ignorable fields), so the object applied is the one every
+   replica decodes (tests/controller/test_applied_objects.py; the simulator's invariant 29).
 4. Activation (:meth:`activation_records`): the first time the leader becomes active it returns the records
    Kafka's controller writes on activation, to append as one atomic batch: an AbortTransactionRecord if a
    metadata transaction was left open; and, when the log holds no metadata.version, the bootstrap records
@@ -66,6 +70,7 @@ class Decoded:
     record: Any
 
 
+Framed = tuple[int, int, Any]  # (api key, version, record) of a record the leader framed (contract 3a)
 UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
 
 
@@ -140,7 +145,8 @@ class MetadataController:
         self._head: tuple[int, list[tuple[int, bytes]], int] | None = (
             None  # (next offset, values, next index)
         )
-        self._appended: deque[tuple[int, list[bytes], int]] = deque()  # (first offset, values, next index)
+        # (first offset, framed values or (api key, version, record) objects, next index): contracts 3, 3a
+        self._appended: deque[tuple[int, list[Any], int]] = deque()
 
     # ---- replay (contracts 1, 6) ------------------------------------------------------------------------------
     def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
@@ -286,6 +292,17 @@ class MetadataController:
         mv = self.write_metadata_version()
         return [encode_record(r, record_version(type(r).API_KEY, mv)) for r in records]
 
+    def frame(self, records: Sequence[Any]) -> tuple[list[bytes], list[Framed]]:
+        """Contract 3a: :meth:`encode`, with each record's (api key, version, record) as the leader applies it."""
+        mv = self.write_metadata_version()
+        framed = [(k, record_version(k, mv), r) for r in records for k in (type(r).API_KEY,)]
+        return [encode_record(r, v) for _, v, r in framed], framed
+
+    def append_records_later(self, first_offset: int, framed: Sequence[Framed]) -> None:
+        """Contract 3a: :meth:`append_later` with the objects :meth:`frame` returned (nothing decoded)."""
+        if self.uncommitted is not None:
+            self._appended.append((first_offset, list(framed), 0))
+
     def on_appended(self, first_offset: int, values: Sequence[bytes]) -> None:
         """Apply the framed records the leader appended at ``first_offset``.. to the uncommitted view, decoded
         exactly as every replica will decode them."""
@@ -305,7 +322,11 @@ class MetadataController:
             first, values, i = self._appended[0]
             stop = len(values) if budget is None else min(len(values), i + budget - n)
             for j in range(i, stop):
-                key, version, obj = decode_metadata_record(values[j])
+                item = values[j]
+                if isinstance(item, tuple):  # contract 3a: the object the leader framed
+                    key, version, obj = item
+                else:
+                    key, version, obj = decode_metadata_record(item)
                 apply_record(self.uncommitted, first + j, key, version, obj)
             n += stop - i
             if stop < len(values):

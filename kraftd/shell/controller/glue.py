@@ -145,10 +145,10 @@ class ControllerGlue:
     async def write(self, records: Sequence[Any]) -> int:
         """Append ``records`` atomically as the active controller; the last offset once committed."""
         self.machine.check_active()
-        values = self.machine.encode(records)
+        values, framed = self.machine.frame(records)  # machine contract 3a: applied as objects
 
         def applied(rng: OffsetRange) -> None:
-            self.machine.append_later(rng.first, values)
+            self.machine.append_records_later(rng.first, framed)
             if not self._draining:
                 self._drain()
 
