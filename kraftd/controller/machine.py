@@ -10,11 +10,12 @@ Contracts:
    every non-leader, :meth:`latest` is the committed image and writes are refused with NOT_CONTROLLER.
 3. The active leader keeps ``uncommitted``: the committed image plus its own appended, not yet committed,
    records; writes are validated against it (:meth:`latest`) and applied to it when appended
-   (:meth:`on_appended`). Losing leadership discards it. 3a: the leader applies the record objects it framed
-   (:meth:`frame`, :meth:`append_records_later`), never decoding the bytes it just encoded (issue 23): the
-   encoding carries every field of the object at the version written (a non-default field the version lacks is
-   a MessageEncodeError; metadata records have no ignorable fields), so the object applied is the one every
-   replica decodes (tests/controller/test_applied_objects.py; the simulator's invariant 29).
+   (:meth:`on_appended`). Losing leadership discards it.
+3b. The leader applies the record objects it framed (:meth:`frame`, :meth:`append_records_later`), never decoding
+   the bytes it just encoded (issue 23): the encoding carries every field of the object at the version written (a
+   non-default field the version lacks is a MessageEncodeError; metadata records have no ignorable fields), so
+   the object applied is the one every replica decodes (tests/controller/test_applied_objects.py; the
+   simulator's invariant 29).
 4. Activation (:meth:`activation_records`): the first time the leader becomes active it returns the records
    Kafka's controller writes on activation, to append as one atomic batch: an AbortTransactionRecord if a
    metadata transaction was left open; and, when the log holds no metadata.version, the bootstrap records
@@ -70,7 +71,7 @@ class Decoded:
     record: Any
 
 
-Framed = tuple[int, int, Any]  # (api key, version, record) of a record the leader framed (contract 3a)
+Framed = tuple[int, int, Any]  # (api key, version, record) of a record the leader framed (contract 3b)
 UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
 
 
@@ -145,7 +146,7 @@ class MetadataController:
         self._head: tuple[int, list[tuple[int, bytes]], int] | None = (
             None  # (next offset, values, next index)
         )
-        # (first offset, framed values or (api key, version, record) objects, next index): contracts 3, 3a
+        # (first offset, framed values or (api key, version, record) objects, next index): contracts 3, 3b
         self._appended: deque[tuple[int, list[Any], int]] = deque()
 
     # ---- replay (contracts 1, 6) ------------------------------------------------------------------------------
@@ -293,13 +294,13 @@ class MetadataController:
         return [encode_record(r, record_version(type(r).API_KEY, mv)) for r in records]
 
     def frame(self, records: Sequence[Any]) -> tuple[list[bytes], list[Framed]]:
-        """Contract 3a: :meth:`encode`, with each record's (api key, version, record) as the leader applies it."""
+        """Contract 3b: :meth:`encode`, with each record's (api key, version, record) as the leader applies it."""
         mv = self.write_metadata_version()
         framed = [(k, record_version(k, mv), r) for r in records for k in (type(r).API_KEY,)]
         return [encode_record(r, v) for _, v, r in framed], framed
 
     def append_records_later(self, first_offset: int, framed: Sequence[Framed]) -> None:
-        """Contract 3a: :meth:`append_later` with the objects :meth:`frame` returned (nothing decoded)."""
+        """Contract 3b: :meth:`append_later` with the objects :meth:`frame` returned (nothing decoded)."""
         if self.uncommitted is not None:
             self._appended.append((first_offset, list(framed), 0))
 
@@ -323,7 +324,7 @@ class MetadataController:
             stop = len(values) if budget is None else min(len(values), i + budget - n)
             for j in range(i, stop):
                 item = values[j]
-                if isinstance(item, tuple):  # contract 3a: the object the leader framed
+                if isinstance(item, tuple):  # contract 3b: the object the leader framed
                     key, version, obj = item
                 else:
                     key, version, obj = decode_metadata_record(item)

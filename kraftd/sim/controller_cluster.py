@@ -188,7 +188,7 @@ class ControllerCluster(Cluster):
         if not records:
             reply(ErrorCode.NONE)
             return
-        values, framed = m.frame(records)  # the shell's path (kraftd.controller.machine contract 3a)
+        values, framed = m.frame(records)  # the shell's path (kraftd.controller.machine contract 3b)
         try:
             rng = core.append(values)
         except NotLeaderError:

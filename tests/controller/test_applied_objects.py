@@ -1,5 +1,5 @@
 """The leader applies the record objects it framed, not the bytes it encoded (kraftd.controller.machine contract
-3a, issue 23).
+3b, issue 23).
 
 Invariants:
 1. For every record type (tests.helpers.controller.records, at every metadata.version of MVS) applying the

@@ -145,7 +145,7 @@ class ControllerGlue:
     async def write(self, records: Sequence[Any]) -> int:
         """Append ``records`` atomically as the active controller; the last offset once committed."""
         self.machine.check_active()
-        values, framed = self.machine.frame(records)  # machine contract 3a: applied as objects
+        values, framed = self.machine.frame(records)  # machine contract 3b: applied as objects
 
         def applied(rng: OffsetRange) -> None:
             self.machine.append_records_later(rng.first, framed)
