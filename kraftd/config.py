@@ -21,11 +21,35 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kraftd.config_values import (
+    ConfigError,
+    Endpoint,
+    StaticVoter,
+    csv_items,
+    flag_value,
+    host_port,
+    int_value,
+    parse_endpoints,
+    parse_properties,
+    parse_voters,
+)
 from kraftd.controller.tokens import TokenSettings
 from kraftd.core.config import QuorumConfig
 from kraftd.security import PROTOCOLS, SECURITY_KEYS, ListenerSecurity, is_security_key, listener_security
-from kwire.errors import KraftError
 from kwire.limits import DEFAULT_IDLE_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_REQUEST_BYTES, ListenerLimits
+
+# The value types and parsers live in kraftd.config_values; importers keep using them from here.
+__all__ = [
+    "ConfigError",
+    "Endpoint",
+    "KraftConfig",
+    "StaticVoter",
+    "config_from_properties",
+    "load_config",
+    "parse_endpoints",
+    "parse_properties",
+    "parse_voters",
+]
 
 log = logging.getLogger("kraftd.config")
 
@@ -46,32 +70,6 @@ DEFAULT_PROTOCOL_MAP = {
     "SASL_PLAINTEXT": "SASL_PLAINTEXT",
     "SASL_SSL": "SASL_SSL",
 }
-
-
-class ConfigError(KraftError):
-    """``server.properties`` is malformed or holds a value this controller cannot run with."""
-
-
-@dataclass(frozen=True, slots=True)
-class Endpoint:
-    """One listener: ``NAME://host:port``. An empty host means every interface (bind) / unknown (advertise)."""
-
-    name: str
-    host: str
-    port: int
-
-    def __str__(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"{self.name}://{host}:{self.port}"
-
-
-@dataclass(frozen=True, slots=True)
-class StaticVoter:
-    """One entry of ``controller.quorum.voters`` (``id@host:port``)."""
-
-    node_id: int
-    host: str
-    port: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,166 +140,6 @@ class KraftConfig:
         return tuple(out)
 
 
-# --------------------------------------------------------------------------------------------------- parsing
-
-
-def _logical_lines(text: str) -> list[str]:
-    """Join continuation lines; drop blanks and comments (contract 1)."""
-    out: list[str] = []
-    pending: str | None = None
-    for raw in text.splitlines():
-        line = raw.lstrip(" \t\f")
-        if pending is None:
-            if not line or line[0] in "#!":
-                continue
-        trailing = len(line) - len(line.rstrip("\\"))
-        if trailing % 2 == 1:
-            pending = (pending or "") + line[:-1]
-            continue
-        out.append((pending or "") + line)
-        pending = None
-    if pending is not None:
-        out.append(pending)
-    return out
-
-
-def _unescape(s: str, key: str) -> str:
-    out: list[str] = []
-    i = 0
-    while i < len(s):
-        c = s[i]
-        if c != "\\":
-            out.append(c)
-            i += 1
-            continue
-        if i + 1 >= len(s):
-            break
-        n = s[i + 1]
-        if n == "u":
-            hexdigits = s[i + 2 : i + 6]
-            if len(hexdigits) != 4 or any(h not in "0123456789abcdefABCDEF" for h in hexdigits):
-                raise ConfigError(f"{key or 'properties'}: malformed \\uXXXX escape {s[i : i + 6]!r}")
-            out.append(chr(int(hexdigits, 16)))
-            i += 6
-            continue
-        out.append({"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(n, n))
-        i += 2
-    return "".join(out)
-
-
-def _split_key(line: str) -> tuple[str, str]:
-    i = 0
-    while i < len(line):
-        c = line[i]
-        if c == "\\":
-            i += 2
-            continue
-        if c in "=: \t\f":
-            break
-        i += 1
-    key, rest = line[:i], line[i:]
-    rest = rest.lstrip(" \t\f")
-    if rest[:1] in ("=", ":"):
-        rest = rest[1:].lstrip(" \t\f")
-    return key, rest
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Parse Java ``.properties`` text into an ordered dict (contract 1)."""
-    props: dict[str, str] = {}
-    for line in _logical_lines(text):
-        raw_key, raw_value = _split_key(line)
-        key = _unescape(raw_key, "")
-        props[key] = _unescape(raw_value, key)
-    return props
-
-
-# ------------------------------------------------------------------------------------------------ validation
-
-
-def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:
-    raw = (props.get(key) or "").strip().lower()
-    if raw in ("true", "false"):
-        return raw == "true"
-    if raw:
-        raise ConfigError(f"{key}: {raw!r} is not a boolean; expected true or false")
-    return default
-
-
-def _int(props: Mapping[str, str], key: str, default: int | None, minimum: int) -> int:
-    raw = props.get(key)
-    if raw is None or raw.strip() == "":
-        if default is None:
-            raise ConfigError(f"{key}: required; expected an integer >= {minimum}")
-        return default
-    try:
-        value = int(raw.strip())
-    except ValueError:
-        raise ConfigError(f"{key}: {raw!r} is not an integer; expected an integer >= {minimum}") from None
-    if value < minimum:
-        raise ConfigError(f"{key}: {value} is out of range; expected an integer >= {minimum}")
-    return value
-
-
-def _csv(raw: str | None) -> list[str]:
-    if raw is None:
-        return []
-    return [p.strip() for p in raw.split(",") if p.strip()]
-
-
-def _host_port(text: str, key: str, form: str) -> tuple[str, int]:
-    if text.startswith("["):
-        close = text.find("]")
-        if close < 0 or text[close + 1 : close + 2] != ":":
-            raise ConfigError(f"{key}: {text!r} is malformed; expected {form}")
-        host, port_text = text[1:close], text[close + 2 :]
-    else:
-        host, sep, port_text = text.rpartition(":")
-        if not sep:
-            raise ConfigError(f"{key}: {text!r} has no port; expected {form}")
-    try:
-        port = int(port_text)
-    except ValueError:
-        raise ConfigError(f"{key}: {text!r} has a non-numeric port; expected {form}") from None
-    if not 0 <= port <= 65535:
-        raise ConfigError(f"{key}: port {port} is out of range 0-65535; expected {form}")
-    return host, port
-
-
-def parse_endpoints(raw: str | None, key: str) -> tuple[Endpoint, ...]:
-    form = "a comma-separated list of NAME://host:port"
-    out: list[Endpoint] = []
-    for item in _csv(raw):
-        name, sep, rest = item.partition("://")
-        if not sep or not name:
-            raise ConfigError(f"{key}: {item!r} is malformed; expected {form}")
-        host, port = _host_port(rest, key, form)
-        if any(e.name == name.upper() for e in out):
-            raise ConfigError(f"{key}: listener name {name!r} appears twice; expected {form}")
-        out.append(Endpoint(name.upper(), host, port))
-    return tuple(out)
-
-
-def parse_voters(raw: str | None, key: str = "controller.quorum.voters") -> tuple[StaticVoter, ...]:
-    form = "a comma-separated list of id@host:port"
-    out: list[StaticVoter] = []
-    for item in _csv(raw):
-        id_text, sep, rest = item.partition("@")
-        if not sep:
-            raise ConfigError(f"{key}: {item!r} has no '@'; expected {form}")
-        try:
-            node_id = int(id_text)
-        except ValueError:
-            raise ConfigError(f"{key}: {item!r} has a non-numeric id; expected {form}") from None
-        if node_id < 0:
-            raise ConfigError(f"{key}: {item!r} has a negative id; expected {form}")
-        host, port = _host_port(rest, key, form)
-        if any(v.node_id == node_id for v in out):
-            raise ConfigError(f"{key}: voter id {node_id} appears twice; expected {form}")
-        out.append(StaticVoter(node_id, host, port))
-    return tuple(out)
-
-
 def _protocol_map(raw: str | None, controller_names: list[str]) -> dict[str, str]:
     key = "listener.security.protocol.map"
     if raw is None:
@@ -311,7 +149,7 @@ def _protocol_map(raw: str | None, controller_names: list[str]) -> dict[str, str
             mapping.setdefault(name, "PLAINTEXT")
         return mapping
     mapping = {}
-    for item in _csv(raw):
+    for item in csv_items(raw):
         name, sep, proto = item.partition(":")
         if not sep or not name or not proto:
             raise ConfigError(
@@ -376,16 +214,16 @@ def _warn_unknown(props: Mapping[str, str]) -> tuple[str, ...]:
 def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
     """Validate parsed properties into a :class:`KraftConfig` (contracts 2-4)."""
     unknown = _warn_unknown(props)  # first: a mistyped key is often why validation fails below
-    node_id = _int(props, "node.id", None, 0)
+    node_id = int_value(props, "node.id", None, 0)
 
-    roles = tuple(r.lower() for r in _csv(props.get("process.roles")))
+    roles = tuple(r.lower() for r in csv_items(props.get("process.roles")))
     if roles != ("controller",):
         raise ConfigError(
             f"process.roles: {props.get('process.roles')!r} is not supported; expected 'controller' "
             "(kraftd runs KRaft controllers only)"
         )
 
-    names = [n.upper() for n in _csv(props.get("controller.listener.names"))]
+    names = [n.upper() for n in csv_items(props.get("controller.listener.names"))]
     if not names:
         raise ConfigError(
             "controller.listener.names: required; expected a comma-separated list of listener names"
@@ -413,13 +251,13 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
             )
     security = listener_security(props, names[0], proto_map[names[0]], ConfigError)
 
-    dirs = _csv(props.get("log.dirs")) or _csv(props.get("log.dir"))
+    dirs = csv_items(props.get("log.dirs")) or csv_items(props.get("log.dir"))
     log_dir = props.get("metadata.log.dir", "").strip() or (dirs or [DEFAULT_LOG_DIR])[0]
 
     voters = parse_voters(props.get("controller.quorum.voters"))
     bootstrap = tuple(
-        _host_port(item, "controller.quorum.bootstrap.servers", "a comma-separated list of host:port")
-        for item in _csv(props.get("controller.quorum.bootstrap.servers"))
+        host_port(item, "controller.quorum.bootstrap.servers", "a comma-separated list of host:port")
+        for item in csv_items(props.get("controller.quorum.bootstrap.servers"))
     )
     if not voters and not bootstrap:
         raise ConfigError(
@@ -443,54 +281,62 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         quorum_voters=voters,
         bootstrap_servers=bootstrap,
         auto_join=_bool(props, "controller.quorum.auto.join.enable"),
-        election_timeout_ms=_int(
+        election_timeout_ms=int_value(
             props, "controller.quorum.election.timeout.ms", _QUORUM_DEFAULTS.election_timeout_ms, 1
         ),
-        fetch_timeout_ms=_int(
+        fetch_timeout_ms=int_value(
             props, "controller.quorum.fetch.timeout.ms", _QUORUM_DEFAULTS.fetch_timeout_ms, 1
         ),
-        election_backoff_max_ms=_int(
+        election_backoff_max_ms=int_value(
             props, "controller.quorum.election.backoff.max.ms", _QUORUM_DEFAULTS.election_backoff_max_ms, 1
         ),
-        request_timeout_ms=_int(
+        request_timeout_ms=int_value(
             props, "controller.quorum.request.timeout.ms", _QUORUM_DEFAULTS.request_timeout_ms, 1
         ),
-        retry_backoff_ms=_int(
+        retry_backoff_ms=int_value(
             props, "controller.quorum.retry.backoff.ms", _QUORUM_DEFAULTS.retry_backoff_ms, 0
         ),
-        append_linger_ms=_int(
+        append_linger_ms=int_value(
             props, "controller.quorum.append.linger.ms", _QUORUM_DEFAULTS.append_linger_ms, 0
         ),
-        segment_bytes=_int(props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES),
-        segment_ms=_int(props, "metadata.log.segment.ms", DEFAULT_SEGMENT_MS, 1),
-        retention_bytes=_int(props, "metadata.max.retention.bytes", _QUORUM_DEFAULTS.retention_bytes, -1),
-        retention_ms=_int(props, "metadata.max.retention.ms", _QUORUM_DEFAULTS.retention_ms, -1),
-        max_idle_interval_ms=_int(props, "metadata.max.idle.interval.ms", DEFAULT_MAX_IDLE_INTERVAL_MS, 0),
-        broker_session_timeout_ms=_int(
+        segment_bytes=int_value(
+            props, "metadata.log.segment.bytes", DEFAULT_SEGMENT_BYTES, MIN_SEGMENT_BYTES
+        ),
+        segment_ms=int_value(props, "metadata.log.segment.ms", DEFAULT_SEGMENT_MS, 1),
+        retention_bytes=int_value(
+            props, "metadata.max.retention.bytes", _QUORUM_DEFAULTS.retention_bytes, -1
+        ),
+        retention_ms=int_value(props, "metadata.max.retention.ms", _QUORUM_DEFAULTS.retention_ms, -1),
+        max_idle_interval_ms=int_value(
+            props, "metadata.max.idle.interval.ms", DEFAULT_MAX_IDLE_INTERVAL_MS, 0
+        ),
+        broker_session_timeout_ms=int_value(
             props, "broker.session.timeout.ms", DEFAULT_BROKER_SESSION_TIMEOUT_MS, 1
         ),
-        snapshot_interval_ms=_int(
+        snapshot_interval_ms=int_value(
             props, "metadata.log.max.snapshot.interval.ms", _QUORUM_DEFAULTS.snapshot_interval_ms, 0
         ),
-        snapshot_max_record_bytes=_int(
+        snapshot_max_record_bytes=int_value(
             props,
             "metadata.log.max.record.bytes.between.snapshots",
             _QUORUM_DEFAULTS.snapshot_max_record_bytes,
             1,
         ),
-        metrics_port=_int(props, "metrics.port", -1, -1),
-        auto_leader_rebalance=_flag(props, "auto.leader.rebalance.enable", True),
-        leader_imbalance_check_interval_s=_int(props, "leader.imbalance.check.interval.seconds", 300, 1),
+        metrics_port=int_value(props, "metrics.port", -1, -1),
+        auto_leader_rebalance=flag_value(props, "auto.leader.rebalance.enable", True),
+        leader_imbalance_check_interval_s=int_value(props, "leader.imbalance.check.interval.seconds", 300, 1),
         log_dirs=tuple(Path(d) for d in dirs),
         unknown_keys=unknown,
         security=security,
         tokens=TokenSettings(
             secret_key=props.get("delegation.token.secret.key", "").strip() or None,
-            max_lifetime_ms=_int(
+            max_lifetime_ms=int_value(
                 props, "delegation.token.max.lifetime.ms", _TOKEN_DEFAULTS.max_lifetime_ms, 1
             ),
-            expiry_time_ms=_int(props, "delegation.token.expiry.time.ms", _TOKEN_DEFAULTS.expiry_time_ms, 1),
-            expiry_check_interval_ms=_int(
+            expiry_time_ms=int_value(
+                props, "delegation.token.expiry.time.ms", _TOKEN_DEFAULTS.expiry_time_ms, 1
+            ),
+            expiry_check_interval_ms=int_value(
                 props,
                 "delegation.token.expiry.check.interval.ms",
                 _TOKEN_DEFAULTS.expiry_check_interval_ms,
@@ -502,9 +348,9 @@ def config_from_properties(props: Mapping[str, str]) -> KraftConfig:
         if props.get("kraftd.test.fsync.delay.file", "").strip()
         else None,
         limits=ListenerLimits(
-            max_request_bytes=_int(props, "socket.request.max.bytes", DEFAULT_MAX_REQUEST_BYTES, 1),
-            idle_ms=_int(props, "connections.max.idle.ms", DEFAULT_IDLE_MS, 1),
-            max_connections=_int(props, "max.connections", DEFAULT_MAX_CONNECTIONS, 1),
+            max_request_bytes=int_value(props, "socket.request.max.bytes", DEFAULT_MAX_REQUEST_BYTES, 1),
+            idle_ms=int_value(props, "connections.max.idle.ms", DEFAULT_IDLE_MS, 1),
+            max_connections=int_value(props, "max.connections", DEFAULT_MAX_CONNECTIONS, 1),
         ),
     )
 

@@ -33,134 +33,55 @@ import base64
 import hashlib
 import hmac
 import os
-import re
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from generated.sasl_authenticate_request import SaslAuthenticateRequest
 from generated.sasl_authenticate_response import SaslAuthenticateResponse
 from generated.sasl_handshake_request import SaslHandshakeRequest
 from generated.sasl_handshake_response import SaslHandshakeResponse
-from kwire.errors import ErrorCode, KraftError, RemoteProtocolError
+from kwire.errors import ErrorCode
+from kwire.sasl_base import (
+    API_VERSIONS,
+    MECHANISMS,
+    SASL_AUTHENTICATE,
+    SASL_HANDSHAKE,
+    SCRAM_HASHES,
+    SCRAM_ITERATIONS,
+    CredentialStore,
+    JaasCredentials,
+    SaslAuthenticationError,
+    SaslStateError,
+    ScramCredential,
+    b64,
+    parse_jaas,
+    scram_attrs,
+    scram_credential,
+    unescape_user,
+    xor_bytes,
+)
+from kwire.sasl_client import SaslClientConfig, client_exchange
 
-SASL_HANDSHAKE, SASL_AUTHENTICATE, API_VERSIONS = 17, 36, 18
-SCRAM_HASHES = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
-MECHANISMS = ("PLAIN", *SCRAM_HASHES)
-SCRAM_ITERATIONS = 4096
-
-
-class SaslAuthenticationError(KraftError):
-    """Authentication failed or the SASL exchange broke (``error_code`` is Kafka's)."""
-
-    error_code = ErrorCode.SASL_AUTHENTICATION_FAILED
-
-
-class SaslStateError(RemoteProtocolError):
-    """A request the connection's SASL state does not admit (the connection closes)."""
-
-    error_code = ErrorCode.ILLEGAL_SASL_STATE
-
-
-# ------------------------------------------------------------------------------------------------ credentials
-
-
-@dataclass(frozen=True, slots=True)
-class ScramCredential:
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
-def scram_credential(mechanism: str, password: str, salt: bytes, iterations: int) -> ScramCredential:
-    h = SCRAM_HASHES[mechanism]
-    salted = hashlib.pbkdf2_hmac(h, password.encode(), salt, iterations)
-    client_key = hmac.digest(salted, b"Client Key", h)
-    return ScramCredential(
-        salt, hashlib.new(h, client_key).digest(), hmac.digest(salted, b"Server Key", h), iterations
-    )
-
-
-class CredentialStore(Protocol):
-    def plain_password(self, user: str) -> str | None: ...
-
-    def scram(self, mechanism: str, user: str) -> ScramCredential | None: ...
-
-
-_OPTION = re.compile(r'([A-Za-z0-9_.\-]+)\s*=\s*(?:"((?:[^"\\]|\\.)*)"|([^\s;"]+))')
-
-
-def parse_jaas(text: str) -> tuple[str, dict[str, str]]:
-    """(login module class, options) of one ``sasl.jaas.config`` entry."""
-    head = text.strip().split(None, 2)
-    if len(head) < 2:
-        raise SaslAuthenticationError(
-            f"sasl.jaas.config: {text[:60]!r} is not '<LoginModule> <flag> k=v ...;'"
-        )
-    options = {
-        m.group(1): (m.group(2) if m.group(2) is not None else m.group(3)).replace('\\"', '"')
-        for m in _OPTION.finditer(text.split(None, 2)[2] if len(head) == 3 else "")
-    }
-    return head[0], options
-
-
-@dataclass
-class JaasCredentials:
-    """Contract 2: users from ``user_<name>="<password>"`` options of the listener's JAAS entries."""
-
-    users: dict[str, str] = field(default_factory=dict)
-    _scram: dict[tuple[str, str], ScramCredential] = field(default_factory=dict)
-
-    @classmethod
-    def from_jaas(cls, texts: Mapping[str, str]) -> JaasCredentials:
-        users: dict[str, str] = {}
-        for text in texts.values():
-            for key, value in parse_jaas(text)[1].items():
-                if key.startswith("user_"):
-                    users[key[5:]] = value
-        return cls(users)
-
-    def plain_password(self, user: str) -> str | None:
-        return self.users.get(user)
-
-    def scram(self, mechanism: str, user: str) -> ScramCredential | None:
-        if user not in self.users or mechanism not in SCRAM_HASHES:
-            return None
-        key = (mechanism, user)
-        if key not in self._scram:
-            self._scram[key] = scram_credential(mechanism, self.users[user], os.urandom(16), SCRAM_ITERATIONS)
-        return self._scram[key]
-
-
-# ------------------------------------------------------------------------------------------------ SCRAM helpers
-
-
-def _b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
-def _attrs(message: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for part in message.split(","):
-        if len(part) < 2 or part[1] != "=":
-            raise SaslAuthenticationError(f"malformed SCRAM message {message[:60]!r}")
-        out.setdefault(part[0], part[2:])
-    return out
-
-
-def _unescape_user(name: str) -> str:
-    if re.search(r"=(?!2C|3D)", name):
-        raise SaslAuthenticationError("malformed SCRAM user name")
-    return name.replace("=2C", ",").replace("=3D", "=")
-
-
-def _escape_user(name: str) -> str:
-    return name.replace("=", "=3D").replace(",", "=2C")
-
-
-def _xor(a: bytes, b: bytes) -> bytes:
-    return bytes(x ^ y for x, y in zip(a, b, strict=True))
+# The shared pieces live in kwire.sasl_base, the client in kwire.sasl_client; importers keep using them from here.
+__all__ = [
+    "API_VERSIONS",
+    "MECHANISMS",
+    "SASL_AUTHENTICATE",
+    "SASL_HANDSHAKE",
+    "SCRAM_HASHES",
+    "SCRAM_ITERATIONS",
+    "CredentialStore",
+    "JaasCredentials",
+    "SaslAuthenticationError",
+    "SaslClientConfig",
+    "SaslServerConfig",
+    "SaslStateError",
+    "ScramCredential",
+    "ServerSession",
+    "client_exchange",
+    "parse_jaas",
+    "scram_credential",
+]
 
 
 class _ScramServer:
@@ -185,10 +106,10 @@ class _ScramServer:
                 raise SaslAuthenticationError("malformed SCRAM client-first message")
             self.gs2 = text[: gs2_end + 1]
             self.client_first_bare = text[gs2_end + 1 :]
-            attrs = _attrs(self.client_first_bare)
+            attrs = scram_attrs(self.client_first_bare)
             if "n" not in attrs or "r" not in attrs:
                 raise SaslAuthenticationError("SCRAM client-first message lacks n= or r=")
-            self.user = _unescape_user(attrs["n"])
+            self.user = unescape_user(attrs["n"])
             cred = self.store.scram(self.mechanism, self.user)
             # An unknown user gets a decoy (no PBKDF2 spent on it; its proof can never verify), so the
             # exchange looks the same as for a wrong password.
@@ -198,15 +119,15 @@ class _ScramServer:
             )
             self.known = cred is not None
             self.nonce = attrs["r"] + base64.b64encode(self.random_bytes(18)).decode().rstrip("=")
-            self.server_first = f"r={self.nonce},s={_b64(self.cred.salt)},i={self.cred.iterations}"
+            self.server_first = f"r={self.nonce},s={b64(self.cred.salt)},i={self.cred.iterations}"
             self.step = 1
             return self.server_first.encode(), False
         if self.step == 1:
-            attrs = _attrs(text)
+            attrs = scram_attrs(text)
             proof_at = text.rfind(",p=")
             if proof_at < 0 or attrs.get("r") != self.nonce:
                 raise SaslAuthenticationError("invalid SCRAM client-final message")
-            if attrs.get("c") != _b64(self.gs2.encode()):
+            if attrs.get("c") != b64(self.gs2.encode()):
                 raise SaslAuthenticationError("SCRAM channel binding does not match")
             auth_message = f"{self.client_first_bare},{self.server_first},{text[:proof_at]}".encode()
             signature = hmac.digest(self.cred.stored_key, auth_message, self.h)
@@ -216,13 +137,13 @@ class _ScramServer:
                 raise SaslAuthenticationError("invalid SCRAM client proof") from None
             if len(proof) != len(signature):
                 raise SaslAuthenticationError(_invalid(self.mechanism))
-            client_key = _xor(proof, signature)
+            client_key = xor_bytes(proof, signature)
             ok = hmac.compare_digest(hashlib.new(self.h, client_key).digest(), self.cred.stored_key)
             if not (ok and self.known):
                 raise SaslAuthenticationError(_invalid(self.mechanism))
             self.step = 2
             server_sig = hmac.digest(self.cred.server_key, auth_message, self.h)
-            return f"v={_b64(server_sig)}".encode(), True
+            return f"v={b64(server_sig)}".encode(), True
         raise SaslStateError("SCRAM exchange already complete")
 
 
@@ -355,68 +276,3 @@ class ServerSession:
         lifetime = self.config.reauth_ms if version >= 1 else 0
         self.expires_ms = now_ms + lifetime if lifetime > 0 else None
         return SaslAuthenticateResponse(ErrorCode.NONE, None, out, session_lifetime_ms=lifetime)
-
-
-# ------------------------------------------------------------------------------------------------ client side
-
-
-@dataclass(frozen=True, slots=True)
-class SaslClientConfig:
-    mechanism: str
-    username: str
-    password: str
-
-    @classmethod
-    def from_jaas(cls, mechanism: str, text: str) -> SaslClientConfig:
-        _, options = parse_jaas(text)
-        if "username" not in options or "password" not in options:
-            raise SaslAuthenticationError("sasl.jaas.config: the client side needs username= and password=")
-        return cls(mechanism.upper(), options["username"], options["password"])
-
-
-Request = Callable[[Any], Awaitable[Any]]
-
-
-def _check(resp: Any, what: str) -> None:
-    if resp.error_code != ErrorCode.NONE:
-        code = ErrorCode.from_code(resp.error_code)
-        msg = getattr(resp, "error_message", None) or code.message
-        raise SaslAuthenticationError(f"{what}: {code.name}: {msg}", code)
-
-
-async def client_exchange(request: Request, cfg: SaslClientConfig) -> int:
-    """Contract 5."""
-    if cfg.mechanism not in MECHANISMS:
-        raise SaslAuthenticationError(f"SASL mechanism {cfg.mechanism} is not supported by this client")
-    _check(await request(SaslHandshakeRequest(cfg.mechanism)), "SaslHandshake")
-    if cfg.mechanism == "PLAIN":
-        resp = await request(SaslAuthenticateRequest(f"\0{cfg.username}\0{cfg.password}".encode()))
-        _check(resp, "SaslAuthenticate")
-        return int(getattr(resp, "session_lifetime_ms", 0))
-    h = SCRAM_HASHES[cfg.mechanism]
-    nonce = base64.b64encode(os.urandom(18)).decode().rstrip("=")
-    first_bare = f"n={_escape_user(cfg.username)},r={nonce}"
-    resp = await request(SaslAuthenticateRequest(f"n,,{first_bare}".encode()))
-    _check(resp, "SaslAuthenticate")
-    server_first = bytes(resp.auth_bytes).decode("utf-8", "replace")
-    attrs = _attrs(server_first)
-    if not attrs.get("r", "").startswith(nonce) or "s" not in attrs or "i" not in attrs:
-        raise SaslAuthenticationError("invalid SCRAM server-first message")
-    iterations = int(attrs["i"])
-    if iterations < SCRAM_ITERATIONS:
-        raise SaslAuthenticationError(f"SCRAM iteration count {iterations} is below {SCRAM_ITERATIONS}")
-    salted = hashlib.pbkdf2_hmac(h, cfg.password.encode(), base64.b64decode(attrs["s"]), iterations)
-    client_key = hmac.digest(salted, b"Client Key", h)
-    stored = hashlib.new(h, client_key).digest()
-    without_proof = f"c={_b64(b'n,,')},r={attrs['r']}"
-    auth_message = f"{first_bare},{server_first},{without_proof}".encode()
-    proof = _xor(client_key, hmac.digest(stored, auth_message, h))
-    resp = await request(SaslAuthenticateRequest(f"{without_proof},p={_b64(proof)}".encode()))
-    _check(resp, "SaslAuthenticate")
-    expected = hmac.digest(hmac.digest(salted, b"Server Key", h), auth_message, h)
-    final = _attrs(bytes(resp.auth_bytes).decode("utf-8", "replace"))
-    if final.get("v") != _b64(expected):
-        raise SaslAuthenticationError(
-            "the server's SCRAM signature is wrong (not the server holding our credential)"
-        )
-    return int(getattr(resp, "session_lifetime_ms", 0))

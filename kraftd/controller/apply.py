@@ -15,12 +15,18 @@ Contracts:
 5. Copy-on-write (kraftd.controller.image invariant 3): a handler never changes a map or a state object an image
    holds; it builds the changed object and sets it into a new map, so images sharing structure (the committed
    image and the leader's uncommitted view, a snapshot being written) never see each other's changes.
+6. Interning (issue 24, image invariant 3c): every list a PartitionState holds comes from :func:`shared`, one
+   list per distinct content (30 brokers at RF 3 give a few thousand replica sets for a million partitions), and
+   is never changed in place; a change sets another shared list. A PartitionState is a value (it names no
+   partition), so the partitions an image holds in equal states hold one object (:func:`_interned`): a million
+   partitions just created are a few thousand distinct states.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from immutables import Map
 
@@ -32,6 +38,50 @@ TOPIC_RESOURCE = int(CR.TOPIC)
 NO_LEADER_CHANGE = -2
 
 BEGIN_TXN, END_TXN, ABORT_TXN = 23, 24, 25
+
+T = TypeVar("T")
+SHARED_MAX = (
+    1 << 16
+)  # distinct lists kept for sharing; past it the table starts over (sharing only, contract 6)
+_shared: dict[tuple[Any, ...], list[Any]] = {}
+
+
+_states: dict[tuple[Any, ...], PartitionState] = {}
+
+
+def _interned(p: PartitionState) -> PartitionState:
+    """Contract 6: the one state equal to ``p`` (its lists are shared, so their ids stand for their contents while
+    the table, through the state it keeps, holds them)."""
+    key = (
+        id(p.replicas),
+        id(p.isr),
+        id(p.removing_replicas),
+        id(p.adding_replicas),
+        p.leader,
+        p.leader_recovery_state,
+        p.leader_epoch,
+        p.partition_epoch,
+        id(p.directories),
+        id(p.elr),
+        id(p.last_known_elr),
+    )
+    out = _states.get(key)
+    if out is None:
+        if len(_states) >= SHARED_MAX:
+            _states.clear()
+        out = _states[key] = p
+    return out
+
+
+def shared(values: Iterable[T]) -> list[T]:
+    """Contract 6: the one list holding ``values`` (replica ids or directory ids), shared, never to be changed."""
+    key = tuple(values)
+    out = _shared.get(key)
+    if out is None:
+        if len(_shared) >= SHARED_MAX:
+            _shared.clear()
+        out = _shared[key] = list(key)
+    return out
 
 
 def apply_record(image: MetadataImage, offset: int, api_key: int, version: int, record: Any) -> None:
@@ -139,17 +189,17 @@ def _partition(image: MetadataImage, r: Any) -> None:
     if t is None:
         return
     p = PartitionState(
-        replicas=list(r.replicas),
-        isr=list(r.isr),
-        removing_replicas=list(r.removing_replicas),
-        adding_replicas=list(r.adding_replicas),
+        replicas=shared(r.replicas),
+        isr=shared(r.isr),
+        removing_replicas=shared(r.removing_replicas),
+        adding_replicas=shared(r.adding_replicas),
         leader=r.leader,
         leader_recovery_state=r.leader_recovery_state,
         leader_epoch=r.leader_epoch,
         partition_epoch=r.partition_epoch,
-        directories=list(r.directories),
-        elr=list(r.eligible_leader_replicas or []),
-        last_known_elr=list(r.last_known_elr or []),
+        directories=shared(r.directories),
+        elr=shared(r.eligible_leader_replicas or ()),
+        last_known_elr=shared(r.last_known_elr or ()),
     )
     _set_partition(image, t, r.partition_id, p)
 
@@ -160,6 +210,7 @@ def _unindex(image: MetadataImage, t: TopicState) -> None:
 
 
 def _set_partition(image: MetadataImage, t: TopicState, pid: int, p: PartitionState) -> None:
+    p = _interned(p)
     partition_index.update(image, t.topic_id, pid, t.partitions.get(pid), p)
     if t.owner is image.owner:  # made by this image since its last copy: held by no other (image 3b)
         t.partitions = t.partitions.set(pid, p)
@@ -179,27 +230,27 @@ def _partition_change(image: MetadataImage, r: Any) -> None:
 
 def change_partition(p: PartitionState, r: Any) -> None:
     """Contract 4 for one PartitionChangeRecord on ``p``, a fresh copy no image holds yet (each changed field gets
-    a fresh list, so a ``dataclasses.replace`` copy of a partition can be changed without touching the
-    original)."""
+    another shared list, contract 6, so a ``dataclasses.replace`` copy of a partition can be changed without
+    touching the original)."""
     if r.isr is not None:
-        p.isr = list(r.isr)
+        p.isr = shared(r.isr)
     if r.leader != NO_LEADER_CHANGE:
         p.leader = r.leader
         p.leader_epoch += 1
     if r.replicas is not None:
-        p.replicas = list(r.replicas)
+        p.replicas = shared(r.replicas)
     if r.removing_replicas is not None:
-        p.removing_replicas = list(r.removing_replicas)
+        p.removing_replicas = shared(r.removing_replicas)
     if r.adding_replicas is not None:
-        p.adding_replicas = list(r.adding_replicas)
+        p.adding_replicas = shared(r.adding_replicas)
     if r.leader_recovery_state != -1:
         p.leader_recovery_state = r.leader_recovery_state
     if r.directories is not None:
-        p.directories = list(r.directories)
+        p.directories = shared(r.directories)
     if getattr(r, "eligible_leader_replicas", None) is not None:
-        p.elr = list(r.eligible_leader_replicas)
+        p.elr = shared(r.eligible_leader_replicas)
     if getattr(r, "last_known_elr", None) is not None:
-        p.last_known_elr = list(r.last_known_elr)
+        p.last_known_elr = shared(r.last_known_elr)
     p.partition_epoch += 1
 
 
@@ -245,7 +296,7 @@ def _clear_elr(image: MetadataImage, r: Any) -> None:
             for pid, p in t.partitions.items():
                 if p.elr or p.last_known_elr:  # a change that empties both fields (partition epoch + 1)
                     new = dataclasses.replace(
-                        p, elr=[], last_known_elr=[], partition_epoch=p.partition_epoch + 1
+                        p, elr=shared(()), last_known_elr=shared(()), partition_epoch=p.partition_epoch + 1
                     )
                     _set_partition(image, image.topics[t.topic_id], pid, new)
 

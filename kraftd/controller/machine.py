@@ -11,6 +11,10 @@ Contracts:
 3. The active leader keeps ``uncommitted``: the committed image plus its own appended, not yet committed,
    records; writes are validated against it (:meth:`latest`) and applied to it when appended
    (:meth:`on_appended`). Losing leadership discards it.
+3a. Sharing (issue 24): once the committed image has caught up with the view (same offset, nothing appended left to
+   apply) and at least ``reshare_records`` records were replayed since the view last shared the committed image's
+   structure, the view becomes ``committed.copy()`` (equal content, O(1)): otherwise every partition the leader
+   wrote would be held twice, once as applied to the view and once as replayed (2x the image at 1M partitions).
 3b. The leader applies the record objects it framed (:meth:`frame`, :meth:`append_records_later`), never decoding
    the bytes it just encoded (issue 23): the encoding carries every field of the object at the version written (a
    non-default field the version lacks is a MessageEncodeError; metadata records have no ignorable fields), so
@@ -72,6 +76,7 @@ class Decoded:
 
 
 Framed = tuple[int, int, Any]  # (api key, version, record) of a record the leader framed (contract 3b)
+RESHARE_RECORDS = 10_000  # contract 3a: at most this many records' state held twice on the leader
 UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
 
 
@@ -148,6 +153,8 @@ class MetadataController:
         )
         # (first offset, framed values or (api key, version, record) objects, next index): contracts 3, 3b
         self._appended: deque[tuple[int, list[Any], int]] = deque()
+        self.reshare_records = RESHARE_RECORDS
+        self._unshared = 0  # records replayed since the view last shared the committed image (contract 3a)
 
     # ---- replay (contracts 1, 6) ------------------------------------------------------------------------------
     def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
@@ -194,7 +201,21 @@ class MetadataController:
                 self.replayed_end = max(self.replayed_end, end)
         if not self.replay_pending:
             self.high_watermark = max(self.high_watermark, self._queued_hw)
+        self._reshare(n)
         return n
+
+    def _reshare(self, replayed: int) -> None:
+        """Contract 3a."""
+        if self.uncommitted is None:
+            return
+        self._unshared += replayed
+        if (
+            self._unshared >= self.reshare_records
+            and not self._appended
+            and self.uncommitted.offset == self.committed.offset
+        ):
+            self.uncommitted = self.committed.copy()
+            self._unshared = 0
 
     def load_image(self, image: MetadataImage, end_offset: int) -> None:
         """A snapshot ending at ``end_offset`` replaces the committed image (queued records up to it are
@@ -249,6 +270,7 @@ class MetadataController:
             return None
         self._activated = True
         self.uncommitted = self.committed.copy()
+        self._unshared = 0
         records: list[Any] = []
         if self.committed.pending_transaction is not None:
             records.append(AbortTransactionRecord(reason="controller failover"))

@@ -16,10 +16,11 @@ Invariants:
    other respect (the usual grant rules, epoch adoption and timeouts). The followers of a failed
    leader time out within milliseconds of each other; without the delay both pre-vote each other, both
    become Candidates, and the split vote lasts until an election timeout [T, 2T).
-7. A Prospective whose own pre-votes have left grants another's pre-vote only to a strictly more up-to-date
-   log, or to an equal log from a lower replica id. Of two soliciting Prospectives exactly one grants the
-   other, so they cannot both become Candidates and split the vote, whatever delays their requests meet
-   (a rejection is always safe: it delays, never splits, and the winner's real vote still reaches us).
+7. A Prospective whose own pre-votes have left grants another's up-to-date pre-vote only if that log is
+   strictly newer, the sender has a lower replica id, or the sender already rejected our pre-vote (it then
+   cannot grant us, so yielding costs nothing). Of two Prospectives soliciting at once with equal logs exactly
+   one grants the other, so they cannot both become Candidates and split the vote, whatever delays their
+   requests meet (a rejection is always safe: it delays, never splits).
 """
 
 from __future__ import annotations
@@ -151,7 +152,9 @@ def can_grant(node: NodeContext, candidate: ReplicaKey, last: OffsetAndEpoch, pr
         if isinstance(d, Prospective) and node.now >= d.votes_not_before:
             ours = (node.log.last_epoch, node.log.end_offset)
             theirs = (last.epoch, last.offset)
-            return theirs > ours or (theirs == ours and candidate.id < node.local.id)
+            if theirs < ours:
+                return False
+            return theirs > ours or candidate.id < node.local.id or candidate.id in d.rejected
         return up_to_date
     if role not in (Role.UNATTACHED, Role.PROSPECTIVE):
         return False

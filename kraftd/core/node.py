@@ -15,6 +15,7 @@ from kraftd.core import (
     add_voter,
     auto_join,
     election,
+    following,
     kraft_upgrade,
     quorum_rpcs,
     reads,
@@ -134,7 +135,7 @@ class RaftNode(NodeContext):
         if isinstance(d, Leader):
             replication.poll_leader(self, d)
         elif isinstance(d, Follower):
-            replication.poll_follower(self, d)
+            following.poll_follower(self, d)
         elif isinstance(d, Prospective | Candidate):
             election.poll_election(self, d)
         elif isinstance(d, Resigned):
@@ -145,7 +146,7 @@ class RaftNode(NodeContext):
         elif self.is_voter:
             election.poll_unattached(self, d)
         else:
-            replication.discover_leader(self)
+            following.discover_leader(self)
 
     # ----- messages -----
     def _on_request(self, ev: RequestReceived) -> None:
@@ -188,7 +189,7 @@ class RaftNode(NodeContext):
         if isinstance(request, m.VoteRequest):
             election.handle_vote_response(self, source, request, resp)
         elif isinstance(request, m.FetchRequest):
-            replication.handle_fetch_response(self, source, resp)
+            following.handle_fetch_response(self, source, resp)
         elif isinstance(request, m.FetchSnapshotRequest):
             snapshotting.handle_fetch_snapshot_response(self, source, resp)
         elif isinstance(request, m.BeginQuorumEpochRequest | m.EndQuorumEpochRequest):

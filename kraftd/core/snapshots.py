@@ -11,11 +11,13 @@ Invariants:
    is reflected in the snapshot, none at or above it; the epoch is the epoch of the record at end - 1.
 2. :func:`read_snapshot` accepts only a complete snapshot: CRC-valid batches, the header first and the footer
    last; anything else raises CorruptRecordError (a partial FetchSnapshot transfer is never loaded).
+3. A :class:`Snapshot` holds its bytes once (issue 24: 130 MB at 1M partitions): its data batches are cut from
+   ``data`` when asked for (:attr:`Snapshot.batches`), not kept beside it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from generated.kraft_version_record import KRaftVersionRecord
 from generated.snapshot_footer_record import SnapshotFooterRecord
@@ -27,7 +29,7 @@ from kraftd.core.types import VoterSet
 from kraftd.core.voters import control_entries, kraft_version_record, voter_set_of, voters_record
 from kwire.control import ControlRecordType as CT
 from kwire.errors import CorruptRecordError
-from kwire.records import decode_batch
+from kwire.records import decode_batch, peek_batch
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +41,19 @@ class Snapshot:
     data: bytes
     kraft_version: int = 0
     voters: VoterSet | None = None
-    batches: tuple[LogBatch, ...] = field(default=(), repr=False)
     timestamp_ms: int = 0
+
+    @property
+    def batches(self) -> tuple[LogBatch, ...]:
+        """Invariant 3: the data batches (checked when the snapshot was built or read), cut from ``data``."""
+        data, pos, out = self.data, 0, []
+        while pos < len(data):
+            h = peek_batch(data, pos)
+            end = pos + h.size
+            if not h.is_control:
+                out.append(LogBatch(h.base_offset, h.last_offset, h.partition_leader_epoch, data[pos:end]))
+            pos = end
+        return tuple(out)
 
     def values(self) -> list[bytes]:
         """The state machine's records, in order (what a listener loads)."""
@@ -81,9 +94,7 @@ def build_snapshot(
     )
     out.append(footer)
     data = b"".join(b.data for b in out)
-    return Snapshot(
-        snapshot_id, data, kraft_version, voters if kraft_version >= 1 else None, tuple(out[1:-1]), now_ms
-    )
+    return Snapshot(snapshot_id, data, kraft_version, voters if kraft_version >= 1 else None, now_ms)
 
 
 def read_snapshot(snapshot_id: OffsetAndEpoch, data: bytes) -> Snapshot:
@@ -106,8 +117,7 @@ def read_snapshot(snapshot_id: OffsetAndEpoch, data: bytes) -> Snapshot:
             kraft_version = value.kraft_version
         elif kind == CT.KRAFT_VOTERS and isinstance(value, VotersRecord):
             voters = voter_set_of(value)
-    body = tuple(b for b in got[1:-1] if not b.is_control)
-    return Snapshot(snapshot_id, data, kraft_version, voters, body, timestamp)
+    return Snapshot(snapshot_id, data, kraft_version, voters, timestamp)
 
 
 def log_agrees(log: ReplicatedLog, sid: OffsetAndEpoch) -> bool:

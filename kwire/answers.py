@@ -1,0 +1,249 @@
+"""What :class:`kwire.server.KafkaServer` answers: handler calls, ApiVersions, SASL steps, the fast path.
+
+Split out of kwire.server (its contracts 3, 7-11 are implemented here; the numbering is kwire.server's).
+Public names are re-exported by kwire.server: ``ConnectionInfo``, ``request_principal``, ``acting_as``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import Any
+
+from generated.api_versions_request import ApiVersionsRequest
+from generated.request_header import RequestHeader
+from kwire import stagetrace
+from kwire.apiversions import (
+    API_VERSIONS_KEY,
+    VersionRange,
+    build_api_versions_response,
+    unsupported_version_response,
+    valid_client_software,
+)
+from kwire.authz import ANONYMOUS, Gate
+from kwire.errors import ErrorCode, KraftError
+from kwire.framing import encode_frame
+from kwire.headers import ParsedRequest, encode_response
+from kwire.limits import RateLimitedWarning
+from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
+
+log = logging.getLogger("kwire.server")
+
+
+@dataclass(frozen=True, slots=True)
+class ConnectionInfo:
+    connection_id: int
+    peer: tuple[str, int]
+    local: tuple[str, int]
+    listener: str
+
+
+Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
+FastHandler = Callable[[RequestHeader, Any, "ConnectionInfo", Callable[[Any], None]], bool]
+FinalizedFeatures = Callable[[], tuple[int, Mapping[str, VersionRange]]]
+
+
+class Written:
+    """Contract 11: responses queued and written on one connection."""
+
+    __slots__ = ("queued", "written")
+
+    def __init__(self) -> None:
+        self.queued = 0
+        self.written = 0
+
+
+_PRINCIPAL: ContextVar[str] = ContextVar("kwire_request_principal", default=ANONYMOUS)
+
+
+def request_principal() -> str:
+    """Contract 9 (each request is served in its own task, so the value is that request's)."""
+    return _PRINCIPAL.get()
+
+
+@contextmanager
+def acting_as(principal: str) -> Iterator[None]:
+    """Contract 9: while a handler serves a request forwarded inside an Envelope, :func:`request_principal` names
+    the principal the broker forwarded it for."""
+    token = _PRINCIPAL.set(principal)
+    try:
+        yield
+    finally:
+        _PRINCIPAL.reset(token)
+
+
+class _Close(Exception):
+    """Internal: the response for this request cannot be produced; close the connection."""
+
+
+@dataclass(slots=True)
+class ServerStats:
+    """Running totals for metrics: bytes read and written (frames with their length prefix), connections."""
+
+    bytes_in: int = 0
+    bytes_out: int = 0
+    connections_open: int = 0
+    connections_total: int = 0
+
+
+class Answering:
+    """The answering half of KafkaServer (a mixin: KafkaServer.__init__ sets these attributes)."""
+
+    served: Mapping[int, VersionRange]
+    gate: Gate | None
+    warn: RateLimitedWarning
+    _handler: Handler
+    _fast: FastHandler | None
+    _sasl: SaslServerConfig | None
+    _supported: Mapping[str, VersionRange]
+    _finalized: FinalizedFeatures | None
+    _features_read: Callable[[], Awaitable[int]] | None
+    stats: ServerStats
+
+    def _offer(
+        self, req: ParsedRequest, writer: asyncio.StreamWriter, info: ConnectionInfo, counts: Written
+    ) -> asyncio.Future[bytes | None] | None:
+        """Contract 11: a future resolved with None once ``reply`` wrote the response, or None if declined."""
+        assert self._fast is not None
+        slot: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+
+        def reply(body: Any) -> None:
+            if slot.done():  # the connection closed meanwhile
+                return
+            try:
+                if not isinstance(body, req.spec.response):
+                    raise _Close(f"handler for {req.spec.name} returned {type(body).__name__}")
+                frame = encode_frame(encode_response(req.api_key, req.api_version, req.correlation_id, body))
+            except KraftError as exc:
+                slot.set_exception(_Close(f"cannot encode the {req.spec.name} response: {exc}"))
+                return
+            except _Close as exc:
+                slot.set_exception(exc)
+                return
+            self.stats.bytes_out += len(frame)
+            if stagetrace.ON:
+                stagetrace.mark("srv.write")
+            writer.write(frame)
+            counts.written += 1
+            slot.set_result(None)
+
+        return slot if self._fast(req.header, req.body, info, reply) else None
+
+    async def _respond(
+        self,
+        req: ParsedRequest,
+        info: ConnectionInfo,
+        session: ServerSession | None = None,
+        principal: Callable[[], str] | None = None,
+        handshake: bool = True,
+    ) -> bytes | None:
+        try:
+            if req.unsupported_api_versions:
+                # KIP-511: a v0 body (and v0 header) whatever version the client asked for.
+                return encode_response(
+                    API_VERSIONS_KEY, 0, req.correlation_id, unsupported_version_response(self.served)
+                )
+            version = req.api_version
+            if req.api_key == API_VERSIONS_KEY:
+                read = ErrorCode.NONE
+                if self._features_read is not None and not handshake:
+                    read = ErrorCode(await self._features_read())
+                body: Any = self._api_versions(req.body, version, read)
+            elif session is not None and req.api_key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+                body = self._sasl_step(session, req, info)
+            elif self.gate is not None:
+                who = principal() if principal else ANONYMOUS
+                body, refused = await self.gate.serve(
+                    who,
+                    req.api_key,
+                    info.peer[0],
+                    req.body,
+                    version,
+                    lambda b: self._call_handler(req, req.header, b, info, principal),
+                )
+                if refused is not None:
+                    self.warn(
+                        "connection %d: %s may not call %s (denied%s)",
+                        info.connection_id,
+                        who,
+                        req.spec.name,
+                        refused,
+                    )
+            else:
+                body = await self._call_handler(req, req.header, req.body, info, principal)
+            return encode_response(req.api_key, version, req.correlation_id, body)
+        except KraftError as exc:
+            raise _Close(f"cannot encode the {req.spec.name} response: {exc}") from exc
+
+    async def _call_handler(
+        self,
+        req: ParsedRequest,
+        header: Any,
+        body: Any,
+        info: ConnectionInfo,
+        principal: Callable[[], str] | None,
+    ) -> Any:
+        try:
+            _PRINCIPAL.set(principal() if principal is not None else ANONYMOUS)
+            out = await self._handler(header, body, info)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            raise _Close(f"handler for {req.spec.name} v{req.api_version} failed: {exc!r}") from exc
+        if not isinstance(out, req.spec.response):
+            raise _Close(f"handler for {req.spec.name} returned {type(out).__name__}")
+        return out
+
+    async def _raw_token(self, session: ServerSession, token: bytes, info: ConnectionInfo) -> bytes | None:
+        """kwire.sasl contract 6: a failed v0 exchange closes the connection without an answer."""
+        try:
+            out = session.raw_token(token, int(time.monotonic() * 1000))
+        except KraftError as exc:  # one warning line, from _write_in_order as it closes the connection
+            raise _Close(f"SASL authentication failed (SaslHandshake v0): {exc}") from exc
+        if session.authenticated and not session.raw_tokens:
+            log.debug("connection %d authenticated as %s (v0)", info.connection_id, session.principal)
+        return out
+
+    def _sasl_step(self, session: ServerSession, req: ParsedRequest, info: ConnectionInfo) -> Any:
+        if req.api_key == SASL_HANDSHAKE:
+            body: Any = session.handshake(req.body, req.api_version)
+        else:
+            body = session.authenticate(req.body, req.api_version, int(time.monotonic() * 1000))
+        if body.error_code != ErrorCode.NONE:
+            self.warn(
+                "SASL authentication of connection %d from %s:%d failed: %s %s",
+                info.connection_id,
+                *info.peer,
+                ErrorCode.from_code(body.error_code).name,
+                getattr(body, "error_message", None) or f"(mechanism {req.body.mechanism!r})",
+            )
+        elif req.api_key == SASL_AUTHENTICATE and session.authenticated:
+            log.debug("connection %d authenticated as %s", info.connection_id, session.principal)
+        return body
+
+    def _api_versions(
+        self, request: ApiVersionsRequest, version: int, read: ErrorCode = ErrorCode.NONE
+    ) -> Any:
+        epoch, finalized = self._finalized() if self._finalized is not None else (-1, {})
+        if read != ErrorCode.NONE:  # contract 10: a failed read of the features never serves the local ones
+            epoch, finalized = -1, {}
+        if version >= 3 and not (
+            valid_client_software(request.client_software_name)
+            and valid_client_software(request.client_software_version)
+        ):
+            return build_api_versions_response(
+                version, {}, supported_features={}, error_code=ErrorCode.INVALID_REQUEST
+            )
+        return build_api_versions_response(
+            version,
+            self.served,
+            supported_features=self._supported,
+            finalized_features=finalized,
+            finalized_features_epoch=epoch,
+            error_code=read,
+        )
