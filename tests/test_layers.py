@@ -15,6 +15,8 @@
 9. bench/ never imports tests/: benchmarks use the importable harness (kraftd.testing).
 10. No test module imports an underscore-prefixed name from another test module, nor anything from a test_*.py
     module: shared test helpers are fixtures (conftest.py) or public functions of tests.helpers.
+11. No module under kraftd/shell/controller imports a generated response module: the controller operations
+    (kraftd.controller.ops) build every response, the shell writes, waits and sends (issue 23's ControllerResult).
 """
 
 from __future__ import annotations
@@ -283,6 +285,12 @@ def _import_cycles(package: str, root: Path = ROOT) -> list[list[str]]:
         if m not in index:
             visit(m)
     return cycles
+
+
+def test_shell_controller_parts_build_no_responses() -> None:
+    responses = tuple(f"generated.{p.stem}" for p in sorted((ROOT / "generated").glob("*_response.py")))
+    assert responses
+    assert _violations("kraftd/shell/controller", allowed=(), forbidden=responses) == []
 
 
 def test_no_import_circle_under_kraftd() -> None:

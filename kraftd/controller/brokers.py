@@ -38,6 +38,8 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
    as online takes the broker out of the ISR of every partition placed in them (as in 3, per directory), then a
    BrokerRegistrationChangeRecord lists the remaining online directories; these records follow any the
    heartbeat's state change writes (Kafka's processBrokerHeartbeat order).
+
+The partition changes of 3, 4, 6 and 7 are kraftd.controller.broker_partitions' (re-exported here).
 """
 
 from __future__ import annotations
@@ -49,10 +51,19 @@ from typing import Any
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
 from generated.broker_registration_request import BrokerRegistrationRequest
-from generated.partition_change_record import PartitionChangeRecord
 from generated.producer_ids_record import ProducerIdsRecord
 from generated.register_broker_record import BrokerEndpoint, BrokerFeature, RegisterBrokerRecord
-from kraftd.controller import change, elr, partition_index
+from kraftd.controller import elr, partition_index
+from kraftd.controller.broker_partitions import (
+    NO_LEADER,
+    NO_LEADER_CHANGE,
+    elect_offline,
+    holding,
+    leave_partitions,
+    offline_dirs,
+    partition_changes,
+    remove_from_partitions,
+)
 from kraftd.controller.features import MV_DIRECTORIES
 from kraftd.controller.image import MetadataImage
 from kraftd.core.config import BugFlags
@@ -60,8 +71,6 @@ from kwire.errors import ErrorCode
 
 PRODUCER_ID_BLOCK = 1000  # Kafka's ProducerIdsBlock.PRODUCER_ID_BLOCK_SIZE
 DEFAULT_SESSION_TIMEOUT_MS = 9000  # broker.session.timeout.ms
-NO_LEADER = -1
-NO_LEADER_CHANGE = -2
 NO_BUGS = BugFlags()  # planted bugs exist only for the simulator to catch; the daemon never sets any
 
 
@@ -257,11 +266,6 @@ def expired(image: MetadataImage, hb: Heartbeats, now_ms: int) -> list[int]:
     return out
 
 
-def _live(image: MetadataImage, broker_id: int) -> bool:
-    b = image.brokers.get(broker_id)
-    return b is not None and not b.fenced and not b.in_controlled_shutdown
-
-
 def _lowest_active_offset(image: MetadataImage, hb: Heartbeats, shutting_down: int) -> int:
     """The lowest metadata offset any other active broker reported (-1 for one not heard from by this leader)."""
     offsets = [
@@ -274,136 +278,6 @@ def _lowest_active_offset(image: MetadataImage, hb: Heartbeats, shutting_down: i
 
 def _leads_anything(image: MetadataImage, broker_id: int) -> bool:
     return partition_index.holds_any(image.leader_index, broker_id)
-
-
-def remove_from_partitions(
-    image: MetadataImage,
-    broker_id: int,
-    keep_leader: bool = False,
-    where: list[tuple[Any, int]] | None = None,
-) -> list[Any]:
-    """Shrink every ISR holding ``broker_id`` (never to empty; with ELR on, contract 6) and move its leaderships
-    (contract 3); only those of ``where`` (name order; partitions gone or no longer holding it are skipped)
-    when given."""
-    keys = (
-        holding(image, broker_id, isr=True)
-        if where is None
-        else [k for k in where if _in_isr(image, k, broker_id)]
-    )
-    if elr.enabled(image) and not keep_leader:
-        return partition_changes(image, keys, remove=broker_id)
-    records: list[Any] = []
-    for tid, pid in keys:
-        p = image.topics[tid].partitions[pid]
-        isr = [r for r in p.isr if r != broker_id] or p.isr
-        leader = p.leader
-        if p.leader == broker_id and not keep_leader:
-            leader = next((r for r in isr if r != broker_id and _live(image, r)), NO_LEADER)
-        if isr == p.isr and leader == p.leader:
-            continue
-        records.append(
-            PartitionChangeRecord(
-                partition_id=pid,
-                topic_id=tid,
-                isr=isr if isr != p.isr else None,
-                leader=leader if leader != p.leader else NO_LEADER_CHANGE,
-            )
-        )
-    return records
-
-
-def _in_isr(image: MetadataImage, key: tuple[Any, int], broker_id: int) -> bool:
-    t = image.topics.get(key[0])
-    p = t.partitions.get(key[1]) if t is not None else None
-    return p is not None and broker_id in p.isr
-
-
-def leave_partitions(image: MetadataImage, broker_id: int) -> list[Any]:
-    """An unregistered broker's changes (kraftd.controller.broker_dirs contract 1, Kafka's
-    handleBrokerUnregistered): out of every ISR as when fenced; with ELR on, each partition whose ELR holds it is
-    then re-decided without it as a candidate (its ELR membership itself is kept, as Kafka's builder keeps it)."""
-    records = remove_from_partitions(image, broker_id)
-    if elr.enabled(image):
-        records += partition_changes(image, holding(image, broker_id, isr=False), remove=broker_id)
-    return records
-
-
-def offline_dirs(image: MetadataImage, broker_id: int, offline: list[Any]) -> list[Any]:
-    """Contract 7: the records for log directories a heartbeat newly reports offline."""
-    if image.metadata_version < MV_DIRECTORIES:
-        return []
-    b = image.brokers[broker_id]
-    gone = set(offline)
-    newly = [d for d in b.log_dirs if d in gone]
-    if not newly:
-        return []
-    records: list[Any] = []
-    for d in newly:
-        placed = [
-            (tid, pid)
-            for tid, t in sorted(image.topics.items(), key=lambda kv: kv[1].name)
-            for pid, p in sorted(t.partitions.items())
-            if broker_id in p.replicas
-            and len(p.directories) == len(p.replicas)
-            and p.directories[p.replicas.index(broker_id)] == d
-        ]
-        records += partition_changes(image, placed, remove=broker_id)
-    online = [d for d in b.log_dirs if d not in gone]
-    records.append(BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=b.epoch, log_dirs=online))
-    return records
-
-
-def elect_offline(
-    image: MetadataImage, broker_id: int, where: list[tuple[Any, int]] | None = None
-) -> list[Any]:
-    """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced); with ELR
-    on, every leaderless partition gets an election that counts it as active (contract 6). Only those of
-    ``where`` that are still leaderless, when given."""
-    leaderless = partition_index.keys(image, image.leader_index, NO_LEADER)
-    if where is not None:
-        led = set(leaderless)
-        leaderless = [k for k in where if k in led]
-    if elr.enabled(image):
-        return partition_changes(image, leaderless, add=broker_id)
-    return [
-        PartitionChangeRecord(partition_id=pid, topic_id=tid, leader=broker_id)
-        for tid, pid in leaderless
-        if broker_id in image.topics[tid].partitions[pid].isr
-    ]
-
-
-def holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[Any, int]]:
-    """(topic id, partition) of every partition whose ISR (else ELR) holds ``broker_id``, in name order
-    (kraftd.controller.partition_index: O(its partitions))."""
-    return partition_index.keys(image, image.isr_index if isr else image.elr_index, broker_id)
-
-
-def partition_changes(
-    image: MetadataImage, where: list[tuple[Any, int]], *, remove: int = -1, add: int = -1, unclean: int = -1
-) -> list[Any]:
-    """Contract 6: one kraftd.controller.change per partition, ``remove`` / ``unclean`` taken out of the ISR and
-    never elected, ``add`` counted as active."""
-
-    def acceptable(r: int) -> bool:
-        return r not in (remove, unclean) and (r == add or change.active(image, r))
-
-    records: list[Any] = []
-    for tid, pid in where:
-        t = image.topics[tid]
-        p = t.partitions[pid]
-        record = change.build(
-            image,
-            tid,
-            pid,
-            p,
-            isr=[r for r in p.isr if r not in (remove, unclean)],
-            election=change.UNCLEAN if elr.unclean_enabled(image, t.name) else change.ANY,
-            acceptable=acceptable,
-            unclean_shutdown=[unclean] if unclean >= 0 else [],
-        )
-        if record is not None:
-            records.append(record)
-    return records
 
 
 def _reregister_moves(
@@ -433,3 +307,15 @@ def allocate_producer_ids(
         broker_id=broker_id, broker_epoch=broker_epoch, next_producer_id=start + PRODUCER_ID_BLOCK
     )
     return [record], ErrorCode.NONE, start
+
+
+__all__ = [
+    "NO_LEADER",
+    "NO_LEADER_CHANGE",
+    "elect_offline",
+    "holding",
+    "leave_partitions",
+    "offline_dirs",
+    "partition_changes",
+    "remove_from_partitions",
+]

@@ -15,6 +15,11 @@ Contracts:
    apply) and at least ``reshare_records`` records were replayed since the view last shared the committed image's
    structure, the view becomes ``committed.copy()`` (equal content, O(1)): otherwise every partition the leader
    wrote would be held twice, once as applied to the view and once as replayed (2x the image at 1M partitions).
+3b. The leader applies the record objects it framed (:meth:`frame`, :meth:`append_records_later`), never decoding
+   the bytes it just encoded (issue 23): the encoding carries every field of the object at the version written (a
+   non-default field the version lacks is a MessageEncodeError; metadata records have no ignorable fields), so
+   the object applied is the one every replica decodes (tests/controller/test_applied_objects.py; the
+   simulator's invariant 29).
 4. Activation (:meth:`activation_records`): the first time the leader becomes active it returns the records
    Kafka's controller writes on activation, to append as one atomic batch: an AbortTransactionRecord if a
    metadata transaction was left open; and, when the log holds no metadata.version, the bootstrap records
@@ -70,6 +75,7 @@ class Decoded:
     record: Any
 
 
+Framed = tuple[int, int, Any]  # (api key, version, record) of a record the leader framed (contract 3b)
 RESHARE_RECORDS = 10_000  # contract 3a: at most this many records' state held twice on the leader
 UNDECODABLE = -1  # api key under which a value that is not a framed metadata record is kept (raw bytes)
 
@@ -145,7 +151,8 @@ class MetadataController:
         self._head: tuple[int, list[tuple[int, bytes]], int] | None = (
             None  # (next offset, values, next index)
         )
-        self._appended: deque[tuple[int, list[bytes], int]] = deque()  # (first offset, values, next index)
+        # (first offset, framed values or (api key, version, record) objects, next index): contracts 3, 3b
+        self._appended: deque[tuple[int, list[Any], int]] = deque()
         self.reshare_records = RESHARE_RECORDS
         self._unshared = 0  # records replayed since the view last shared the committed image (contract 3a)
         self.appended_end = 0  # the offset after the last record appended to the uncommitted view
@@ -309,6 +316,17 @@ class MetadataController:
         mv = self.write_metadata_version()
         return [encode_record(r, record_version(type(r).API_KEY, mv)) for r in records]
 
+    def frame(self, records: Sequence[Any]) -> tuple[list[bytes], list[Framed]]:
+        """Contract 3b: :meth:`encode`, with each record's (api key, version, record) as the leader applies it."""
+        mv = self.write_metadata_version()
+        framed = [(k, record_version(k, mv), r) for r in records for k in (type(r).API_KEY,)]
+        return [encode_record(r, v) for _, v, r in framed], framed
+
+    def append_records_later(self, first_offset: int, framed: Sequence[Framed]) -> None:
+        """Contract 3b: :meth:`append_later` with the objects :meth:`frame` returned (nothing decoded)."""
+        if self.uncommitted is not None:
+            self._appended.append((first_offset, list(framed), 0))
+
     def on_appended(self, first_offset: int, values: Sequence[bytes]) -> None:
         """Apply the framed records the leader appended at ``first_offset``.. to the uncommitted view, decoded
         exactly as every replica will decode them."""
@@ -329,7 +347,11 @@ class MetadataController:
             first, values, i = self._appended[0]
             stop = len(values) if budget is None else min(len(values), i + budget - n)
             for j in range(i, stop):
-                key, version, obj = decode_metadata_record(values[j])
+                item = values[j]
+                if isinstance(item, tuple):  # contract 3b: the object the leader framed
+                    key, version, obj = item
+                else:
+                    key, version, obj = decode_metadata_record(item)
                 apply_record(self.uncommitted, first + j, key, version, obj)
             n += stop - i
             if stop < len(values):

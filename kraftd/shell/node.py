@@ -1,14 +1,15 @@
 """The asyncio controller node: storage + core + transport, driven by one event loop task.
 
 Contracts (numbers continue kraftd.shell's):
-4. One driver task owns the core: every event goes through ``_events``; effects of a step are executed in
-   order before the next event is taken. 4a: an event that arrives while the driver waits on an empty inbox
-   and no step runs (a Raft response, a Fetch, the leader's flush, an append's Tick) is stepped at once by
-   whoever received it, as the driver would have stepped it next, saving the driver's wake-up; the driver
-   is then nudged to re-read its deadline. While the core asked for a step now (a coalesced high-watermark
-   answer, kraftd.core.replication invariant 2b) only an append's Tick is stepped so; the rest waits for the
-   driver, after this turn of the loop, so that an append made in this turn rides that answer. PersistElectionState, TruncateLog and AppendBatches complete (fsync
-   for the first) before any later effect of the same step, so a vote or epoch is durable before a peer sees it.
+4. One driver task owns the core (kraftd.shell.raft.driver): every event goes through its inbox; effects of
+   a step are executed in order before the next event is taken. 4a: an event that arrives while the driver
+   waits on an empty inbox and no step runs (a Raft response, a Fetch, the leader's flush, an append's Tick) is
+   stepped at once by whoever received it, as the driver would have stepped it next, saving the driver's
+   wake-up; the driver is then nudged to re-read its deadline. While the core asked for a step now (a
+   coalesced high-watermark answer, kraftd.core.replication invariant 2b) only an append's Tick is stepped so;
+   the rest waits for the driver, after this turn of the loop, so that an append made in this turn rides that
+   answer. PersistElectionState, TruncateLog and AppendBatches complete (fsync for the first) before any later
+   effect of the same step, so a vote or epoch is durable before a peer sees it.
 5. Log flushes: kraftd.shell.raft.flushing (contracts 5, 5a, 11 there).
 6. Which part answers a request: kraftd.shell.apis.routing (contracts 6, 9, 10 there).
 7. :meth:`ControllerNode.append` resolves with the last offset once committed, under kraftd.shell.raft.commits'
@@ -35,7 +36,7 @@ from kraftd.config import ConfigError, KraftConfig
 from kraftd.controller.machine import MetadataController
 from kraftd.core import effects as fx
 from kraftd.core.client import RaftClient
-from kraftd.core.events import Event, RequestReceived, ResponseReceived, Shutdown, Tick
+from kraftd.core.events import Event, Shutdown, Tick
 from kraftd.core.node import RaftNode
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.states import Leader, Resigned
@@ -49,7 +50,7 @@ from kraftd.shell.controller.glue import ControllerGlue
 from kraftd.shell.controller.partition_admin import ControllerOps
 from kraftd.shell.controller.security_admin import ControllerSecurity
 from kraftd.shell.controller.topic_admin import ControllerAdmin
-from kraftd.shell.net import peers, wiring
+from kraftd.shell.net import wiring
 from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.observe import observer
 from kraftd.shell.observe.looplag import LoopLagProbe, tune_gc
@@ -58,6 +59,7 @@ from kraftd.shell.observe.netlog import NetLog
 from kraftd.shell.raft import persistence
 from kraftd.shell.raft.clock import now_ms
 from kraftd.shell.raft.commits import CommitWaiters
+from kraftd.shell.raft.driver import RaftDriver
 from kraftd.shell.raft.flushing import LogFlusher
 from kraftd.shell.raft.inbox import EventInbox
 from kraftd.shell.raft.persistence import DiskMirror, quorum_setup
@@ -67,9 +69,6 @@ from kraftd.storage.layout import NodeStorage, open_node_storage
 from kwire import stagetrace
 
 log = logging.getLogger("kraftd.node")
-# Effects the disk mirror executes in order, before any later effect of the step (contract 4).
-_STORAGE_EFFECTS = fx.PersistElectionState | fx.TruncateLog | fx.AppendBatches | fx.WriteSnapshot
-_STORAGE_EFFECTS |= fx.InstallSnapshot | fx.DeleteLogBefore
 
 
 class ControllerNode:
@@ -78,22 +77,15 @@ class ControllerNode:
         self.fsync = fsync
         self.rng = random.Random(seed)
         self.fatal: BaseException | None = None
-        self._events = EventInbox()
-        self._deadline = 0
-        self._pending: dict[int, asyncio.Future[Any] | Any] = {}  # a future, or a reply (contract 12)
-        self._next_token = 1
+        self.driver = RaftDriver(self)  # contracts 4, 4a, 8, 12 (kraftd.shell.raft.driver)
         self.commits = CommitWaiters(lambda: self.core)
         self.flusher = LogFlusher(self)
         self.router = RequestRouter(self)
-        self._tick_queued = False
-        self._stepping = False
-        self._inline_busy = 0.0  # seconds of contract 4a steps, not the driver's idle time
         self._closing = False
         self._stopped = asyncio.Event()
         self._done = asyncio.Event()
         self._leader_changed = asyncio.Event()
         self._first_commit_epoch = -1
-        self._driver: asyncio.Task[None] | None = None
         self._tasks: set[asyncio.Task[Any]] = set()
         self.storage: NodeStorage | None = None
         self.peers: dict[int, PeerConnection] = {}
@@ -149,7 +141,7 @@ class ControllerNode:
         await start_listening(self, bind)
         where = (cfg.node_id, bind.host, self.server.port, self.cluster_id)
         log.info("node %d listening on %s:%d (cluster %s)", *where)
-        self._driver = asyncio.create_task(self._drive())
+        self.driver.start()
         self._spawn(self.lag.run())
         self._spawn(self.rpcs.run_periodic())
         self._spawn(self.ctl_security.run_sweeper())
@@ -173,7 +165,7 @@ class ControllerNode:
         if graceful and not self._stopped.is_set() and self._driver is not None:
             # A leader waits until another voter leads (kraftd.core.context invariant 6); others stop at once.
             leading = isinstance(self.core.data, Leader | Resigned)
-            self._events.put_nowait(Shutdown(now_ms()))
+            self.post(Shutdown(now_ms()))
             limit = time.monotonic() + self.config.request_timeout_ms / 1000
             while leading and time.monotonic() < limit and not self._stopped.is_set():
                 if self.core.handed_over():
@@ -195,9 +187,7 @@ class ControllerNode:
         for t in list(self._tasks):
             if t is not me:
                 t.cancel()
-        for fut in self._pending.values():
-            if isinstance(fut, asyncio.Future) and not fut.done():
-                fut.cancel()
+        self.driver.cancel_pending()
         await closing.release(self)
         self._done.set()
 
@@ -207,81 +197,53 @@ class ControllerNode:
         if self.fatal is not None:
             raise self.fatal
 
-    # ------------------------------------------------------------------ driver (contract 4)
-    async def _drive(self) -> None:
-        try:
-            self._step(Tick(now_ms()))
-            measures = self.observer.measures
-            while not self._stopped.is_set():
-                timeout = max(0.0, (self._deadline - now_ms()) / 1000)
-                idle_from = time.perf_counter()
-                self._inline_busy = 0.0
-                event = await self._events.get(timeout)
-                measures.idle_s.add(max(0.0, time.perf_counter() - idle_from - self._inline_busy))
-                if event is None:
-                    if now_ms() < self._deadline:
-                        continue  # nudged (contract 4a): the deadline may have moved
-                    event = Tick(now_ms())
-                self._run(event)
-        except asyncio.CancelledError:
-            raise
-        except BaseException as exc:  # noqa: BLE001 - contract 8: any driver failure is fatal
-            log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
-            self.fatal = exc
-            self._spawn(self.shutdown())
+    # ------------------------------------------------------------------ driver (contract 4: kraftd.shell.raft.driver)
+    @property
+    def _driver(self) -> asyncio.Task[None] | None:
+        return self.driver.task
 
-    def _run(self, event: Event) -> float:
-        """Contract 4: one event through the core, with the driver's bookkeeping; returns the seconds it took."""
-        busy_from = time.perf_counter()
-        if isinstance(event, Tick):
-            self._tick_queued = False
-        self._stepping = True
-        try:
-            self._step(event)
-        finally:
-            self._stepping = False
-        self.observer.measures.busy_s.add(busy := time.perf_counter() - busy_from)
-        self.metrics.event_done(event.now_ms, busy)
-        self.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.raft.snapshot_writer)
-        return busy
+    @property
+    def _events(self) -> EventInbox:
+        return self.driver.events
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopped.is_set()
+
+    @property
+    def closing(self) -> bool:
+        return self._closing
 
     def step_now(self, event: Event) -> None:
         """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does."""
-        due = self._deadline <= now_ms() and not isinstance(event, Tick)
-        if due or self._stepping or self._closing or self._driver is None or not self._events.idle():
-            self._events.put_nowait(event)
-            return
-        try:
-            queued: Event | None = event
-            while queued is not None and not self._closing:  # and what the step queued, as the driver would
-                self._inline_busy += self._run(queued)
-                queued = self._events.pop()
-        except BaseException as exc:  # noqa: BLE001 - contract 8, as in the driver
-            log.critical("node %d stopping on a fatal error: %s", self.config.node_id, exc)
-            self.fatal = exc
-            self._spawn(self.shutdown())
-            return
-        self._events.nudge()
+        self.driver.step_now(event)
 
     def step_tick(self) -> None:
         """Step the core with a Tick now (on the driver only: kraftd.shell.raft.snapshot_writer contract 2)."""
-        self._step(Tick(now_ms()))
+        self.driver.step(Tick(now_ms()))
+
+    def _execute(self, effects: list[fx.Effect]) -> None:
+        self.driver.execute(effects)
+
+    def post(self, event: Event) -> None:
+        """Queue an event for the driver (contract 4)."""
+        self.driver.events.put_nowait(event)
+
+    def queue_tick(self) -> None:
+        """Let the core run its poll soon (one queued Tick is enough)."""
+        self.driver.queue_tick()
+
+    def ask_core_now(self, body: Any, answer: Any) -> bool:
+        """Contract 12 (kraftd.shell.raft.driver)."""
+        return self.driver.ask_core_now(body, answer)
+
+    async def ask_core(self, body: Any) -> Any:
+        """A request for the Raft core: answered with the core's SendResponse (kraftd.shell.apis.routing 6)."""
+        return await self.driver.ask_core(body)
 
     def spawn_task(self, coro: Any) -> asyncio.Task[Any]:
         """Run ``coro`` as a task the node owns (cancelled on stop)."""
         return self._spawn(coro)
-
-    def _step(self, event: Event) -> None:
-        if stagetrace.ON:
-            stagetrace.mark(f"step.{type(event).__name__}")
-        before = self.observer.snapshot()
-        effects = self.client.step(event)
-        self.observer.step(before, event, effects)
-        self._execute(effects)
-        self.flusher.step_done()
-        self.controller.after_step()
-        if stagetrace.ON:
-            stagetrace.mark("step.end")
 
     def _spawn(self, coro: Any) -> asyncio.Task[Any]:
         task: asyncio.Task[Any] = asyncio.ensure_future(coro)
@@ -289,88 +251,16 @@ class ControllerNode:
         task.add_done_callback(self._tasks.discard)
         return task
 
-    def _execute(self, effects: list[fx.Effect]) -> None:
-        for e in effects:
-            if isinstance(e, _STORAGE_EFFECTS):
-                self.mirror.apply(e)
-            elif isinstance(e, fx.FlushLog):
-                self.flusher.request()
-            elif isinstance(e, fx.SendRequest):
-                if not self._send_now(e.destination, e.request_id, e.message):
-                    self._spawn(self._send(e.destination, e.request_id, e.message))
-            elif isinstance(e, fx.SendResponse):
-                fut = self._pending.pop(e.token, None)
-                if isinstance(fut, asyncio.Future):
-                    if not fut.done():
-                        fut.set_result(e.message)
-                elif fut is not None:
-                    fut(e.message)  # contract 12
-            elif isinstance(e, fx.ApplyCommitted):
-                self._commit(e.high_watermark)
-            elif isinstance(e, fx.AppendFailed):
-                self.commits.fail_range(e.first_offset, e.last_offset)
-            elif isinstance(e, fx.LeaderChanged):
-                self._on_leader(e.leader)
-            elif isinstance(e, fx.ReadResolved):
-                self.reads.resolved(e)
-            elif isinstance(e, fx.SetDeadline):
-                self._deadline = e.at_ms
-
     # ------------------------------------------------------------------ network
-    def _send_now(self, dest: int, request_id: int, message: Any) -> bool:
-        """Contract 12: write a request now (kraftd.shell.net.peers contract 4); False: the coroutine path."""
-
-        def answered(resp: Any) -> None:
-            self.step_now(ResponseReceived(now_ms(), dest, request_id, resp))
-
-        return peers.start_now(self, dest, message, answered)
-
-    def ask_core_now(self, body: Any, answer: Any) -> bool:
-        """Contract 12: step ``body`` for the core now (queued if the driver is busy); ``answer`` is called with
-        its SendResponse from inside the step that makes it. False once the node is stopping."""
-        if self._stopped.is_set():
-            return False
-        token = self._next_token
-        self._next_token += 1
-        self._pending[token] = answer
-        self.step_now(RequestReceived(now_ms(), token, body))
-        return True
-
-    async def _send(self, dest: int, request_id: int, message: Any) -> None:
-        resp = await peers.exchange(self, dest, message)  # kraftd.shell.net.peers
-        self._events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
-
-    def queue_tick(self) -> None:
-        """Let the core run its poll soon (one queued Tick is enough)."""
-        if not self._tick_queued:
-            self._tick_queued = True
-            self._events.put_nowait(Tick(now_ms()))
-
     def connect(self, host: str, port: int, prefix: str, timeout_ms: int = 0) -> PeerConnection:
         """A new connection to another controller (kraftd.shell.net.wiring.peer_connection)."""
         return wiring.peer_connection(
             self.config, host, port, prefix, self.peer_tls, self.peer_sasl, timeout_ms
         )
 
-    def post(self, event: Event) -> None:
-        """Queue an event for the driver (contract 4)."""
-        self._events.put_nowait(event)
-
     @staticmethod
     def now_ms() -> int:
         return now_ms()
-
-    async def ask_core(self, body: Any) -> Any:
-        """A request for the Raft core: answered with the core's SendResponse (kraftd.shell.apis.routing 6)."""
-        token = self._next_token
-        self._next_token += 1
-        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        self._pending[token] = fut
-        self._events.put_nowait(RequestReceived(now_ms(), token, body))
-        out = await fut
-        if stagetrace.ON:
-            stagetrace.mark("ask.resumed")
-        return out
 
     # ------------------------------------------------------------------ RaftClient (contract 7)
     async def append(self, records: list[bytes], on_range: Any = None) -> int:
@@ -385,7 +275,7 @@ class ControllerNode:
             on_range(rng)
         t0 = time.perf_counter()
         fut = self.commits.add(rng.last, rng.epoch)
-        if self._tick_queued:
+        if self.driver.tick_queued:
             pass
         elif self._events.idle():
             self.step_now(Tick(now_ms()))  # contract 4a: writes it now at linger 0, else schedules the linger
@@ -396,6 +286,14 @@ class ControllerNode:
             stagetrace.mark("committed")
         self.observer.measures.commit_latency_ms.add((time.perf_counter() - t0) * 1000)
         return last
+
+    def commit_seen(self, hwm: int) -> None:
+        """ApplyCommitted (kraftd.shell.raft.driver)."""
+        self._commit(hwm)
+
+    def leader_seen(self, leader: LeaderAndEpoch) -> None:
+        """LeaderChanged (kraftd.shell.raft.driver)."""
+        self._on_leader(leader)
 
     def _commit(self, hwm: int) -> None:
         self.applied = max(self.applied, hwm - 1)

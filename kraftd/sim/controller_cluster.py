@@ -188,13 +188,14 @@ class ControllerCluster(Cluster):
         if not records:
             reply(ErrorCode.NONE)
             return
-        values = m.encode(records)
+        values, framed = m.frame(records)  # the shell's path (kraftd.controller.machine contract 3b)
         try:
             rng = core.append(values)
         except NotLeaderError:
             reply(ErrorCode.NOT_CONTROLLER)
             return
-        m.on_appended(rng.first, values)
+        m.append_records_later(rng.first, framed)
+        m.apply_appended(None)
         self.waiting[nid].append((rng.last, rng.epoch, reply))
         self._kick(nid)
 

@@ -8,6 +8,7 @@ interop module tests/interop/test_config_resources.py compares with Kafka's cont
 
 from __future__ import annotations
 
+import logging
 import uuid
 
 import pytest
@@ -174,12 +175,13 @@ def test_incremental_topic_changes_are_validated_like_kafka() -> None:
 
 
 def test_each_refused_resource_is_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
-    from kraftd.shell.controller.partition_admin import log_refusals
+    from kraftd.controller.ops.partitions import refusal_notes
 
     results = configs.incremental_alter_configs(MetadataImage(), _set(GROUP, "g\nforged", ("bogus", "1")))[1]
     results += configs.incremental_alter_configs(MetadataImage(), _set(CM, "m", ("interval.ms", "10000")))[1]
     with caplog.at_level("INFO", logger="kraftd.controller"):
-        log_refusals("IncrementalAlterConfigs", results)
+        for fmt, args in refusal_notes("IncrementalAlterConfigs", results):
+            logging.getLogger("kraftd.controller").info(fmt, *args)
     assert [r.getMessage() for r in caplog.records] == [
         "IncrementalAlterConfigs refused GROUP 'g\\nforged': INVALID_CONFIG 'Unknown group config name: bogus'"
     ]

@@ -12,9 +12,9 @@ import pytest
 
 from generated.elect_leaders_request import ElectLeadersRequest, TopicPartitions
 from generated.list_partition_reassignments_request import ListPartitionReassignmentsRequest
-from generated.messages import ApiKey
 from kraftd.controller.image import MetadataImage
-from kraftd.shell.controller.partition_admin import ControllerOps, elect_leaders_failed
+from kraftd.controller.ops.partitions import elect_leaders_failed
+from kraftd.shell.controller.partition_admin import ControllerOps
 from kwire.errors import ErrorCode
 from kwire.headers import decode_response, encode_response
 from tests.helpers.controller import apply_records as _apply
@@ -48,8 +48,8 @@ def _ask(
         controller=SimpleNamespace(machine=_Machine(committed, uncommitted)), reads=reads
     )
     resp = asyncio.run(
-        ControllerOps(node).handle(
-            ApiKey.LIST_PARTITION_REASSIGNMENTS, ListPartitionReassignmentsRequest(topics=None), 0
+        ControllerOps(node).list_reassignments(
+            ListPartitionReassignmentsRequest(topics=None), 0, "User:ANONYMOUS"
         )
     )
     return resp, reads

@@ -164,5 +164,8 @@ def test_controller_failover_keeps_every_broker_unfenced(cluster: SwarmCluster) 
         f.new_leader > 0 and f.leader_after_s <= FETCH_TIMEOUT_S + ELECTION_TIMEOUT_S + ELECTION_BACKOFF_S + 1
     )
     assert not f.unanswered and f.all_answered_s <= 5.0, f
-    assert f.mistaken_fences == 0 and f.new_epoch == f.old_epoch + 1, f
+    assert f.mistaken_fences == 0, f
+    # kraftd: one election (election invariant 7 rules out the split vote of two followers timing out together).
+    # Kafka's Raft has no such tie-break and splits now and then (epoch 1 -> 3 seen once here): its bound is two.
+    assert f.new_epoch - f.old_epoch <= (1 if cluster.kind == "kraftd" else 2), f
     cluster.restart(f.killed)

@@ -2,7 +2,8 @@
 heartbeating (kraft-swarm), the partitions created over the wire with CreateTopics (50 topics per request, as an
 admin batches them), then kill -9 of the leader three times in a row (the killed controller restarted and caught
 up before the next kill). Each time: one new leader within the fetch timeout plus election time, every running
-broker's heartbeat answered within 5 s of the kill, no broker fenced, at most one election per kill.
+broker's heartbeat answered within 5 s of the kill, no broker fenced, one election per kill on kraftd (Kafka's
+Raft splits a vote now and then, so at most two there).
 
 The same test against Kafka 4.3.1's controllers proves the test. 30k partitions by default (CI);
 KRAFTD_SCALE=1 runs issue 22's 100k (several minutes per kind).
@@ -62,8 +63,10 @@ def test_three_leader_kills_each_fail_over_within_seconds(cluster: SwarmCluster)
             )
         if f.mistaken_fences:
             problems.append(f"{f.mistaken_fences} broker(s) fenced")
-        if f.new_epoch != f.old_epoch + 1:
-            problems.append(f"epoch {f.old_epoch} -> {f.new_epoch} (more than one election)")
+        # kraftd: one election per kill (election invariant 7 rules out the split vote of two followers timing
+        # out together); Kafka's Raft has no such tie-break and splits now and then, so its bound is two.
+        if f.new_epoch - f.old_epoch > (1 if cluster.kind == "kraftd" else 2):
+            problems.append(f"epoch {f.old_epoch} -> {f.new_epoch} (more elections than allowed)")
         if problems:
             failures.append(f"kill {kill} of leader {f.killed}: " + "; ".join(problems))
             break  # a quorum that did not settle cannot be killed again meaningfully

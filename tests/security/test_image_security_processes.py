@@ -226,6 +226,32 @@ def test_a_token_created_over_sasl_is_owned_by_the_sasl_user(cluster: Cluster) -
     assert (resp.token_requester_principal_type, resp.token_requester_principal_name) == ("User", "admin")
 
 
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_token_created_at_v1_or_v2_is_answered_without_requester_fields(
+    cluster: Cluster, version: int
+) -> None:
+    """The requester fields exist from v3 (KIP-373): below it the answer leaves them out, as Kafka's does; setting
+    them cannot be encoded at v1-2 (the answer used to fail to encode and the client got no response)."""
+    req = CreateDelegationTokenRequest(max_lifetime_ms=-1)  # no owner fields before v3 either
+    deadline = time.monotonic() + 60
+    while True:
+        info = cluster.wait_leader(30)
+        port = cluster.ports[info.leader_id - 1]
+        resp = asyncio.run(_send_at(port, req, version))
+        if resp.error_code == ErrorCode.NONE or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    assert resp.error_code == ErrorCode.NONE, resp
+    assert (resp.principal_type, resp.principal_name) == ("User", "admin")
+    assert (resp.token_requester_principal_type, resp.token_requester_principal_name) == ("", "")
+    assert resp.token_id and resp.hmac
+
+
+async def _send_at(port: int, request: Any, version: int) -> Any:
+    async with KafkaClient("127.0.0.1", port, sasl=ADMIN, connect_timeout=5, request_timeout=10) as c:
+        return await c.send(request, version)
+
+
 def command_config(path: Path, mechanism: str, module: str, user: str, password: str) -> Path:
     path.write_text(
         "security.protocol=SASL_PLAINTEXT\n"

@@ -6,7 +6,8 @@ Contracts:
 1. Top-level APIs (broker lifecycle, UpdateFeatures, the delegation tokens, AlterPartitionReassignments,
    ListPartitionReassignments) carry NOT_CONTROLLER at the top level; the reassignment APIs with Kafka's message.
 2. Per-entry APIs carry it in every entry, in request order (DeleteTopics: the names; an id alone has no entry),
-   AlterClientQuotas once per distinct entity; ElectLeaders as :func:`partition_admin.elect_leaders_failed`.
+   AlterClientQuotas once per distinct entity; ElectLeaders as
+   :func:`kraftd.controller.ops.partitions.elect_leaders_failed`.
 3. CreateAcls and DeleteAcls without an authorizer answer SECURITY_DISABLED (with Kafka's message) instead: that
    refusal does not depend on who leads.
 4. CreateDelegationToken echoes the requester's principal.
@@ -46,7 +47,7 @@ from generated.renew_delegation_token_response import RenewDelegationTokenRespon
 from generated.unregister_broker_response import UnregisterBrokerResponse
 from generated.update_features_response import UpdateFeaturesResponse
 from kraftd.controller import quotas
-from kraftd.shell.controller.partition_admin import NOT_CONTROLLER_MESSAGE, elect_leaders_failed
+from kraftd.controller.ops.partitions import NOT_CONTROLLER_MESSAGE, elect_leaders_failed
 from kwire.errors import ErrorCode
 
 NOT = ErrorCode.NOT_CONTROLLER

@@ -2,8 +2,10 @@
 
 Contracts:
 6. Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and the KIP-853 voter RPCs go to the Raft core
-   and are answered with its SendResponse; controller RPCs go to the controller (kraftd.shell.controller.broker_rpcs,
-   kraftd.shell.controller.topic_admin); the rest are answered by kraftd.shell.apis.handlers from the node's cluster view.
+   and are answered with its SendResponse; each controller RPC goes to the one method the table names for it
+   (kraftd.shell.apis.table contract 4) on its part (kraftd.shell.controller.broker_rpcs, topic_admin,
+   partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
+   kraftd.shell.apis.handlers from the node's cluster view.
 6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch and ReadOffset answered from inside the step.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
@@ -60,6 +62,19 @@ FORWARDED, _FORWARDABLE = table.FORWARDED, table.FORWARDABLE
 _ELECTION_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
 Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
 log = logging.getLogger("kraftd.routing")
+# The node's attribute holding each controller part, and its class (table contract 4).
+_CONTROLLER_PARTS = {
+    Part.BROKERS: "rpcs",
+    Part.TOPICS: "ctl_admin",
+    Part.PARTITIONS: "ctl_ops",
+    Part.SECURITY: "ctl_security",
+}
+_PART_CLASSES: dict[Part, type] = {
+    Part.BROKERS: ControllerRpcs,
+    Part.TOPICS: ControllerAdmin,
+    Part.PARTITIONS: ControllerOps,
+    Part.SECURITY: ControllerSecurity,
+}
 
 
 class RouterPort(ControllerPort, Protocol):
@@ -86,13 +101,18 @@ class RequestRouter:
         self.node = node
         self.forwarders: dict[int, PeerConnection] = {}
         self.parts = self._bind()
+        self.ops = {k: self._op(a) for k, a in table.TABLE.items() if a.op}
         self._routes = self.routes()
 
     def routes(self) -> dict[int, tuple[bool, Handler]]:
-        """api key -> (leader only, the part's handler), read from the table once."""
-        return {
-            k: (a.leader_only, self.parts[a.part]) for k, a in table.TABLE.items() if a.part in self.parts
-        }
+        """api key -> (leader only, its handler), read from the table once: the API's own op where its part
+        answers by op (a controller part: table contract 4), else the part's handler."""
+        routes = {}
+        for k, a in table.TABLE.items():
+            if a.part in self.parts:
+                part = self.parts[a.part]
+                routes[k] = (a.leader_only, self.ops[k] if part == self._by_op else part)
+        return routes
 
     async def handle(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         """Contract 6: the table names the part that answers (the listener parses only served keys)."""
@@ -112,19 +132,6 @@ class RequestRouter:
         async def reads(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
             return await node.reads.describe_configs(body)
 
-        async def brokers(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
-            return await node.rpcs.handle(header.request_api_key, body, header.request_api_version)
-
-        async def topics(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
-            return await node.ctl_admin.handle(header.request_api_key, body, header.request_api_version)
-
-        async def partitions(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
-            return await node.ctl_ops.handle(header.request_api_key, body, header.request_api_version)
-
-        async def security(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
-            key, version = header.request_api_key, header.request_api_version
-            return await node.ctl_security.handle(key, body, version, request_principal())
-
         async def kraftd_append(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
             return await append.handle_append(node, body)
 
@@ -133,16 +140,30 @@ class RequestRouter:
             return await self.envelope(body, info)
 
         return {
+            **dict.fromkeys(_CONTROLLER_PARTS, self._by_op),
             Part.CORE: self._core,
             Part.SHELL: self._shell,
             Part.READS: reads,
-            Part.BROKERS: brokers,
-            Part.TOPICS: topics,
-            Part.PARTITIONS: partitions,
-            Part.SECURITY: security,
             Part.APPEND: kraftd_append,
             Part.ENVELOPE: envelope,
         }
+
+    async def _by_op(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+        """A controller part: :meth:`routes` binds each of its APIs to its op directly."""
+        return await self.ops[header.request_api_key](header, body, info)
+
+    def _op(self, api: table.Api) -> Handler:
+        """Table contract 4: the one method of a controller part that answers ``api``."""
+        attr = _CONTROLLER_PARTS[api.part]
+        if not callable(getattr(_PART_CLASSES[api.part], api.op, None)):
+            raise TypeError(f"{api.key.name}: {_PART_CLASSES[api.part].__name__} has no {api.op}")
+        node, op = self.node, api.op
+
+        async def answer(header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
+            method = getattr(getattr(node, attr), op)  # the parts are built when the node starts
+            return await method(body, header.request_api_version, request_principal())
+
+        return answer
 
     async def _shell(self, header: RequestHeader, body: Any, info: ConnectionInfo) -> Any:
         """DescribeQuorum (contract 9), DescribeCluster and Metadata (9a), from the node's cluster view."""

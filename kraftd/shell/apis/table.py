@@ -12,6 +12,8 @@ Contracts:
    principal; only APIs marked ``forwarded`` may be inside one.
 3. ``leader_only`` APIs are answered NOT_CONTROLLER (in the API's own error shape) by a node that is not the
    active controller; the others are answered by any controller (the Raft RPCs, reads behind a read barrier).
+4. Each API of a controller part (brokers, topics, partitions, security) names its one handler, ``op``: a method
+   of that part taking (request, version, principal); nothing dispatches by api key again inside a part.
 """
 
 from __future__ import annotations
@@ -62,6 +64,7 @@ class Api:
     leader_only: bool = False
     forwarded: str | None = None  # where Kafka 4.3.1's KafkaApis forwards it to the active controller
     forwarded_rule: Rule | None = None  # inside an Envelope, when it differs (kwire.authz contract 6)
+    op: str = ""  # the part's one handler of this API (contract 4), where the part answers several
 
     @property
     def versions(self) -> tuple[int, int]:
@@ -88,41 +91,55 @@ _APIS = (
     Api(K.DESCRIBE_CLUSTER, Part.SHELL, Rule(ALTER)),  # ALTER on a controller (Describe is the broker's rule)
     Api(K.DESCRIBE_CONFIGS, Part.READS, Rule(DESCRIBE_CONFIGS, ON_CONFIGS)),
     # Broker and controller lifecycle.
-    Api(K.BROKER_REGISTRATION, Part.BROKERS, _CA, leader_only=True),
-    Api(K.BROKER_HEARTBEAT, Part.BROKERS, _CA, leader_only=True),
-    Api(K.UNREGISTER_BROKER, Part.BROKERS, Rule(ALTER), leader_only=True, forwarded=_FWD),
-    Api(K.CONTROLLER_REGISTRATION, Part.BROKERS, _CA, leader_only=True),
-    Api(K.ALLOCATE_PRODUCER_IDS, Part.BROKERS, _CA, leader_only=True),
-    Api(K.ALTER_PARTITION, Part.BROKERS, _CA, leader_only=True),
-    Api(K.ASSIGN_REPLICAS_TO_DIRS, Part.BROKERS, _CA, leader_only=True),
+    Api(K.BROKER_REGISTRATION, Part.BROKERS, _CA, leader_only=True, op="register_broker"),
+    Api(K.BROKER_HEARTBEAT, Part.BROKERS, _CA, leader_only=True, op="heartbeat"),
+    Api(
+        K.UNREGISTER_BROKER,
+        Part.BROKERS,
+        Rule(ALTER),
+        leader_only=True,
+        forwarded=_FWD,
+        op="unregister_broker",
+    ),
+    Api(K.CONTROLLER_REGISTRATION, Part.BROKERS, _CA, leader_only=True, op="register_controller"),
+    Api(K.ALLOCATE_PRODUCER_IDS, Part.BROKERS, _CA, leader_only=True, op="allocate_producer_ids"),
+    Api(K.ALTER_PARTITION, Part.BROKERS, _CA, leader_only=True, op="alter_partition"),
+    Api(K.ASSIGN_REPLICAS_TO_DIRS, Part.BROKERS, _CA, leader_only=True, op="assign_replicas_to_dirs"),
     # Topics, configs, features.
-    Api(K.CREATE_TOPICS, Part.TOPICS, Rule(CREATE, ON_TOPICS, or_cluster=True), True, _FWD),
-    Api(K.DELETE_TOPICS, Part.TOPICS, Rule(DELETE, ON_TOPICS, or_cluster=True), True, _FWD),
-    Api(K.CREATE_PARTITIONS, Part.TOPICS, Rule(ALTER, ON_TOPICS), True, _FWD),
+    Api(
+        K.CREATE_TOPICS, Part.TOPICS, Rule(CREATE, ON_TOPICS, or_cluster=True), True, _FWD, op="create_topics"
+    ),
+    Api(
+        K.DELETE_TOPICS, Part.TOPICS, Rule(DELETE, ON_TOPICS, or_cluster=True), True, _FWD, op="delete_topics"
+    ),
+    Api(K.CREATE_PARTITIONS, Part.TOPICS, Rule(ALTER, ON_TOPICS), True, _FWD, op="create_partitions"),
     Api(
         K.INCREMENTAL_ALTER_CONFIGS,
         Part.TOPICS,
         Rule(ALTER_CONFIGS, ON_CONFIGS),
         True,
         "handleIncrementalAlterConfigsRequest -> forwardingManager (all but BROKER_LOGGER)",
+        op="incremental_alter_configs",
     ),
-    Api(K.UPDATE_FEATURES, Part.TOPICS, Rule(ALTER), True, _FWD),
+    Api(K.UPDATE_FEATURES, Part.TOPICS, Rule(ALTER), True, _FWD, op="update_features"),
     Api(
         K.ALTER_CONFIGS,
         Part.PARTITIONS,
         Rule(ALTER_CONFIGS, ON_CONFIGS),
         True,
         "handleAlterConfigsRequest -> forwardingManager (all but BROKER_LOGGER)",
+        op="alter_configs",
     ),
-    Api(K.ELECT_LEADERS, Part.PARTITIONS, Rule(ALTER), True, _FWD),
-    Api(K.ALTER_PARTITION_REASSIGNMENTS, Part.PARTITIONS, Rule(ALTER), True, _FWD),
-    Api(K.LIST_PARTITION_REASSIGNMENTS, Part.PARTITIONS, Rule(DESCRIBE), True, _FWD),
+    Api(K.ELECT_LEADERS, Part.PARTITIONS, Rule(ALTER), True, _FWD, op="elect_leaders"),
+    Api(K.ALTER_PARTITION_REASSIGNMENTS, Part.PARTITIONS, Rule(ALTER), True, _FWD, op="alter_reassignments"),
+    Api(K.LIST_PARTITION_REASSIGNMENTS, Part.PARTITIONS, Rule(DESCRIBE), True, _FWD, op="list_reassignments"),
     # ACLs, quotas, SCRAM, delegation tokens (sent directly: ALTER on the cluster, kwire.authz contract 5).
-    Api(K.DESCRIBE_ACLS, Part.SECURITY, Rule(DESCRIBE)),  # the committed image, on any controller
-    Api(K.CREATE_ACLS, Part.SECURITY, Rule(ALTER), True, _FWD),
-    Api(K.DELETE_ACLS, Part.SECURITY, Rule(ALTER), True, _FWD),
-    Api(K.ALTER_CLIENT_QUOTAS, Part.SECURITY, Rule(ALTER_CONFIGS), True, _FWD),
-    Api(K.ALTER_USER_SCRAM_CREDENTIALS, Part.SECURITY, Rule(ALTER), True, _FWD),
+    # DescribeAcls: the committed image, on any controller.
+    Api(K.DESCRIBE_ACLS, Part.SECURITY, Rule(DESCRIBE), op="describe_acls"),
+    Api(K.CREATE_ACLS, Part.SECURITY, Rule(ALTER), True, _FWD, op="create_acls"),
+    Api(K.DELETE_ACLS, Part.SECURITY, Rule(ALTER), True, _FWD, op="delete_acls"),
+    Api(K.ALTER_CLIENT_QUOTAS, Part.SECURITY, Rule(ALTER_CONFIGS), True, _FWD, op="alter_client_quotas"),
+    Api(K.ALTER_USER_SCRAM_CREDENTIALS, Part.SECURITY, Rule(ALTER), True, _FWD, op="alter_scram"),
     Api(
         K.CREATE_DELEGATION_TOKEN,
         Part.SECURITY,
@@ -130,6 +147,7 @@ _APIS = (
         True,
         "handleCreateTokenRequest -> forwardToController",
         Rule(CREATE_TOKENS, ON_TOKEN_OWNER),
+        op="create_token",
     ),
     Api(
         K.RENEW_DELEGATION_TOKEN,
@@ -138,6 +156,7 @@ _APIS = (
         True,
         "handleRenewTokenRequest -> forwardToController",
         Rule(DESCRIBE, ON_NOTHING),
+        op="renew_token",
     ),
     Api(
         K.EXPIRE_DELEGATION_TOKEN,
@@ -146,6 +165,7 @@ _APIS = (
         True,
         "handleExpireTokenRequest -> forwardToController",
         Rule(DESCRIBE, ON_NOTHING),
+        op="expire_token",
     ),
     Api(K.KRAFTD_APPEND, Part.APPEND, Rule(ALTER)),
     Api(K.ENVELOPE, Part.ENVELOPE, _CA, leader_only=True),  # the broker's own principal

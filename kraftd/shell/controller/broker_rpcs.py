@@ -25,29 +25,17 @@ import uuid
 from typing import Any, Protocol
 
 from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
-from generated.allocate_producer_ids_response import AllocateProducerIdsResponse
 from generated.alter_partition_request import AlterPartitionRequest
-from generated.alter_partition_response import AlterPartitionResponse
-from generated.alter_partition_response import PartitionData as ApPartitionData
-from generated.alter_partition_response import TopicData as ApTopicData
 from generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
-from generated.assign_replicas_to_dirs_response import AssignReplicasToDirsResponse
-from generated.assign_replicas_to_dirs_response import DirectoryData as ArdDirectory
-from generated.assign_replicas_to_dirs_response import PartitionData as ArdPartition
-from generated.assign_replicas_to_dirs_response import TopicData as ArdTopic
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
-from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from generated.broker_registration_request import BrokerRegistrationRequest
-from generated.broker_registration_response import BrokerRegistrationResponse
 from generated.controller_registration_request import ControllerRegistrationRequest
 from generated.controller_registration_request import Feature as CtlFeature
 from generated.controller_registration_request import Listener as CtlListener
-from generated.controller_registration_response import ControllerRegistrationResponse
-from generated.messages import ApiKey
 from generated.unregister_broker_request import UnregisterBrokerRequest
-from generated.unregister_broker_response import UnregisterBrokerResponse
-from kraftd.controller import broker_dirs, brokers, controller_registration, partitions
+from kraftd.controller import brokers
 from kraftd.controller.features import MV_CONTROLLER_REGISTRATION, supported_ranges
+from kraftd.controller.ops import brokers as ops
 from kraftd.security import PROTOCOLS
 from kraftd.shell.controller import fencing
 from kraftd.shell.controller.glue import ControllerPort
@@ -82,144 +70,65 @@ class ControllerRpcs:
 
         return now_ms()
 
-    async def handle(self, api_key: int, body: Any, version: int = 0) -> Any:
-        if api_key == ApiKey.ALTER_PARTITION:
-            return await self._alter_partition(body, version)
-        if api_key == ApiKey.BROKER_REGISTRATION:
-            return await self._register_broker(body)
-        if api_key == ApiKey.BROKER_HEARTBEAT:
-            started = time.perf_counter()
-            try:
-                return await self._heartbeat(body)
-            finally:
-                self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
-        if api_key == ApiKey.ALLOCATE_PRODUCER_IDS:
-            return await self._allocate_producer_ids(body)
-        if api_key == ApiKey.UNREGISTER_BROKER:
-            return await self._unregister_broker(body)
-        if api_key == ApiKey.ASSIGN_REPLICAS_TO_DIRS:
-            return await self._assign_replicas_to_dirs(body)
-        return await self._register_controller(body)
+    async def alter_partition(self, req: AlterPartitionRequest, version: int, principal: str) -> Any:
+        return await self.node.controller.run(ops.alter_partition(self.machine.latest(), req, version))
 
-    async def _unregister_broker(self, req: UnregisterBrokerRequest) -> UnregisterBrokerResponse:
-        records, error, message = broker_dirs.unregister(self.machine.latest(), req.broker_id)
-        error = error or await self.node.controller.try_write(records)
-        if error:
-            return UnregisterBrokerResponse(error_code=error, error_message=message)
-        self.heartbeats.last_ms.pop(req.broker_id, None)
-        log.info("unregistered broker %d", req.broker_id)
-        return UnregisterBrokerResponse(error_code=ErrorCode.NONE)
+    async def register_broker(self, req: BrokerRegistrationRequest, version: int, principal: str) -> Any:
+        now = self.now_ms()
+        result = ops.register_broker(self.machine.latest(), req, self.node.cluster_id, self.heartbeats, now)
+        return await self.node.controller.run(result)
 
-    async def _assign_replicas_to_dirs(
-        self, req: AssignReplicasToDirsRequest
-    ) -> AssignReplicasToDirsResponse:
-        records, error, results = broker_dirs.assign_replicas_to_dirs(self.machine.latest(), req)
-        error = error or await self.node.controller.try_write(records)
-        if error:
-            return AssignReplicasToDirsResponse(error_code=error)
-        return AssignReplicasToDirsResponse(
-            error_code=ErrorCode.NONE,
-            directories=[
-                ArdDirectory(
-                    id=d,
-                    topics=[
-                        ArdTopic(
-                            topic_id=t,
-                            partitions=[ArdPartition(partition_index=p, error_code=c) for p, c in parts],
-                        )
-                        for t, parts in topics
-                    ],
-                )
-                for d, topics in results
-            ],
-        )
-
-    async def _register_broker(self, req: BrokerRegistrationRequest) -> BrokerRegistrationResponse:
-        out = brokers.register(
-            self.machine.latest(), req, self.node.cluster_id, self.heartbeats, self.now_ms()
-        )
-        error = out.error or await self.node.controller.try_write(out.records)
-        if error:
-            return BrokerRegistrationResponse(error_code=error)
-        log.info("registered broker %d at epoch %d", req.broker_id, out.broker_epoch)
-        return BrokerRegistrationResponse(error_code=ErrorCode.NONE, broker_epoch=out.broker_epoch)
-
-    async def _heartbeat(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse:
-        b = self.machine.latest().brokers.get(req.broker_id) if self.machine.active else None
-        if b is not None and b.epoch == req.broker_epoch and not req.want_fence:
-            latest, write = self.machine.latest, self.node.controller.try_write
-            error = ErrorCode.NONE
-            if req.want_shut_down and not b.fenced:
-                self.heartbeats.touch(req.broker_id, self.now_ms())  # its session goes on while moves commit
-                error = await fencing.shut_down_in_chunks(latest, write, req.broker_id, req.broker_epoch)
-            elif (
-                not req.want_shut_down
-                and b.fenced
-                and not b.in_controlled_shutdown
-                and req.current_metadata_offset >= b.registration_offset
-            ):
-                self.heartbeats.touch(req.broker_id, self.now_ms())
-                error = await fencing.unfence_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+    async def heartbeat(self, req: BrokerHeartbeatRequest, version: int, principal: str) -> Any:
+        started = time.perf_counter()
+        try:
+            error = await self._moves_first(req)
             if error:
-                return BrokerHeartbeatResponse(error_code=error)
-        out = brokers.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
-        error = out.error or await self.node.controller.try_write(out.records)
-        if error:
-            return BrokerHeartbeatResponse(error_code=error)
-        if out.records:
-            log.info(
-                "broker %d heartbeat: %d record(s), fenced=%s", req.broker_id, len(out.records), out.is_fenced
-            )
-        return BrokerHeartbeatResponse(
-            error_code=ErrorCode.NONE,
-            is_caught_up=out.is_caught_up,
-            is_fenced=out.is_fenced,
-            should_shut_down=out.should_shut_down,
-        )
+                return ops.heartbeat_failed(error)
+            result = ops.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
+            return await self.node.controller.run(result)
+        finally:
+            self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
 
-    async def _alter_partition(self, req: AlterPartitionRequest, version: int) -> AlterPartitionResponse:
-        records, top, results = partitions.alter_partition(self.machine.latest(), req, version)
-        error = top or await self.node.controller.try_write(records)
-        if error:
-            return AlterPartitionResponse(error_code=error)
-        by_topic: dict[Any, list[ApPartitionData]] = {}
-        for tid, pid, code, state in results:
-            part = ApPartitionData(partition_index=pid, error_code=code)
-            if state is not None:
-                part.leader_id, part.leader_epoch, part.isr = (
-                    state.leader,
-                    state.leader_epoch,
-                    list(state.isr),
-                )
-                part.leader_recovery_state, part.partition_epoch = (
-                    state.leader_recovery_state,
-                    state.partition_epoch,
-                )
-            by_topic.setdefault(tid, []).append(part)
-        return AlterPartitionResponse(
-            error_code=ErrorCode.NONE,
-            topics=[ApTopicData(topic_id=tid, partitions=parts) for tid, parts in by_topic.items()],
-        )
+    async def _moves_first(self, req: BrokerHeartbeatRequest) -> ErrorCode:
+        """Contract 2: a controlled shutdown's or an unfencing's partition moves, written in bounded writes before
+        the heartbeat is decided (fencing contract 4); the broker's session goes on while they commit."""
+        b = self.machine.latest().brokers.get(req.broker_id) if self.machine.active else None
+        if b is None or b.epoch != req.broker_epoch or req.want_fence:
+            return ErrorCode.NONE
+        latest, write = self.machine.latest, self.node.controller.try_write
+        if req.want_shut_down and not b.fenced:
+            self.heartbeats.touch(req.broker_id, self.now_ms())
+            return await fencing.shut_down_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+        if (
+            not req.want_shut_down
+            and b.fenced
+            and not b.in_controlled_shutdown
+            and req.current_metadata_offset >= b.registration_offset
+        ):
+            self.heartbeats.touch(req.broker_id, self.now_ms())
+            return await fencing.unfence_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+        return ErrorCode.NONE
 
-    async def _allocate_producer_ids(self, req: AllocateProducerIdsRequest) -> AllocateProducerIdsResponse:
-        records, error, start = brokers.allocate_producer_ids(
-            self.machine.latest(), req.broker_id, req.broker_epoch
-        )
-        error = error or await self.node.controller.try_write(records)
-        if error:
-            return AllocateProducerIdsResponse(error_code=error)
-        return AllocateProducerIdsResponse(
-            error_code=ErrorCode.NONE, producer_id_start=start, producer_id_len=brokers.PRODUCER_ID_BLOCK
-        )
+    async def allocate_producer_ids(
+        self, req: AllocateProducerIdsRequest, version: int, principal: str
+    ) -> Any:
+        return await self.node.controller.run(ops.allocate_producer_ids(self.machine.latest(), req))
 
-    async def _register_controller(
-        self, req: ControllerRegistrationRequest
-    ) -> ControllerRegistrationResponse:
-        records, error = controller_registration.register_controller(self.machine.latest(), req)
-        if error:
-            return ControllerRegistrationResponse(error_code=error)
-        error = await self.node.controller.try_write(records)
-        return ControllerRegistrationResponse(error_code=error, error_message=None)
+    async def unregister_broker(self, req: UnregisterBrokerRequest, version: int, principal: str) -> Any:
+        response = await self.node.controller.run(ops.unregister_broker(self.machine.latest(), req))
+        if response.error_code == ErrorCode.NONE:
+            self.heartbeats.last_ms.pop(req.broker_id, None)
+        return response
+
+    async def assign_replicas_to_dirs(
+        self, req: AssignReplicasToDirsRequest, version: int, principal: str
+    ) -> Any:
+        return await self.node.controller.run(ops.assign_replicas_to_dirs(self.machine.latest(), req))
+
+    async def register_controller(
+        self, req: ControllerRegistrationRequest, version: int = 0, principal: str = ""
+    ) -> Any:
+        return await self.node.controller.run(ops.register_controller(self.machine.latest(), req))
 
     # ---- periodic duties (contracts 2, 3) ---------------------------------------------------------------------
     async def run_periodic(self) -> None:
@@ -272,7 +181,7 @@ class ControllerRpcs:
             return
         req = self._registration()
         if self.machine.active:
-            await self._register_controller(req)
+            await self.register_controller(req)
             return
         leader = self.node.known_leader()
         peer = self.node.peers.get(leader)

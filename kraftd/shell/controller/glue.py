@@ -16,6 +16,9 @@ Contracts:
    applied in the drain's slices (contract 1); a write's handler awaits it before it reads :meth:`MetadataController.latest`,
    which would otherwise apply all of them in one step (issue 24: a heartbeat or the session check arriving after
    a few 5k-partition CreateTopics writes applied them all at once, 0.5 s on the loop).
+6. :meth:`ControllerGlue.run` is how an RPC handler answers with a controller operation's ControllerResult
+   (kraftd.controller.result): log its notes, write its records (contract 3), then its response and done lines
+   once they committed, else its ``failed`` response with the write's error (NOT_CONTROLLER).
 """
 
 from __future__ import annotations
@@ -25,10 +28,11 @@ import logging
 import random
 import time
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from kraftd.controller.image_writer import image_from_batches, snapshot_values
 from kraftd.controller.machine import MetadataController, NotControllerError
+from kraftd.controller.result import ControllerResult
 from kraftd.core.log import LogBatch
 from kraftd.core.replication import NotLeaderError
 from kraftd.core.snapshots import Snapshot
@@ -45,6 +49,7 @@ class ControllerPort(RaftPort, Protocol):
 
 
 log = logging.getLogger("kraftd.controller")
+R = TypeVar("R")
 REPLAY_STEP = 100  # records between two looks at the clock
 SLICE_S = 0.02  # the longest a turn of the loop replays (100-200 us a partition record at 100k partitions)
 
@@ -160,10 +165,10 @@ class ControllerGlue:
     async def write(self, records: Sequence[Any]) -> int:
         """Append ``records`` atomically as the active controller; the last offset once committed."""
         self.machine.check_active()
-        values = self.machine.encode(records)
+        values, framed = self.machine.frame(records)  # machine contract 3b: applied as objects
 
         def applied(rng: OffsetRange) -> None:
-            self.machine.append_later(rng.first, values)
+            self.machine.append_records_later(rng.first, framed)
             if not self._draining:
                 self._drain()
 
@@ -181,7 +186,18 @@ class ControllerGlue:
                 except Exception as exc:  # noqa: BLE001 - the next interval tries again
                     log.debug("node %d: idle NoOpRecord not written: %s", self.node.config.node_id, exc)
 
-    async def try_write(self, records: list[Any]) -> ErrorCode:
+    async def run(self, result: ControllerResult[R]) -> R:
+        """Contract 5."""
+        for fmt, args in result.notes:
+            log.info(fmt, *args)
+        error = await self.try_write(result.records)
+        if error:
+            return result.failed(error)
+        for fmt, args in result.done:
+            log.info(fmt, *args)
+        return result.response
+
+    async def try_write(self, records: Sequence[Any]) -> ErrorCode:
         """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node
         is not, or stops being, the active controller before the records commit."""
         if not records:
