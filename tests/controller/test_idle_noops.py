@@ -16,6 +16,7 @@ from kraftd.shell.node import ControllerNode
 from kwire.metadata_frame import encode_record
 from tests.daemon.cluster import CLUSTER_ID, free_ports
 from tests.daemon.conftest import write_properties
+from tests.helpers.daemon import wait_active
 from tools.storage_cli import format_directory
 
 NOOP = 20
@@ -61,10 +62,7 @@ def _run(tmp_path: Path, interval_ms: int, seconds: float) -> tuple[int, int, fl
         await node.start()
         try:
             await node.wait_for_leader(10)
-            deadline = time.monotonic() + 15
-            while not node.controller.machine.active:
-                assert time.monotonic() < deadline, "the single node never became the active controller"
-                await asyncio.sleep(0.02)
+            await wait_active(node, 15)
             start, first = time.monotonic(), _noops(node)
             while time.monotonic() - start < seconds:
                 await asyncio.sleep(0.05)

@@ -21,6 +21,7 @@ from kraftd.storage import snapshots
 from kraftd.storage.layout import partition_dir
 from tests.daemon.cluster import CLUSTER_ID, free_ports
 from tests.daemon.conftest import write_properties
+from tests.helpers.daemon import wait_active
 from tools.storage_cli import format_directory
 
 
@@ -57,9 +58,7 @@ def test_snapshots_are_built_and_written_off_the_loop(
         try:
             await node.wait_for_leader(10)
             deadline = time.monotonic() + 20
-            while not node.controller.machine.active:
-                assert time.monotonic() < deadline, "the single node never became the active controller"
-                await asyncio.sleep(0.02)
+            await wait_active(node, 20)
             for i in range(60):
                 value = f"{i:04d}" + "x" * 1000
                 await node.controller.write(

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from kraftd.config import load_config
 from kraftd.shell.loadgen import parse_ack_line, record_id_of
@@ -86,3 +88,13 @@ def standalone_config(root: Path, port: int, **extra: str) -> Path:
     cfg = write_properties(root / "s.properties", 1, port, root / "data", extra=extra)
     format_directory(load_config(cfg), fresh_id(), standalone=True)
     return cfg
+
+
+async def wait_active(
+    node: Any, timeout: float, what: str = "the single node never became the active controller"
+) -> None:
+    """Until the in-process ControllerNode ``node`` is the active controller (its image activated), else fail."""
+    deadline = time.monotonic() + timeout
+    while not node.controller.machine.active:
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.02)

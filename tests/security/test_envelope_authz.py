@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import struct
-import time
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from kwire.client import KafkaClient
 from kwire.errors import ErrorCode
 from kwire.headers import decode_response, encode_request
 from tests.daemon.cluster import CLUSTER_ID, free_ports
+from tests.helpers.daemon import wait_active
 from tools.local_quorum import write_properties
 from tools.storage_cli import format_directory
 
@@ -99,10 +99,7 @@ def test_forwarded_requests_are_authorized_with_the_forwarded_principal(tmp_path
         node = ControllerNode(load_config(cfg), seed=1)
         await node.start()
         try:
-            deadline = time.monotonic() + 15
-            while not node.controller.machine.active:
-                assert time.monotonic() < deadline, "no active controller"
-                await asyncio.sleep(0.02)
+            await wait_active(node, 15, "no active controller")
             async with KafkaClient("127.0.0.1", port) as broker:
                 await scenario(node, broker)
         finally:
