@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from generated import alter_client_quotas_response as acq
 from generated import create_acls_response as cra
@@ -30,6 +30,8 @@ from kraftd.controller import acls, quotas, scram, tokens
 from kraftd.controller.image import MetadataImage
 from kraftd.controller.result import ControllerResult, LogLine, from_builder
 from kwire.errors import ErrorCode
+
+T = TypeVar("T")
 
 
 def acl_filter(f: Any) -> acls.AclFilter:
@@ -195,24 +197,24 @@ def renew_token(
     image: MetadataImage, settings: tokens.TokenSettings, req: Any, principal: str, now_ms: int
 ) -> ControllerResult[RenewDelegationTokenResponse]:
     out = tokens.renew(image, settings, req.hmac, req.renew_period_ms, principal, now_ms)
-    return from_builder(
-        out.records,
-        lambda error: RenewDelegationTokenResponse(
-            error_code=out.error or error, expiry_timestamp_ms=0 if out.error or error else out.expiry_ms
-        ),
-    )
+    return _expiry_result(out, RenewDelegationTokenResponse)
 
 
 def expire_token(
     image: MetadataImage, settings: tokens.TokenSettings, req: Any, principal: str, now_ms: int
 ) -> ControllerResult[ExpireDelegationTokenResponse]:
     out = tokens.expire(image, settings, req.hmac, req.expiry_time_period_ms, principal, now_ms)
-    return from_builder(
-        out.records,
-        lambda error: ExpireDelegationTokenResponse(
-            error_code=out.error or error, expiry_timestamp_ms=0 if out.error or error else out.expiry_ms
-        ),
-    )
+    return _expiry_result(out, ExpireDelegationTokenResponse)
+
+
+def _expiry_result(out: Any, response: Callable[..., T]) -> ControllerResult[T]:
+    """Renew and expire answer alike: the error, and the new expiry when the change committed."""
+
+    def build(error: ErrorCode) -> T:
+        code = out.error or error
+        return response(error_code=code, expiry_timestamp_ms=0 if code else out.expiry_ms)
+
+    return from_builder(out.records, build)
 
 
 def _matching(a: Any) -> dla.DeleteAclsMatchingAcl:
