@@ -34,6 +34,10 @@ Contracts:
    queue is empty), so activation (contract 2) waits for the replay; ``replayed_end`` is the offset after the last
    batch replayed in full (a snapshot may end there only while :attr:`replay_pending` is false). Between two
    ``replay_some`` calls the committed image may hold part of a batch.
+6a. A snapshot to load (:meth:`load_later`: fetched from the leader, or the latest on disk at start) is applied the
+   same way, ahead of the queue, into a fresh image (kraftd.controller.snapshot_load) that replaces ``committed``
+   only once complete (as :meth:`load_image`); until then :attr:`replay_pending` holds, so reads, activation and
+   snapshots wait as they wait for replay, and queued batches the snapshot covers are skipped by offset.
 5. Idle writes (:meth:`idle_records`): the active controller appends one NoOpRecord every
    ``metadata.max.idle.interval.ms`` (the shell's timer), only at a metadata.version that has the record
    (3.3-IV1 on), as Kafka's QuorumController does; elsewhere there is nothing to write.
@@ -54,6 +58,7 @@ from generated.no_op_record import NoOpRecord
 from kraftd.controller.apply import apply_record
 from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS, MV_NOOP_RECORDS, record_version
 from kraftd.controller.image import MetadataImage
+from kraftd.controller.snapshot_load import SnapshotLoad
 from kraftd.core.log import LogBatch
 from kwire.errors import KraftError
 from kwire.metadata_frame import FRAME_VERSION, decode_metadata_record, encode_record
@@ -156,6 +161,7 @@ class MetadataController:
         self.reshare_records = RESHARE_RECORDS
         self._unshared = 0  # records replayed since the view last shared the committed image (contract 3a)
         self.appended_end = 0  # the offset after the last record appended to the uncommitted view
+        self._loading: SnapshotLoad | None = None  # contract 6a
 
     # ---- replay (contracts 1, 6) ------------------------------------------------------------------------------
     def replay(self, batches: Iterable[LogBatch], high_watermark: int) -> int:
@@ -172,11 +178,21 @@ class MetadataController:
 
     @property
     def replay_pending(self) -> bool:
-        return self._head is not None or bool(self._queue)
+        return self._head is not None or bool(self._queue) or self._loading is not None
+
+    def load_later(self, batches: Iterable[LogBatch], end_offset: int) -> None:
+        """Contract 6a (a newer snapshot replaces one still loading)."""
+        self._loading = SnapshotLoad(batches, end_offset)
 
     def replay_some(self, budget: int | None) -> int:
-        """Contract 6: apply up to ``budget`` queued records (None: all); returns how many were applied."""
+        """Contracts 6, 6a: apply up to ``budget`` queued records (None: all); returns how many were applied."""
         n = 0
+        if self._loading is not None:
+            n = self._loading.apply_some(budget)
+            if not self._loading.done:
+                return n
+            self.load_image(self._loading.image, self._loading.end_offset)
+            self._loading = None
         image = self.committed
         while budget is None or n < budget:
             if self._head is None:

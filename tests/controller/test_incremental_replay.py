@@ -8,6 +8,7 @@ Invariants:
    ``replayed_end`` only at batch boundaries.
 3. The leader's appended records reach its uncommitted view by ``apply_appended`` in bounded steps, and all of
    them before ``latest()`` returns it.
+4. A snapshot to load is applied in bounded steps too, and replaces the committed image only when complete.
 """
 
 from __future__ import annotations
@@ -22,8 +23,12 @@ from generated.feature_level_record import FeatureLevelRecord
 from generated.partition_record import PartitionRecord
 from generated.register_broker_record import RegisterBrokerRecord
 from generated.topic_record import TopicRecord
+from kraftd.controller.image import MetadataImage
+from kraftd.controller.image_writer import image_from_batches, same_image, snapshot_values
 from kraftd.controller.machine import MetadataController
-from kraftd.core.log import LogBatch
+from kraftd.core.log import LogBatch, OffsetAndEpoch
+from kraftd.core.snapshots import build_snapshot
+from kraftd.core.voters import VoterSet
 from kwire.metadata_frame import encode_record
 from kwire.records import build_data_batch
 
@@ -123,3 +128,45 @@ def _shifted(records: list[Any], base: int) -> LogBatch:
     values = [encode_record(r) for r in records]
     data = build_data_batch(values, base_offset=base, partition_leader_epoch=1, timestamp=0)
     return LogBatch(base, base + len(values) - 1, 1, data)
+
+
+def _snapshot_of(records: list[Any]) -> tuple[MetadataImage, list[LogBatch], int]:
+    """The image of ``records`` and its KIP-630 snapshot's batches, ending at the offset after them."""
+    image = MetadataController(1, [])
+    image.replay(_batches(records, [50]), len(records))
+    end = len(records)
+    snap = build_snapshot(
+        OffsetAndEpoch(end, 1),
+        snapshot_values(image.committed),
+        kraft_version=0,
+        voters=VoterSet(()),
+        now_ms=0,
+        max_batch_bytes=4096,  # many batches: each is split into values only when reached
+    )
+    return image.committed, snap.batches, end
+
+
+@settings(max_examples=20, deadline=None)
+@given(budget=st.integers(1, 300))
+def test_a_snapshot_loads_a_budget_at_a_time_and_replaces_the_image_whole(budget: int) -> None:
+    """Contract 6a: no call applies more than its budget, the committed image is the old one until the snapshot
+    is complete, and then it is the snapshot's image; queued batches the snapshot covers are skipped by offset,
+    later ones replayed after it."""
+    image, batches, end = _snapshot_of(RECORDS)
+    m = MetadataController(2, [])
+    old = m.committed
+    m.load_later(batches, end)
+    later = TopicRecord(name="after-the-snapshot", topic_id=uuid.UUID(int=7))
+    covered = _batches(RECORDS[:30], [10])  # offsets 0-29: inside the snapshot
+    data = build_data_batch([encode_record(later)], base_offset=end, partition_leader_epoch=1, timestamp=0)
+    m.enqueue([*covered, LogBatch(end, end, 1, data)], end + 1)
+    calls = 0
+    while m.replay_pending:
+        assert m.committed is old or m.committed.offset >= end - 1
+        assert m.replay_some(budget) <= budget
+        calls += 1
+    assert calls >= len(RECORDS) // budget
+    assert m.committed.offset == end and "after-the-snapshot" in m.committed.topic_ids
+    expected = image_from_batches(batches, end)
+    assert expected.offset == end - 1 and same_image(image, expected)
+    assert m.committed.topic_ids.delete("after-the-snapshot") == expected.topic_ids

@@ -30,7 +30,7 @@ import time
 from collections.abc import Sequence
 from typing import Any, Protocol, TypeVar
 
-from kraftd.controller.image_writer import image_from_batches, snapshot_values
+from kraftd.controller.image_writer import snapshot_values
 from kraftd.controller.machine import MetadataController, NotControllerError
 from kraftd.controller.result import ControllerResult
 from kraftd.core.log import LogBatch
@@ -125,7 +125,9 @@ class ControllerGlue:
         """KIP-630: a snapshot (fetched from the leader, or the latest on disk at start) replaces the committed
         image; replay continues after its end offset."""
         end = snapshot.snapshot_id.offset
-        self.machine.load_image(image_from_batches(snapshot.batches, end), end)
+        self.machine.load_later(snapshot.batches, end)  # machine contract 6a: in the drain's slices
+        if not self._draining:
+            self._drain()
 
     # ---- KIP-630 snapshots of the image (kraftd.controller.image_writer) ---------------------------------------
     @property
