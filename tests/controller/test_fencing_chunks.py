@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import random
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import pytest
@@ -18,6 +19,18 @@ from kwire.errors import ErrorCode
 from tests.helpers.controller import apply_records as _apply
 from tests.helpers.controller import cluster as _cluster
 from tests.helpers.controller import heartbeat as _hb
+
+
+def _recorder(image: Any) -> tuple[list[list[Any]], Callable[[list[Any]], Awaitable[ErrorCode]]]:
+    """A write that applies its records to ``image`` at once (committed), and the list of writes it saw."""
+    writes: list[list[Any]] = []
+
+    async def write(records: list[Any]) -> ErrorCode:
+        writes.append(records)
+        _apply(image, records)
+        return ErrorCode.NONE
+
+    return writes, write
 
 
 @pytest.mark.parametrize("chunk", [7, 50, 10_000])
@@ -60,12 +73,7 @@ def test_chunked_controlled_shutdown_ends_where_one_heartbeat_ends(
     holding = len(brokers.holding(image, 2, isr=True))
     one_shot = image.copy()
     _apply(one_shot, brokers.heartbeat(one_shot, _hb(one_shot, 2, want_shut_down=True), hb, 0).records)
-    writes: list[list[Any]] = []
-
-    async def write(records: list[Any]) -> ErrorCode:
-        writes.append(records)
-        _apply(image, records)
-        return ErrorCode.NONE
+    writes, write = _recorder(image)
 
     epoch = image.brokers[2].epoch
     assert asyncio.run(fencing.shut_down_in_chunks(lambda: image, write, 2, epoch)) == ErrorCode.NONE
@@ -97,12 +105,7 @@ def test_chunked_unfencing_ends_where_one_heartbeat_ends(monkeypatch: pytest.Mon
     assert image.brokers[2].fenced and len(leaderless) > 7
     one_shot = image.copy()
     _apply(one_shot, brokers.heartbeat(one_shot, _hb(one_shot, 2), hb, 0).records)
-    writes: list[list[Any]] = []
-
-    async def write(records: list[Any]) -> ErrorCode:
-        writes.append(records)
-        _apply(image, records)
-        return ErrorCode.NONE
+    writes, write = _recorder(image)
 
     epoch = image.brokers[2].epoch
     assert asyncio.run(fencing.unfence_in_chunks(lambda: image, write, 2, epoch)) == ErrorCode.NONE
