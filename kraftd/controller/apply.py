@@ -40,12 +40,9 @@ NO_LEADER_CHANGE = -2
 BEGIN_TXN, END_TXN, ABORT_TXN = 23, 24, 25
 
 T = TypeVar("T")
-SHARED_MAX = (
-    1 << 16
-)  # distinct lists kept for sharing; past it the table starts over (sharing only, contract 6)
+# Distinct lists (and states) kept for sharing; past it a table starts over (it only shares, contract 6).
+SHARED_MAX = 1 << 16
 _shared: dict[tuple[Any, ...], list[Any]] = {}
-
-
 _states: dict[tuple[Any, ...], PartitionState] = {}
 
 

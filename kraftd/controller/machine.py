@@ -58,7 +58,7 @@ from generated.no_op_record import NoOpRecord
 from kraftd.controller.apply import apply_record
 from kraftd.controller.features import ELR_VERSION, MV_METADATA_TRANSACTIONS, MV_NOOP_RECORDS, record_version
 from kraftd.controller.image import MetadataImage
-from kraftd.controller.snapshot_load import SnapshotLoad
+from kraftd.controller.snapshot_load import SnapshotLoad, framed
 from kraftd.core.log import LogBatch
 from kwire.errors import KraftError
 from kwire.metadata_frame import FRAME_VERSION, decode_metadata_record, encode_record
@@ -131,12 +131,6 @@ def metadata_records(b: LogBatch) -> list[Decoded]:
     return out
 
 
-def _framed(b: LogBatch) -> list[tuple[int, bytes]]:
-    """(offset, value) of each framed metadata record of ``b`` (none for a control batch), not yet decoded."""
-    hdr, values = framed_values(b.data, FRAME_VERSION)
-    return [] if hdr.attributes & ATTR_CONTROL else values
-
-
 class MetadataController:
     def __init__(self, node_id: int, bootstrap: Sequence[bytes], *, min_insync_replicas: int = 1) -> None:
         self.node_id = node_id
@@ -200,7 +194,7 @@ class MetadataController:
                     break
                 b = self._queue.popleft()
                 skip = b.is_control or b.last_offset <= image.offset
-                self._head = (b.next_offset, [] if skip else _framed(b), 0)
+                self._head = (b.next_offset, [] if skip else framed(b), 0)
             end, values, i = self._head
             stop = len(values) if budget is None else min(len(values), i + budget - n)
             for offset, value in values[i:stop]:

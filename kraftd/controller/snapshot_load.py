@@ -22,6 +22,13 @@ from kwire.metadata_frame import FRAME_VERSION, decode_metadata_record
 from kwire.records import ATTR_CONTROL, framed_values
 
 
+def framed(b: LogBatch) -> list[tuple[int, bytes]]:
+    """(offset, value) of each framed metadata record of ``b`` (none for a control batch), not yet decoded: what
+    replay (kraftd.controller.machine contract 6) and a snapshot load take from a batch."""
+    hdr, values = framed_values(b.data, FRAME_VERSION)
+    return [] if hdr.attributes & ATTR_CONTROL else values
+
+
 class SnapshotLoad:
     def __init__(self, batches: Iterable[LogBatch], end_offset: int) -> None:
         self.end_offset = end_offset
@@ -42,9 +49,7 @@ class SnapshotLoad:
                     self.done = True
                     break
                 if not b.is_control:
-                    hdr, values = framed_values(b.data, FRAME_VERSION)
-                    if not hdr.attributes & ATTR_CONTROL:
-                        self._values.extend(v for _, v in values)
+                    self._values.extend(v for _, v in framed(b))
                 continue
             value = self._values.popleft()
             n += 1
