@@ -1,12 +1,13 @@
 """Start-up: time to ready and memory of a controller loading a large metadata log, kraftd vs Kafka 4.3.1.
 
-Usage: .venv/bin/python bench/startup.py [--records N] [--json] [--keep DIR]
+Usage: .venv/bin/python bench/startup.py [--records N] [--partitions P] [--json] [--keep DIR]
 
 The directory (one per run, default N = 1,000,000 records):
 1. A single-voter controller directory is formatted by kraftd's formatter (metadata.version 4.3-IV0, static voter
    set) and kraftd is started once so that, as the first leader, it writes its LeaderChange and bootstrap records.
 2. kraftd's own storage writer (``MetadataLog.append``) then appends, in the leader's epoch, what a controller of a
-   busy cluster accumulates: 3 broker registrations, and per topic (N / 100 topics) a TopicRecord, a ConfigRecord
+   busy cluster accumulates: 3 broker registrations, and per topic (N / 100 topics, or P / 10 with ``--partitions``;
+   issue 24 asks for P = 100k and 1M) a TopicRecord, a ConfigRecord
    and 10 PartitionRecords (RF 3), then PartitionChangeRecords (leader moves) up to N records in all. The records
    are kraftd's generated metadata record types framed at the versions Kafka writes for the metadata.version,
    1,000 to a batch: byte for byte what a Kafka controller's log holds.
@@ -82,7 +83,9 @@ def topic_name(i: int) -> str:
     return f"topic-{i:06d}"
 
 
-def bench_records(total: int, mv: int, already: int) -> tuple[list[bytes], str]:
+def bench_records(
+    total: int, mv: int, already: int, partitions: int | None = None
+) -> tuple[list[bytes], str]:
     """The framed values appended after kraftd's own first records (``already`` of them); the last topic's name."""
 
     def enc(rec: Any) -> bytes:
@@ -104,7 +107,7 @@ def bench_records(total: int, mv: int, already: int) -> tuple[list[bytes], str]:
         )
         for b, d in brokers
     ]
-    topics = max(1, total // 100)
+    topics = max(1, (partitions // 10) if partitions else total // 100)
     ids = [random_uuid() for _ in range(topics)]
     dirs = dict(brokers)
     for t, tid in enumerate(ids):
@@ -157,7 +160,7 @@ def log_batches(partition_dir: Path) -> list[LogBatch]:
     return out
 
 
-def build(work: Path, total: int) -> dict[str, Any]:
+def build(work: Path, total: int, partitions: int | None = None) -> dict[str, Any]:
     """Steps 1-3 of the module docstring; returns the directories and what was written."""
     t0 = time.monotonic()
     q = MixedQuorum(work / "gen", ["kraftd"], extra=PROPS)
@@ -185,7 +188,7 @@ def build(work: Path, total: int) -> dict[str, Any]:
     assert mv is not None
     log = MetadataLog(node.metadata_dir, SEGMENT_BYTES, fsync=False)
     epoch, start_end = log.last_epoch, log.end_offset
-    values, last_topic = bench_records(total, mv, len(first))
+    values, last_topic = bench_records(total, mv, len(first), partitions)
     t_enc = time.monotonic()
     now_ms = int(time.time() * 1000)
     for i in range(0, len(values), RECORDS_PER_BATCH):
@@ -327,6 +330,11 @@ def ratio(a: float | None, b: float | None) -> float | None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--records", type=int, default=1_000_000, help="records in the metadata log (default 1M)")
+    ap.add_argument(
+        "--partitions",
+        type=int,
+        help="partitions in the log, 10 per topic (default records / 10); the log holds at least their records",
+    )
     ap.add_argument("--json", action="store_true", help="print one machine-readable line")
     ap.add_argument(
         "--keep", type=Path, help="work in DIR and keep it (default: a temporary directory, removed)"
@@ -345,10 +353,11 @@ def main() -> None:
     starts = ("first",) if args.no_restart else ("first", "restart")
     work = args.keep or Path(tempfile.mkdtemp(prefix="kraftd-startup-"))
     try:
-        built = build(work, args.records)
+        built = build(work, args.records, args.partitions)
         res: dict[str, Any] = {
             "bench": "startup",
             "records": built["records"],
+            "partitions": args.partitions or max(1, args.records // 100) * 10,
             "end_offset": built["end_offset"],
             "log_mib": round(built["log_bytes"] / 2**20, 1),
             "snapshot_mib": round(built["snapshot_bytes"] / 2**20, 1),
