@@ -16,6 +16,9 @@ Contracts:
    applied in the drain's slices (contract 1); a write's handler awaits it before it reads :meth:`MetadataController.latest`,
    which would otherwise apply all of them in one step (issue 24: a heartbeat or the session check arriving after
    a few 5k-partition CreateTopics writes applied them all at once, 0.5 s on the loop).
+7. :meth:`ControllerGlue.compute` runs an operation's computing steps (a generator, e.g.
+   kraftd.controller.topics contract 4) for up to ``SLICE_S`` a loop turn, so Raft traffic is served between its
+   slices; the records it returns are written by the caller as one atomic batch (contract 3).
 6. :meth:`ControllerGlue.run` is how an RPC handler answers with a controller operation's ControllerResult
    (kraftd.controller.result): log its notes, write its records (contract 3), then its response and done lines
    once they committed, else its ``failed`` response with the write's error (NOT_CONTROLLER).
@@ -27,7 +30,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from kraftd.controller.image_writer import snapshot_values
@@ -187,6 +190,19 @@ class ControllerGlue:
                     await self.try_write(records)
                 except Exception as exc:  # noqa: BLE001 - the next interval tries again
                     log.debug("node %d: idle NoOpRecord not written: %s", self.node.config.node_id, exc)
+
+    async def compute(self, steps: Generator[None, None, R]) -> R:
+        """Contract 7."""
+        while True:
+            until = time.perf_counter() + SLICE_S
+            try:
+                while True:
+                    next(steps)
+                    if time.perf_counter() >= until:
+                        break
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            await asyncio.sleep(0)
 
     async def run(self, result: ControllerResult[R]) -> R:
         """Contract 5."""
