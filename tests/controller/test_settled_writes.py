@@ -82,3 +82,29 @@ def test_settled_waits_only_for_what_was_appended_before_it(monkeypatch: pytest.
         assert waiter.done() and m.appended_pending
 
     asyncio.run(run())
+
+
+def test_settled_waits_for_records_a_write_appended_as_objects(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The glue's own writes hand the view the objects they framed (machine contract 3b:
+    ``append_records_later``); settled() must wait for those too, else the handler's ``latest()`` applies them
+    all in one step."""
+    monkeypatch.setattr(glue, "SLICE_S", 0.0)
+    m = MetadataController(
+        1, [encode_record(FeatureLevelRecord(name="metadata.version", feature_level=30), 0)]
+    )
+    m.become_leader(1, 0)
+    assert m.activation_records() is not None and m.active
+    g = glue.ControllerGlue(Any, m)  # type: ignore[arg-type]
+    records = [
+        ConfigRecord(resource_type=4, resource_name="", name="a", value=str(i)) for i in range(RECORDS)
+    ]
+    _, framed = m.frame(records)
+
+    async def run() -> None:
+        m.append_records_later(1, framed)
+        assert m.appended_end == RECORDS + 1
+        await g.settled()
+        assert not m.appended_pending  # applied in the drain's slices before settled() returned
+
+    asyncio.run(run())
+    assert m.latest().offset == RECORDS
