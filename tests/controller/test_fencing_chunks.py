@@ -117,3 +117,62 @@ def test_chunked_unfencing_ends_where_one_heartbeat_ends(monkeypatch: pytest.Mon
     assert all(len(w) <= chunk + 1 for w in writes if w)
     assert len(writes) > 2 if chunk < len(leaderless) else len(writes) == 1
     assert same_image(image, one_shot)
+
+
+def test_a_heartbeat_during_a_running_shutdown_loop_waits_for_it_instead_of_starting_another(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Contract 6: the broker's heartbeats every interval while its chunks commit start no second loop over the
+    same partitions (two unguarded loops write the same moves twice)."""
+    monkeypatch.setattr(fencing, "CHUNK", 7)
+
+    def setup() -> tuple[Any, list[list[Any]], Callable[[list[Any]], Awaitable[ErrorCode]], int, int]:
+        image, _ = _cluster(4)
+        req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 30, 3) for i in range(4)])
+        _apply(image, topics.create_topics(image, req, random.Random(5))[0])
+        writes: list[list[Any]] = []
+
+        async def write(records: list[Any]) -> ErrorCode:
+            await asyncio.sleep(0)  # the commit's round trip: other heartbeats run meanwhile
+            writes.append(records)
+            _apply(image, records)
+            return ErrorCode.NONE
+
+        return image, writes, write, len(brokers.holding(image, 2, isr=True)), image.brokers[2].epoch
+
+    def moved(writes: list[list[Any]]) -> list[tuple[Any, int]]:
+        return [
+            (r.topic_id, r.partition_id)
+            for w in writes
+            for r in w
+            if type(r).__name__ == "PartitionChangeRecord"
+        ]
+
+    image, writes, write, holding, epoch = setup()
+
+    async def unguarded() -> None:
+        loop = lambda: fencing.shut_down_in_chunks(lambda: image, write, 2, epoch)  # noqa: E731
+        first = asyncio.ensure_future(loop())
+        await asyncio.sleep(0)
+        await asyncio.gather(first, loop())
+
+    asyncio.run(unguarded())
+    assert len(moved(writes)) > len(
+        set(moved(writes))
+    )  # the defect: the second loop wrote the same moves again
+
+    image, writes, write, holding, epoch = setup()
+    guard = fencing.OneAtATime()
+
+    async def guarded() -> None:
+        loop = lambda: fencing.shut_down_in_chunks(lambda: image, write, 2, epoch)  # noqa: E731
+        first = asyncio.ensure_future(guard.run(2, loop))
+        await asyncio.sleep(0)
+        assert await asyncio.gather(first, guard.run(2, loop)) == [ErrorCode.NONE, ErrorCode.NONE]
+
+    asyncio.run(guarded())
+    keys = moved(writes)
+    assert (
+        len(keys) == len(set(keys)) and len(keys) >= holding - 7
+    )  # each move once; the last chunk is the heartbeat's
+    assert all(len(w) <= 7 + 1 for w in writes)
