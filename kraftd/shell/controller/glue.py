@@ -64,6 +64,9 @@ class ControllerGlue:
         self._draining = False
         self._replayed: asyncio.Event | None = None  # set while nothing committed waits to be replayed
         self._settled: asyncio.Event | None = None  # set while nothing appended waits to be applied
+        self._elected_at = (
+            time.perf_counter()
+        )  # when this node last became the Raft leader (activation's log line)
 
     @property
     def end_offset(self) -> int:
@@ -144,6 +147,7 @@ class ControllerGlue:
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         if leader.leader_id == self.node.config.node_id:
+            self._elected_at = time.perf_counter()
             self.machine.become_leader(leader.epoch, self.node.core.log.end_offset)
         else:
             self.machine.resign(leader.epoch)
@@ -151,6 +155,14 @@ class ControllerGlue:
     # ---- activation (contract 2) ------------------------------------------------------------------------------
     def after_step(self) -> None:
         records = self.machine.activation_records()
+        if records is None:
+            return
+        log.info(
+            "node %d: active controller in epoch %d, %.0f ms after its election (replayed to the election's log end)",
+            self.node.config.node_id,
+            self.machine.leader_epoch,
+            (time.perf_counter() - self._elected_at) * 1000,
+        )
         if records:
             log.info(
                 "node %d: controller activation, appending %d record(s) at epoch %d",
