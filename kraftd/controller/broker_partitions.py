@@ -6,6 +6,7 @@ PartitionChangeRecords (and, for offline directories, the BrokerRegistrationChan
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
@@ -123,6 +124,12 @@ def holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[An
     """(topic id, partition) of every partition whose ISR (else ELR) holds ``broker_id``, in name order
     (kraftd.controller.partition_index: O(its partitions))."""
     return partition_index.keys(image, image.isr_index if isr else image.elr_index, broker_id)
+
+
+def holding_chunks(image: MetadataImage, broker_id: int, size: int) -> Iterator[list[tuple[Any, int]]]:
+    """:func:`holding` (ISR) in chunks of at most ``size``, each listed when asked
+    (kraftd.controller.partition_index contract 3)."""
+    return partition_index.key_chunks(image, image.isr_index, broker_id, size)
 
 
 def partition_changes(

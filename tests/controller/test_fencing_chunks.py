@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
-from kraftd.controller import brokers, topics
+from kraftd.controller import brokers, partition_index, topics
 from kraftd.controller.image_writer import same_image
 from kraftd.shell.controller import fencing
 from kwire.errors import ErrorCode
@@ -176,3 +176,45 @@ def test_a_heartbeat_during_a_running_shutdown_loop_waits_for_it_instead_of_star
         len(keys) == len(set(keys)) and len(keys) >= holding - 7
     )  # each move once; the last chunk is the heartbeat's
     assert all(len(w) <= 7 + 1 for w in writes)
+
+
+@pytest.mark.parametrize("shut_down", [False, True])
+def test_the_brokers_partitions_are_listed_a_chunk_at_a_time_not_all_before_the_first_write(
+    monkeypatch: pytest.MonkeyPatch, shut_down: bool
+) -> None:
+    """Contract 7: before the first write, only the first chunk's topics had their partitions listed (listing
+    all of a broker's ISR entries at 1M partitions was one 170-220 ms step); the writes cover every partition."""
+    monkeypatch.setattr(fencing, "CHUNK", 10)
+    image, _ = _cluster(4)
+    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 10, 3) for i in range(40)])
+    _apply(image, topics.create_topics(image, req, random.Random(5))[0])
+    holding = brokers.holding(image, 2, isr=True)
+    listed: list[int] = []
+    bits = partition_index._bits
+    monkeypatch.setattr(partition_index, "_bits", lambda mask: listed.append(1) or bits(mask))
+    at_first_write: list[int] = []
+    writes: list[list[Any]] = []
+
+    async def write(records: list[Any]) -> ErrorCode:
+        if not at_first_write:
+            at_first_write.append(len(listed))
+        writes.append(records)
+        _apply(image, records)
+        return ErrorCode.NONE
+
+    epoch = image.brokers[2].epoch
+    if shut_down:
+        asyncio.run(fencing.shut_down_in_chunks(lambda: image, write, 2, epoch))
+    else:
+        asyncio.run(fencing.fence_in_chunks(lambda: image, write, 2))
+    topics_held = len({tid for tid, _ in holding})
+    assert topics_held >= 30
+    assert (
+        at_first_write[0] <= 2 * 10 + 2
+    )  # a chunk of 10 partitions and the next (lookahead): ~20 topics' masks
+    moved = {
+        (r.topic_id, r.partition_id) for w in writes for r in w if type(r).__name__ == "PartitionChangeRecord"
+    }
+    assert len(moved) >= len(holding) - (
+        10 if shut_down else 0
+    )  # shutdown: the last chunk is the heartbeat's
