@@ -96,7 +96,7 @@ class ControllerRpcs:
         b = self.machine.latest().brokers.get(req.broker_id) if self.machine.active else None
         if b is None or b.epoch != req.broker_epoch or req.want_fence:
             return ErrorCode.NONE
-        latest, write = self.machine.latest, self.node.controller.try_write
+        latest, write = self.machine.latest, self.node.controller.write_settled
         if req.want_shut_down and not b.fenced:
             self.heartbeats.touch(req.broker_id, self.now_ms())
             return await self.moving.run(
@@ -155,7 +155,7 @@ class ControllerRpcs:
         image = self.machine.latest()
         for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
             log.info("fencing broker %d: no heartbeat within the session timeout", bid)
-            if await fencing.fence_in_chunks(self.machine.latest, self.node.controller.try_write, bid):
+            if await fencing.fence_in_chunks(self.machine.latest, self.node.controller.write_settled, bid):
                 return  # leadership lost (fencing contract 3): the next active controller checks again
 
     def _registration(self) -> ControllerRegistrationRequest:

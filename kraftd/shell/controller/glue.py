@@ -227,6 +227,14 @@ class ControllerGlue:
             log.info(fmt, *args)
         return result.response
 
+    async def write_settled(self, records: Sequence[Any]) -> ErrorCode:
+        """:meth:`try_write`, then :meth:`settled` (contract 5): for a loop of writes each computed from
+        ``latest()`` (kraftd.shell.controller.fencing), so the next one does not apply in one step whatever other
+        writes (a 5,000-partition CreateTopics) appended meanwhile."""
+        error = await self.try_write(records)
+        await self.settled()
+        return error
+
     async def try_write(self, records: Sequence[Any]) -> ErrorCode:
         """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node
         is not, or stops being, the active controller before the records commit."""
