@@ -107,10 +107,10 @@ def elect_offline(
     """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced); with ELR
     on, every leaderless partition gets an election that counts it as active (kraftd.controller.brokers contract 6).
     Only those of ``where`` that are still leaderless, when given."""
-    leaderless = partition_index.keys(image, image.leader_index, NO_LEADER)
-    if where is not None:
-        led = set(leaderless)
-        leaderless = [k for k in where if k in led]
+    if where is None:
+        leaderless = partition_index.keys(image, image.leader_index, NO_LEADER)
+    else:  # O(len(where)), not a listing of every leaderless partition per chunk
+        leaderless = [k for k in where if _leaderless(image, k)]
     if elr.enabled(image):
         return partition_changes(image, leaderless, add=broker_id)
     return [
@@ -118,6 +118,12 @@ def elect_offline(
         for tid, pid in leaderless
         if broker_id in image.topics[tid].partitions[pid].isr
     ]
+
+
+def _leaderless(image: MetadataImage, key: tuple[Any, int]) -> bool:
+    t = image.topics.get(key[0])
+    p = t.partitions.get(key[1]) if t is not None else None
+    return p is not None and p.leader == NO_LEADER
 
 
 def holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[Any, int]]:

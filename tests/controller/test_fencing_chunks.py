@@ -218,3 +218,28 @@ def test_the_brokers_partitions_are_listed_a_chunk_at_a_time_not_all_before_the_
     assert len(moved) >= len(holding) - (
         10 if shut_down else 0
     )  # shutdown: the last chunk is the heartbeat's
+
+
+def test_unfencing_chunks_list_only_their_own_partitions(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contracts 5 and 7: each unfencing chunk's elections look up that chunk's partitions only (each chunk
+    used to list every leaderless partition of the image: O(leaderless) a chunk, 20k at 1M), and the
+    leaderless partitions are listed a chunk at a time."""
+    monkeypatch.setattr(fencing, "CHUNK", 7)
+    image, _ = _cluster(4)
+    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 30, 3) for i in range(4)])
+    _apply(image, topics.create_topics(image, req, random.Random(5))[0])
+    for bid in (1, 3, 4, 2):  # 2 last: the sole ISR member of its partitions, which go leaderless
+        _apply(image, brokers.fence(image, bid))
+    leaderless = partition_index.keys(image, image.leader_index, partition_index.NO_LEADER)
+    assert len(leaderless) > 3 * 7
+    listed_all: list[int] = []
+    keys = partition_index.keys
+    monkeypatch.setattr(partition_index, "keys", lambda *a: listed_all.append(1) or keys(*a))
+    writes, write = _recorder(image)
+    epoch = image.brokers[2].epoch
+    assert asyncio.run(fencing.unfence_in_chunks(lambda: image, write, 2, epoch)) == ErrorCode.NONE
+    assert not listed_all  # neither the loop nor any chunk's elect_offline listed every leaderless partition
+    assert len(writes) == -(-len(leaderless) // 7) and all(len(w) <= 7 + 1 for w in writes)
+    assert not image.brokers[2].fenced
+    mine = [(t, p) for t, p in leaderless if 2 in image.topics[t].partitions[p].isr]
+    assert mine and all(image.topics[t].partitions[p].leader == 2 for t, p in mine)

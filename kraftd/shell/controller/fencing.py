@@ -40,6 +40,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import itertools
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
@@ -111,10 +112,11 @@ async def unfence_in_chunks(
 ) -> ErrorCode:
     """Contract 5 (the caller checked that the heartbeat would unfence the broker)."""
     image = latest()
-    keys = partition_index.keys(image, image.leader_index, partition_index.NO_LEADER)
-    if len(keys) <= CHUNK:
+    chunks = partition_index.key_chunks(image, image.leader_index, partition_index.NO_LEADER, CHUNK)
+    first, second = next(chunks, None), next(chunks, None)
+    if first is None or second is None:
         return ErrorCode.NONE  # the heartbeat's own single write, as before
-    for i in range(0, len(keys), CHUNK):
+    for i, where in enumerate(itertools.chain((first, second), chunks)):
         image = latest()
         b = image.brokers.get(broker_id)
         if b is None or b.epoch != broker_epoch or b.in_controlled_shutdown:
@@ -126,7 +128,7 @@ async def unfence_in_chunks(
             records.append(
                 BrokerRegistrationChangeRecord(broker_id=broker_id, broker_epoch=broker_epoch, fenced=-1)
             )
-        records += brokers.elect_offline(image, broker_id, where=keys[i : i + CHUNK])
+        records += brokers.elect_offline(image, broker_id, where=where)
         error = await write(records)
         if error:
             return error
