@@ -193,6 +193,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         "elections": f.new_epoch - f.old_epoch,
         "unanswered": len(f.unanswered),
         "mistaken_fences": f.mistaken_fences,
+        "slowest_heartbeats": f.slowest,  # the last-answered broker's (sent after the kill s, round trip s, error)
     }
     stall["controller_failover"] = stalls.take("controller_failover")
     out["mistaken_fences"] = len(swarm.mistaken_fences())

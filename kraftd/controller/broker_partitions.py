@@ -6,6 +6,7 @@ PartitionChangeRecords (and, for offline directories, the BrokerRegistrationChan
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
@@ -106,10 +107,10 @@ def elect_offline(
     """Leaderless partitions whose ISR holds ``broker_id`` get it as leader (it is about to be unfenced); with ELR
     on, every leaderless partition gets an election that counts it as active (kraftd.controller.brokers contract 6).
     Only those of ``where`` that are still leaderless, when given."""
-    leaderless = partition_index.keys(image, image.leader_index, NO_LEADER)
-    if where is not None:
-        led = set(leaderless)
-        leaderless = [k for k in where if k in led]
+    if where is None:
+        leaderless = partition_index.keys(image, image.leader_index, NO_LEADER)
+    else:  # O(len(where)), not a listing of every leaderless partition per chunk
+        leaderless = [k for k in where if _leaderless(image, k)]
     if elr.enabled(image):
         return partition_changes(image, leaderless, add=broker_id)
     return [
@@ -119,10 +120,22 @@ def elect_offline(
     ]
 
 
+def _leaderless(image: MetadataImage, key: tuple[Any, int]) -> bool:
+    t = image.topics.get(key[0])
+    p = t.partitions.get(key[1]) if t is not None else None
+    return p is not None and p.leader == NO_LEADER
+
+
 def holding(image: MetadataImage, broker_id: int, *, isr: bool) -> list[tuple[Any, int]]:
     """(topic id, partition) of every partition whose ISR (else ELR) holds ``broker_id``, in name order
     (kraftd.controller.partition_index: O(its partitions))."""
     return partition_index.keys(image, image.isr_index if isr else image.elr_index, broker_id)
+
+
+def holding_chunks(image: MetadataImage, broker_id: int, size: int) -> Iterator[list[tuple[Any, int]]]:
+    """:func:`holding` (ISR) in chunks of at most ``size``, each listed when asked
+    (kraftd.controller.partition_index contract 3)."""
+    return partition_index.key_chunks(image, image.isr_index, broker_id, size)
 
 
 def partition_changes(

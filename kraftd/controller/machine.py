@@ -336,6 +336,7 @@ class MetadataController:
         """Contract 3b: :meth:`append_later` with the objects :meth:`frame` returned (nothing decoded)."""
         if self.uncommitted is not None:
             self._appended.append((first_offset, list(framed), 0))
+            self.appended_end = max(self.appended_end, first_offset + len(framed))
 
     def on_appended(self, first_offset: int, values: Sequence[bytes]) -> None:
         """Apply the framed records the leader appended at ``first_offset``.. to the uncommitted view, decoded

@@ -20,13 +20,16 @@ Contracts:
    (topic id, partition id) tuples cost about 200 bytes per partition over the three indexes; masks cost
    about 20 at 100 partitions per topic.
 3. :func:`keys` lists a broker's partitions in topic-name then partition-id order, the order Kafka's controller
-   and kraftd.controller.brokers generate partition changes in.
+   and kraftd.controller.brokers generate partition changes in. :func:`key_chunks` gives the same list in chunks,
+   each computed when asked (issue 24: listing the 100k ISR entries of a broker at 1M partitions held the
+   leader's loop for 170-220 ms of CPU when fencing it or shutting it down): once O(the broker's topics) to copy
+   its entry and order its topics by name, then O(chunk) a chunk.
 """
 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
 from immutables import Map
@@ -143,6 +146,27 @@ def keys(image: MetadataImage, index: Index, broker: int) -> list[Key]:
     for tid in sorted(by_topic, key=lambda t: topics[t].name):
         out.extend((tid, pid) for pid in by_topic[tid])
     return out
+
+
+def key_chunks(image: MetadataImage, index: Index, broker: int, size: int) -> Iterator[list[Key]]:
+    """Contract 3: :func:`keys` of the image as it is at the first ``next()``, in chunks of at most ``size``."""
+    h = index.get(broker)
+    if h is None:
+        return
+    masks = dict(h.masks)  # the image may change (in place, if it owns this entry) between two chunks
+    high: dict[uuid.UUID, list[int]] = {}
+    for tid, pid in sorted(h.high):
+        high.setdefault(tid, []).append(pid)
+    topics = image.topics  # persistent (image invariant 3): a later record replaces the map, never changes it
+    out: list[Key] = []
+    for tid in sorted(masks.keys() | high.keys(), key=lambda t: topics[t].name):
+        out.extend((tid, pid) for pid in _bits(masks.get(tid, 0)))
+        out.extend((tid, pid) for pid in high.get(tid, ()))
+        while len(out) >= size:
+            yield out[:size]
+            out = out[size:]
+    if out:
+        yield out
 
 
 def holds_any(index: Index, broker: int) -> bool:

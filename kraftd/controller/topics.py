@@ -13,6 +13,13 @@ Contracts (Kafka 4.3.1 ReplicationControlManager, reduced to what is listed):
    random source so topics spread over brokers.
 3. DeleteTopics: each name (v0-5) or id/name (v6) present -> RemoveTopicRecord; absent -> UNKNOWN_TOPIC_OR_PARTITION
    (by name) or UNKNOWN_TOPIC_ID (by id).
+4. Bounded steps (issues 22, 24): :func:`create_topics_steps` is :func:`create_topics` as a generator that yields
+   after each topic and every ``STEP`` partitions, so the shell can spread a large request (50 topics x 100
+   partitions: 100-450 ms of the leader's loop as one step) over loop turns; the records are still ONE atomic
+   write. It reads a :func:`frozen` image (the persistent maps as they were when it began: kraftd.controller.image
+   invariant 3). :func:`still_valid` tells whether what it computed is what the latest image would give: the same
+   features and brokers, and no created name or id taken meanwhile; else the caller computes it again at once.
+   Per request, not per partition: the usable brokers are listed once, each broker's directory looked up once.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from __future__ import annotations
 import random
 import re
 import uuid
+from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +46,7 @@ TOPIC_RESOURCE = int(CR.TOPIC)
 DEFAULT_PARTITIONS = 1
 DEFAULT_REPLICATION_FACTOR = 1
 UNASSIGNED_DIR = uuid.UUID(int=0)
+STEP = 500  # partitions built between two yields of create_topics_steps (contract 4)
 _LEGAL = re.compile(r"^[a-zA-Z0-9._-]+$")
 
 
@@ -83,7 +92,7 @@ def _directory(image: MetadataImage, broker_id: int) -> uuid.UUID:
 
 
 def _assignments(
-    image: MetadataImage, t: CreatableTopic, rng: random.Random
+    image: MetadataImage, t: CreatableTopic, rng: random.Random, live: list[int], racks: bool
 ) -> tuple[list[list[int]] | None, ErrorCode, str | None]:
     if t.assignments:
         out: dict[int, list[int]] = {}
@@ -112,7 +121,6 @@ def _assignments(
             ErrorCode.INVALID_PARTITIONS,
             "Number of partitions was set to an invalid non-positive value.",
         )
-    live = usable_brokers(image)
     if rf < 1:
         return None, ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0."
     if rf > len(live):
@@ -122,24 +130,39 @@ def _assignments(
             f"Unable to replicate the partition {rf} time(s): The target replication factor of {rf} cannot be "
             f"reached because only {len(live)} broker(s) are registered or some brokers have all their log directories cordoned.",
         )
-    if any(image.brokers[b].rack for b in live):  # racks set: Kafka's rack-aware striping
+    if racks:  # racks set: Kafka's rack-aware striping
         return placement.place(rng, placement.usable(image), partitions, rf), ErrorCode.NONE, None
-    start = rng.randrange(len(live))
-    return (
-        [[live[(start + p + i) % len(live)] for i in range(rf)] for p in range(partitions)],
-        ErrorCode.NONE,
-        None,
-    )
+    start, n = rng.randrange(len(live)), len(live)
+    twice = live + live  # partition p: live[(start + p) % n], then the next rf - 1 brokers round the list
+    return [twice[k : k + rf] for k in ((start + p) % n for p in range(partitions))], ErrorCode.NONE, None
 
 
 def create_topics(
     image: MetadataImage, req: CreateTopicsRequest, rng: random.Random
 ) -> tuple[list[Any], list[TopicResult]]:
     """Contracts 1 and 2: (records for every valid topic, one result per requested topic)."""
+    steps = create_topics_steps(image, req, rng)
+    while True:
+        try:
+            next(steps)
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
+
+
+def create_topics_steps(
+    image: MetadataImage, req: CreateTopicsRequest, rng: random.Random
+) -> Generator[None, None, tuple[list[Any], list[TopicResult]]]:
+    """Contract 4: :func:`create_topics` in bounded steps; returns what it returns."""
     records: list[Any] = []
     results: list[TopicResult] = []
     seen: set[str] = set()
+    ids: set[uuid.UUID] = set()
+    live = usable_brokers(image)
+    racks = any(image.brokers[b].rack for b in live)
+    with_dirs = image.metadata_version >= MV_DIRECTORIES
+    dir_of: dict[int, uuid.UUID] = {}
     for t in req.topics:
+        yield
         bad = _name_error(t.name)
         if bad is not None:
             results.append(TopicResult(t.name, ErrorCode.INVALID_TOPIC_EXCEPTION, bad))
@@ -150,22 +173,26 @@ def create_topics(
             )
             continue
         seen.add(t.name)
-        placement, error, message = _assignments(image, t, rng)
+        placement, error, message = _assignments(image, t, rng, live, racks)
         if placement is None:
             results.append(TopicResult(t.name, error, message))
             continue
         topic_id = uuid.UUID(int=rng.getrandbits(128))
-        while (
-            topic_id in image.topics
-            or topic_id == UNASSIGNED_DIR
-            or any(r.topic_id == topic_id for r in results)
-        ):
+        while topic_id in image.topics or topic_id == UNASSIGNED_DIR or topic_id in ids:
             topic_id = uuid.UUID(int=rng.getrandbits(128))
+        ids.add(topic_id)
         results.append(TopicResult(t.name, ErrorCode.NONE, None, topic_id, len(placement), len(placement[0])))
         if req.validate_only:
             continue
         records.append(TopicRecord(name=t.name, topic_id=topic_id))
         for pid, replicas in enumerate(placement):
+            dirs: list[uuid.UUID] = []
+            if with_dirs:
+                for b in replicas:
+                    d = dir_of.get(b)
+                    if d is None:
+                        d = dir_of[b] = _directory(image, b)
+                    dirs.append(d)
             records.append(
                 PartitionRecord(
                     partition_id=pid,
@@ -175,14 +202,42 @@ def create_topics(
                     leader=replicas[0],
                     leader_epoch=0,
                     partition_epoch=0,
-                    directories=directories(image, replicas),
+                    directories=dirs,
                 )
             )
+            if pid % STEP == STEP - 1:
+                yield
         for c in t.configs:
             records.append(
                 ConfigRecord(resource_type=TOPIC_RESOURCE, resource_name=t.name, name=c.name, value=c.value)
             )
     return records, results
+
+
+def frozen(image: MetadataImage) -> MetadataImage:
+    """Contract 4: what CreateTopics reads of ``image`` (features, brokers, topics, names) as it is now; those maps
+    are persistent, replaced and never changed by a record applied later (image invariant 3). Read only."""
+    return MetadataImage(
+        offset=image.offset,
+        features=image.features,
+        brokers=image.brokers,
+        topics=image.topics,
+        topic_ids=image.topic_ids,
+    )
+
+
+def still_valid(start: MetadataImage, latest: MetadataImage, results: Sequence[TopicResult]) -> bool:
+    """Contract 4: True when CreateTopics computed over ``start`` gives what it would give over ``latest`` (but for
+    the random choices): the same features and brokers, and no topic it creates named or numbered meanwhile."""
+    if latest.features is not start.features and latest.features != start.features:
+        return False
+    if latest.brokers is not start.brokers and latest.brokers != start.brokers:
+        return False
+    return not any(
+        r.name in latest.topic_ids or r.topic_id in latest.topics
+        for r in results
+        if r.error == ErrorCode.NONE
+    )
 
 
 def delete_topics(

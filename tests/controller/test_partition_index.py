@@ -129,3 +129,24 @@ def test_the_first_change_after_a_copy_copies_masks_not_a_brokers_partitions() -
     )  # ISR and leader Helds of the brokers touched: a mask per topic
     assert partition_index.consistent(image) and partition_index.consistent(before)
     assert key not in brokers.holding(image, 3, isr=True) and key in brokers.holding(before, 3, isr=True)
+
+
+def test_key_chunks_split_keys_in_order_including_ids_past_the_masks() -> None:
+    """Contract 3: the chunks, joined, are ``keys()`` (name order, masks' bits then the ids >= MASKED), each
+    at most ``size`` long, and they keep listing the image as it was at the first chunk."""
+    image = _image(12, 7)
+    tid = _tid(3)
+    reps = [2, 3, 4]
+    high = partition_index.MASKED + 5
+    _apply(image, [PartitionRecord(partition_id=high, topic_id=tid, replicas=reps, isr=reps, leader=2)])
+    want = partition_index.keys(image, image.isr_index, 2)
+    assert (tid, high) in want
+    for size in (1, 4, 1000):
+        chunks = partition_index.key_chunks(image, image.isr_index, 2, size)
+        first = next(chunks)
+        _apply(image, [PartitionChangeRecord(partition_id=high, topic_id=tid, isr=[3, 4], leader=3)])
+        got = [first, *chunks]
+        _apply(image, [PartitionChangeRecord(partition_id=high, topic_id=tid, isr=reps, leader=2)])
+        assert [k for c in got for k in c] == want
+        assert all(0 < len(c) <= size for c in got)
+    assert list(partition_index.key_chunks(image, image.isr_index, 99, 5)) == []

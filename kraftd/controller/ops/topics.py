@@ -15,6 +15,7 @@ from __future__ import annotations
 import random
 import uuid
 from collections.abc import Sequence
+from typing import Any
 
 from generated.create_partitions_request import CreatePartitionsRequest
 from generated.create_partitions_response import CreatePartitionsResponse, CreatePartitionsTopicResult
@@ -42,7 +43,13 @@ def create_topics(
     image: MetadataImage, req: CreateTopicsRequest, rng: random.Random
 ) -> ControllerResult[CreateTopicsResponse]:
     """Contracts 1, 2."""
-    records, results = topics.create_topics(image, req, rng)
+    return created_topics(req, *topics.create_topics(image, req, rng))
+
+
+def created_topics(
+    req: CreateTopicsRequest, records: list[Any], results: Sequence[topics.TopicResult]
+) -> ControllerResult[CreateTopicsResponse]:
+    """Contracts 1, 2 for what kraftd.controller.topics computed (in steps: its contract 4)."""
 
     def build(error: ErrorCode) -> CreateTopicsResponse:
         out = []

@@ -60,6 +60,7 @@ class ControllerRpcs:
         self.heartbeats = brokers.Heartbeats(node.config.broker_session_timeout_ms)
         self.incarnation_id = uuid.uuid4()
         self._registering: PeerConnection | None = None
+        self.moving = fencing.OneAtATime()  # fencing contract 6
 
     @property
     def machine(self) -> Any:
@@ -95,10 +96,13 @@ class ControllerRpcs:
         b = self.machine.latest().brokers.get(req.broker_id) if self.machine.active else None
         if b is None or b.epoch != req.broker_epoch or req.want_fence:
             return ErrorCode.NONE
-        latest, write = self.machine.latest, self.node.controller.try_write
+        latest, write = self.machine.latest, self.node.controller.write_settled
         if req.want_shut_down and not b.fenced:
             self.heartbeats.touch(req.broker_id, self.now_ms())
-            return await fencing.shut_down_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+            return await self.moving.run(
+                req.broker_id,
+                lambda: fencing.shut_down_in_chunks(latest, write, req.broker_id, req.broker_epoch),
+            )
         if (
             not req.want_shut_down
             and b.fenced
@@ -106,7 +110,10 @@ class ControllerRpcs:
             and req.current_metadata_offset >= b.registration_offset
         ):
             self.heartbeats.touch(req.broker_id, self.now_ms())
-            return await fencing.unfence_in_chunks(latest, write, req.broker_id, req.broker_epoch)
+            return await self.moving.run(
+                req.broker_id,
+                lambda: fencing.unfence_in_chunks(latest, write, req.broker_id, req.broker_epoch),
+            )
         return ErrorCode.NONE
 
     async def allocate_producer_ids(
@@ -148,7 +155,7 @@ class ControllerRpcs:
         image = self.machine.latest()
         for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
             log.info("fencing broker %d: no heartbeat within the session timeout", bid)
-            if await fencing.fence_in_chunks(self.machine.latest, self.node.controller.try_write, bid):
+            if await fencing.fence_in_chunks(self.machine.latest, self.node.controller.write_settled, bid):
                 return  # leadership lost (fencing contract 3): the next active controller checks again
 
     def _registration(self) -> ControllerRegistrationRequest:

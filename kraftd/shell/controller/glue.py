@@ -16,6 +16,9 @@ Contracts:
    applied in the drain's slices (contract 1); a write's handler awaits it before it reads :meth:`MetadataController.latest`,
    which would otherwise apply all of them in one step (issue 24: a heartbeat or the session check arriving after
    a few 5k-partition CreateTopics writes applied them all at once, 0.5 s on the loop).
+7. :meth:`ControllerGlue.compute` runs an operation's computing steps (a generator, e.g.
+   kraftd.controller.topics contract 4) for up to ``SLICE_S`` a loop turn, so Raft traffic is served between its
+   slices; the records it returns are written by the caller as one atomic batch (contract 3).
 6. :meth:`ControllerGlue.run` is how an RPC handler answers with a controller operation's ControllerResult
    (kraftd.controller.result): log its notes, write its records (contract 3), then its response and done lines
    once they committed, else its ``failed`` response with the write's error (NOT_CONTROLLER).
@@ -27,7 +30,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from typing import Any, Protocol, TypeVar
 
 from kraftd.controller.image_writer import snapshot_values
@@ -61,6 +64,9 @@ class ControllerGlue:
         self._draining = False
         self._replayed: asyncio.Event | None = None  # set while nothing committed waits to be replayed
         self._settled: asyncio.Event | None = None  # set while nothing appended waits to be applied
+        self._elected_at = (
+            time.perf_counter()
+        )  # when this node last became the Raft leader (activation's log line)
 
     @property
     def end_offset(self) -> int:
@@ -141,6 +147,7 @@ class ControllerGlue:
 
     def handle_leader_change(self, leader: LeaderAndEpoch) -> None:
         if leader.leader_id == self.node.config.node_id:
+            self._elected_at = time.perf_counter()
             self.machine.become_leader(leader.epoch, self.node.core.log.end_offset)
         else:
             self.machine.resign(leader.epoch)
@@ -148,6 +155,14 @@ class ControllerGlue:
     # ---- activation (contract 2) ------------------------------------------------------------------------------
     def after_step(self) -> None:
         records = self.machine.activation_records()
+        if records is None:
+            return
+        log.info(
+            "node %d: active controller in epoch %d, %.0f ms after its election (replayed to the election's log end)",
+            self.node.config.node_id,
+            self.machine.leader_epoch,
+            (time.perf_counter() - self._elected_at) * 1000,
+        )
         if records:
             log.info(
                 "node %d: controller activation, appending %d record(s) at epoch %d",
@@ -188,6 +203,19 @@ class ControllerGlue:
                 except Exception as exc:  # noqa: BLE001 - the next interval tries again
                     log.debug("node %d: idle NoOpRecord not written: %s", self.node.config.node_id, exc)
 
+    async def compute(self, steps: Generator[None, None, R]) -> R:
+        """Contract 7."""
+        while True:
+            until = time.perf_counter() + SLICE_S
+            try:
+                while True:
+                    next(steps)
+                    if time.perf_counter() >= until:
+                        break
+            except StopIteration as done:
+                return done.value  # type: ignore[no-any-return]
+            await asyncio.sleep(0)
+
     async def run(self, result: ControllerResult[R]) -> R:
         """Contract 5."""
         for fmt, args in result.notes:
@@ -198,6 +226,14 @@ class ControllerGlue:
         for fmt, args in result.done:
             log.info(fmt, *args)
         return result.response
+
+    async def write_settled(self, records: Sequence[Any]) -> ErrorCode:
+        """:meth:`try_write`, then :meth:`settled` (contract 5): for a loop of writes each computed from
+        ``latest()`` (kraftd.shell.controller.fencing), so the next one does not apply in one step whatever other
+        writes (a 5,000-partition CreateTopics) appended meanwhile."""
+        error = await self.try_write(records)
+        await self.settled()
+        return error
 
     async def try_write(self, records: Sequence[Any]) -> ErrorCode:
         """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node

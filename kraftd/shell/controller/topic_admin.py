@@ -8,6 +8,9 @@ Contracts:
 2. Each is a controller operation (kraftd.controller.ops.topics) over the latest image, its ControllerResult
    written and answered by kraftd.shell.controller.glue contract 5: all records of one request as one atomic
    batch, answered after commit; NOT_CONTROLLER per entry when this node is not the active controller.
+2a. CreateTopics is computed in the glue's slices (kraftd.controller.topics contract 4, glue contract 7) over the
+   image as it was when the request arrived; when :func:`kraftd.controller.topics.still_valid` says a write
+   applied meanwhile changed what it depends on, it is computed again at once over the latest image.
 3. UpdateFeatures: kraft.version lives in the Raft log's control records: the quorum leader checks it first and
    changes it (kraft_upgrade) after the other features' records commit; any refusal fails the whole request.
 """
@@ -21,6 +24,7 @@ from generated.create_topics_request import CreateTopicsRequest
 from generated.delete_topics_request import DeleteTopicsRequest
 from generated.incremental_alter_configs_request import IncrementalAlterConfigsRequest
 from generated.update_features_request import UpdateFeaturesRequest
+from kraftd.controller import topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.controller.ops import topics as ops
 from kraftd.core.events import Tick
@@ -37,7 +41,15 @@ class ControllerAdmin:
         return self.node.controller.machine
 
     async def create_topics(self, req: CreateTopicsRequest, version: int, principal: str) -> Any:
-        return await self.node.controller.run(ops.create_topics(self.machine.latest(), req, self.node.rng))
+        """Contract 2a."""
+        glue = self.node.controller
+        start = topics.frozen(self.machine.latest())
+        records, results = await glue.compute(topics.create_topics_steps(start, req, self.node.rng))
+        await glue.settled()
+        latest = self.machine.latest()
+        if not topics.still_valid(start, latest, results):
+            records, results = topics.create_topics(latest, req, self.node.rng)
+        return await glue.run(ops.created_topics(req, records, results))
 
     async def delete_topics(self, req: DeleteTopicsRequest, version: int, principal: str) -> Any:
         return await self.node.controller.run(ops.delete_topics(self.machine.latest(), req))
