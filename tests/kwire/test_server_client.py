@@ -99,35 +99,6 @@ def test_responses_in_request_order_even_when_handlers_finish_out_of_order():
     run(main())
 
 
-def test_responses_ready_together_leave_in_one_write():
-    """Contract 2a: eight pipelined requests whose handlers finish in the same turn cost one socket write, and
-    still come back in request order; a response that is not ready yet is not waited for."""
-    gate = asyncio.Event
-
-    async def main():
-        release = gate()
-
-        async def together(header, request, info):
-            if header.correlation_id < 8:
-                await release.wait()
-            return DescribeQuorumResponse(error_message=str(header.correlation_id))
-
-        async with KafkaServer(together) as srv:
-            r, w = await asyncio.open_connection(HOST, srv.port)
-            w.write(b"".join(dq_request(i) for i in range(8)))
-            await asyncio.sleep(0.2)  # all eight handlers wait on the gate
-            release.set()
-            frames = await read_frames(r, 8)
-            assert [decode_response(f, 55, 2)[0] for f in frames] == list(range(8))
-            assert srv.stats.writes == 1, srv.stats
-            w.write(dq_request(8))
-            assert decode_response((await read_frames(r, 1))[0], 55, 2)[0] == 8
-            assert srv.stats.writes == 2, srv.stats
-            w.close()
-
-    run(main())
-
-
 def test_in_flight_requests_are_bounded_per_connection():
     started: list[int] = []
     release = asyncio.Event
