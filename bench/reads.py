@@ -4,14 +4,18 @@ Two 3-process quorums on loopback in the same run, one with ``kraftd.read.consis
 ``stale``; both hold a few config entries written before measuring. Each read is a DescribeConfigs of one
 BROKER resource (what ``kafka-configs --bootstrap-controller --describe`` sends).
 1. throughput: ``--workers`` client processes, each with ``--in-flight`` reads outstanding, for ``--seconds``,
-   first all aimed at the leader, then spread over the 3 controllers (linearizable quorum);
+   first all aimed at the leader, then spread over the 3 controllers (linearizable quorum); a server handles at
+   most 16 requests of one connection at once, so each client opens as many connections as that takes;
 2. latency: one read at a time (closed loop) from one client at a follower, p50/p99 in ms, alternating between
    the linearizable and the stale quorum in slices so a noisy neighbour hurts both alike; the loopback round
    trip is measured the same way with ApiVersions.
 Goals (issue #11): 3 controllers serve >= 2.5x the leader alone; linearizable p99 <= stale p99 + 1 loopback round
-trip + 1 ms. The throughput goal is bounded by cores: each phase also reports the CPU seconds per second the three
-server processes used (/proc/<pid>/stat) and reads served per server CPU second, so a run on a small box shows
-whether followers serve reads as cheaply as the leader (the protocol scales) or not; ``cores`` is os.cpu_count().
+trip + 1 ms. The throughput goal is bounded by cores: each phase also reports the CPU seconds per second each of
+the three server processes used (/proc/<pid>/stat, leader first) and the client processes used (their own
+rusage: the client's CPU is counted, issue #25), and reads served per server CPU second, so a run on a small box
+shows whether followers serve reads as cheaply as the leader (the protocol scales) or not. ``cores`` is the
+number of CPUs this process may run on: under ``taskset -c 0`` every process of the run (servers, clients)
+shares one core, which shows how the ratio grows with cores.
 The loopback round trip is timed with ApiVersions at a follower of the stale quorum (on the linearizable quorum a
 connection's later ApiVersions is itself a read, kwire.server contract 10).
 
@@ -45,6 +49,7 @@ from generated.incremental_alter_configs_request import (  # noqa: E402
 from kwire.client import KafkaClient  # noqa: E402
 from kwire.framing import FrameDecoder, encode_frame  # noqa: E402
 from kwire.headers import decode_response, encode_request  # noqa: E402
+from kwire.limits import DEFAULT_MAX_IN_FLIGHT as MAX_IN_FLIGHT  # noqa: E402
 from tools.local_quorum import LocalQuorum  # noqa: E402
 
 BROKER = 4
@@ -78,7 +83,7 @@ async def _seed(port: int) -> None:
     await c.close()
 
 
-async def _hammer(ports: list[int], in_flight: int, seconds: float) -> tuple[int, int]:
+async def _hammer(ports: list[int], in_flight: int, seconds: float) -> tuple[int, int, float]:
     """A lean pipelined client, so the servers and not the client's codec bound throughput: the request is
     encoded once, responses are counted by frame and every 64th is decoded to check its error code."""
     frame = encode_frame(encode_request(32, DESCRIBE_VERSION, 1, "bench-reads", DESCRIBE))
@@ -111,36 +116,41 @@ async def _hammer(ports: list[int], in_flight: int, seconds: float) -> tuple[int
         writer.close()
 
     per = max(1, in_flight // len(ports))
-    await asyncio.gather(*(one(p, per) for p in ports))
-    return ok, failed
+    conns = -(-per // MAX_IN_FLIGHT)  # a server handles 16 requests of a connection at once (kwire.limits)
+    cpu0 = time.process_time()
+    await asyncio.gather(*(one(p, max(1, per // conns)) for p in ports for _ in range(conns)))
+    return ok, failed, time.process_time() - cpu0
 
 
-def _worker(args: tuple[list[int], int, float]) -> tuple[int, int]:
+def _worker(args: tuple[list[int], int, float]) -> tuple[int, int, float]:
     return asyncio.run(_hammer(*args))
 
 
-def _cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU seconds the processes used so far (Linux /proc)."""
+def _cpu_each(pids: list[int]) -> list[float]:
+    """User + system CPU seconds each process used so far (Linux /proc)."""
     tick = os.sysconf("SC_CLK_TCK")
-    total = 0
+    out = []
     for pid in pids:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime (fields 14 and 15 of stat(5))
-    return total / tick
+        out.append((int(fields[11]) + int(fields[12])) / tick)  # utime, stime (fields 14 and 15 of stat(5))
+    return out
 
 
 def throughput(
     ports: list[int], workers: int, in_flight: int, seconds: float, servers: list[int]
-) -> dict[str, float]:
+) -> dict[str, Any]:
     with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        cpu0, t0 = _cpu_seconds(servers), time.monotonic()
+        cpu0, t0 = _cpu_each(servers), time.monotonic()
         results = pool.map(_worker, [(ports, in_flight, seconds)] * workers)
-        cpu, wall = _cpu_seconds(servers) - cpu0, time.monotonic() - t0
-    ok = sum(r[0] for r in results)
+        each = [b - a for a, b in zip(cpu0, _cpu_each(servers), strict=True)]
+        wall = time.monotonic() - t0
+    ok, cpu, client = sum(r[0] for r in results), sum(each), sum(r[2] for r in results)
     return {
         "reads_per_s": ok / seconds,
         "failed": sum(r[1] for r in results),
         "server_cpu_per_s": cpu / wall,
+        "each_server_cpu_per_s": [round(c / wall, 2) for c in each],
+        "client_cpu_per_s": client / seconds,
         "reads_per_server_cpu_s": ok / cpu if cpu else float("nan"),
     }
 
@@ -178,7 +188,7 @@ def main() -> None:
             asyncio.run(_seed(q.ports[leaders[mode] - 1]))
         lin = quorums["linearizable"]
         lead_port = lin.ports[leaders["linearizable"] - 1]
-        servers = [p.pid for p in lin.procs.values()]
+        servers = [lin.procs[i].pid for i in sorted(lin.procs, key=lambda i: i != leaders["linearizable"])]
         alone = throughput([lead_port], args.workers, args.in_flight, args.seconds, servers)
         spread = throughput(list(lin.ports), args.workers, args.in_flight, args.seconds, servers)
         lat: dict[str, list[float]] = {"linearizable": [], "stale": [], "rtt": []}
@@ -196,9 +206,13 @@ def main() -> None:
             "three_controllers_reads_per_s": round(spread["reads_per_s"], 1),
             "failed_reads": alone["failed"] + spread["failed"],
             "spread_ratio": round(spread["reads_per_s"] / alone["reads_per_s"], 2),
-            "cores": os.cpu_count(),
+            "cores": len(os.sched_getaffinity(0)),
             "leader_alone_server_cpu_per_s": round(alone["server_cpu_per_s"], 2),
             "three_controllers_server_cpu_per_s": round(spread["server_cpu_per_s"], 2),
+            "leader_alone_each_server_cpu_per_s": alone["each_server_cpu_per_s"],
+            "three_controllers_each_server_cpu_per_s": spread["each_server_cpu_per_s"],
+            "leader_alone_client_cpu_per_s": round(alone["client_cpu_per_s"], 2),
+            "three_controllers_client_cpu_per_s": round(spread["client_cpu_per_s"], 2),
             "leader_alone_reads_per_server_cpu_s": round(alone["reads_per_server_cpu_s"], 1),
             "three_controllers_reads_per_server_cpu_s": round(spread["reads_per_server_cpu_s"], 1),
             "linearizable_p50_ms": round(statistics.median(lat["linearizable"]), 3),

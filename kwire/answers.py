@@ -87,6 +87,7 @@ class ServerStats:
 
     bytes_in: int = 0
     bytes_out: int = 0
+    writes: int = 0  # socket writes of responses (kwire.server contract 2a)
     connections_open: int = 0
     connections_total: int = 0
 

@@ -14,6 +14,7 @@ Contracts:
 2. Responses go out in request order on each connection (Kafka's guarantee), even when handlers finish out of
    order. At most ``max_in_flight`` requests per connection are being handled at once; beyond that the server
    stops reading from that connection until one completes (back-pressure, not an error).
+2a. Responses of one connection that are ready together leave in one socket write (``stats.writes`` counts them).
 3. A handler that raises, or returns something that is not the API's response class, or a response that cannot
    be encoded at the request's version, closes the connection with a log line (no partial frame is written).
 4. ``close()`` stops accepting, closes every connection and cancels in-flight handler calls.
@@ -360,11 +361,13 @@ class KafkaServer(Answering):
         order: asyncio.Queue[asyncio.Future[bytes | None] | None],
         writer: asyncio.StreamWriter,
         info: ConnectionInfo,
-        session: ServerSession | None = None,
-        counts: Written | None = None,
+        session: ServerSession | None,
+        counts: Written,
     ) -> None:
+        out: list[bytes] = []  # contract 2a: answers ready together leave in one write
+        taken: list[asyncio.Future[bytes | None] | None] = []  # the next of ``order``, looked at already
         while True:
-            task = await order.get()
+            task = taken.pop() if taken else await order.get()
             if task is None:
                 return
             try:
@@ -374,13 +377,19 @@ class KafkaServer(Answering):
                 writer.close()
                 return
             if payload is not None:  # None: contract 11's reply wrote it already
-                frame = encode_frame(payload)
+                out.append(frame := encode_frame(payload))
                 self.stats.bytes_out += len(frame)
+            if session is None and not order.empty():
+                taken.append(nxt := order.get_nowait())
+                if nxt is not None and nxt.done() and not nxt.cancelled() and nxt.exception() is None:
+                    continue
+            if out:
                 if stagetrace.ON:
                     stagetrace.mark("srv.write")
-                writer.write(frame)
-                if counts is not None:
-                    counts.written += 1
+                writer.write(b"".join(out) if len(out) > 1 else out[0])
+                self.stats.writes += 1
+                counts.written += len(out)
+                out.clear()
             await writer.drain()
             if session is not None and session.close_after_response:
                 writer.close()  # contract 7: a refused SASL exchange ends the connection after its answer

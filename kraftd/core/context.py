@@ -264,10 +264,9 @@ class NodeContext:
         self.data = data
         self.inflight.clear()
         self.backoff.clear()
-        ask = self.reads.ask
-        if ask is not None:  # its SendRequest is dropped below: the barriers ask again (kraftd.core.reads)
-            self.reads.queued[:0] = ask.waiters
-            self.reads.ask = None
+        for ask in self.reads.asks.values():  # their SendRequests are dropped below: the barriers ask again
+            self.reads.queued[:0] = ask.waiters  # (kraftd.core.reads)
+        self.reads.asks.clear()
         # Requests the old role queued in this step would be answered into the void (invariant 2).
         self.out = [e for e in self.out if not isinstance(e, SendRequest)]
 

@@ -26,9 +26,11 @@ We use read index, never a lease. Invariants:
 3. A new leader answers only after it has committed in its own epoch (its reported high watermark is known,
    kraftd.core.replication); before that its high watermark may trail writes the previous leader acked.
 4. Batching: every waiter queued when a round (or a non-leader's ReadOffset) starts shares that one round trip;
-   waiters arriving later wait for the next one. A non-leader has at most one ReadOffset in flight, on its own
-   request id outside context invariant 2's table (the shell sends it on its own connection, so it never
-   queues behind a long-polling Fetch).
+   waiters arriving later wait for the next one. A non-leader sends a new ReadOffset from any step that finds
+   waiters queued, while fewer than ``MAX_ASKS`` of its own are in flight (pipelined: waiters arriving during
+   one ask do not also wait for its answer before theirs is sent; issue #25); each ask is on its own request
+   id outside context invariant 2's table and answers only the waiters it carries (the shell sends them on
+   their own connection, so they never queue behind a long-polling Fetch).
 5. Failure never degrades to stale: a barrier that has no confirmed offset by its deadline (request timeout
    after the call) resolves with NOT_CONTROLLER when no leader is known then, else REQUEST_TIMED_OUT.
    Losing leadership or an error from the leader puts the barrier back in the queue to ask again.
@@ -49,6 +51,7 @@ from kraftd.core.states import Leader, ReadAsk, ReadRound, ReadWaiter
 from kwire.errors import ErrorCode
 
 ReadOffsetRequest = m.ReadOffsetRequest
+MAX_ASKS = 4  # invariant 4: ReadOffset requests a non-leader keeps in flight at once
 
 
 def read_barrier(node: NodeContext) -> int:
@@ -85,9 +88,8 @@ def handle_read_offset(node: NodeContext, token: int, msg: Any) -> Any | None:
 def handle_response(node: NodeContext, source: int, request_id: int, resp: Any) -> bool:
     """A ReadOffset answer (True: consumed here) or an ack for the leader's round (returns False)."""
     st = node.reads
-    ask = st.ask
-    if ask is not None and ask.request_id == request_id:
-        st.ask = None
+    ask = st.asks.pop(request_id, None)
+    if ask is not None:
         part = m.single_partition(resp) if resp.error_code == ErrorCode.NONE else None
         if resp.error_code == ErrorCode.UNSUPPORTED_VERSION:  # invariant 6: a leader without ReadOffset
             node.out.extend(ReadResolved(w.ident, ErrorCode.UNSUPPORTED_VERSION) for w in ask.waiters)
@@ -137,12 +139,12 @@ def poll(node: NodeContext) -> None:
     elif node.bugs.read_without_read_offset:
         st.targets.extend((node.applied, w) for w in st.queued)  # planted: serve what is applied
         st.queued = []
-    elif st.queued and st.ask is None and node.now >= st.ask_not_before:
+    elif st.queued and len(st.asks) < MAX_ASKS and node.now >= st.ask_not_before:
         leader = node.leader_id()
         if leader >= 0 and leader != node.local.id:
             rid = node.next_request_id()
             deadline = node.now + node.config.request_timeout_ms
-            st.ask = ReadAsk(rid, leader, deadline, st.queued)
+            st.asks[rid] = ReadAsk(rid, leader, deadline, st.queued)
             st.queued = []
             msg = m.read_offset_request(node.cluster_id, node.local.id, node.epoch)
             node.out.append(SendRequest(leader, rid, msg))
@@ -200,14 +202,11 @@ def _expire(node: NodeContext) -> None:
     """Invariant 5 (and the ask's own request timeout)."""
     st = node.reads
     now = node.now
-    ask = st.ask
-    if ask is not None and ask.deadline <= now:
-        st.ask = None
-        st.queued[:0] = ask.waiters
+    for rid in [rid for rid, ask in st.asks.items() if ask.deadline <= now]:
+        st.queued[:0] = st.asks.pop(rid).waiters
     code = ErrorCode.NOT_CONTROLLER if node.leader_id() < 0 else ErrorCode.REQUEST_TIMED_OUT
     groups = [st.queued, st.round.waiters if st.round is not None else []]
-    if st.ask is not None:
-        groups.append(st.ask.waiters)
+    groups += [ask.waiters for ask in st.asks.values()]
     for group in groups:
         for w in [w for w in group if w.deadline <= now]:
             group.remove(w)
@@ -226,8 +225,7 @@ def deadlines(node: NodeContext) -> list[int]:
     out = [w.deadline for w in st.queued] + [w.deadline for _, w in st.targets]
     if st.round is not None:
         out += [w.deadline for w in st.round.waiters]
-    if st.ask is not None:
-        out.append(st.ask.deadline)
+    out += [ask.deadline for ask in st.asks.values()]
     if st.queued:
         out.append(st.ask_not_before)
     return out

@@ -146,7 +146,7 @@ class ReadRound:
 
 @dataclass(slots=True)
 class ReadAsk:
-    """The one ReadOffset request a non-leader has in flight to its leader, and the barriers it serves."""
+    """A ReadOffset request a non-leader has in flight to its leader, and the barriers it serves."""
 
     request_id: int
     leader_id: int
@@ -158,7 +158,8 @@ class ReadAsk:
 class ReadState:
     queued: list[ReadWaiter] = field(default_factory=list)  # not yet in a round or an ask
     round: ReadRound | None = None
-    ask: ReadAsk | None = None
+    # request id -> a ReadOffset in flight (kraftd.core.reads invariant 4)
+    asks: dict[int, ReadAsk] = field(default_factory=dict)
     ask_not_before: int = 0
     targets: list[tuple[int, ReadWaiter]] = field(default_factory=list)  # (offset, barrier): wait for apply
     next_ticket: int = 1

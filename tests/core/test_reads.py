@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from kraftd.core import BugFlags, QuorumConfig, RaftNode, ReplicaKey, Role, VoterSet
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
@@ -59,6 +61,26 @@ def test_concurrent_barriers_share_one_read_offset() -> None:
     assert all(resolved(p, f.local.id, t) == [ErrorCode.NONE] for t in tickets)
     after = sum(1 for s, _, msg in p.sent if s == f.local.id and isinstance(msg, m.ReadOffsetRequest))
     assert after - before == 1
+
+
+def test_a_barrier_started_during_an_ask_sends_its_own_at_once() -> None:
+    """Invariant 4 (pipelined asks): a read that misses a ReadOffset in flight is not held until that answer."""
+    p, leader = cluster()
+    f = follower_of(p, leader)
+
+    def asks() -> list[Any]:
+        return [msg for s, _, msg in p.sent if s == f.local.id and isinstance(msg, m.ReadOffsetRequest)]
+
+    before = len(asks())
+    first = f.read_barrier()
+    p._deliver(f.local.id, Tick(p.now))  # its ask is queued for the leader, not yet delivered
+    second = f.read_barrier()
+    p._deliver(f.local.id, Tick(p.now))
+    assert len(asks()) - before == 2
+    p.run(
+        p.now + 10_000, stop=lambda: bool(resolved(p, f.local.id, first) and resolved(p, f.local.id, second))
+    )
+    assert resolved(p, f.local.id, first) == resolved(p, f.local.id, second) == [ErrorCode.NONE]
 
 
 def test_leader_confirms_with_a_majority_after_the_read() -> None:

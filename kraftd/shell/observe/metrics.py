@@ -167,15 +167,20 @@ class NodeMetrics:
             self.controller.heartbeat_done(took_ms)
 
     def instrument(self, handler: Handler) -> Handler:
+        per_key: dict[int, tuple[Any, Any]] = {}  # api key -> its (count, latency) children, looked up once
+
         async def timed(header: Any, body: Any, info: Any) -> Any:
-            spec = API_SPECS.get(header.request_api_key)
-            name = spec.name if spec is not None else str(header.request_api_key)
             t0 = time.perf_counter()
             try:
                 return await handler(header, body, info)
             finally:
-                self.requests.labels(name).inc()
-                self.latency.labels(name).observe(time.perf_counter() - t0)
+                key = header.request_api_key
+                if (children := per_key.get(key)) is None:
+                    spec = API_SPECS.get(key)
+                    name = spec.name if spec is not None else str(key)
+                    children = per_key[key] = (self.requests.labels(name), self.latency.labels(name))
+                children[0].inc()
+                children[1].observe(time.perf_counter() - t0)
 
         return timed
 

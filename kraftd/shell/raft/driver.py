@@ -135,6 +135,7 @@ class RaftDriver:
         if stagetrace.ON:
             stagetrace.mark(f"step.{type(event).__name__}")
         before = node.observer.snapshot()
+        node.reads.seal()  # kraftd.shell.raft.reads contract 5: later reads need the next barrier
         effects = node.client.step(event)
         node.observer.step(before, event, effects)
         self.execute(effects)

@@ -23,6 +23,11 @@ Contracts:
    (kraftd.controller.config_kinds contract 6); other types are INVALID_REQUEST. ``ConfigurationKeys`` filters
    the keys when not null. With IncludeSynonyms each entry carries its own level (and, for a broker id, the
    cluster-wide dynamic default of the same key when set), as Kafka's ConfigHelper lists them.
+5. Batching (kraftd.core.reads invariant 4, issue #25): the reads that reach :meth:`ReadBarriers.barrier` between
+   two steps of the core share one barrier ticket and one future; the driver calls :meth:`ReadBarriers.seal` before
+   every step, so each read sharing a ticket was invoked before the step that starts that ticket's ReadOffset (or
+   the leader's confirmation round), which is all invariant 1a asks. ``kraftd_read_barriers_total`` counts the
+   tickets, ``kraftd_reads_total`` the reads.
 """
 
 from __future__ import annotations
@@ -76,21 +81,37 @@ class ReadBarriers:
         self._conns: dict[int, PeerConnection] = {}
         self.stale = node.config.read_consistency == STALE
         self._warned: object = None
+        # The ticket later reads join until the core's next step (contract 5).
+        self._open: asyncio.Future[int] | None = None
         self.served = Counter(
             "kraftd_reads",
             "Reads answered from the image, by consistency",
             ["consistency"],
             registry=node.metrics.registry,
         )
+        self._served_lin = self.served.labels(LINEARIZABLE)
+        self._served_stale = self.served.labels(STALE)
+        self.tickets = Counter(
+            "kraftd_read_barriers",
+            "Read barriers asked of the Raft core; the reads between two steps share one (batching)",
+            registry=node.metrics.registry,
+        )
+
+    def seal(self) -> None:
+        """Contract 5: the core steps next; a later read needs a new ticket."""
+        self._open = None
 
     async def barrier(self) -> None:
         """RaftClient.read_barrier over asyncio: returns once the applied image is as new as the leader's
         was at the call; raises ReadUnavailableError otherwise."""
         node = self.node
-        ticket = node.client.read_barrier()
-        fut: asyncio.Future[int] = asyncio.get_running_loop().create_future()
-        self._waiting[ticket] = fut
-        node.queue_tick()
+        fut = self._open
+        if fut is None:
+            ticket = node.client.read_barrier()
+            fut = self._open = asyncio.get_running_loop().create_future()
+            self._waiting[ticket] = fut
+            self.tickets.inc()
+            node.queue_tick()
         code = await fut
         if code != ErrorCode.NONE:
             raise ReadUnavailableError(code)
@@ -101,7 +122,7 @@ class ReadBarriers:
     async def before_read(self) -> int:
         """Contracts 1-2: ErrorCode.NONE when the caller may answer from the image now."""
         if self.stale:
-            self.served.labels(STALE).inc()
+            self._served_stale.inc()
             return ErrorCode.NONE
         try:
             await self.barrier()
@@ -120,7 +141,7 @@ class ReadBarriers:
                 )
             self.served.labels("stale_kafka_leader").inc()
             return ErrorCode.NONE
-        self.served.labels(LINEARIZABLE).inc()
+        self._served_lin.inc()
         return ErrorCode.NONE
 
     def resolved(self, e: ReadResolved) -> None:
@@ -129,6 +150,7 @@ class ReadBarriers:
             fut.set_result(e.error)
 
     def fail_all(self) -> None:
+        self._open = None
         for fut in self._waiting.values():
             if not fut.done():
                 fut.set_result(ErrorCode.NOT_CONTROLLER)
