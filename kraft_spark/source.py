@@ -27,6 +27,7 @@ from kraft_spark.batches import file_batches
 from kraft_spark.batches import to_batches as to_batches
 from kraft_spark.decode import COLUMNS, ROW_KEYS, LogFile, find_files
 from kraft_spark.schema import record_union_fields, spark_scalar, struct_type
+from kraft_spark.worker import freeze_imports
 
 
 def row_schema() -> T.StructType:
@@ -64,6 +65,7 @@ class KraftBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilePartition)
+        freeze_imports()
         arrow = to_arrow_schema(self.schema)
         yield from file_batches(partition.file, arrow, self.batch_rows, include_control=self.include_control)
 

@@ -3,6 +3,7 @@ equal rows on varied, corrupt and torn logs, and each distinct record value deco
 
 from __future__ import annotations
 
+import gc
 import shutil
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import kraft_spark.decode as decode
 from kraft_spark.batches import file_batches, to_batches
 from kraft_spark.decode import LogFile, decode_file, find_files
 from kraft_spark.source import row_schema
+from kraft_spark.worker import freeze_imports
 from kraftd.storage.log import MetadataLog
 from kwire.records import build_data_batch
 from tests.helpers.spark import NO_OP, three_controllers
@@ -92,3 +94,38 @@ def test_a_repeated_value_is_decoded_and_rendered_once(tmp_path: Path, monkeypat
     rows = _rows(file_batches(f, to_arrow_schema(row_schema()), 4096))
     assert sum(r["record_type"] == "NoOpRecord" for r in rows) > 60
     assert sorted(calls) == ["FeatureLevelRecord", "KRaftVersionRecord", "LeaderChangeMessage", "NoOpRecord"]
+
+
+def test_a_worker_freezes_its_imports_in_its_first_two_tasks_only() -> None:
+    # pyspark's daemon collects after every task of a reused worker; frozen objects are not walked.
+    import multiprocessing as mp
+
+    def child(out: Any) -> None:
+        counts = []
+        for _ in range(3):
+            freeze_imports()
+            counts.append(gc.get_freeze_count())
+            _garbage = [{"task": i} for i in range(1000)]  # noqa: F841
+            del _garbage
+            gc.collect()  # as the daemon does after each task
+        out.put(counts)
+
+    ctx = mp.get_context("fork")
+    q = ctx.SimpleQueue()
+    p = ctx.Process(target=child, args=(q,))
+    p.start()
+    p.join(60)
+    first, second, third = q.get()
+    assert 0 < first <= second and third <= second
+
+
+def test_spark_workers_freeze_their_imports(spark: Any) -> None:
+    from kraft_spark.sweep import sweep
+
+    assert sweep(spark, range(0, 2), partitions=2).count() == 2
+    counts = (
+        spark.sparkContext.parallelize(range(8), 8)
+        .mapPartitions(lambda _: [__import__("gc").get_freeze_count()])
+        .collect()
+    )
+    assert max(counts) > 10_000
