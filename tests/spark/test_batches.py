@@ -19,8 +19,7 @@ from kraft_spark.source import row_schema
 from kraft_spark.worker import freeze_imports
 from kraftd.storage.log import MetadataLog
 from kwire.records import build_data_batch
-from tests.helpers.spark import NO_OP, three_controllers
-from tests.spark.test_batch_source import META, make_kraftd_log
+from tests.helpers.spark import META, NO_OP, make_kraftd_log, three_controllers
 
 
 def _rows(batches: Any) -> list[dict[str, Any]]:
