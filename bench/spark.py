@@ -10,9 +10,10 @@ decode loop over the same files and ``python -m kraftd.sim --workers 2``, measur
 The load average (1 min) is reported before and after every measurement: the machine may be shared.
 
 Spark session start-up is reported on its own line and is not in any rate. Every Spark rate is the best of
-``--repeat`` timed runs after one warm-up run (which starts the Python workers). The DataFrame is fully
+``--repeat`` timed runs after warm-up runs (which start the Python workers). The DataFrame is fully
 materialised (every column, the ``noop`` sink), not just counted. On local masters the CPU seconds of the driver's
-JVM and of its Python workers over a timed pass are reported too (``*_decode_cpu_*``, ``*_decode_cores_used``):
+JVM and of its Python workers are reported too, the median of the timed passes (``*_decode_cpu_*``,
+``*_sweep_cpu_*``, ``*_decode_cores_used``; the CLI's own and its pool's: ``cli_sweep_workers2_cpu_s``):
 local[1] runs the Python worker and the JVM side of the same task concurrently, so it already uses more than one
 core (docs/PERFORMANCE.md, "Spark").
 """
@@ -23,6 +24,8 @@ import argparse
 import json
 import os
 import re
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -89,12 +92,15 @@ def single_process(root: Path, repeat: int) -> tuple[int, float]:
 
 
 def _python_half(paths: list[str]) -> int:
-    """What a Python worker does for its tasks: decode the files and build the Arrow batches."""
-    from kraft_spark.source import row_schema, to_batches
+    """What a Python worker does for its tasks: decode the files into Arrow batches (kraft_spark.batches)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
 
-    schema, n = row_schema(), 0
+    from kraft_spark.batches import file_batches
+    from kraft_spark.source import row_schema
+
+    arrow, n = to_arrow_schema(row_schema()), 0
     for f in find_files_of(paths):
-        n += sum(b.num_rows for b in to_batches(decode_file(f), schema, 4096))
+        n += sum(b.num_rows for b in file_batches(f, arrow, 4096))
     return n
 
 
@@ -149,44 +155,57 @@ def cpu_split(spark: Any) -> tuple[float, float]:
     return _cpu(jvm), sum(_cpu(p) for p in below)
 
 
+def _passes(spark: Any, run: Any, repeat: int) -> tuple[float, float, float]:
+    """(best seconds, median JVM CPU s, median Python CPU s) of ``repeat`` timed runs of ``run()``."""
+    walls, jvms, pys = [], [], []
+    for _ in range(repeat):
+        jvm0, py0 = cpu_split(spark)
+        start = time.perf_counter()
+        run()
+        walls.append(time.perf_counter() - start)
+        jvm1, py1 = cpu_split(spark)
+        jvms.append(jvm1 - jvm0)
+        pys.append(py1 - py0)
+    return min(walls), statistics.median(jvms), statistics.median(pys)
+
+
 def spark_decode(spark: Any, root: Path, repeat: int) -> tuple[int, float, float, float]:
-    """(rows, best seconds, JVM and Python CPU seconds over the timed runs)."""
+    """(rows, best seconds, median JVM and Python CPU seconds of a timed pass)."""
     df = spark.read.format("kraft").load(str(root))
     # Warm-up: the Python workers start and the JVM compiles the conversion (the JVM outlives a session, so
     # without warm passes a later master would start warmer than the first; C2 still compiles ~0.5 CPU s per
     # pass in the second and third).
     for _ in range(4):
         df.write.format("noop").mode("overwrite").save()
-    best = float("inf")
-    jvm0, py0 = cpu_split(spark)
-    for _ in range(repeat):
-        start = time.perf_counter()
-        df.write.format("noop").mode("overwrite").save()
-        best = min(best, time.perf_counter() - start)
-    jvm1, py1 = cpu_split(spark)
-    return df.count(), best, (jvm1 - jvm0) / repeat, (py1 - py0) / repeat
+    best, jvm, py = _passes(spark, lambda: df.write.format("noop").mode("overwrite").save(), repeat)
+    return df.count(), best, jvm, py
 
 
-def spark_sweep(spark: Any, seeds: int, repeat: int) -> float:
+def spark_sweep(spark: Any, seeds: int, repeat: int) -> tuple[float, float, float]:
+    """(seeds/s of the best run, median JVM and Python CPU seconds of a run)."""
     from kraft_spark.sweep import sweep
 
     warm = 4 * spark.sparkContext.defaultParallelism  # every Python worker imports the simulator here
     sweep(spark, range(0, warm)).write.format("noop").mode("overwrite").save()
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
+
+    def run() -> None:
         sweep(spark, range(0, seeds)).write.format("noop").mode("overwrite").save()
-        best = min(best, time.perf_counter() - start)
-    return seeds / best
+
+    best, jvm, py = _passes(spark, run, repeat)
+    return seeds / best, jvm, py
 
 
-def cli_sweep(seeds: int) -> float:
+def cli_sweep(seeds: int) -> tuple[float, float]:
+    """(seeds/s the CLI prints, CPU seconds of the CLI and its pool)."""
     cmd = [sys.executable, "-m", "kraftd.sim", "--seeds", f"0-{seeds - 1}", "--workers", "2"]
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     m = re.search(r"([\d.]+) seeds/s", done.stdout)
     if m is None:
         raise SystemExit(f"kraftd.sim printed no rate: {done.stdout[-500:]} {done.stderr[-500:]}")
-    return float(m.group(1))
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return float(m.group(1)), cpu
 
 
 def load() -> float:
@@ -210,7 +229,10 @@ def on_master(
     if not url.startswith("spark://"):  # executors of a cluster are not the driver's descendants
         out[f"{name}_decode_cpu_jvm_s"], out[f"{name}_decode_cpu_python_s"] = jvm, py
         out[f"{name}_decode_cores_used"] = (jvm + py) / secs  # local[1] pipelines JVM and Python: > 1 core
-    out[f"{name}_sweep_seeds_per_s"] = spark_sweep(spark, args.seeds, args.repeat)
+    rate, jvm, py = spark_sweep(spark, args.seeds, args.repeat)
+    out[f"{name}_sweep_seeds_per_s"] = rate
+    if not url.startswith("spark://"):
+        out[f"{name}_sweep_cpu_jvm_s"], out[f"{name}_sweep_cpu_python_s"] = jvm, py
     out[f"{name}_load_after"] = load()
     spark.stop()
 
@@ -247,7 +269,7 @@ def main() -> None:
                     on_master(name, cluster.url, root, rows, args, out)
             else:
                 on_master(name, name, root, rows, args, out)
-    out["cli_sweep_workers2_seeds_per_s"] = cli_sweep(args.seeds)
+    out["cli_sweep_workers2_seeds_per_s"], out["cli_sweep_workers2_cpu_s"] = cli_sweep(args.seeds)
     out["load_end"] = load()
     base = out.get("local[1]_rows_per_s")
     for name in args.masters.split(","):

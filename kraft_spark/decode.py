@@ -131,52 +131,100 @@ def decode_metadata_value(value: bytes) -> tuple[int, int, Any]:
     return api_key, version, cls.decode(value[pos:], version)  # type: ignore[attr-defined]
 
 
-def _record_row(base: dict[str, Any], batch: RecordBatch, rec: Any) -> dict[str, Any] | None:
-    row = base.copy()
-    row["offset"] = batch.offset_of(rec)
-    row["timestamp"] = batch.timestamp_of(rec)
-    row["value"] = rec.value
+# The columns a record's key and value determine (in this order), the rest of its row coming from its batch.
+VALUE_KEYS: tuple[str, ...] = (
+    "control_type", "record_type", "record_type_id", "record_version", "record", "record_json", "error"
+)  # fmt: skip
+Decoded = tuple[str | None, str | None, int | None, int | None, dict[str, Any] | None, str | None, str | None]
+
+# Decoded values by (is_control, key, value): records repeat byte for byte (NoOpRecord, FeatureLevelRecord,
+# unchanged registrations), so most decode once. Small values only and a bounded number of them.
+_MEMO: dict[tuple[bool, bytes | None, bytes | None], Decoded] = {}
+_MEMO_ENTRIES = 8192
+_MEMO_VALUE_BYTES = 512
+
+
+def decode_value(is_control: bool, rec: Any) -> Decoded:
+    """The :data:`VALUE_KEYS` columns of a record (contract 3; ``error`` without its offset prefix). The
+    ``record`` dict may be shared by rows of equal bytes: read-only."""
+    value = rec.value
+    if value is not None and len(value) > _MEMO_VALUE_BYTES:
+        return _decode_value(is_control, rec)
+    memo_key = (is_control, rec.key if is_control else None, value)
+    out = _MEMO.get(memo_key)
+    if out is None:
+        if len(_MEMO) >= _MEMO_ENTRIES:
+            _MEMO.clear()
+        out = _MEMO[memo_key] = _decode_value(is_control, rec)
+    return out
+
+
+def _decode_value(is_control: bool, rec: Any) -> Decoded:
+    out: dict[str, Any] = {}
     try:
-        if batch.is_control:
+        if is_control:
             decoded = decode_control_record(rec)
             kind = struct.unpack_from(">h", rec.key or b"\0\0\0\0", 2)[0]
-            row["record_type_id"] = kind
-            row["record_version"] = 0
+            out["record_type_id"] = kind
+            out["record_version"] = 0
             if decoded is None:
-                row["control_type"] = f"Unknown({kind})"
-                return row
+                out["control_type"] = f"Unknown({kind})"
+                return _decoded(out)
             ctype, obj = decoded
             name = CONTROL_NAMES[ControlRecordType(ctype)]
-            row["control_type"] = row["record_type"] = name
+            out["control_type"] = out["record_type"] = name
         else:
             if rec.value is None:
                 raise KraftError("a data record with a null value is not a metadata record")
             api_key, version, obj = decode_metadata_value(rec.value)
-            row["record_type_id"], row["record_version"] = api_key, version
+            out["record_type_id"], out["record_version"] = api_key, version
             if obj is None:
-                return row
+                return _decoded(out)
             name = type(obj).__name__
-            row["record_type"] = name
-        row["record"] = {snake(name): to_value(obj, row["record_version"])}
-        row["record_json"] = to_json(obj, row["record_version"])
+            out["record_type"] = name
+        out["record"] = {snake(name): to_value(obj, out["record_version"])}
+        out["record_json"] = to_json(obj, out["record_version"])
     except (KraftError, struct.error, ValueError) as exc:
-        row["error"] = f"record at offset {row['offset']} does not decode: {exc}"
+        out["error"] = str(exc)
+    return _decoded(out)
+
+
+def _decoded(out: dict[str, Any]) -> Decoded:
+    return tuple(out.get(k) for k in VALUE_KEYS)  # type: ignore[return-value]
+
+
+def record_error(offset: int, detail: str) -> str:
+    return f"record at offset {offset} does not decode: {detail}"
+
+
+def _record_row(base: dict[str, Any], batch: RecordBatch, rec: Any) -> dict[str, Any]:
+    row = base.copy()
+    row["offset"] = offset = batch.offset_of(rec)
+    row["timestamp"] = batch.timestamp_of(rec)
+    row["value"] = rec.value
+    decoded = decode_value(batch.is_control, rec)
+    row.update(zip(VALUE_KEYS, decoded, strict=True))
+    if decoded[-1] is not None:
+        row["error"] = record_error(offset, decoded[-1])
     return row
 
 
-def decode_buffer(f: LogFile, data: bytes, *, include_control: bool = True) -> Iterator[dict[str, Any]]:
-    """Rows of every record in ``data`` (contracts 2-4)."""
+def walk(
+    f: LogFile, data: bytes, *, include_control: bool = True
+) -> Iterator[tuple[dict[str, Any], RecordBatch | None]]:
+    """The batches of ``data`` in order: (base row, batch) for a batch whose records are rows (the base row holds
+    the batch's columns), (row, None) for a row of its own (an error; contract 3). Contract 4's filter applied."""
     pos = 0
     while pos < len(data):
         remaining = len(data) - pos
         length = struct.unpack_from(">i", data, pos + 8)[0] if remaining >= LOG_OVERHEAD else -1
         if remaining < LOG_OVERHEAD or remaining < max(LOG_OVERHEAD + length, HEADER_SIZE):
-            yield _blank(f, pos, error=f"torn batch at byte {pos}: {remaining} bytes remain")
+            yield _blank(f, pos, error=f"torn batch at byte {pos}: {remaining} bytes remain"), None
             return
         try:
             header = peek_batch(data, pos, verify_crc=True)
         except KraftError as exc:
-            yield _blank(f, pos, error=f"unreadable batch framing at byte {pos}: {exc}")
+            yield _blank(f, pos, error=f"unreadable batch framing at byte {pos}: {exc}"), None
             return
         base = _blank(
             f,
@@ -189,28 +237,42 @@ def decode_buffer(f: LogFile, data: bytes, *, include_control: bool = True) -> I
             crc_ok=bool(header.crc_ok),
         )
         if not header.crc_ok:
-            yield {**base, "error": f"batch at offset {header.base_offset}: CRC-32C mismatch"}
+            yield {**base, "error": f"batch at offset {header.base_offset}: CRC-32C mismatch"}, None
             pos += header.size
             continue
         try:
             batch = decode_at(data, header, verify_crc=False)
         except KraftError as exc:
-            yield {**base, "error": f"batch at offset {header.base_offset} does not decode: {exc}"}
+            yield {**base, "error": f"batch at offset {header.base_offset} does not decode: {exc}"}, None
             pos += header.size
             continue
         base["producer_id"], base["producer_epoch"] = batch.producer_id, batch.producer_epoch
         if include_control or not batch.is_control:
-            for rec in batch.records:
-                row = _record_row(base, batch, rec)
-                if row is not None:
-                    yield row
+            yield base, batch
         pos += header.size
 
 
-def decode_file(f: LogFile, *, include_control: bool = True) -> Iterator[dict[str, Any]]:
+def decode_buffer(f: LogFile, data: bytes, *, include_control: bool = True) -> Iterator[dict[str, Any]]:
+    """Rows of every record in ``data`` (contracts 2-4)."""
+    for base, batch in walk(f, data, include_control=include_control):
+        if batch is None:
+            yield base
+        else:
+            for rec in batch.records:
+                yield _record_row(base, batch, rec)
+
+
+def read_file(f: LogFile) -> bytes | dict[str, Any]:
+    """The bytes of ``f``, or the one error row of a file that cannot be read (contract 3)."""
     try:
-        data = Path(f.path).read_bytes()
+        return Path(f.path).read_bytes()
     except OSError as exc:
-        yield _blank(f, 0, error=f"cannot read {f.path}: {exc.strerror or exc}")
+        return _blank(f, 0, error=f"cannot read {f.path}: {exc.strerror or exc}")
+
+
+def decode_file(f: LogFile, *, include_control: bool = True) -> Iterator[dict[str, Any]]:
+    data = read_file(f)
+    if isinstance(data, dict):
+        yield data
         return
     yield from decode_buffer(f, data, include_control=include_control)

@@ -36,6 +36,7 @@ from generated import fetch_request as FREQ
 from generated import fetch_snapshot_request as FSREQ
 from kraft_spark.decode import LogFile, decode_buffer
 from kraft_spark.source import to_batches
+from kraft_spark.worker import freeze_imports
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, KraftError
 from kwire.quorum_client import fetch_quorum
@@ -301,6 +302,7 @@ class KraftStreamReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, RangePartition)
+        freeze_imports()
         rows = asyncio.run(
             read_range(
                 self.bootstrap,

@@ -67,6 +67,7 @@ def metadata_classes() -> dict[int, type]:
     return out
 
 
+@cache
 def snake(name: str) -> str:
     name = name.replace("KRaft", "Kraft")
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
@@ -238,4 +239,7 @@ def _jsonable(obj: Any, version: int) -> Any:
 
 def to_json(obj: Any, version: int = 32767) -> str:
     """Kafka-style camelCase JSON of a decoded object, fields present at ``version`` only (contract 3)."""
-    return json.dumps(_jsonable(obj, version), separators=(",", ":"))
+    return _ENCODE(_jsonable(obj, version))
+
+
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode  # json.dumps builds an encoder per call

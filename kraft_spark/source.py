@@ -9,7 +9,8 @@ Contracts:
 1. One input partition per segment or snapshot file (kraft_spark.decode contract 1); partitions carry only
    the path, so executors read the files themselves (a shared or local file system).
 2. The schema is :func:`row_schema`: the flat columns of kraft_spark.decode plus ``record``, the struct of
-   every record type (kraft_spark.schema contract 4). Rows leave as Arrow record batches.
+   every record type (kraft_spark.schema contract 4). Rows leave as Arrow record batches
+   (kraft_spark.batches contract 2: no Python object per row but the decoded values).
 """
 
 from __future__ import annotations
@@ -22,8 +23,11 @@ from pyspark.sql import types as T
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from kraft_spark.decode import COLUMNS, ROW_KEYS, LogFile, decode_file, find_files
+from kraft_spark.batches import file_batches
+from kraft_spark.batches import to_batches as to_batches
+from kraft_spark.decode import COLUMNS, ROW_KEYS, LogFile, find_files
 from kraft_spark.schema import record_union_fields, spark_scalar, struct_type
+from kraft_spark.worker import freeze_imports
 
 
 def row_schema() -> T.StructType:
@@ -40,47 +44,6 @@ def _flag(options: dict[str, str], key: str, default: bool) -> bool:
     if value is None:
         return default
     return value.strip().lower() in ("true", "1", "yes")
-
-
-def _columns(chunk: list[dict[str, Any]], arrow: pa.Schema) -> pa.RecordBatch:
-    """Column by column: flat columns as lists; the record union in one pass over the rows, bucketing each
-    row's one set child (kraft_spark.schema contract 4), so a child no row sets costs one ``pa.nulls``."""
-    columns = list(zip(*(row.values() for row in chunk), strict=True))
-    arrays = []
-    for field, values in zip(arrow, columns, strict=True):
-        if field.name != "record":
-            arrays.append(pa.array(values, type=field.type))
-            continue
-        buckets: dict[str, list[tuple[int, Any]]] = {}
-        for i, r in enumerate(values):
-            if r is not None:
-                for name, value in r.items():
-                    buckets.setdefault(name, []).append((i, value))
-        children = []
-        for child in field.type:
-            bucket = buckets.get(child.name)
-            if bucket is None:
-                children.append(pa.nulls(len(chunk), type=child.type))
-                continue
-            kids: list[Any] = [None] * len(chunk)
-            for i, value in bucket:
-                kids[i] = value
-            children.append(pa.array(kids, type=child.type))
-        mask = pa.array([r is None for r in values], type=pa.bool_())
-        arrays.append(pa.StructArray.from_arrays(children, fields=list(field.type), mask=mask))
-    return pa.RecordBatch.from_arrays(arrays, schema=arrow)
-
-
-def to_batches(rows: Iterator[dict[str, Any]], schema: T.StructType, size: int) -> Iterator[pa.RecordBatch]:
-    arrow = to_arrow_schema(schema)
-    chunk: list[dict[str, Any]] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) >= size:
-            yield _columns(chunk, arrow)
-            chunk = []
-    if chunk:
-        yield _columns(chunk, arrow)
 
 
 class FilePartition(InputPartition):
@@ -102,8 +65,9 @@ class KraftBatchReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, FilePartition)
-        rows = decode_file(partition.file, include_control=self.include_control)
-        yield from to_batches(rows, self.schema, self.batch_rows)
+        freeze_imports()
+        arrow = to_arrow_schema(self.schema)
+        yield from file_batches(partition.file, arrow, self.batch_rows, include_control=self.include_control)
 
 
 class KraftDataSource(DataSource):

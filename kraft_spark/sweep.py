@@ -19,6 +19,7 @@ from typing import Any
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import types as T
 
+from kraft_spark.worker import freeze_imports
 from kraftd.core.config import BugFlags
 from kraftd.sim.runner import pick, run_seed
 from kraftd.sim.scenarios import SCENARIOS
@@ -39,6 +40,7 @@ RESULT_SCHEMA = T.StructType(
 
 
 def _run(rows: Iterable[int], names: list[str], bug: str | None) -> Iterator[tuple[Any, ...]]:
+    freeze_imports()
     bugs = BugFlags(**{bug: True}) if bug else BugFlags()
     for seed in rows:
         scenario = pick(seed, names)

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord as Change
+from generated.kraft_version_record import KRaftVersionRecord
 from generated.leader_change_message import LeaderChangeMessage, Voter
 from generated.no_op_record import NoOpRecord
 from generated.partition_record import PartitionRecord
@@ -144,4 +145,37 @@ def three_controllers(root: Path) -> Path:
     save(root, 1, [b for b in batches if b[0] <= T0 + 10_000])
     save(root, 2, batches)
     save(root, 3, batches[:-2])
+    return root
+
+
+META = "__cluster_metadata-0"
+
+
+FEATURE_LEVEL = frame(12, 0, bytes([len("metadata.version") + 1]) + b"metadata.version" + b"\x00\x1e\x00")
+
+
+def make_kraftd_log(root: Path, *, segment_bytes: int = 1 << 20) -> Path:
+    part = root / "node" / META
+    part.mkdir(parents=True)
+    (root / "node" / "meta.properties").write_text("version=1\nnode.id=7\ncluster.id=abc\n")
+    log = MetadataLog(part, segment_bytes, fsync=False)
+    lc = LeaderChangeMessage(version=0, leader_id=7, voters=[Voter(7), Voter(8)], granting_voters=[Voter(7)])
+    recs = [
+        Record(0, 0, control_key(ControlRecordType.LEADER_CHANGE), lc.encode(0)),
+        Record(1, 0, control_key(ControlRecordType.KRAFT_VERSION), KRaftVersionRecord(0, 1).encode(0)),
+    ]
+    log.append(
+        build_batch(recs, base_offset=0, partition_leader_epoch=1, base_timestamp=1000, is_control=True)
+    )
+    offset = 2
+    for i in range(40):
+        values = [FEATURE_LEVEL] if i == 0 else [NO_OP] * (1 + i % 3)
+        log.append(
+            build_data_batch(
+                values, base_offset=offset, partition_leader_epoch=1 + i // 20, timestamp=2000 + i
+            )
+        )
+        offset += len(values)
+    log.flush()
+    log.close()
     return root
