@@ -122,10 +122,17 @@ def parse_request(frame: bytes, served: Mapping[int, VersionRange]) -> ParsedReq
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
-    spec = spec_for(api_key)
-    header = ResponseHeader(correlation_id=correlation_id).encode(response_header_version(spec, version))
     payload: bytes = body.encode(version)
-    return header + payload
+    return response_header(api_key, version, correlation_id) + payload
+
+
+def response_header(api_key: int, version: int, correlation_id: int) -> bytes:
+    """The response header of ``api_key`` at ``version`` (v0: the correlation id; v1: and no tagged fields)."""
+    spec = spec_for(api_key)
+    encoded: bytes = ResponseHeader(correlation_id=correlation_id).encode(
+        response_header_version(spec, version)
+    )
+    return encoded
 
 
 def peek_correlation_id(frame: bytes) -> int:
