@@ -128,11 +128,16 @@ def encode_response(api_key: int, version: int, correlation_id: int, body: Any) 
 
 def response_header(api_key: int, version: int, correlation_id: int) -> bytes:
     """The response header of ``api_key`` at ``version`` (v0: the correlation id; v1: and no tagged fields)."""
-    spec = spec_for(api_key)
-    encoded: bytes = ResponseHeader(correlation_id=correlation_id).encode(
-        response_header_version(spec, version)
-    )
-    return encoded
+    tail = _HEADER_TAILS.get((api_key, version))
+    if tail is None:
+        hv = response_header_version(spec_for(api_key), version)
+        tail = _HEADER_TAILS[(api_key, version)] = ResponseHeader(correlation_id=0).encode(hv)[4:]
+    return correlation_id.to_bytes(4, "big", signed=True) + tail
+
+
+_HEADER_TAILS: dict[
+    tuple[int, int], bytes
+] = {}  # what follows the correlation id (no tagged fields: b"" or 0)
 
 
 def peek_correlation_id(frame: bytes) -> int:

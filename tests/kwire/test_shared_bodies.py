@@ -77,3 +77,16 @@ async def _frames(reader: asyncio.StreamReader) -> list[bytes]:
         out = d.feed(data)
         if out:
             return out
+
+
+def test_response_headers_match_the_generated_header_codec() -> None:
+    """kwire.headers.response_header (the correlation id, then the cached rest) for every API and version."""
+    from generated.messages import API_SPECS
+    from generated.response_header import ResponseHeader
+    from kwire.headers import response_header, response_header_version
+
+    for key, spec in API_SPECS.items():
+        for version in range(spec.lowest_version, spec.highest_version + 1):
+            hv = response_header_version(spec, version)
+            for cid in (0, 7, 2**31 - 1, -5):
+                assert response_header(key, version, cid) == ResponseHeader(correlation_id=cid).encode(hv)
