@@ -2,6 +2,12 @@
 
 Split out of kwire.server (its contracts 3, 7-11 are implemented here; the numbering is kwire.server's).
 Public names are re-exported by kwire.server: ``ConnectionInfo``, ``request_principal``, ``acting_as``.
+
+Contract 11a (encode-once fan-out, issue 24): within one turn of the loop, fast-path replies (contract 11) that
+carry the same response object at the same version share one encoding of its body (:class:`SharedBodies`); only
+the frame's size and response header (the correlation id) are built per reply. A Raft leader answering 1,000
+parked observer Fetches with one answer object encodes it once. Entries are dropped at the next turn of the
+loop, so a reply never reuses the bytes of an object changed since.
 """
 
 from __future__ import annotations
@@ -26,9 +32,9 @@ from kwire.apiversions import (
     valid_client_software,
 )
 from kwire.authz import ANONYMOUS, Gate
-from kwire.errors import ErrorCode, KraftError
-from kwire.framing import encode_frame
-from kwire.headers import ParsedRequest, encode_response
+from kwire.errors import ErrorCode, KraftError, LocalProtocolError
+from kwire.framing import DEFAULT_MAX_FRAME_SIZE
+from kwire.headers import ParsedRequest, encode_response, response_header
 from kwire.limits import RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -92,6 +98,43 @@ class ServerStats:
     connections_total: int = 0
 
 
+class SharedBodies:
+    """Contract 11a: encoded response bodies by (object, api key, version), kept until the loop's next turn."""
+
+    __slots__ = ("entries", "clearing", "encodes")
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, int, int], tuple[Any, bytes]] = {}
+        self.clearing = False
+        self.encodes = 0  # bodies encoded (a fan-out of N replies counts 1)
+
+    def payload(self, api_key: int, version: int, body: Any) -> bytes:
+        key = (id(body), api_key, version)
+        hit = self.entries.get(key)
+        if hit is not None and hit[0] is body:
+            return hit[1]
+        encoded: bytes = body.encode(version)
+        self.encodes += 1
+        self.entries[key] = (body, encoded)  # holding ``body`` keeps its id from being reused meanwhile
+        if not self.clearing:
+            self.clearing = True
+            asyncio.get_running_loop().call_soon(self.clear)
+        return encoded
+
+    def clear(self) -> None:
+        self.entries.clear()
+        self.clearing = False
+
+    def frame(self, req: ParsedRequest, body: Any) -> bytes:
+        """The whole response frame of ``req``: size, response header, the shared body."""
+        payload = self.payload(req.api_key, req.api_version, body)
+        header = response_header(req.api_key, req.api_version, req.correlation_id)
+        n = len(header) + len(payload)
+        if n > DEFAULT_MAX_FRAME_SIZE:
+            raise LocalProtocolError(f"frame of {n} bytes exceeds the {DEFAULT_MAX_FRAME_SIZE} limit")
+        return b"".join((n.to_bytes(4, "big"), header, payload))
+
+
 class Answering:
     """The answering half of KafkaServer (a mixin: KafkaServer.__init__ sets these attributes)."""
 
@@ -105,6 +148,7 @@ class Answering:
     _finalized: FinalizedFeatures | None
     _features_read: Callable[[], Awaitable[int]] | None
     stats: ServerStats
+    shared: SharedBodies
 
     def _offer(
         self, req: ParsedRequest, writer: asyncio.StreamWriter, info: ConnectionInfo, counts: Written
@@ -119,7 +163,7 @@ class Answering:
             try:
                 if not isinstance(body, req.spec.response):
                     raise _Close(f"handler for {req.spec.name} returned {type(body).__name__}")
-                frame = encode_frame(encode_response(req.api_key, req.api_version, req.correlation_id, body))
+                frame = self.shared.frame(req, body)  # contract 11a
             except KraftError as exc:
                 slot.set_exception(_Close(f"cannot encode the {req.spec.name} response: {exc}"))
                 return

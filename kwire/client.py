@@ -30,6 +30,8 @@ Contracts:
    writes the request at once (inside the caller's turn of the loop) and returns the future of its response,
    under contracts 2-4 and 6 (a timeout fails it with RequestTimeoutError and closes the connection). It
    returns None, having written nothing, whenever ``send`` would first connect, re-authenticate or raise.
+10. ``decode(frame, api_key, version) -> (correlation id, body)``, if given, decodes every response instead of
+   kwire.headers.decode_response (kraft-swarm shares the decoding of identical answers among its clients).
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from ssl import SSLContext
 from typing import Any
 
@@ -103,6 +105,7 @@ class KafkaClient:
         ssl: SSLContext | None = None,
         server_hostname: str | None = None,
         sasl: SaslClientConfig | None = None,
+        decode: Callable[[bytes, int, int], tuple[int, Any]] | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
@@ -117,6 +120,7 @@ class KafkaClient:
         self._ssl = ssl
         self._server_hostname = server_hostname
         self._sasl = sasl
+        self._decode = decode or decode_response  # contract 10
         self._reauth_at: float | None = None
         self._conn: _Connection | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
@@ -175,15 +179,9 @@ class KafkaClient:
             return self.versions
 
     async def _open_and_negotiate(self) -> NegotiatedVersions:
-        reader, writer = await asyncio.wait_for(
-            asyncio.open_connection(
-                self.host,
-                self.port,
-                ssl=self._ssl,
-                server_hostname=(self._server_hostname or self.host) if self._ssl is not None else None,
-            ),
-            self.connect_timeout,
-        )
+        hostname = (self._server_hostname or self.host) if self._ssl is not None else None
+        opening = asyncio.open_connection(self.host, self.port, ssl=self._ssl, server_hostname=hostname)
+        reader, writer = await asyncio.wait_for(opening, self.connect_timeout)
         conn = _Connection(reader, writer, self._max_frame)
         conn.reader_task = asyncio.create_task(self._read_loop(conn))
         self._conn = conn
@@ -344,7 +342,7 @@ class KafkaClient:
                     if cid != expected:
                         raise RemoteProtocolError(f"response correlation id {cid}, expected {expected}")
                     api_key, version, fut = conn.pending.pop(cid)
-                    _, body = decode_response(frame, api_key, version)
+                    _, body = self._decode(frame, api_key, version)
                     if stagetrace.ON:
                         stagetrace.mark(f"cli.decoded.{api_key}")
                     if not fut.done():

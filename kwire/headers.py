@@ -122,10 +122,22 @@ def parse_request(frame: bytes, served: Mapping[int, VersionRange]) -> ParsedReq
 
 
 def encode_response(api_key: int, version: int, correlation_id: int, body: Any) -> bytes:
-    spec = spec_for(api_key)
-    header = ResponseHeader(correlation_id=correlation_id).encode(response_header_version(spec, version))
     payload: bytes = body.encode(version)
-    return header + payload
+    return response_header(api_key, version, correlation_id) + payload
+
+
+def response_header(api_key: int, version: int, correlation_id: int) -> bytes:
+    """The response header of ``api_key`` at ``version`` (v0: the correlation id; v1: and no tagged fields)."""
+    tail = _HEADER_TAILS.get((api_key, version))
+    if tail is None:
+        hv = response_header_version(spec_for(api_key), version)
+        tail = _HEADER_TAILS[(api_key, version)] = ResponseHeader(correlation_id=0).encode(hv)[4:]
+    return correlation_id.to_bytes(4, "big", signed=True) + tail
+
+
+_HEADER_TAILS: dict[
+    tuple[int, int], bytes
+] = {}  # what follows the correlation id (no tagged fields: b"" or 0)
 
 
 def peek_correlation_id(frame: bytes) -> int:

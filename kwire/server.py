@@ -71,6 +71,7 @@ from kwire.answers import (
     FinalizedFeatures,
     Handler,
     ServerStats,
+    SharedBodies,
     Written,
     acting_as,
     request_principal,
@@ -182,6 +183,7 @@ class KafkaServer(Answering):
         self._last_done: dict[int, tuple[bool, float]] = {}
         self._ids = itertools.count(1)
         self.stats = ServerStats()
+        self.shared = SharedBodies()  # contract 11a (kwire.answers)
 
     @property
     def port(self) -> int:

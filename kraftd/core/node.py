@@ -224,9 +224,11 @@ class RaftNode(NodeContext):
             cands += [d.check_quorum_deadline, d.begin_quorum_deadline]
             if d.voter_change is not None:
                 cands.append(d.voter_change.deadline)
-            if any(p.hwm_step >= 0 for p in d.parked.values()):
+            if d.parked.any_due():
                 return now  # replication invariant 2b: the next step answers them
-            cands += [p.deadline for p in d.parked.values()]
+            parked = d.parked.next_deadline()  # O(log parked), kraftd.core.parked
+            if parked is not None:
+                cands.append(parked)
             if d.linger_deadline is not None:
                 cands.append(d.linger_deadline)
             if d.drain_deadline is not None:

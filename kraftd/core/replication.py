@@ -16,6 +16,10 @@ Invariants:
    earlier with data if records are written meanwhile. An append made by whoever learned of the commit in the
    same turn of the shell's loop then rides the same answer, so a closed append loop costs each follower one
    round trip per commit, not two. Nothing waits longer than one step for it.
+2c. Parked Fetches (kraftd.core.parked) cost O(log parked) to park and nothing in the steps that do not answer
+   them; parked Fetches answered together at the same fetch offset share one answer object (encode-once
+   fan-out: a commit that wakes 1,000 observers builds one answer, not 1,000). Each observer's fetch offset is
+   still tracked when it fetches (invariant 3), for DescribeQuorum.
 3. A replica's progress (fetched offset, last fetch time, last caught-up time) is updated only from a
    Fetch that validated against the leader's log; only voters count for the HWM and check-quorum.
 4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
@@ -58,7 +62,8 @@ from kraftd.core.effects import (
 )
 from kraftd.core.following import advance_follower_hwm
 from kraftd.core.log import LogBatch
-from kraftd.core.states import Follower, Leader, ParkedFetch, ReplicaProgress
+from kraftd.core.parked import ParkedFetch
+from kraftd.core.states import Follower, Leader, ReplicaProgress
 from kraftd.core.types import ElectionState, OffsetRange, Role
 from kwire.errors import ErrorCode, KraftError
 
@@ -108,8 +113,7 @@ def leave_leader(node: NodeContext, d: Leader) -> None:
         first = node.log.end_offset
         node.out.append(AppendFailed(first, first + len(d.pending) - 1, node.epoch))
         d.pending.clear()
-    for token in list(d.parked):
-        del d.parked[token]
+    for token, _ in d.parked.take_all():
         respond(node, token, _not_leader(node))
 
 
@@ -165,10 +169,8 @@ def poll_leader(node: NodeContext, d: Leader) -> None:
     if now >= d.begin_quorum_deadline:
         node.send_begin_quorum(d)
         d.begin_quorum_deadline = now + node.config.begin_quorum_resend_ms
-    for token, p in list(d.parked.items()):
-        if now >= p.deadline or 0 <= p.hwm_step <= node.steps:
-            del d.parked[token]
-            respond(node, token, _fetch_data(node, d, p.fetch_offset, p.max_bytes))
+    if d.parked:
+        _answer_parked(node, d, d.parked.take_ready(now, node.steps))
 
 
 def _drained(node: NodeContext, d: Leader) -> bool:
@@ -210,9 +212,7 @@ def update_high_watermark(node: NodeContext, d: Leader) -> None:
     own_epoch_committed = candidate > d.epoch_start_offset or node.bugs.commit_old_epoch
     if own_epoch_committed and candidate > node.high_watermark:
         node.high_watermark = candidate
-        for p in d.parked.values():  # invariant 2b
-            if p.hwm_step < 0:
-                p.hwm_step = node.steps + 1
+        d.parked.mark_hwm_due(node.steps + 1)  # invariant 2b
 
 
 def maybe_apply(node: NodeContext) -> None:
@@ -247,9 +247,20 @@ def _fetch_data(node: NodeContext, d: Leader, offset: int, max_bytes: int) -> An
 
 
 def _complete_parked(node: NodeContext, d: Leader) -> None:
-    for token, p in list(d.parked.items()):
-        del d.parked[token]
-        respond(node, token, _fetch_data(node, d, p.fetch_offset, p.max_bytes))
+    if d.parked:
+        _answer_parked(node, d, d.parked.take_all())
+
+
+def _answer_parked(node: NodeContext, d: Leader, taken: list[tuple[int, ParkedFetch]]) -> None:
+    """Invariant 2c: the answer of parked Fetches at the same offset (and max bytes) is built once, and that one
+    message object is every one of their SendResponses (the shell encodes it once: kwire.answers contract 2)."""
+    built: dict[tuple[int, int], Any] = {}
+    for token, p in taken:
+        key = (p.fetch_offset, p.max_bytes)
+        msg = built.get(key)
+        if msg is None:
+            msg = built[key] = _fetch_data(node, d, p.fetch_offset, p.max_bytes)
+        respond(node, token, msg)
 
 
 def respond(node: NodeContext, token: int, message: Any) -> None:
@@ -299,7 +310,7 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
         return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
     behind = m.fetch_known_high_watermark(part) < hwm  # invariant 2a, coalesced (2b)
     due = node.steps + 1 if behind else -1
-    d.parked[token] = ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms, due)
+    d.parked.park(token, ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms, due))
     return None
 
 

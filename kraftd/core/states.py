@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from kraftd.core.log import OffsetAndEpoch
+from kraftd.core.parked import ParkedFetches
 from kraftd.core.types import NO_LEADER, Listener, ReplicaKey
 
 
@@ -59,15 +60,6 @@ class ReplicaProgress:
 
 
 @dataclass(slots=True)
-class ParkedFetch:
-    replica_id: int
-    fetch_offset: int
-    max_bytes: int
-    deadline: int
-    hwm_step: int = -1  # >= 0: only a high-watermark answer is due, from the step after this one (2b)
-
-
-@dataclass(slots=True)
 class PendingVoterChange:
     """A voter change whose answer waits until its Voters record (at ``offset``) commits."""
 
@@ -91,7 +83,7 @@ class Leader:
     pending: list[bytes] = field(default_factory=list)
     pending_bytes: int = 0
     linger_deadline: int | None = None
-    parked: dict[int, ParkedFetch] = field(default_factory=dict)
+    parked: ParkedFetches = field(default_factory=ParkedFetches)  # kraftd.core.parked
     voter_change: PendingVoterChange | None = None  # at most one (KIP-853)
     resign_requested: bool = False  # removed from the committed voter set (KIP-853)
     drain_deadline: int | None = None  # a graceful shutdown resigns by then (replication invariant 8)

@@ -102,10 +102,16 @@ class VoterSet:
         return len(self.voters) // 2 + 1
 
     def is_voter(self, key: ReplicaKey) -> bool:
-        return any(v.matches(key) for v in self.voters)
+        for v in self.voters:  # a loop, not any(<generator>): called several times in every leader step
+            if v.matches(key):
+                return True
+        return False
 
     def has_id(self, node_id: int) -> bool:
-        return any(v.id == node_id for v in self.voters)
+        for v in self.voters:
+            if v.id == node_id:
+                return True
+        return False
 
     def key_of(self, node_id: int) -> ReplicaKey | None:
         for v in self.voters:

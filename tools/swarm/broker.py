@@ -33,6 +33,7 @@ from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
+from tools.swarm.decoding import SharedDecodes
 from tools.swarm.replay import SharedReplay, batch_ends
 
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
@@ -60,6 +61,7 @@ class SwarmConfig:
 class Hooks(Protocol):
     config: SwarmConfig
     replay: SharedReplay
+    decodes: SharedDecodes  # answers decoded once for every broker (tools.swarm.decoding)
 
     def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None: ...
 
@@ -84,7 +86,8 @@ class SwarmBroker:
         self._voter_ids = sorted(self.cfg.voters)
         self._next_voter = rng.randrange(len(self._voter_ids))
         self._clients: dict[str, tuple[int, KafkaClient]] = {}
-        self._wake = asyncio.Event()
+        self._wake = False  # begin_shutdown asked for a heartbeat now
+        self._waiter: asyncio.Future[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.registered_at = self.running_at = self.shutdown_at = self.stopped_at = -1.0
         self.heartbeats_ok = 0
@@ -108,7 +111,9 @@ class SwarmBroker:
             return
         self.state = PENDING_SHUTDOWN
         self.shutdown_at = time.monotonic()
-        self._wake.set()
+        self._wake = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
     async def kill(self) -> None:
         self.state = KILLED
@@ -141,6 +146,7 @@ class SwarmBroker:
             request_timeout=self.cfg.request_timeout_s,
             connect_timeout=self.cfg.request_timeout_s,
             reconnect_backoff_ms=self.cfg.retry_backoff_ms,
+            decode=self.hooks.decodes.decode,
         )
         self._clients[channel] = (node, client)
         return client
@@ -158,7 +164,7 @@ class SwarmBroker:
             self.last_target = self.leader_id
             try:
                 left = max(0.01, deadline - time.monotonic())
-                resp = await self._client("controller", self.leader_id).send(request, timeout=left)
+                resp = await _send(self._client("controller", self.leader_id), request, left)
             except (NetworkError, RequestTimeoutError, OSError):
                 await asyncio.sleep(backoff)
                 continue
@@ -171,13 +177,18 @@ class SwarmBroker:
     # ---- lifecycle (contracts 1, 2) --------------------------------------------------------------------------
 
     async def _pause(self, seconds: float) -> None:
-        """Sleep ``seconds`` unless :meth:`begin_shutdown` asks for a heartbeat now (also if it asked meanwhile)."""
-        if not self._wake.is_set():
+        """Sleep ``seconds`` unless :meth:`begin_shutdown` asks for a heartbeat now (also if it asked meanwhile);
+        one future and one timer, no task."""
+        if not self._wake:
+            loop = asyncio.get_running_loop()
+            self._waiter = waiter = loop.create_future()
+            timer = loop.call_later(seconds, _resolve, waiter)
             try:
-                await asyncio.wait_for(self._wake.wait(), seconds)
-            except TimeoutError:
-                pass
-        self._wake.clear()
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        self._wake = False
 
     async def _lifecycle(self) -> None:
         failures = 0
@@ -273,7 +284,7 @@ class SwarmBroker:
                 self.hwm,
             )
             try:
-                resp = await self._client("raft", node).send(req, timeout=timeout)
+                resp = await _send(self._client("raft", node), req, timeout)
             except (NetworkError, RequestTimeoutError, OSError):
                 if node == self.leader_id:
                     self.leader_id = -1
@@ -353,3 +364,16 @@ class SwarmBroker:
         if resp.error_code != ErrorCode.NONE or not resp.topics:
             return resp
         return resp.topics[0].partitions[0]
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+async def _send(client: KafkaClient, request: Any, timeout: float) -> Any:
+    """``client.send`` without its task and shield on an open connection (kwire.client contract 9)."""
+    fut = client.start(request, timeout=timeout)
+    if fut is None:
+        return await client.send(request, timeout=timeout)
+    return await fut

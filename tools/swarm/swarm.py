@@ -27,6 +27,7 @@ from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
 from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
+from tools.swarm.decoding import SharedDecodes
 from tools.swarm.replay import SharedReplay
 
 
@@ -69,6 +70,7 @@ class Swarm:
     def __init__(self, config: SwarmConfig, count: int, *, first_id: int = 100, seed: int = 0) -> None:
         self.config = config
         self.replay = SharedReplay(on_fence=self._on_fence_record)
+        self.decodes = SharedDecodes()
         rng = random.Random(seed)
         self.brokers = {
             b: SwarmBroker(self, b, 19000 + (b % 40000), rng) for b in range(first_id, first_id + count)

@@ -1,0 +1,121 @@
+"""Parked observer Fetches at 1,000 brokers (kraftd.core.parked, replication invariant 2c; issue 24): parking and
+the steps that answer nothing cost O(1) in the number parked, and a commit that wakes every observer parked at
+the same offset builds one answer object for all of them (encode-once fan-out), while each observer's fetch
+offset is still tracked for DescribeQuorum (KIP-595)."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import pytest
+
+from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet, replication
+from kraftd.core import effects as fx
+from kraftd.core import messages as m
+from kraftd.core.events import LogFlushed, RequestReceived, Tick
+from kraftd.core.states import Leader
+
+D1 = uuid.UUID(int=21)
+WAIT_MS = 500
+N = 1000
+
+
+def leader() -> RaftNode:
+    n = RaftNode(
+        local=ReplicaKey(1, D1),
+        voters=VoterSet((ReplicaKey(1, D1),)),
+        config=QuorumConfig(),
+        rng=random.Random(1),
+        cluster_id="c",
+        kraft_version=1,
+    )
+    n.step(Tick(0))
+    n.step(LogFlushed(1, n.log.end_offset))
+    return n
+
+
+def park(n: RaftNode, replica: int, now: int, max_bytes: int = 1 << 20) -> list[fx.Effect]:
+    """An observer's long poll at the leader's log end, knowing its high watermark: it parks."""
+    key = ReplicaKey(replica, uuid.UUID(int=replica))
+    req = m.fetch_request(
+        "c", key, n.epoch, n.log.end_offset, n.log.last_epoch, WAIT_MS, max_bytes, n.high_watermark
+    )
+    return n.step(RequestReceived(now, replica, req))
+
+
+def answers(effects: list[fx.Effect]) -> list[fx.SendResponse]:
+    return [e for e in effects if isinstance(e, fx.SendResponse)]
+
+
+class Reads:
+    count = 0
+
+
+def counting_parked_fetch(monkeypatch: pytest.MonkeyPatch) -> type[Reads]:
+    """Every attribute read of a parked Fetch from here on is counted."""
+
+    base: Any = getattr(replication, "ParkedFetch")  # noqa: B009 - the name the leader parks with
+
+    class Counted(base):  # type: ignore[misc]
+        def __getattribute__(self, name: str) -> Any:
+            Reads.count += 1
+            return object.__getattribute__(self, name)
+
+    monkeypatch.setattr(replication, "ParkedFetch", Counted)
+    Reads.count = 0
+    return Reads
+
+
+def test_parking_and_idle_steps_do_not_walk_the_parked_fetches(monkeypatch: pytest.MonkeyPatch) -> None:
+    n = leader()
+    reads = counting_parked_fetch(monkeypatch)
+    for b in range(100, 100 + N):
+        assert not answers(park(n, b, 10 + b // 100))
+    assert isinstance(n.data, Leader) and len(n.data.parked) == N
+    reads.count = 0
+    out = park(n, 100 + N, 30)  # one more parks
+    out += n.step(Tick(40))  # a step before any deadline
+    assert not answers(out)
+    assert [e.at_ms for e in out if isinstance(e, fx.SetDeadline)][-1] == 11 + WAIT_MS  # the first parked
+    assert reads.count <= 10, f"two steps read parked Fetches {reads.count} times"
+
+
+def test_expired_long_polls_are_answered_in_deadline_order_and_only_they() -> None:
+    n = leader()
+    for b in range(100, 110):
+        park(n, b, 100 + b)  # deadlines 700..709
+    out = n.step(Tick(704))
+    assert sorted(e.token for e in answers(out)) == [100, 101, 102, 103, 104]
+    assert [e.at_ms for e in out if isinstance(e, fx.SetDeadline)] == [705]
+    assert sorted(e.token for e in answers(n.step(Tick(800)))) == [105, 106, 107, 108, 109]
+
+
+def test_a_commit_wakes_every_parked_observer_with_one_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    n = leader()
+    end = n.log.end_offset
+    for b in range(100, 100 + N):
+        park(n, b, 10)
+    park(n, 5000, 10, max_bytes=1 << 10)  # another max bytes: its own answer
+    built = 0
+    original = m.fetch_response
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal built
+        built += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(m, "fetch_response", counted)
+    n.append([b"record"])
+    woken = answers(n.step(Tick(10 + n.config.append_linger_ms)))
+    assert len(woken) == N + 1
+    assert built == 2, f"{built} answers built for {N + 1} parked Fetches at one offset"
+    shared = {id(e.message) for e in woken if e.token != 5000}
+    assert len(shared) == 1
+    part = m.single_partition(woken[0].message)
+    assert part is not None and part.records and part.high_watermark == n.high_watermark
+    # KIP-595: each observer's fetch offset is tracked for DescribeQuorum all the same.
+    assert isinstance(n.data, Leader)
+    assert all(n.data.replicas[b].end_offset == end for b in range(100, 100 + N))
+    assert len(n.data.parked) == 0

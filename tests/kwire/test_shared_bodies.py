@@ -1,0 +1,92 @@
+"""kwire.answers contract 11a on real sockets (issue 24's encode-once fan-out): fast-path replies carrying one
+response object in one turn of the loop encode its body once; each connection still gets its own correlation
+id; an object changed after the turn is encoded again."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from generated.vote_request import VoteRequest
+from generated.vote_response import VoteResponse
+from kwire.framing import FrameDecoder, encode_frame
+from kwire.headers import decode_response, encode_request
+from kwire.server import KafkaServer
+
+pytestmark = pytest.mark.timeout(30)
+HOST, VOTE, N = "127.0.0.1", 52, 40
+
+
+class CountedVoteResponse(VoteResponse):
+    encodes = 0
+
+    def encode(self, version: int) -> bytes:
+        CountedVoteResponse.encodes += 1
+        out: bytes = super().encode(version)
+        return out
+
+
+async def never(header: Any, request: Any, info: Any) -> Any:
+    raise AssertionError("the fast path takes every Vote")
+
+
+def test_one_body_for_many_replies_is_encoded_once_per_turn() -> None:
+    replies: list[Any] = []
+    taken = asyncio.Event()
+
+    def fast(header: Any, body: Any, info: Any, reply: Any) -> bool:
+        replies.append((header.correlation_id, reply))
+        if len(replies) == N:
+            taken.set()
+        return True
+
+    async def main() -> None:
+        async with KafkaServer(never, fast=fast) as srv:
+            conns = [await asyncio.open_connection(HOST, srv.port) for _ in range(N)]
+            for i, (_, w) in enumerate(conns):
+                w.write(encode_frame(encode_request(VOTE, 2, 1000 + i, "raw", VoteRequest())))
+            await asyncio.wait_for(taken.wait(), 10)
+            body = CountedVoteResponse(error_code=0)
+            CountedVoteResponse.encodes = 0
+            first = {cid for cid, _ in replies[: N // 2]}
+            for _, reply in replies[: N // 2]:
+                reply(body)
+            assert CountedVoteResponse.encodes == 1
+            await asyncio.sleep(0.01)  # the next turn: the object may have changed since
+            body.error_code = 57
+            for _, reply in replies[N // 2 :]:
+                reply(body)
+            assert CountedVoteResponse.encodes == 2
+            for i, (r, w) in enumerate(conns):
+                (frame,) = await asyncio.wait_for(_frames(r), 5)
+                cid, got = decode_response(frame, VOTE, 2)
+                assert cid == 1000 + i
+                assert got.error_code == (0 if cid in first else 57)
+                w.close()
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+async def _frames(reader: asyncio.StreamReader) -> list[bytes]:
+    d = FrameDecoder()
+    while True:
+        data = await reader.read(65536)
+        assert data, "connection closed early"
+        out = d.feed(data)
+        if out:
+            return out
+
+
+def test_response_headers_match_the_generated_header_codec() -> None:
+    """kwire.headers.response_header (the correlation id, then the cached rest) for every API and version."""
+    from generated.messages import API_SPECS
+    from generated.response_header import ResponseHeader
+    from kwire.headers import response_header, response_header_version
+
+    for key, spec in API_SPECS.items():
+        for version in range(spec.lowest_version, spec.highest_version + 1):
+            hv = response_header_version(spec, version)
+            for cid in (0, 7, 2**31 - 1, -5):
+                assert response_header(key, version, cid) == ResponseHeader(correlation_id=cid).encode(hv)

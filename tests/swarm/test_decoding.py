@@ -1,0 +1,48 @@
+"""tools.swarm.decoding: identical answers (but for the correlation id) to many swarm brokers are decoded once."""
+
+from __future__ import annotations
+
+from generated.broker_heartbeat_response import BrokerHeartbeatResponse
+from generated.vote_response import VoteResponse
+from kraftd.core import messages as m
+from kraftd.core.batches import data_batch
+from kwire.headers import encode_response
+from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes
+
+VOTE = 52
+
+
+def test_identical_fetch_answers_decode_once_and_keep_their_correlation_ids() -> None:
+    d = SharedDecodes()
+    batch = data_batch(7, 3, [b"a", b"b"], 0)
+    body = m.fetch_response(0, 0, 1, 3, 9, [batch])
+    got = [d.decode(encode_response(FETCH, 17, cid, body), FETCH, 17) for cid in range(500)]
+    assert [cid for cid, _ in got] == list(range(500))
+    assert len({id(b) for _, b in got}) == 1 and d.decoded == 1 and d.shared == 499
+    part = m.single_partition(got[0][1])
+    assert part is not None and part.high_watermark == 9 and bytes(part.records) == batch.data
+    other = d.decode(encode_response(FETCH, 17, 1, m.fetch_response(0, 0, 1, 3, 10, [batch])), FETCH, 17)
+    assert other[1] is not got[0][1] and m.single_partition(other[1]).high_watermark == 10  # type: ignore[union-attr]
+    again = d.decode(encode_response(FETCH, 16, 1, body), FETCH, 16)  # another version: its own decoding
+    assert again[1] is not got[0][1] and d.decoded == 3
+
+
+def test_heartbeats_shared_other_apis_and_large_answers_not_and_the_oldest_dropped() -> None:
+    d = SharedDecodes(limit=2, max_bytes=200)
+    hb = BrokerHeartbeatResponse(error_code=0, is_caught_up=True, is_fenced=False)
+    a = d.decode(encode_response(BROKER_HEARTBEAT, 1, 5, hb), BROKER_HEARTBEAT, 1)
+    b = d.decode(encode_response(BROKER_HEARTBEAT, 1, 6, hb), BROKER_HEARTBEAT, 1)
+    assert a[1] is b[1] and (a[0], b[0]) == (5, 6) and b[1].is_caught_up
+    vote = VoteResponse(error_code=0)
+    v1 = d.decode(encode_response(VOTE, 2, 1, vote), VOTE, 2)
+    v2 = d.decode(encode_response(VOTE, 2, 2, vote), VOTE, 2)
+    assert v1[1] is not v2[1]
+    big = m.fetch_response(0, 0, 1, 3, 9, [data_batch(0, 3, [b"x" * 300], 0)])
+    f1 = d.decode(encode_response(FETCH, 17, 1, big), FETCH, 17)
+    f2 = d.decode(encode_response(FETCH, 17, 2, big), FETCH, 17)
+    assert f1[1] is not f2[1]
+    for hwm in (1, 2, 3):  # a limit of two: the heartbeat answer is dropped
+        d.decode(encode_response(FETCH, 17, 1, m.fetch_response(0, 0, 1, 3, hwm)), FETCH, 17)
+    assert len(d.entries) == 2
+    c = d.decode(encode_response(BROKER_HEARTBEAT, 1, 7, hb), BROKER_HEARTBEAT, 1)
+    assert c[1] is not a[1] and c[1] == a[1]
