@@ -1,8 +1,9 @@
 """The leader's fsync thread without the GIL (kraftd.shell.node contract 5b; issue 25).
 
 Contracts:
-1. :func:`available` says whether the compiled loop (kraftd/shell/raft/_syncloop.pyx) is built; without it the
-   flusher keeps its Python thread (kraftd.shell.raft.flushing contract 5), which is the reference.
+1. :func:`available` says whether the compiled loop (kraftd/shell/raft/_syncloop.pyx) is built and may be used;
+   otherwise the flusher keeps its Python thread (kraftd.shell.raft.flushing contract 5), which is the reference.
+   It may not when ``os.fsync`` was replaced (a test's disk-failure injection): the C loop would bypass it.
 2. :meth:`SyncThread.submit` hands one fd (a duplicate the thread owns until it is answered) and the flush
    target to the thread through a pipe. The thread runs C only: it wakes on that pipe, fsyncs and answers on a
    second pipe without taking the GIL, so neither the start nor the end of an fsync waits for the event loop's
@@ -32,12 +33,14 @@ except ImportError:  # pragma: no cover - exercised where Cython or a C compiler
 _REQ = struct.Struct("=qq")  # fd, target
 _DONE = struct.Struct("=qqqq")  # fd, target, errno (0: synced), CLOCK_MONOTONIC ns at the end of the fsync
 
+_OS_FSYNC = os.fsync
 Done = Callable[[int, BaseException | None], None]
 
 
 def available() -> bool:
     """Contract 1."""
-    return _syncloop is not None and os.environ.get("KRAFTD_PURE_PYTHON", "") in ("", "0")
+    pure = os.environ.get("KRAFTD_PURE_PYTHON", "") not in ("", "0")
+    return _syncloop is not None and not pure and os.fsync is _OS_FSYNC
 
 
 class SyncThread:
