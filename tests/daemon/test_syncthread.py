@@ -47,9 +47,9 @@ def test_the_fsync_runs_while_the_loop_thread_holds_the_gil(tmp_path: Path) -> N
         t1 = time.monotonic_ns()
     finally:
         sys.setswitchinterval(before)
-    got_fd, target, err, synced_ns = struct.unpack("=qqqq", os.read(done_r, 32))
+    got_fd, target, err, started_ns, synced_ns = struct.unpack("=qqqqq", os.read(done_r, 40))
     assert (got_fd, target, err) == (fd, 42, 0)
-    assert t0 < synced_ns < t1
+    assert t0 < started_ns <= synced_ns < t1
     os.close(req_w)  # end of file: serve returns
     thread.join(5)
     assert not thread.is_alive()

@@ -37,6 +37,7 @@ log = logging.getLogger("kraftd.node")
 
 def _traced(run: Any) -> Any:
     def traced() -> None:
+        stagetrace.mark("lflush.started")
         run()
         stagetrace.mark("lflush.synced")
 

@@ -3,7 +3,8 @@
 Contracts:
 1. :func:`available` says whether the compiled loop (kraftd/shell/raft/_syncloop.pyx) is built and may be used;
    otherwise the flusher keeps its Python thread (kraftd.shell.raft.flushing contract 5), which is the reference.
-   It may not when ``os.fsync`` was replaced (a test's disk-failure injection): the C loop would bypass it.
+   It may not when ``os.fsync`` was replaced (a test's disk-failure injection): the C loop would bypass it;
+   nor with ``KRAFTD_FLUSH_THREAD=python`` in the environment (benchmarks compare the two that way).
 2. :meth:`SyncThread.submit` hands one fd (a duplicate the thread owns until it is answered) and the flush
    target to the thread through a pipe. The thread runs C only: it wakes on that pipe, fsyncs and answers on a
    second pipe without taking the GIL, so neither the start nor the end of an fsync waits for the event loop's
@@ -31,16 +32,19 @@ except ImportError:  # pragma: no cover - exercised where Cython or a C compiler
     _syncloop = None
 
 _REQ = struct.Struct("=qq")  # fd, target
-_DONE = struct.Struct("=qqqq")  # fd, target, errno (0: synced), CLOCK_MONOTONIC ns at the end of the fsync
+_DONE = struct.Struct(
+    "=qqqqq"
+)  # fd, target, errno (0: synced), CLOCK_MONOTONIC ns at the fsync's start and end
 
 _OS_FSYNC = os.fsync
+_PYTHON_THREAD = os.environ.get("KRAFTD_FLUSH_THREAD", "") == "python"  # contract 1: for A/B runs
 Done = Callable[[int, BaseException | None], None]
 
 
 def available() -> bool:
     """Contract 1."""
     pure = os.environ.get("KRAFTD_PURE_PYTHON", "") not in ("", "0")
-    return _syncloop is not None and not pure and os.fsync is _OS_FSYNC
+    return _syncloop is not None and not pure and os.fsync is _OS_FSYNC and not _PYTHON_THREAD
 
 
 class SyncThread:
@@ -79,11 +83,12 @@ class SyncThread:
             return
         self._buf += data
         while len(self._buf) >= _DONE.size and not self._closed:
-            fd, target, err, ns = _DONE.unpack_from(self._buf)
+            fd, target, err, started, synced = _DONE.unpack_from(self._buf)
             self._buf = self._buf[_DONE.size :]
             os.close(fd)
             if stagetrace.ON:
-                stagetrace.mark_at(ns, "lflush.synced")
+                stagetrace.mark_at(started, "lflush.started")
+                stagetrace.mark_at(synced, "lflush.synced")
             failed = LogIOError(f"fsync of the active segment failed: {os.strerror(err)}") if err else None
             self._on_done(target, failed)
 
