@@ -21,7 +21,14 @@ from kraftd.shell.raft.flushing import LogFlusher
 from kraftd.storage.errors import LogIOError
 from kraftd.storage.log import MetadataLog
 
-pytestmark = pytest.mark.skipif(not syncthread.available(), reason="the compiled fsync loop is not built")
+pytestmark = pytest.mark.skipif(not syncthread.built(), reason="the compiled fsync loop is not built")
+
+
+@pytest.fixture
+def compiled_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 1: the opt-in (KRAFTD_FLUSH_THREAD=compiled), as the module reads it at import."""
+    monkeypatch.setattr(syncthread, "_WANTED", True)
+    assert syncthread.available()
 
 
 def test_the_fsync_runs_while_the_loop_thread_holds_the_gil(tmp_path: Path) -> None:
@@ -91,7 +98,9 @@ async def _flush_once(flusher: LogFlusher, node: _Leader) -> None:
         await asyncio.sleep(0.01)
 
 
-def test_a_leader_flush_goes_through_the_thread_and_steps_log_flushed(tmp_path: Path) -> None:
+def test_a_leader_flush_goes_through_the_thread_and_steps_log_flushed(
+    tmp_path: Path, compiled_thread: None
+) -> None:
     log = MetadataLog(tmp_path, 1 << 20)
     log.append(data_batch(0, 1, [b"a", b"b", b"c"], 0).data)
     node = _Leader(log)
@@ -108,7 +117,9 @@ def test_a_leader_flush_goes_through_the_thread_and_steps_log_flushed(tmp_path: 
     assert node.stepped == [LogFlushed(0, 3)] and log.flushed_offset == 3
 
 
-def test_a_failed_fsync_is_fatal_and_nothing_is_reported_flushed(tmp_path: Path) -> None:
+def test_a_failed_fsync_is_fatal_and_nothing_is_reported_flushed(
+    tmp_path: Path, compiled_thread: None
+) -> None:
     """kraftd.shell.node contract 8 through the compiled thread: fsync of a pipe fails (EINVAL)."""
     log = MetadataLog(tmp_path, 1 << 20)
     log.append(data_batch(0, 1, [b"a"], 0).data)
@@ -127,3 +138,24 @@ def test_a_failed_fsync_is_fatal_and_nothing_is_reported_flushed(tmp_path: Path)
     with pytest.raises(OSError):
         os.fstat(r)  # the thread's fd was closed once answered
     os.close(w)
+
+
+def test_without_the_opt_in_the_python_thread_flushes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 1: the Python flush thread stays the default."""
+    monkeypatch.setattr(syncthread, "_WANTED", False)
+    log = MetadataLog(tmp_path, 1 << 20)
+    log.append(data_batch(0, 1, [b"a"], 0).data)
+    node = _Leader(log)
+
+    async def run() -> list[str]:
+        flusher = LogFlusher(node)  # type: ignore[arg-type]
+        await _flush_once(flusher, node)
+        names = [t.name for t in threading.enumerate()]
+        flusher.close()
+        return names
+
+    names = asyncio.run(run())
+    assert "kraftd-flush-1" in names and "kraftd-fsync-1" not in names
+    assert node.stepped == [LogFlushed(0, 1)] and log.flushed_offset == 1

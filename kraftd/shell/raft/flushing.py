@@ -7,7 +7,7 @@ Contracts:
    executed all its effects (:meth:`LogFlusher.step_done`, the step's "answers written" signal: the Fetch
    answers and requests of the step are on their sockets first, kraftd.shell.node contract 12), and its
    completion reaches the loop as one callback (no task, no executor).
-5b. Where the compiled fsync loop is built (kraftd.shell.raft.syncthread), a leader's flush of one segment
+5b. Where the compiled fsync loop is asked for and built (kraftd.shell.raft.syncthread), a leader's flush of one segment
    with nothing else to sync (no roll, fsync on, no slow-disk file) goes to that GIL-free thread instead of
    the Python one: the same hand-over at step_done, the same completion (complete_flush, LogFlushed) on the
    loop, read from the thread's answer pipe. Anything else takes the Python thread.

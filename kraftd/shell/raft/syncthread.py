@@ -1,10 +1,12 @@
 """The leader's fsync thread without the GIL (kraftd.shell.node contract 5b; issue 25).
 
 Contracts:
-1. :func:`available` says whether the compiled loop (kraftd/shell/raft/_syncloop.pyx) is built and may be used;
-   otherwise the flusher keeps its Python thread (kraftd.shell.raft.flushing contract 5), which is the reference.
-   It may not when ``os.fsync`` was replaced (a test's disk-failure injection): the C loop would bypass it;
-   nor with ``KRAFTD_FLUSH_THREAD=python`` in the environment (benchmarks compare the two that way).
+1. :func:`available` says whether the compiled loop (kraftd/shell/raft/_syncloop.pyx) is asked for, built and
+   usable; otherwise the flusher keeps its Python thread (kraftd.shell.raft.flushing contract 5), the reference
+   and the default. It is asked for with ``KRAFTD_FLUSH_THREAD=compiled`` in the environment: opt-in until a
+   quiet machine shows it ahead (docs/PERFORMANCE.md, issue 25 session 11: the hand-off is shorter, but with a
+   single voter the fsync itself measured slower). It is not usable under ``KRAFTD_PURE_PYTHON`` or when
+   ``os.fsync`` was replaced (a test's disk-failure injection): the C loop would bypass it.
 2. :meth:`SyncThread.submit` hands one fd (a duplicate the thread owns until it is answered) and the flush
    target to the thread through a pipe. The thread runs C only: it wakes on that pipe, fsyncs and answers on a
    second pipe without taking the GIL, so neither the start nor the end of an fsync waits for the event loop's
@@ -37,14 +39,19 @@ _DONE = struct.Struct(
 )  # fd, target, errno (0: synced), CLOCK_MONOTONIC ns at the fsync's start and end
 
 _OS_FSYNC = os.fsync
-_PYTHON_THREAD = os.environ.get("KRAFTD_FLUSH_THREAD", "") == "python"  # contract 1: for A/B runs
+_WANTED = os.environ.get("KRAFTD_FLUSH_THREAD", "") == "compiled"  # contract 1: opt-in
 Done = Callable[[int, BaseException | None], None]
+
+
+def built() -> bool:
+    """Whether the compiled loop was built (contract 1)."""
+    return _syncloop is not None
 
 
 def available() -> bool:
     """Contract 1."""
     pure = os.environ.get("KRAFTD_PURE_PYTHON", "") not in ("", "0")
-    return _syncloop is not None and not pure and os.fsync is _OS_FSYNC and not _PYTHON_THREAD
+    return _WANTED and _syncloop is not None and not pure and os.fsync is _OS_FSYNC
 
 
 class SyncThread:
