@@ -1,4 +1,5 @@
-"""Builds the optional compiled codec (kwire/_fastcodec.pyx, kwire/_fastrecords.pyx); the rest is in pyproject.toml.
+"""Builds the optional compiled codec (kwire/_fastcodec.pyx, kwire/_fastrecords.pyx) and the leader's fsync loop
+(kraftd/shell/raft/_syncloop.pyx); the rest is in pyproject.toml.
 
 Without Cython or a C compiler, or when KRAFTD_PURE_PYTHON is set, the build prints one line and installs the
 pure-Python package only: kwire.fastpath then keeps the generated pure-Python codec (the reference path).
@@ -49,6 +50,12 @@ def ext_modules() -> list[Extension]:
         Extension(f"kwire.{name}", [f"kwire/{name}.pyx"], extra_compile_args=["-O2"])
         for name in ("_fastcodec", "_fastrecords")
     ]
+    # The leader's GIL-free fsync loop (kraftd.shell.raft.syncthread); without it the flush thread is Python.
+    exts.append(
+        Extension(
+            "kraftd.shell.raft._syncloop", ["kraftd/shell/raft/_syncloop.pyx"], extra_compile_args=["-O2"]
+        )
+    )
     return list(cythonize(exts, language_level=3, quiet=True))
 
 

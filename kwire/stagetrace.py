@@ -27,6 +27,13 @@ def mark(stage: str) -> None:
         dump()
 
 
+def mark_at(ns: int, stage: str) -> None:
+    """A mark taken elsewhere (another thread's CLOCK_MONOTONIC reading), recorded now."""
+    _marks.append((ns, stage))
+    if len(_marks) >= 4096:
+        dump()
+
+
 def dump() -> None:
     if not _DIR or not _marks:
         return

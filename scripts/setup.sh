@@ -9,7 +9,8 @@ fi
 stamp=.venv/.kraftd-installed
 # (re)install when the project metadata, the build script or the compiled codec's source changed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ] || [ setup.py -nt "$stamp" ] \
-  || [ kwire/_fastcodec.pyx -nt "$stamp" ] || [ kwire/_fastrecords.pyx -nt "$stamp" ]; then
+  || [ kwire/_fastcodec.pyx -nt "$stamp" ] || [ kwire/_fastrecords.pyx -nt "$stamp" ] \
+  || [ kraftd/shell/raft/_syncloop.pyx -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --upgrade pip >/dev/null
   .venv/bin/python -m pip install -q -e '.[test,spark]'
   touch "$stamp"

@@ -67,6 +67,8 @@ class QuorumConfig:
     request_timeout_ms: int = 2000
     retry_backoff_ms: int = 20
     append_linger_ms: int = 25
+    # kraftd.core.replication invariant 5a: also write pending records once everything written is committed.
+    append_linger_adaptive: bool = True
     fetch_max_wait_ms: int = 500
     max_batch_size_bytes: int = 8 * 1024 * 1024
     fetch_max_bytes: int = 8 * 1024 * 1024

@@ -31,6 +31,12 @@ Invariants:
    1-2 in 10 of our graceful hand-offs take the 2 s fetch timeout.
 5. Records handed to ``append`` get offsets at once; if the leader loses its epoch before they are
    written they are reported with ``AppendFailed`` and never commit.
+5a. Adaptive linger: accepted records are written when the linger expires, or at the first step that finds
+   everything written committed (high watermark at the log end), whichever comes first; while a batch is in
+   flight the records gather until its commit (the step that commits it writes them). So a closed append loop
+   is never held for the whole linger behind an idle pipeline, and records appended while a batch commits
+   ride one batch (Kafka's accumulator drains only on the linger or a full batch;
+   ``QuorumConfig.append_linger_adaptive`` False restores that).
 6. A follower answered with something it cannot act on (a snapshot id it cannot fetch, records that fail
    the batch checks or do not extend its log) sends nothing to that leader for the retry backoff.
 7. Check-quorum (KIP-595): a leader resigns when a majority of voters (itself included) has not fetched
@@ -164,7 +170,7 @@ def poll_leader(node: NodeContext, d: Leader) -> None:
     if d.resign_requested or (quorum_lost and not node.bugs.no_check_quorum) or _drained(node, d):
         node.resign(d)
         return
-    if d.linger_deadline is not None and now >= d.linger_deadline:
+    if d.linger_deadline is not None and (now >= d.linger_deadline or _pipeline_idle(node)):
         _drain(node, d)
     if now >= d.begin_quorum_deadline:
         node.send_begin_quorum(d)
@@ -181,6 +187,11 @@ def _drained(node: NodeContext, d: Leader) -> bool:
         d.drain_deadline = node.now + node.config.shutdown_drain_ms
         _drain(node, d)
     return node.high_watermark >= node.log.end_offset or node.now >= d.drain_deadline
+
+
+def _pipeline_idle(node: NodeContext) -> bool:
+    """Invariant 5a: everything written is committed, so lingering longer gathers nothing worth the wait."""
+    return node.config.append_linger_adaptive and node.high_watermark >= node.log.end_offset
 
 
 def _sole_voter(node: NodeContext) -> bool:

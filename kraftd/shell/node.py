@@ -14,6 +14,9 @@ Contracts (numbers continue kraftd.shell's):
 6. Which part answers a request: kraftd.shell.apis.routing (contracts 6, 9, 10 there).
 7. :meth:`ControllerNode.append` resolves with the last offset once committed, under kraftd.shell.raft.commits'
    contracts (the committed batch must carry the append's epoch; a change of leader fails it).
+7a. With a linger, an append's Tick is queued for the driver, never stepped at once: appenders resumed in the
+   same turn of the loop (a commit resumes a closed append loop's workers together) all append first, so the
+   adaptive linger (kraftd.core.replication invariant 5a) writes them as one batch instead of the first alone.
 8. A LogIOError (or any unexpected error in the driver) stops the node; ``fatal`` then holds it and
    :meth:`wait_stopped` re-raises it.
 12. Inside a step, in effect order: a SendRequest on a connected peer is written at once
@@ -277,10 +280,10 @@ class ControllerNode:
         fut = self.commits.add(rng.last, rng.epoch)
         if self.driver.tick_queued:
             pass
-        elif self._events.idle():
-            self.step_now(Tick(now_ms()))  # contract 4a: writes it now at linger 0, else schedules the linger
+        elif self._events.idle() and self.config.append_linger_ms == 0:
+            self.step_now(Tick(now_ms()))  # contract 4a: writes it now
         else:
-            self.queue_tick()
+            self.queue_tick()  # contract 7a: after the other appends of this turn
         last = await fut
         if stagetrace.ON:
             stagetrace.mark("committed")

@@ -219,11 +219,11 @@ class MetadataLog:
         The function touches only duplicated file descriptors, so appends, rolls and truncations may run
         meanwhile; pass the target to :meth:`complete_flush` afterwards (in the owning thread).
         """
-        target = self.end_offset
-        fds = [os.dup(s.fd) for s in self._segments if s.end_offset > self.flushed_offset]
-        dir_dirty = self._dir_dirty
-        self._dir_dirty = False
-        generation = self._generation
+        target, fds, dir_dirty = self.begin_flush_fds()
+        return target, self.flush_run(fds, dir_dirty)
+
+    def flush_run(self, fds: list[int], dir_dirty: bool) -> Callable[[], None]:
+        """The function :meth:`begin_flush` returns for what :meth:`begin_flush_fds` gave (it closes the fds)."""
         enabled = self.fsync_enabled
         directory = self.dir
 
@@ -238,8 +238,17 @@ class MetadataLog:
                 for fd in fds:
                     os.close(fd)
 
-        self._pending_generation = generation
-        return target, run
+        return run
+
+    def begin_flush_fds(self) -> tuple[int, list[int], bool]:
+        """:meth:`begin_flush` for a caller that fsyncs itself: (target offset, duplicated fds of the segments to
+        fsync, whether the directory must be fsynced too). The caller closes the fds and passes the target to
+        :meth:`complete_flush`."""
+        fds = [os.dup(s.fd) for s in self._segments if s.end_offset > self.flushed_offset]
+        dir_dirty = self._dir_dirty
+        self._dir_dirty = False
+        self._pending_generation = self._generation
+        return self.end_offset, fds, dir_dirty
 
     def complete_flush(self, target: int) -> int:
         """Record a finished :meth:`begin_flush`; a truncation in between voids it (returns flushed_offset)."""

@@ -7,6 +7,10 @@ Contracts:
    executed all its effects (:meth:`LogFlusher.step_done`, the step's "answers written" signal: the Fetch
    answers and requests of the step are on their sockets first, kraftd.shell.node contract 12), and its
    completion reaches the loop as one callback (no task, no executor).
+5b. Where the compiled fsync loop is asked for and built (kraftd.shell.raft.syncthread), a leader's flush of one segment
+   with nothing else to sync (no roll, fsync on, no slow-disk file) goes to that GIL-free thread instead of
+   the Python one: the same hand-over at step_done, the same completion (complete_flush, LogFlushed) on the
+   loop, read from the thread's answer pipe. Anything else takes the Python thread.
 5a. A non-leader fsyncs inline instead (nothing waits on its loop while it syncs: its next fetch goes out only
    after the flush): the same LogFlushed, fed after the fsync returned, without the thread round trip.
 11. Only when the test-only key ``kraftd.test.fsync.delay.file`` is set, every flush first sleeps (in its worker
@@ -18,11 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from typing import Any
 
 from kraftd.core.events import LogFlushed
 from kraftd.core.types import Role
+from kraftd.shell.raft import syncthread
 from kraftd.shell.raft.port import RaftPort
 from kwire import stagetrace
 
@@ -31,6 +37,7 @@ log = logging.getLogger("kraftd.node")
 
 def _traced(run: Any) -> Any:
     def traced() -> None:
+        stagetrace.mark("lflush.started")
         run()
         stagetrace.mark("lflush.synced")
 
@@ -48,6 +55,8 @@ class LogFlusher:
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
+        self._sync: syncthread.SyncThread | None = None
+        self._fd_job: tuple[int, int] | None = None  # contract 5b: (target, fd) for the GIL-free thread
 
     def request(self) -> None:
         node = self.node
@@ -63,12 +72,31 @@ class LogFlusher:
                 stagetrace.mark("fsync.end")
             node.post(LogFlushed(node.now_ms(), flushed))
             return
-        target, run = node.storage.log.begin_flush()
         self._flushing = True
+        if self._one_fd_job():
+            return
+        target, run = node.storage.log.begin_flush()
         self._job = (target, self._slow_disk(_traced(run) if stagetrace.ON else run))
+
+    def _one_fd_job(self) -> bool:
+        """Contract 5b: queue the flush for the GIL-free thread when it qualifies."""
+        log = self.node.storage.log  # type: ignore[union-attr]
+        if not getattr(log, "fsync_enabled", False) or self.node.config.test_fsync_delay_file is not None:
+            return False
+        if not syncthread.available():
+            return False
+        target, fds, dir_dirty = log.begin_flush_fds()
+        if len(fds) == 1 and not dir_dirty:
+            self._fd_job = (target, fds[0])
+        else:
+            self._job = (target, self._slow_disk(log.flush_run(fds, dir_dirty)))
+        return True
 
     def step_done(self) -> None:
         """Contract 5: the step's effects are executed; a flush it asked for starts now."""
+        if self._fd_job is not None:
+            self._submit_fd_job()
+            return
         job, self._job = self._job, None
         if job is None or self._closed:
             return
@@ -84,7 +112,20 @@ class LogFlusher:
             self._ready = job
             self._cond.notify()
 
+    def _submit_fd_job(self) -> None:
+        (target, fd), self._fd_job = self._fd_job, None  # type: ignore[misc]
+        if self._closed:
+            os.close(fd)
+            return
+        if self._sync is None:
+            self._sync = syncthread.SyncThread(f"kraftd-fsync-{self.node.config.node_id}", self._done)
+        if stagetrace.ON:
+            stagetrace.mark("lflush.begin")
+        self._sync.submit(fd, target)
+
     def close(self) -> None:
+        if self._sync is not None:
+            self._sync.close()
         with self._cond:
             self._closed = True
             self._cond.notify()
