@@ -16,6 +16,7 @@ from kraftd.core.types import OffsetRange
 from kraftd.shell.controller import glue
 from kwire.errors import ErrorCode
 from kwire.metadata_frame import encode_record
+from tests.helpers.controller import LoopTurns
 
 RECORDS = 3000
 
@@ -34,23 +35,15 @@ def test_settled_applies_the_appended_records_in_slices_between_loop_turns(
         encode_record(ConfigRecord(resource_type=4, resource_name="", name="a", value=str(i)), 0)
         for i in range(RECORDS)
     ]
-    turns = 0
 
-    async def count() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await asyncio.sleep(0)
+    async def run() -> int:
+        async with LoopTurns() as turns:
+            m.append_later(1, values)
+            assert m.appended_pending
+            await g.settled()
+        return turns.count
 
-    async def run() -> None:
-        counter = asyncio.create_task(count())
-        await asyncio.sleep(0)
-        m.append_later(1, values)
-        assert m.appended_pending
-        await g.settled()
-        counter.cancel()
-
-    asyncio.run(run())
+    turns = asyncio.run(run())
     assert not m.appended_pending and m.latest().offset == RECORDS
     assert turns >= RECORDS // glue.REPLAY_STEP - 1  # the loop turned between the slices
 

@@ -24,7 +24,7 @@ from kraftd.core.types import OffsetRange
 from kraftd.shell.controller import glue as glue_mod
 from kraftd.shell.controller.topic_admin import ControllerAdmin
 from kwire.errors import ErrorCode
-from tests.helpers.controller import cluster
+from tests.helpers.controller import LoopTurns, cluster
 
 TOPICS, PARTITIONS = 50, 100
 
@@ -70,28 +70,16 @@ def test_a_large_create_topics_is_computed_over_many_loop_turns_and_written_once
 ) -> None:
     monkeypatch.setattr(glue_mod, "SLICE_S", 0.0)  # one step a turn
     node, admin = _leader(30)
-    turns = 0
 
-    async def count() -> None:
-        nonlocal turns
-        while True:
-            turns += 1
-            await asyncio.sleep(0)
+    async def run() -> tuple[CreateTopicsResponse, int]:
+        async with LoopTurns() as turns:
+            out: CreateTopicsResponse = await admin.create_topics(_request(), 7, "User:admin")
+        return out, turns.since_open
 
-    async def run() -> CreateTopicsResponse:
-        counter = asyncio.create_task(count())
-        await asyncio.sleep(0)
-        turns_before = turns
-        out: CreateTopicsResponse = await admin.create_topics(_request(), 7, "User:admin")
-        counter.cancel()
-        nonlocal_turns.append(turns - turns_before)
-        return out
-
-    nonlocal_turns: list[int] = []
-    out = asyncio.run(run())
+    out, turns = asyncio.run(run())
     assert [t.error_code for t in out.topics] == [ErrorCode.NONE] * TOPICS
     # At least one turn per topic and per STEP partitions: no step computed the whole request.
-    assert nonlocal_turns[0] >= TOPICS * max(1, PARTITIONS // topics.STEP)
+    assert turns >= TOPICS * max(1, PARTITIONS // topics.STEP)
     assert len(node.appends) == 1 and len(node.appends[0]) == TOPICS * (PARTITIONS + 1)  # one atomic write
     view = node.machine.latest()
     assert len(view.topics) == TOPICS

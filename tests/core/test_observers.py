@@ -5,32 +5,21 @@ fetch, and the voters' end offsets among every observer on every voter fetch).""
 
 from __future__ import annotations
 
-import random
 import uuid
 
 import pytest
 
 from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
 from kraftd.core import messages as m
-from kraftd.core.events import LogFlushed, RequestReceived, Tick
+from kraftd.core.events import RequestReceived
 from kraftd.core.states import Leader
+from tests.helpers.core import leader as core_leader
 
-D1 = uuid.UUID(int=21)
 SESSION_MS = 10_000
 
 
 def leader() -> RaftNode:
-    n = RaftNode(
-        local=ReplicaKey(1, D1),
-        voters=VoterSet((ReplicaKey(1, D1),)),
-        config=QuorumConfig(observer_session_timeout_ms=SESSION_MS),
-        rng=random.Random(1),
-        cluster_id="c",
-        kraft_version=1,
-    )
-    n.step(Tick(0))
-    n.step(LogFlushed(1, n.log.end_offset))
-    return n
+    return core_leader(config=QuorumConfig(observer_session_timeout_ms=SESSION_MS))
 
 
 def fetch(n: RaftNode, replica: int, now: int) -> None:

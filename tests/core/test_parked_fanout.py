@@ -5,35 +5,24 @@ offset is still tracked for DescribeQuorum (KIP-595)."""
 
 from __future__ import annotations
 
-import random
 import uuid
 from typing import Any
 
 import pytest
 
-from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet, replication
+from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, replication
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
-from kraftd.core.events import LogFlushed, RequestReceived, Tick
+from kraftd.core.events import RequestReceived, Tick
 from kraftd.core.states import Leader
+from tests.helpers.core import leader as core_leader
 
-D1 = uuid.UUID(int=21)
 WAIT_MS = 500
 N = 1000
 
 
 def leader() -> RaftNode:
-    n = RaftNode(
-        local=ReplicaKey(1, D1),
-        voters=VoterSet((ReplicaKey(1, D1),)),
-        config=QuorumConfig(),
-        rng=random.Random(1),
-        cluster_id="c",
-        kraft_version=1,
-    )
-    n.step(Tick(0))
-    n.step(LogFlushed(1, n.log.end_offset))
-    return n
+    return core_leader(config=QuorumConfig())
 
 
 def park(n: RaftNode, replica: int, now: int, max_bytes: int = 1 << 20) -> list[fx.Effect]:

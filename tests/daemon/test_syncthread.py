@@ -98,13 +98,7 @@ async def _flush_once(flusher: LogFlusher, node: _Leader) -> None:
         await asyncio.sleep(0.01)
 
 
-def test_a_leader_flush_goes_through_the_thread_and_steps_log_flushed(
-    tmp_path: Path, compiled_thread: None
-) -> None:
-    log = MetadataLog(tmp_path, 1 << 20)
-    log.append(data_batch(0, 1, [b"a", b"b", b"c"], 0).data)
-    node = _Leader(log)
-
+def _thread_names_during_one_flush(node: _Leader) -> list[str]:
     async def run() -> list[str]:
         flusher = LogFlusher(node)  # type: ignore[arg-type]
         await _flush_once(flusher, node)
@@ -112,7 +106,17 @@ def test_a_leader_flush_goes_through_the_thread_and_steps_log_flushed(
         flusher.close()
         return names
 
-    names = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_a_leader_flush_goes_through_the_thread_and_steps_log_flushed(
+    tmp_path: Path, compiled_thread: None
+) -> None:
+    log = MetadataLog(tmp_path, 1 << 20)
+    log.append(data_batch(0, 1, [b"a", b"b", b"c"], 0).data)
+    node = _Leader(log)
+
+    names = _thread_names_during_one_flush(node)
     assert "kraftd-fsync-1" in names and "kraftd-flush-1" not in names  # contract 5b, not the Python thread
     assert node.stepped == [LogFlushed(0, 3)] and log.flushed_offset == 3
 
@@ -149,13 +153,6 @@ def test_without_the_opt_in_the_python_thread_flushes(
     log.append(data_batch(0, 1, [b"a"], 0).data)
     node = _Leader(log)
 
-    async def run() -> list[str]:
-        flusher = LogFlusher(node)  # type: ignore[arg-type]
-        await _flush_once(flusher, node)
-        names = [t.name for t in threading.enumerate()]
-        flusher.close()
-        return names
-
-    names = asyncio.run(run())
+    names = _thread_names_during_one_flush(node)
     assert "kraftd-flush-1" in names and "kraftd-fsync-1" not in names
     assert node.stepped == [LogFlushed(0, 1)] and log.flushed_offset == 1

@@ -3,6 +3,7 @@ brokers, one topic with one partition, reassignments and ISR changes, encoded re
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from typing import Any
 
@@ -307,3 +308,33 @@ def logs(draw: st.DrawFn) -> tuple[int, list[Any]]:
     mv = draw(st.sampled_from(MVS))
     body = draw(st.lists(records(mv), max_size=60))
     return mv, [FeatureLevelRecord(name="metadata.version", feature_level=mv), *body]
+
+
+# ---- first written for tests/controller/test_settled_writes.py and test_sliced_create.py ------------------
+class LoopTurns:
+    """Counts the event loop's turns while open: a task that yields at every turn. ``count`` is every turn since
+    the task started, ``since_open`` those after the turn ``async with`` itself took."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.opened_at = 0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LoopTurns:
+        self._task = asyncio.create_task(self._spin())
+        await asyncio.sleep(0)
+        self.opened_at = self.count
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+
+    @property
+    def since_open(self) -> int:
+        return self.count - self.opened_at
+
+    async def _spin(self) -> None:
+        while True:
+            self.count += 1
+            await asyncio.sleep(0)

@@ -20,11 +20,12 @@ L1 = (Listener("CONTROLLER", "127.0.0.1", 9001),)
 ONE = VoterSet((ReplicaKey(1, D1),), ((1, L1),))
 
 
-def leader(kraft_version: int = 1) -> RaftNode:
+def leader(kraft_version: int = 1, config: QuorumConfig | None = None) -> RaftNode:
+    """Node 1, the only voter, elected and with its log flushed: the leader, its high watermark at its log end."""
     n = RaftNode(
         local=ReplicaKey(1, D1),
         voters=ONE,
-        config=QuorumConfig(),
+        config=config or QuorumConfig(),
         rng=random.Random(1),
         cluster_id="c",
         kraft_version=kraft_version,

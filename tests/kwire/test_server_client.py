@@ -17,26 +17,10 @@ from kwire.errors import ApiNotSupportedError, NetworkError, RequestTimeoutError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import decode_response, encode_request
 from kwire.server import KafkaServer
+from tests.helpers.kwire import dq_request, read_frames, run
 
 pytestmark = pytest.mark.timeout(30)
 HOST = "127.0.0.1"
-
-
-def run(coro):
-    return asyncio.run(asyncio.wait_for(coro, 20))
-
-
-def dq_request(cid: int, topics: int = 0) -> bytes:
-    return encode_frame(encode_request(55, 2, cid, "raw", DescribeQuorumRequest()))
-
-
-async def read_frames(reader: asyncio.StreamReader, n: int) -> list[bytes]:
-    d, out = FrameDecoder(), []
-    while len(out) < n:
-        data = await reader.read(65536)
-        assert data, "connection closed early"
-        out += d.feed(data)
-    return out
 
 
 async def echo_handler(header, request, info):

@@ -3,35 +3,16 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Any
 
 import pytest
 
-from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
-from kwire.framing import FrameDecoder, encode_frame
-from kwire.headers import decode_response, encode_request
+from kwire.headers import decode_response
 from kwire.server import KafkaServer
+from tests.helpers.kwire import dq_request, read_frames, run
 
 pytestmark = pytest.mark.timeout(30)
 HOST = "127.0.0.1"
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 20))
-
-
-def dq_request(cid: int) -> bytes:
-    return encode_frame(encode_request(55, 2, cid, "raw", DescribeQuorumRequest()))
-
-
-async def read_frames(reader: asyncio.StreamReader, n: int) -> list[bytes]:
-    d, out = FrameDecoder(), []
-    while len(out) < n:
-        data = await reader.read(65536)
-        assert data, "connection closed early"
-        out += d.feed(data)
-    return out
 
 
 def test_responses_ready_together_leave_in_one_write():
