@@ -2,11 +2,11 @@
 
 Invariants:
 1. The sdist (setuptools' PEP 517 ``build_sdist`` over the checkout's files) carries setup.py, MANIFEST.in, both
-   compiled engines' Cython sources (kwire/_fastcodec.pyx, kwire/_fastrecords.pyx), the operator kit (ops/) and
-   the docs, and no generated C.
+   compiled engines' Cython sources (kwire/_fastcodec.pyx, kwire/_fastrecords.pyx) and the opt-in fsync loop's
+   (kraftd/shell/raft/_syncloop.pyx), the operator kit (ops/) and the docs, and no generated C.
 2. pip installs the unpacked sdist into a fresh virtualenv (a wheel built once, in pip's isolated build env): the
-   installed package has both engines compiled, and that venv loads them (from its own site-packages, not from the
-   checkout).
+   installed package has both engines and the fsync loop compiled, and that venv loads them (from its own
+   site-packages, not from the checkout).
 3. Every ``[project.scripts]`` entry point runs from that venv: ``--version`` prints ``<name>, version <the
    pyproject version>`` (the one place the version is written) and ``--help`` exits 0.
 """
@@ -89,6 +89,7 @@ def test_sdist_carries_the_engine_sources_and_the_operator_kit(installed: Instal
         "pyproject.toml",
         "kwire/_fastcodec.pyx",
         "kwire/_fastrecords.pyx",
+        "kraftd/shell/raft/_syncloop.pyx",
         "ops/prometheus/kraftd-rules.yml",
         "ops/prometheus/tests/kraftd-rules.test.yml",
         "ops/grafana/kraftd.json",
@@ -109,6 +110,10 @@ def test_the_installed_package_runs_both_compiled_engines(installed: Installed) 
     site = next(installed.venv.glob("lib/python*/site-packages"))
     for engine in ENGINES:
         assert list((site / "kwire").glob(f"{engine}.*.so")), engine
+    assert list((site / "kraftd" / "shell" / "raft").glob("_syncloop.*.so"))
+    loop = "import kraftd.shell.raft._syncloop as s; print(s.__file__)"
+    (path,) = _run([str(installed.bin / "python"), "-c", loop], installed.venv).stdout.split()
+    assert Path(path).is_relative_to(installed.venv), path
 
 
 @pytest.mark.parametrize("script", sorted(PROJECT["scripts"]))
