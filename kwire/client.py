@@ -32,6 +32,8 @@ Contracts:
    returns None, having written nothing, whenever ``send`` would first connect, re-authenticate or raise.
 10. ``decode(frame, api_key, version) -> (correlation id, body)``, if given, decodes every response instead of
    kwire.headers.decode_response (kraft-swarm shares the decoding of identical answers among its clients).
+11. Cancelling a caller of ``send``/``connect`` always cancels it, even with its response already there: timeouts
+   use ``asyncio.timeout``, not 3.11's ``wait_for`` (it returns a result that arrived with the cancel).
 """
 
 from __future__ import annotations
@@ -181,7 +183,8 @@ class KafkaClient:
     async def _open_and_negotiate(self) -> NegotiatedVersions:
         hostname = (self._server_hostname or self.host) if self._ssl is not None else None
         opening = asyncio.open_connection(self.host, self.port, ssl=self._ssl, server_hostname=hostname)
-        reader, writer = await asyncio.wait_for(opening, self.connect_timeout)
+        async with asyncio.timeout(self.connect_timeout):  # contract 11
+            reader, writer = await opening
         conn = _Connection(reader, writer, self._max_frame)
         conn.reader_task = asyncio.create_task(self._read_loop(conn))
         self._conn = conn
@@ -311,7 +314,8 @@ class KafkaClient:
         except (ConnectionError, OSError) as exc:
             self._disconnect(conn, NetworkError(f"write failed: {exc!r}"))
         try:
-            return await asyncio.wait_for(asyncio.shield(fut), timeout)
+            async with asyncio.timeout(timeout):  # contract 11: not wait_for, which can swallow a cancel
+                return await asyncio.shield(fut)
         except TimeoutError:
             conn.pending.pop(cid, None)
             self._disconnect(conn, NetworkError("connection closed after a request timed out"))

@@ -19,8 +19,7 @@ Contracts:
    be encoded at the request's version, closes the connection with a log line (no partial frame is written).
 4. ``close()`` stops accepting, closes every connection and cancels in-flight handler calls.
 5. ``limits`` (kwire.limits.ListenerLimits) bounds frame size, idle time, connections held and requests per
-   connection; connections over ``max_connections`` are shed as kwire.limits contract 2 says. The per-connection
-   WARNING of contract 1 goes through a RateLimitedWarning shared by the whole server.
+   connection (over ``max_connections``: shed, kwire.limits contract 2); contract 1's WARNING is rate-limited.
 6. With ``ssl`` (a server context from kwire.tls) every connection first completes a TLS handshake within
    ``limits.handshake_timeout``; a failed handshake (plaintext client, untrusted or expired certificate, wrong
    CA) closes that connection with one rate-limited WARNING naming the peer and the reason.
@@ -43,14 +42,13 @@ Contracts:
    only after ``await features_read()`` returns NONE, and otherwise carries that error code and no finalized
    features. Exempting the handshake keeps connection set-up (Raft peers, brokers, the read barrier's own
    connection to the leader) from ever waiting on a read barrier, which itself needs those connections.
-   The handshake is the first supported ApiVersions once the connection is authenticated: an ApiVersions that
-   KIP-511 answered with UNSUPPORTED_VERSION is retried by the client, and a SASL client (Kafka's
-   SaslClientAuthenticator) sends one before authenticating and its NetworkClient another after; each is set-up.
+   The handshake is the first supported ApiVersions once authenticated; a client's retry after KIP-511's
+   UNSUPPORTED_VERSION, and a SASL client's ApiVersions before and after authenticating, are each set-up.
 11. With ``fast`` (no SASL, no authorizer), a request arriving when every earlier response of its connection
    is written is first offered to ``fast(header, request, info, reply)``; when it returns True the caller
    answers later by calling ``reply(response)``, which encodes and writes the frame at once, inside the
-   caller's own turn of the loop (no task, no writer hop: a Raft leader answers a parked Fetch from inside
-   its step). Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds.
+   caller's own turn of the loop (no task, no writer hop: a Raft leader answers a parked Fetch from its step).
+   Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds.
 """
 
 from __future__ import annotations
@@ -292,7 +290,8 @@ class KafkaServer(Answering):
         try:
             while not write_task.done():
                 try:
-                    data = await asyncio.wait_for(reader.read(self._chunk), idle)
+                    async with asyncio.timeout(idle):  # not wait_for (kwire.client contract 11)
+                        data = await reader.read(self._chunk)
                 except TimeoutError:
                     _, last_done = self._last_done.get(info.connection_id, (False, 0.0))
                     if in_flight or time.monotonic() - max(last_active, last_done) < idle:
