@@ -127,10 +127,11 @@ class RaftNode(NodeContext):
         auto_join.poll(self)
         auto_join.poll_update(self)
         replication.maybe_apply(self)
-        reads.poll(self)
-        cur = self.leader_and_epoch()
-        if cur != self._last_leader:
-            self._last_leader = cur
+        if self.reads.busy():  # the step costs what it handles: no barrier, nothing to expire or ask
+            reads.poll(self)
+        last = self._last_leader
+        if self.leader_id() != last.leader_id or self.epoch != last.epoch:
+            self._last_leader = cur = self.leader_and_epoch()
             self.out.append(LeaderChanged(cur))
         self.out.append(SetDeadline(self._deadline()))
         out = ordered(self.out)
@@ -241,6 +242,7 @@ class RaftNode(NodeContext):
             cands.append(d.election_deadline)
             if isinstance(d, Prospective):
                 cands.append(d.votes_not_before)
-        cands += reads.deadlines(self)
+        if self.reads.busy():
+            cands += reads.deadlines(self)
         future = [c for c in cands if c > now]
         return min(future) if future else now + self.config.retry_backoff_ms

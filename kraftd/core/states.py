@@ -156,5 +156,9 @@ class ReadState:
     targets: list[tuple[int, ReadWaiter]] = field(default_factory=list)  # (offset, barrier): wait for apply
     next_ticket: int = 1
 
+    def busy(self) -> bool:
+        """A barrier is waiting somewhere: kraftd.core.reads' poll and deadlines are no-ops otherwise."""
+        return bool(self.queued or self.round is not None or self.asks or self.targets)
+
 
 RoleData = Unattached | Prospective | Candidate | Leader | Follower | Resigned
