@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
+from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet, reads
 from kraftd.core import effects as fx
-from kraftd.core import reads
 from kraftd.core.events import AppendRecords
 from tests.core.pump import Pump
 
@@ -64,6 +63,8 @@ def test_a_waiting_barrier_still_gets_its_housekeeping() -> None:
         assert leader.reads.busy()
         p.run(p.now + 5_000, stop=lambda: not leader.reads.busy())
     assert calls["poll"] > 0
-    done = [e.error for e in p.effects[leader.local.id] if isinstance(e, fx.ReadResolved) and e.ticket == ticket]
+    done = [
+        e.error for e in p.effects[leader.local.id] if isinstance(e, fx.ReadResolved) and e.ticket == ticket
+    ]
     assert done == [0]
     assert not leader.reads.busy()

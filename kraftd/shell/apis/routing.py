@@ -255,9 +255,9 @@ class RequestRouter:
                 reply(resp)
             except Exception:  # noqa: BLE001 - one request's failure never stops the driver
                 log.exception("node %d: answering %s failed", node.config.node_id, type(body).__name__)
-            name = "Fetch" if key == ApiKey.FETCH else "ReadOffset"
-            node.metrics.requests.labels(name).inc()
-            node.metrics.latency.labels(name).observe(time.perf_counter() - started)
+            count, latency = node.metrics.request_children("Fetch" if key == ApiKey.FETCH else "ReadOffset")
+            count.inc()
+            latency.observe(time.perf_counter() - started)
 
         return node.ask_core_now(body, answer)
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from generated.fetch_response import FetchResponse, NodeEndpoint
-from kraftd.config import Endpoint
+from kraftd.config import Endpoint, KraftConfig
 from kraftd.shell.net import wiring
 from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.raft.port import RaftPort
@@ -77,6 +77,20 @@ def learn(node: RaftPort, resp: Any) -> None:
             node.learned_endpoints[e.node_id] = (e.host, e.port)
 
 
+_OWN: dict[int, tuple[KraftConfig, tuple[str, int] | None]] = {}
+
+
+def _own_address(config: KraftConfig) -> tuple[str, int] | None:
+    """The first advertised controller listener, derived once per (frozen) config, not on every Fetch answer."""
+    hit = _OWN.get(id(config))
+    if hit is None or hit[0] is not config:
+        if len(_OWN) >= 64:  # many nodes in one process (tests): bounded, recomputed when evicted
+            _OWN.clear()
+        own = config.advertised_controller_listeners
+        hit = _OWN[id(config)] = (config, (own[0].host, own[0].port) if own else None)
+    return hit[1]
+
+
 def advertise_leader(node: RaftPort, version: int, resp: Any) -> None:
     """Contract 3."""
     if not isinstance(resp, FetchResponse) or version < 16 or resp.node_endpoints:
@@ -85,8 +99,7 @@ def advertise_leader(node: RaftPort, version: int, resp: Any) -> None:
     if leader < 0:
         return
     if leader == node.config.node_id:
-        own = node.config.advertised_controller_listeners
-        addr = (own[0].host, own[0].port) if own else None
+        addr = _own_address(node.config)
     else:
         addr = _address(node, leader)
     if addr is not None:

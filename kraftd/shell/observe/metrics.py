@@ -155,6 +155,14 @@ class NodeMetrics:
         )
         self._http: Any = None
         self.controller: ControllerMetrics | None = None
+        self._children: dict[str, tuple[Any, Any]] = {}
+
+    def request_children(self, name: str) -> tuple[Any, Any]:
+        """The (count, latency) children of one api, looked up once (``labels`` locks and hashes per call)."""
+        children = self._children.get(name)
+        if children is None:
+            children = self._children[name] = (self.requests.labels(name), self.latency.labels(name))
+        return children
 
     def event_done(self, created_ms: int, busy_s: float) -> None:
         """The driver processed an event created at ``created_ms`` in ``busy_s`` (contract 5)."""
