@@ -28,6 +28,9 @@ Contracts:
    every step, so each read sharing a ticket was invoked before the step that starts that ticket's ReadOffset (or
    the leader's confirmation round), which is all invariant 1a asks. ``kraftd_read_barriers_total`` counts the
    tickets, ``kraftd_reads_total`` the reads.
+5a. A new ticket is handed to the core as a ``ReadsDue`` event once the loop has run the callbacks already
+   ready (so the reads parsed in the same turn join the ticket), stepped at once when the driver idles
+   (kraftd.shell.node contract 4a): no Tick, no driver wake-up and no full poll (kraftd.core.reads invariant 7).
 """
 
 from __future__ import annotations
@@ -47,9 +50,11 @@ from generated.describe_configs_response import (
 )
 from kraftd.controller import config_kinds as kinds
 from kraftd.core.effects import ReadResolved
+from kraftd.core.events import ReadsDue
 from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.observe.metrics import NodeMetrics
+from kraftd.shell.raft.clock import now_ms
 from kwire.errors import ErrorCode
 from kwire.resources import ConfigResourceType as CR
 
@@ -111,7 +116,7 @@ class ReadBarriers:
             fut = self._open = asyncio.get_running_loop().create_future()
             self._waiting[ticket] = fut
             self.tickets.inc()
-            node.queue_tick()
+            asyncio.get_running_loop().call_soon(self._due)  # contract 5a
         code = await fut
         if code != ErrorCode.NONE:
             raise ReadUnavailableError(code)
@@ -143,6 +148,10 @@ class ReadBarriers:
             return ErrorCode.NONE
         self._served_lin.inc()
         return ErrorCode.NONE
+
+    def _due(self) -> None:
+        """Contract 5a."""
+        self.node.step_now(ReadsDue(now_ms()))
 
     def resolved(self, e: ReadResolved) -> None:
         fut = self._waiting.pop(e.ticket, None)
