@@ -42,7 +42,9 @@ def test_a_voters_read_offset_is_answered_without_a_full_poll() -> None:
     write(p, leader, b"x")
     f = follower_of(p, leader)
     polls = polls_of(leader)
-    out = leader.step(RequestReceived(p.now, 4242, m.read_offset_request(leader.cluster_id, f.local.id, f.epoch)))
+    out = leader.step(
+        RequestReceived(p.now, 4242, m.read_offset_request(leader.cluster_id, f.local.id, f.epoch))
+    )
     part = m.single_partition(answer_of(out, 4242))
     assert part.error_code == ErrorCode.NONE and part.high_watermark == leader.high_watermark > 0
     assert polls == [0]
@@ -57,7 +59,9 @@ def test_a_stale_epochs_read_offset_still_waits_for_a_round() -> None:
     msg = m.read_offset_request(leader.cluster_id, f.local.id, leader.epoch - 1)
     out = leader.step(RequestReceived(p.now, 4243, msg))
     assert not [e for e in out if isinstance(e, fx.SendResponse)]
-    assert [e for e in out if isinstance(e, fx.SendRequest) and isinstance(e.message, m.BeginQuorumEpochRequest)]
+    assert [
+        e for e in out if isinstance(e, fx.SendRequest) and isinstance(e.message, m.BeginQuorumEpochRequest)
+    ]
     assert polls == [0]
 
 
@@ -82,7 +86,9 @@ def test_an_answer_naming_a_newer_epoch_takes_the_full_poll() -> None:
     polls = polls_of(f)
     f.read_barrier()
     ask = ask_of(f.step(ReadsDue(p.now)))
-    newer = m.read_offset_response(ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, leader.local.id, f.epoch + 1)
+    newer = m.read_offset_response(
+        ErrorCode.NONE, ErrorCode.FENCED_LEADER_EPOCH, leader.local.id, f.epoch + 1
+    )
     f.step(ResponseReceived(p.now, ask.destination, ask.request_id, newer))
     assert f.epoch == leader.epoch + 1 and polls == [1]
     assert f.reads.queued  # invariant 5: the barrier asks again, never served stale
