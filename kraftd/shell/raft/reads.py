@@ -31,6 +31,9 @@ Contracts:
 5a. A new ticket is handed to the core as a ``ReadsDue`` event once the loop has run the callbacks already
    ready (so the reads parsed in the same turn join the ticket), stepped at once when the driver idles
    (kraftd.shell.node contract 4a): no Tick, no driver wake-up and no full poll (kraftd.core.reads invariant 7).
+6. Reads that share a barrier share their answers (issue #25): within one turn of the loop, a DescribeConfigs
+   result is built once per (image and its offset, error code, resource, keys, IncludeSynonyms); each request
+   still gets its own response object (kraftd.shell.apis.denials merges refused entries into it).
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ class ReadBarriers:
         self._conns: dict[int, PeerConnection] = {}
         self.stale = node.config.read_consistency == STALE
         self._warned: object = None
+        self._answers: dict[tuple[Any, ...], tuple[Any, DescribeConfigsResult]] = {}  # contract 6
         # The ticket later reads join until the core's next step (contract 5).
         self._open: asyncio.Future[int] | None = None
         self.served = Counter(
@@ -185,8 +189,22 @@ class ReadBarriers:
     async def describe_configs(self, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
         code = await self.before_read()
         image = self.node.controller.machine.committed
-        results = [_describe(image, r, code, self.stale, req.include_synonyms) for r in req.resources]
+        results = [self._described(image, r, code, req.include_synonyms) for r in req.resources]
         return DescribeConfigsResponse(throttle_time_ms=0, results=results)
+
+    def _described(self, image: Any, r: Any, code: int, synonyms: bool) -> DescribeConfigsResult:
+        """Contract 6."""
+        keys = r.configuration_keys
+        key: tuple[Any, ...] = (id(image), image.offset, code, r.resource_type, r.resource_name, synonyms)
+        key += (None,) if keys is None else tuple(keys)
+        hit = self._answers.get(key)
+        if hit is not None and hit[0] is image:
+            return hit[1]
+        if not self._answers:
+            asyncio.get_running_loop().call_soon(self._answers.clear)
+        out = _describe(image, r, code, self.stale, synonyms)
+        self._answers[key] = (image, out)  # holding ``image`` keeps its id from being reused meanwhile
+        return out
 
 
 def _describe(
