@@ -105,10 +105,12 @@ class RaftNode(NodeContext):
             if resp is not None:
                 replication.respond(self, event.token, resp)
         elif isinstance(event, ResponseReceived):
-            if event.request_id not in self.reads.asks:
+            inf = self.inflight.get(event.request_id)
+            epoch_ack = inf is not None and isinstance(inf.message, m.BeginQuorumEpochRequest)
+            if event.request_id not in self.reads.asks and not (epoch_ack and isinstance(self.data, Leader)):
                 return None
             before = (self.role, self.epoch)
-            reads.handle_response(self, event.source, event.request_id, event.message)
+            self._on_response(event)
             if (self.role, self.epoch) != before:  # the answer named a newer epoch: the full poll follows it
                 return self.poll()
         reads.poll(self)

@@ -37,8 +37,9 @@ We use read index, never a lease. Invariants:
 6. A leader that does not serve ReadOffset (a Kafka controller in a mixed quorum: UNSUPPORTED_VERSION) cannot
    confirm anything; its barriers resolve with UNSUPPORTED_VERSION at once, and the caller decides (the shell
    then serves its image and counts the answer as stale, kraftd.shell.raft.reads contract 2a).
-7. The read path alone (issue #25): a ``ReadsDue`` event, a ReadOffset request and the answer to a non-leader's
-   ask run :func:`poll` (and the event's handler) without the node's full poll: none of them changes the log,
+7. The read path alone (issue #25): a ``ReadsDue`` event, a ReadOffset request, the answer to a non-leader's
+   ask and a voter's answer to a leader's BeginQuorumEpoch (a confirmation round's or not) run :func:`poll`
+   (and the event's usual handlers) without the node's full poll: none of them changes the log,
    the high watermark, the applied offset or the role, so the full poll would find nothing else to do for them
    (its timers are the driver's next deadline, re-emitted here). Leadership and the commit are still checked
    where they decide: ``handle_read_offset`` and :func:`_poll_leader` (leader, epoch, invariant 3), the ask's

@@ -101,3 +101,20 @@ def test_other_events_still_take_the_full_poll() -> None:
     f.step(ResponseReceived(p.now, leader.local.id, 10**9, m.read_offset_response(ErrorCode.NONE, 0, 1, 1)))
     f.step(RequestReceived(p.now, 5, m.begin_quorum_request(f.cluster_id, f.voters.voters[0], 1, f.epoch)))
     assert polls == [2]
+
+
+def test_the_leaders_confirmation_round_resolves_without_a_full_poll() -> None:
+    p, leader = cluster()
+    polls = polls_of(leader)
+    ticket = leader.read_barrier()
+    out = leader.step(ReadsDue(p.now))
+    sent = [e for e in out if isinstance(e, fx.SendRequest)]
+    assert sent and all(isinstance(e.message, m.BeginQuorumEpochRequest) for e in sent)
+    resolved_by: list[Any] = []
+    for e in sent:
+        peer = p.nodes[e.destination]
+        answer = answer_of(peer.step(RequestReceived(p.now, 11, e.message)), 11)
+        got = leader.step(ResponseReceived(p.now, e.destination, e.request_id, answer))
+        resolved_by += [x.error for x in got if isinstance(x, fx.ReadResolved) and x.ticket == ticket]
+    assert resolved_by == [ErrorCode.NONE]  # the first voter's ack made the majority (invariant 1)
+    assert polls == [0] and not leader.inflight  # the round's requests left the in-flight table as before

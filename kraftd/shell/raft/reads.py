@@ -28,9 +28,11 @@ Contracts:
    every step, so each read sharing a ticket was invoked before the step that starts that ticket's ReadOffset (or
    the leader's confirmation round), which is all invariant 1a asks. ``kraftd_read_barriers_total`` counts the
    tickets, ``kraftd_reads_total`` the reads.
-5a. A new ticket is handed to the core as a ``ReadsDue`` event once the loop has run the callbacks already
-   ready (so the reads parsed in the same turn join the ticket), stepped at once when the driver idles
+5a. A new ticket is handed to the core as a ``ReadsDue`` event, stepped at once when the driver idles
    (kraftd.shell.node contract 4a): no Tick, no driver wake-up and no full poll (kraftd.core.reads invariant 7).
+   With nothing in flight (no ReadOffset ask, no confirmation round, nothing queued) that happens in the call
+   itself, so a lone read asks without waiting for a turn of the loop; otherwise once the loop has run the
+   callbacks already ready, so the reads parsed in the same turn join the ticket.
 6. Reads that share a barrier share their answers (issue #25): within one turn of the loop, a DescribeConfigs
    result is built once per (image and its offset, error code, resource, keys, IncludeSynonyms); each request
    still gets its own response object (kraftd.shell.apis.denials merges refused entries into it).
@@ -120,7 +122,11 @@ class ReadBarriers:
             fut = self._open = asyncio.get_running_loop().create_future()
             self._waiting[ticket] = fut
             self.tickets.inc()
-            asyncio.get_running_loop().call_soon(self._due)  # contract 5a
+            st = node.core.reads
+            if st.asks or st.round is not None or st.queued:
+                asyncio.get_running_loop().call_soon(self._due)  # contract 5a
+            else:
+                self._due()  # contract 5a: nothing in flight, this read asks at once
         code = await fut
         if code != ErrorCode.NONE:
             raise ReadUnavailableError(code)
