@@ -101,9 +101,14 @@ class RaftNode(NodeContext):
         if isinstance(event, RequestReceived):
             if not isinstance(event.message, reads.ReadOffsetRequest):
                 return None
+            queued = len(self.reads.queued)
             resp = reads.handle_read_offset(self, event.token, event.message)
             if resp is not None:
                 replication.respond(self, event.token, resp)
+            if len(self.reads.queued) == queued:  # answered at once: no waiter, no timer changed
+                out = self.out
+                self.out = []
+                return out
         elif isinstance(event, ResponseReceived):
             inf = self.inflight.get(event.request_id)
             epoch_ack = inf is not None and isinstance(inf.message, m.BeginQuorumEpochRequest)
