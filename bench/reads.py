@@ -8,7 +8,9 @@ BROKER resource (what ``kafka-configs --bootstrap-controller --describe`` sends)
    most 16 requests of one connection at once, so each client opens as many connections as that takes;
 2. latency: one read at a time (closed loop) from one client at a follower, p50/p99 in ms, alternating between
    the linearizable and the stale quorum in slices so a noisy neighbour hurts both alike; the loopback round
-   trip is measured the same way with ApiVersions.
+   trip is measured the same way with ApiVersions. ``linearizable_*`` and ``stale_*`` are reads at a follower
+   only (the issue 25 goal compares those); ``linearizable_at_leader_*`` times the same read at the leader of the
+   linearizable quorum, whose barrier is a BeginQuorumEpoch round instead of a ReadOffset.
 Goals (issue #11): 3 controllers serve >= 2.5x the leader alone; linearizable p99 <= stale p99 + 1 loopback round
 trip + 1 ms. Issue 25's (``issue25_*``): on 2 cores >= 1.6x the leader alone; linearizable p99 <= 2x stale p99.
 The throughput goal is bounded by cores: each phase also reports the CPU seconds per second each of
@@ -192,7 +194,7 @@ def main() -> None:
         servers = [lin.procs[i].pid for i in sorted(lin.procs, key=lambda i: i != leaders["linearizable"])]
         alone = throughput([lead_port], args.workers, args.in_flight, args.seconds, servers)
         spread = throughput(list(lin.ports), args.workers, args.in_flight, args.seconds, servers)
-        lat: dict[str, list[float]] = {"linearizable": [], "stale": [], "rtt": []}
+        lat: dict[str, list[float]] = {"linearizable": [], "stale": [], "rtt": [], "leader": []}
         slices = 10
         per = max(1, args.samples // slices)
         for _ in range(slices):
@@ -202,6 +204,7 @@ def main() -> None:
             stale = quorums["stale"]
             rtt_port = stale.ports[next(i for i in stale.node_ids() if i != leaders["stale"]) - 1]
             lat["rtt"] += asyncio.run(_latencies(rtt_port, per, ApiVersionsRequest()))
+            lat["leader"] += asyncio.run(_latencies(lead_port, per, DESCRIBE))
         res: dict[str, Any] = {
             "leader_alone_reads_per_s": round(alone["reads_per_s"], 1),
             "three_controllers_reads_per_s": round(spread["reads_per_s"], 1),
@@ -220,6 +223,8 @@ def main() -> None:
             "linearizable_p99_ms": round(_pct(lat["linearizable"], 0.99), 3),
             "stale_p50_ms": round(statistics.median(lat["stale"]), 3),
             "stale_p99_ms": round(_pct(lat["stale"], 0.99), 3),
+            "linearizable_at_leader_p50_ms": round(statistics.median(lat["leader"]), 3),
+            "linearizable_at_leader_p99_ms": round(_pct(lat["leader"], 0.99), 3),
             "loopback_rtt_p50_ms": round(statistics.median(lat["rtt"]), 3),
             "samples": len(lat["linearizable"]),
         }

@@ -6,12 +6,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftd.core import RaftNode
+from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
-from kraftd.core.events import ReadsDue, RequestReceived, ResponseReceived
+from kraftd.core.events import ReadsDue, RequestReceived, ResponseReceived, Tick
 from kwire.errors import ErrorCode
-from tests.core.test_reads import cluster, follower_of, write
+from tests.core.pump import Pump
+
+
+def cluster() -> tuple[Pump, RaftNode]:
+    """Three voters with a leader that has committed in its epoch."""
+    p = Pump(VoterSet.of(1, 2, 3), QuorumConfig())
+    for i in (1, 2, 3):
+        p.add(ReplicaKey(i))
+    p.run(20_000, stop=lambda: p.leader() is not None and p.leader().high_watermark > 0)  # type: ignore[union-attr]
+    leader = p.leader()
+    assert leader is not None
+    return p, leader
+
+
+def write(p: Pump, leader: RaftNode, value: bytes) -> int:
+    rng = leader.append([value])
+    p._queue.append((leader.local.id, Tick(p.now)))
+    p.run(p.now + 5_000, stop=lambda: leader.high_watermark > rng.last)
+    return rng.last
+
+
+def follower_of(p: Pump, leader: RaftNode) -> RaftNode:
+    return next(n for i, n in p.nodes.items() if n is not leader and i not in p.down)
 
 
 def polls_of(node: RaftNode) -> list[int]:
