@@ -8,7 +8,9 @@ BROKER resource (what ``kafka-configs --bootstrap-controller --describe`` sends)
    most 16 requests of one connection at once, so each client opens as many connections as that takes;
 2. latency: one read at a time (closed loop) from one client at a follower, p50/p99 in ms, alternating between
    the linearizable and the stale quorum in slices so a noisy neighbour hurts both alike; the loopback round
-   trip is measured the same way with ApiVersions.
+   trip is measured the same way with ApiVersions. ``linearizable_*`` and ``stale_*`` are reads at a follower
+   only (the issue 25 goal compares those); ``linearizable_at_leader_*`` times the same read at the leader of the
+   linearizable quorum, whose barrier is a BeginQuorumEpoch round instead of a ReadOffset.
 Goals (issue #11): 3 controllers serve >= 2.5x the leader alone; linearizable p99 <= stale p99 + 1 loopback round
 trip + 1 ms. Issue 25's (``issue25_*``): on 2 cores >= 1.6x the leader alone; linearizable p99 <= 2x stale p99.
 The throughput goal is bounded by cores: each phase also reports the CPU seconds per second each of
@@ -20,7 +22,13 @@ shares one core, which shows how the ratio grows with cores.
 The loopback round trip is timed with ApiVersions at a follower of the stale quorum (on the linearizable quorum a
 connection's later ApiVersions is itself a read, kwire.server contract 10).
 
+``--per-read N`` measures only the cost of a read (issue 25): N reads pipelined (8 connections x 16) at a follower,
+then N at the leader, of one linearizable quorum; per target the server CPU microseconds per read (all three
+processes, and each, leader first) and the client's. CPU time, not wall time, so it holds up on a busy machine
+better than reads/s does.
+
 Usage: .venv/bin/python bench/reads.py [--json] [--seconds S] [--workers W] [--in-flight N] [--samples K]
+       .venv/bin/python bench/reads.py --per-read N
 """
 
 from __future__ import annotations
@@ -168,6 +176,54 @@ async def _latencies(port: int, samples: int, request: Any) -> list[float]:
     return out
 
 
+async def _reads(port: int, n: int, conns: int = 8) -> int:
+    """``n`` reads (rounded down to ``conns``), ``MAX_IN_FLIGHT`` outstanding per connection."""
+    frame = encode_frame(encode_request(32, DESCRIBE_VERSION, 1, "bench-reads", DESCRIBE))
+    per = n // conns
+
+    async def one() -> None:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        decoder, sent, got = FrameDecoder(), min(MAX_IN_FLIGHT, per), 0
+        writer.write(frame * sent)
+        while got < per:
+            data = await reader.read(1 << 16)
+            if not data:
+                raise SystemExit(f"controller on port {port} closed the connection")
+            got += len(frames := decoder.feed(data))
+            if (more := min(len(frames), per - sent)) > 0:
+                writer.write(frame * more)
+                sent += more
+        writer.close()
+
+    await asyncio.gather(*(one() for _ in range(conns)))
+    return per * conns
+
+
+def per_read(n: int) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="kraftd-bench-reads-"))
+    q = LocalQuorum(root, 3)
+    out: dict[str, Any] = {"cores": len(os.sched_getaffinity(0))}
+    try:
+        q.start_all()
+        lead = q.wait_leader(30).leader_id
+        asyncio.run(_seed(q.ports[lead - 1]))
+        follower = next(i for i in q.node_ids() if i != lead)
+        pids = [q.procs[i].pid for i in sorted(q.procs, key=lambda i: i != lead)]
+        asyncio.run(_reads(q.ports[follower - 1], 2000))  # connections to the leader set up
+        for name, node in (("follower", follower), ("leader", lead)):
+            cpu0, client0 = _cpu_each(pids), time.process_time()
+            done = asyncio.run(_reads(q.ports[node - 1], n))
+            client = time.process_time() - client0
+            each = [b - a for a, b in zip(cpu0, _cpu_each(pids), strict=True)]
+            out[f"{name}_server_us_per_read"] = round(sum(each) / done * 1e6, 1)
+            out[f"{name}_each_server_us_per_read"] = [round(c / done * 1e6, 1) for c in each]
+            out[f"{name}_client_us_per_read"] = round(client / done * 1e6, 1)
+    finally:
+        q.stop_all()
+        shutil.rmtree(root, ignore_errors=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print one machine-readable line")
@@ -175,7 +231,11 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2, help="client processes for throughput")
     ap.add_argument("--in-flight", type=int, default=256, help="reads outstanding per client process")
     ap.add_argument("--samples", type=int, default=2000, help="latency samples per consistency")
+    ap.add_argument("--per-read", type=int, default=0, help="only the CPU cost of N reads (see above)")
     args = ap.parse_args()
+    if args.per_read:
+        print(json.dumps(per_read(args.per_read)))
+        return
     roots = [Path(tempfile.mkdtemp(prefix="kraftd-bench-reads-")) for _ in range(2)]
     quorums = {
         mode: LocalQuorum(root, 3, extra={"kraftd.read.consistency": mode})
@@ -192,7 +252,7 @@ def main() -> None:
         servers = [lin.procs[i].pid for i in sorted(lin.procs, key=lambda i: i != leaders["linearizable"])]
         alone = throughput([lead_port], args.workers, args.in_flight, args.seconds, servers)
         spread = throughput(list(lin.ports), args.workers, args.in_flight, args.seconds, servers)
-        lat: dict[str, list[float]] = {"linearizable": [], "stale": [], "rtt": []}
+        lat: dict[str, list[float]] = {"linearizable": [], "stale": [], "rtt": [], "leader": []}
         slices = 10
         per = max(1, args.samples // slices)
         for _ in range(slices):
@@ -202,6 +262,7 @@ def main() -> None:
             stale = quorums["stale"]
             rtt_port = stale.ports[next(i for i in stale.node_ids() if i != leaders["stale"]) - 1]
             lat["rtt"] += asyncio.run(_latencies(rtt_port, per, ApiVersionsRequest()))
+            lat["leader"] += asyncio.run(_latencies(lead_port, per, DESCRIBE))
         res: dict[str, Any] = {
             "leader_alone_reads_per_s": round(alone["reads_per_s"], 1),
             "three_controllers_reads_per_s": round(spread["reads_per_s"], 1),
@@ -220,6 +281,8 @@ def main() -> None:
             "linearizable_p99_ms": round(_pct(lat["linearizable"], 0.99), 3),
             "stale_p50_ms": round(statistics.median(lat["stale"]), 3),
             "stale_p99_ms": round(_pct(lat["stale"], 0.99), 3),
+            "linearizable_at_leader_p50_ms": round(statistics.median(lat["leader"]), 3),
+            "linearizable_at_leader_p99_ms": round(_pct(lat["leader"], 0.99), 3),
             "loopback_rtt_p50_ms": round(statistics.median(lat["rtt"]), 3),
             "samples": len(lat["linearizable"]),
         }

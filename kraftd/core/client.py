@@ -17,6 +17,8 @@ Contract for the shell (the daemon wraps each method with asyncio):
 5. ``read_barrier()`` returns a ticket; a later ``ReadResolved(ticket, error)`` effect (after the
    ``ApplyCommitted`` effects it waited for, so listeners have applied them) ends it. Error 0: serve the read
    from the listener's state now and it is linearizable; NOT_CONTROLLER / REQUEST_TIMED_OUT: do not serve.
+   Step ``ReadsDue(now)`` after starting barriers (any event does; that one runs the read path only,
+   kraftd.core.reads invariant 7) so the core asks for them.
 """
 
 from __future__ import annotations

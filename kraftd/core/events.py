@@ -59,4 +59,12 @@ class Shutdown:
     now_ms: int
 
 
-Event = Tick | RequestReceived | ResponseReceived | AppendRecords | LogFlushed | Shutdown
+@dataclass(frozen=True, slots=True)
+class ReadsDue:
+    """Read barriers were started (``RaftClient.read_barrier``): the core runs its read path only, not a full poll
+    (kraftd.core.reads invariant 7)."""
+
+    now_ms: int
+
+
+Event = Tick | ReadsDue | RequestReceived | ResponseReceived | AppendRecords | LogFlushed | Shutdown

@@ -30,6 +30,7 @@ from kraftd.core.events import (
     AppendRecords,
     Event,
     LogFlushed,
+    ReadsDue,
     RequestReceived,
     ResponseReceived,
     Shutdown,
@@ -74,6 +75,10 @@ class RaftNode(NodeContext):
     def step(self, event: Event) -> list[Effect]:
         self.now = max(self.now, event.now_ms)
         self.steps += 1
+        if isinstance(event, ReadsDue | RequestReceived | ResponseReceived):
+            out = self._step_read(event)
+            if out is not None:
+                return out
         if isinstance(event, RequestReceived):
             self._on_request(event)
         elif isinstance(event, ResponseReceived):
@@ -85,8 +90,39 @@ class RaftNode(NodeContext):
         elif isinstance(event, Shutdown):
             self.shutting_down = True
         else:
-            assert isinstance(event, Tick)
+            assert isinstance(event, Tick | ReadsDue)
         return self.poll()
+
+    def _step_read(self, event: ReadsDue | RequestReceived | ResponseReceived) -> list[Effect] | None:
+        """kraftd.core.reads invariant 7: an event only the read path needs runs that path, not ``poll``;
+        None: not such an event, nothing done (the full step takes it)."""
+        if self.out:  # effects an API call left for the next poll (``append``) get the full step
+            return None
+        if isinstance(event, RequestReceived):
+            if not isinstance(event.message, reads.ReadOffsetRequest):
+                return None
+            queued = len(self.reads.queued)
+            resp = reads.handle_read_offset(self, event.token, event.message)
+            if resp is not None:
+                replication.respond(self, event.token, resp)
+            if len(self.reads.queued) == queued:  # answered at once: no waiter, no timer changed
+                out = self.out
+                self.out = []
+                return out
+        elif isinstance(event, ResponseReceived):
+            inf = self.inflight.get(event.request_id)
+            epoch_ack = inf is not None and isinstance(inf.message, m.BeginQuorumEpochRequest)
+            if event.request_id not in self.reads.asks and not (epoch_ack and isinstance(self.data, Leader)):
+                return None
+            before = (self.role, self.epoch)
+            self._on_response(event)
+            if (self.role, self.epoch) != before:  # the answer named a newer epoch: the full poll follows it
+                return self.poll()
+        reads.poll(self)
+        self.out.append(SetDeadline(self._deadline()))
+        out = ordered(self.out)
+        self.out = []
+        return out
 
     def append(self, records: list[bytes]) -> OffsetRange:
         """Accept records as leader; raises NotLeaderError otherwise. Effects follow on the next poll."""

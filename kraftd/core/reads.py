@@ -37,6 +37,15 @@ We use read index, never a lease. Invariants:
 6. A leader that does not serve ReadOffset (a Kafka controller in a mixed quorum: UNSUPPORTED_VERSION) cannot
    confirm anything; its barriers resolve with UNSUPPORTED_VERSION at once, and the caller decides (the shell
    then serves its image and counts the answer as stale, kraftd.shell.raft.reads contract 2a).
+7. The read path alone (issue #25): a ``ReadsDue`` event, a ReadOffset request, the answer to a non-leader's
+   ask and a voter's answer to a leader's BeginQuorumEpoch (a confirmation round's or not) run :func:`poll`
+   (and the event's usual handlers) without the node's full poll: none of them changes the log,
+   the high watermark, the applied offset or the role, so the full poll would find nothing else to do for them
+   (its timers are the driver's next deadline, re-emitted here). Leadership and the commit are still checked
+   where they decide: ``handle_read_offset`` and :func:`_poll_leader` (leader, epoch, invariant 3), the ask's
+   answer (its epoch, invariant 5); an answer that moves the epoch takes the full poll. A voter's ReadOffset
+   that its own epoch already confirms (invariant 1a, with invariant 3 met) is answered on arrival without a
+   waiter, so its step emits that answer only (no waiter, no timer changed).
 """
 
 from __future__ import annotations
@@ -81,8 +90,16 @@ def handle_read_offset(node: NodeContext, token: int, msg: Any) -> Any | None:
     rid = msg.replica_id
     voter = rid != node.local.id and node.voters.has_id(rid)
     acks = frozenset({rid}) if voter and msg.replica_epoch == node.epoch else frozenset()  # invariant 1a
+    if acks and reported_high_watermark(node, node.data) >= 0 and len(acks) >= _needed(node):
+        _answer(node, token, ErrorCode.NONE, node.high_watermark)  # invariants 1a, 3: confirmed on arrival
+        return None
     node.reads.queued.append(ReadWaiter(token, node.now + node.config.request_timeout_ms, True, acks))
     return None
+
+
+def _needed(node: NodeContext) -> int:
+    """Invariant 1: the acknowledgements from other voters that make a majority with the leader's own."""
+    return node.voters.majority() - (1 if node.is_voter else 0)
 
 
 def handle_response(node: NodeContext, source: int, request_id: int, resp: Any) -> bool:
@@ -162,7 +179,7 @@ def _poll_leader(node: NodeContext, d: Leader) -> None:
     if reported_high_watermark(node, d) < 0:  # invariant 3
         return
     others = {v.id for v in node.voters.voters if v.id != node.local.id}
-    needed = node.voters.majority() - (1 if node.is_voter else 0)
+    needed = _needed(node)
     bug = node.bugs.read_without_confirm
 
     def confirmed(w: ReadWaiter, acked: set[int]) -> bool:

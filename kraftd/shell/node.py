@@ -5,7 +5,7 @@ Contracts (numbers continue kraftd.shell's):
    a step are executed in order before the next event is taken. 4a: an event that arrives while the driver
    waits on an empty inbox and no step runs (a Raft response, a Fetch, the leader's flush, an append's Tick) is
    stepped at once by whoever received it, as the driver would have stepped it next, saving the driver's
-   wake-up; the driver is then nudged to re-read its deadline. While the core asked for a step now (a
+   wake-up; the driver is then nudged to re-read its deadline when the steps moved it earlier. While the core asked for a step now (a
    coalesced high-watermark answer, kraftd.core.replication invariant 2b) only an append's Tick is stepped so;
    the rest waits for the driver, after this turn of the loop, so that an append made in this turn rides that
    answer. PersistElectionState, TruncateLog and AppendBatches complete (fsync for the first) before any later

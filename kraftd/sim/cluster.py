@@ -29,6 +29,7 @@ from kraftd.core.config import QuorumConfig
 from kraftd.core.events import (
     Event,
     LogFlushed,
+    ReadsDue,
     RequestReceived,
     ResponseReceived,
     Shutdown,
@@ -176,7 +177,7 @@ class Cluster:
             return
         ticket = n.core.read_barrier()
         self.reads[(node_id, n.incarnation, ticket)] = self.checker.committed_end
-        self.deliver(node_id, Tick(self.now))
+        self.deliver(node_id, ReadsDue(self.now))  # as the shell does (kraftd.core.reads invariant 7)
 
     def append(self, node_id: int, records: list[bytes]) -> tuple[int, int] | None:
         core = self.nodes[node_id].core

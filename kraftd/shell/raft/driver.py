@@ -118,6 +118,7 @@ class RaftDriver:
         if due or self.stepping or self.node.closing or self.task is None or not self.events.idle():
             self.events.put_nowait(event)
             return
+        deadline = self.deadline
         try:
             queued: Event | None = event
             while (
@@ -128,7 +129,8 @@ class RaftDriver:
         except BaseException as exc:  # noqa: BLE001 - contract 8, as in the driver
             self._fatal(exc)
             return
-        self.events.nudge()
+        if self.deadline < deadline:  # a later deadline only wakes the driver early, to wait again
+            self.events.nudge()
 
     def step(self, event: Event) -> None:
         node = self.node
