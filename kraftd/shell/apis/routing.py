@@ -7,6 +7,8 @@ Contracts:
    partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
    kraftd.shell.apis.handlers from the node's cluster view.
 6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch and ReadOffset answered from inside the step.
+6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
+   step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
@@ -242,6 +244,8 @@ class RequestRouter:
         at once and answered from inside the step that produces its answer, with what :meth:`_core` adds (the
         leader's endpoints, the network log) and the request metrics; False: the coroutine path takes it."""
         key = header.request_api_key
+        if key == ApiKey.BROKER_HEARTBEAT:
+            return self._heartbeat_now(body, reply)
         if key != ApiKey.FETCH and key != ApiKey.READ_OFFSET:
             return False
         node = self.node
@@ -260,6 +264,18 @@ class RequestRouter:
             node.metrics.latency.labels(name).observe(time.perf_counter() - started)
 
         return node.ask_core_now(body, answer)
+
+    def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
+        """Contract 6b, with the request metrics the coroutine path's instrument counts."""
+        started = time.perf_counter()
+        answer = self.node.rpcs.heartbeat_now(body)
+        if answer is None:
+            return False
+        reply(answer)
+        metrics = self.node.metrics
+        metrics.requests.labels("BrokerHeartbeat").inc()
+        metrics.latency.labels("BrokerHeartbeat").observe(time.perf_counter() - started)
+        return True
 
     async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
         """Contract 11."""

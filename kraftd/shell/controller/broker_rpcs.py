@@ -14,6 +14,14 @@ Contracts:
    leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
    security protocol ``listener.security.protocol.map`` gives it (Kafka's SecurityProtocol ids), as Kafka's
    controllers register theirs.
+4. The short path (issue 24: at 1,000 brokers most heartbeats change nothing): :meth:`ControllerRpcs.heartbeat_now`
+   answers at once, on the listener's fast path (kraftd.shell.apis.routing contract 6b), the heartbeat of a
+   registered, unfenced broker at its current epoch that asks for no state change (no controlled shutdown, no
+   fence, no offline directory), on the active controller with nothing appended still to apply (so the image it
+   reads is the one glue contract 5 would have waited for). Such a heartbeat writes no record (kraftd.controller
+   .brokers contract 2): its session is touched, its metadata offset noted, and the answer is the one
+   :meth:`heartbeat` would give. Every other heartbeat (None) takes :meth:`heartbeat`. Answers are shared
+   objects, one per (caught up, fenced, shut down), so a turn's answers are encoded once (kwire.answers 11a).
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.alter_partition_request import AlterPartitionRequest
 from generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
+from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from generated.broker_registration_request import BrokerRegistrationRequest
 from generated.controller_registration_request import ControllerRegistrationRequest
 from generated.controller_registration_request import Feature as CtlFeature
@@ -61,6 +70,7 @@ class ControllerRpcs:
         self.incarnation_id = uuid.uuid4()
         self._registering: PeerConnection | None = None
         self.moving = fencing.OneAtATime()  # fencing contract 6
+        self._answers: dict[tuple[bool, bool, bool], BrokerHeartbeatResponse] = {}  # contract 4
 
     @property
     def machine(self) -> Any:
@@ -89,6 +99,30 @@ class ControllerRpcs:
             return await self.node.controller.run(result)
         finally:
             self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
+
+    def heartbeat_now(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse | None:
+        """Contract 4: the answer to a heartbeat that changes nothing, or None (the coroutine path answers)."""
+        m = self.machine
+        if not m.active or m.appended_pending or req.want_shut_down or req.want_fence or req.offline_log_dirs:
+            return None
+        image = m.latest()
+        b = image.brokers.get(req.broker_id)
+        if b is None or b.fenced or b.epoch != req.broker_epoch:
+            return None
+        started = time.perf_counter()
+        out = brokers.heartbeat(image, req, self.heartbeats, self.now_ms())
+        assert not out.records and not out.error  # kraftd.controller.brokers contract 2: nothing to write
+        shape = (out.is_caught_up, out.is_fenced, out.should_shut_down)
+        answer = self._answers.get(shape)
+        if answer is None:
+            answer = self._answers[shape] = BrokerHeartbeatResponse(
+                error_code=ErrorCode.NONE,
+                is_caught_up=out.is_caught_up,
+                is_fenced=out.is_fenced,
+                should_shut_down=out.should_shut_down,
+            )
+        self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
+        return answer
 
     async def _moves_first(self, req: BrokerHeartbeatRequest) -> ErrorCode:
         """Contract 2: a controlled shutdown's or an unfencing's partition moves, written in bounded writes before
