@@ -20,8 +20,8 @@ Contracts:
    fence, no offline directory), on the active controller with nothing appended still to apply (so the image it
    reads is the one glue contract 5 would have waited for). Such a heartbeat writes no record (kraftd.controller
    .brokers contract 2): its session is touched, its metadata offset noted, and the answer is the one
-   :meth:`heartbeat` would give. Every other heartbeat (None) takes :meth:`heartbeat`. Answers are shared
-   objects, one per (caught up, fenced, shut down), so a turn's answers are encoded once (kwire.answers 11a).
+   :meth:`heartbeat` would give (kraftd.controller.ops.brokers contract 3). Every other heartbeat (None) takes
+   :meth:`heartbeat`.
 """
 
 from __future__ import annotations
@@ -36,7 +36,6 @@ from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.alter_partition_request import AlterPartitionRequest
 from generated.assign_replicas_to_dirs_request import AssignReplicasToDirsRequest
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
-from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from generated.broker_registration_request import BrokerRegistrationRequest
 from generated.controller_registration_request import ControllerRegistrationRequest
 from generated.controller_registration_request import Feature as CtlFeature
@@ -50,6 +49,7 @@ from kraftd.shell.controller import fencing
 from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection, PeerError
 from kraftd.shell.observe.metrics import NodeMetrics
+from kraftd.shell.raft.clock import now_ms
 from kwire.errors import ErrorCode
 
 
@@ -70,15 +70,12 @@ class ControllerRpcs:
         self.incarnation_id = uuid.uuid4()
         self._registering: PeerConnection | None = None
         self.moving = fencing.OneAtATime()  # fencing contract 6
-        self._answers: dict[tuple[bool, bool, bool], BrokerHeartbeatResponse] = {}  # contract 4
 
     @property
     def machine(self) -> Any:
         return self.node.controller.machine
 
     def now_ms(self) -> int:
-        from kraftd.shell.raft.clock import now_ms
-
         return now_ms()
 
     async def alter_partition(self, req: AlterPartitionRequest, version: int, principal: str) -> Any:
@@ -100,28 +97,15 @@ class ControllerRpcs:
         finally:
             self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
 
-    def heartbeat_now(self, req: BrokerHeartbeatRequest) -> BrokerHeartbeatResponse | None:
+    def heartbeat_now(self, req: BrokerHeartbeatRequest) -> Any | None:
         """Contract 4: the answer to a heartbeat that changes nothing, or None (the coroutine path answers)."""
         m = self.machine
-        if not m.active or m.appended_pending or req.want_shut_down or req.want_fence or req.offline_log_dirs:
-            return None
-        image = m.latest()
-        b = image.brokers.get(req.broker_id)
-        if b is None or b.fenced or b.epoch != req.broker_epoch:
+        if not m.active or m.appended_pending:
             return None
         started = time.perf_counter()
-        out = brokers.heartbeat(image, req, self.heartbeats, self.now_ms())
-        assert not out.records and not out.error  # kraftd.controller.brokers contract 2: nothing to write
-        shape = (out.is_caught_up, out.is_fenced, out.should_shut_down)
-        answer = self._answers.get(shape)
-        if answer is None:
-            answer = self._answers[shape] = BrokerHeartbeatResponse(
-                error_code=ErrorCode.NONE,
-                is_caught_up=out.is_caught_up,
-                is_fenced=out.is_fenced,
-                should_shut_down=out.should_shut_down,
-            )
-        self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
+        answer = ops.heartbeat_unchanged(m.latest(), req, self.heartbeats, self.now_ms())
+        if answer is not None:
+            self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
         return answer
 
     async def _moves_first(self, req: BrokerHeartbeatRequest) -> ErrorCode:
