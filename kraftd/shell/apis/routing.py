@@ -105,7 +105,6 @@ class RequestRouter:
         self.parts = self._bind()
         self.ops = {k: self._op(a) for k, a in table.TABLE.items() if a.op}
         self._routes = self.routes()
-        self._children: dict[int, tuple[Any, Any]] = {}  # fast-path api key -> (count, latency) children
 
     def routes(self) -> dict[int, tuple[bool, Handler]]:
         """api key -> (leader only, its handler), read from the table once: the API's own op where its part
@@ -260,7 +259,7 @@ class RequestRouter:
                 reply(resp)
             except Exception:  # noqa: BLE001 - one request's failure never stops the driver
                 log.exception("node %d: answering %s failed", node.config.node_id, type(body).__name__)
-            count, latency = self._metered(key)
+            count, latency = node.metrics.children("Fetch" if key == ApiKey.FETCH else "ReadOffset")
             count.inc()
             latency.observe(time.perf_counter() - started)
 
@@ -273,21 +272,10 @@ class RequestRouter:
         if answer is None:
             return False
         reply(answer)
-        count, latency = self._metered(ApiKey.BROKER_HEARTBEAT)
+        count, latency = self.node.metrics.children("BrokerHeartbeat")
         count.inc()
         latency.observe(time.perf_counter() - started)
         return True
-
-    def _metered(self, key: int) -> tuple[Any, Any]:
-        """The request count and latency children of a fast-path API, looked up once (as metrics.instrument)."""
-        children = self._children.get(key)
-        if children is None:
-            name = {int(ApiKey.FETCH): "Fetch", int(ApiKey.READ_OFFSET): "ReadOffset"}.get(
-                key, "BrokerHeartbeat"
-            )
-            metrics = self.node.metrics
-            children = self._children[key] = (metrics.requests.labels(name), metrics.latency.labels(name))
-        return children
 
     async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
         """Contract 11."""
