@@ -54,6 +54,16 @@ FastHandler = Callable[[RequestHeader, Any, "ConnectionInfo", Callable[[Any], No
 FinalizedFeatures = Callable[[], tuple[int, Mapping[str, VersionRange]]]
 
 
+def _releaser(
+    slots: asyncio.Semaphore, in_flight: set[asyncio.Future[bytes | None]]
+) -> Callable[[asyncio.Future[bytes | None]], None]:
+    def done(task: asyncio.Future[bytes | None]) -> None:
+        slots.release()
+        in_flight.discard(task)
+
+    return done
+
+
 class Written:
     """Contract 11: responses queued and written on one connection."""
 

@@ -71,6 +71,7 @@ from kwire.answers import (
     ServerStats,
     SharedBodies,
     Written,
+    _releaser,
     acting_as,
     request_principal,
 )
@@ -79,7 +80,7 @@ from kwire.authz import ANONYMOUS, Authorizer, Gate, tls_principal
 from kwire.errors import KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import parse_request
-from kwire.limits import DEFAULT_MAX_IN_FLIGHT, ListenerLimits, RateLimitedWarning
+from kwire.limits import DEFAULT_MAX_IN_FLIGHT, IdleWatch, ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
 log = logging.getLogger("kwire.server")
@@ -101,16 +102,6 @@ PerEntry = tuple[
     Callable[[int, Any, frozenset[int]], tuple[Any, Any] | None],
     Callable[[int, Any, Any], Any],
 ]
-
-
-def _releaser(
-    slots: asyncio.Semaphore, in_flight: set[asyncio.Future[bytes | None]]
-) -> Callable[[asyncio.Future[bytes | None]], None]:
-    def done(task: asyncio.Future[bytes | None]) -> None:
-        slots.release()
-        in_flight.discard(task)
-
-    return done
 
 
 class KafkaServer(Answering):
@@ -285,21 +276,21 @@ class KafkaServer(Answering):
 
         write_task = asyncio.create_task(self._write_in_order(order, writer, info, session, counts))
         in_flight: set[asyncio.Future[bytes | None]] = set()
-        idle = self.limits.idle_ms / 1000
         last_active = time.monotonic()
+
+        def quiet_since() -> float | None:
+            return (
+                None if in_flight else max(last_active, self._last_done.get(info.connection_id, (0, 0.0))[1])
+            )
+
+        def idle_close() -> None:
+            log.debug("closing connection %d: idle for %d ms", info.connection_id, self.limits.idle_ms)
+            writer.close()  # the read below ends (no data): the connection closes as a peer's close does
+
+        watch = IdleWatch(self.limits.idle_ms / 1000, quiet_since, idle_close)  # kwire.limits contract 4
         try:
             while not write_task.done():
-                try:
-                    async with asyncio.timeout(idle):  # not wait_for (kwire.client contract 11)
-                        data = await reader.read(self._chunk)
-                except TimeoutError:
-                    _, last_done = self._last_done.get(info.connection_id, (False, 0.0))
-                    if in_flight or time.monotonic() - max(last_active, last_done) < idle:
-                        continue
-                    log.debug(
-                        "closing connection %d: idle for %d ms", info.connection_id, self.limits.idle_ms
-                    )
-                    break
+                data = await reader.read(self._chunk)
                 if not data:
                     break
                 if stagetrace.ON:
@@ -338,6 +329,11 @@ class KafkaServer(Answering):
                     t: asyncio.Future[bytes | None] | None = None
                     if self._fast is not None and counts.queued == counts.written and not handshake:
                         t = self._offer(parsed, writer, info, counts)
+                        if t is not None and t.done() and t.exception() is None:  # written inside the offer
+                            slots.release()  # contract 11: nothing left to order behind it
+                            counts.queued += 1
+                            self._last_done[info.connection_id] = (True, time.monotonic())
+                            continue
                     if t is None:
                         t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
@@ -349,6 +345,7 @@ class KafkaServer(Answering):
         except (ConnectionError, OSError):
             pass
         finally:
+            watch.cancel()
             for t in list(in_flight):
                 t.cancel()
             write_task.cancel()

@@ -142,3 +142,57 @@ def test_client_start_writes_at_once_and_times_out_like_send() -> None:
             await client.close()
 
     run(main())
+
+
+def test_a_reply_written_inside_the_offer_needs_no_timer_and_no_queue_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kwire.server contract 11 and kwire.limits contract 4 (issue 24): a request answered inside ``fast`` (a
+    heartbeat on a controller) is not ordered through the connection's writer queue, and reads arm no timer each;
+    the answers still arrive, in order, and the connection counts as having completed a request."""
+    queued: list[object] = []
+    real_put = asyncio.Queue.put_nowait
+
+    def put(self: asyncio.Queue[Any], item: Any) -> None:
+        queued.append(item)
+        real_put(self, item)
+
+    monkeypatch.setattr(asyncio.Queue, "put_nowait", put)
+
+    def at_once(header: Any, body: Any, info: Any, reply: Any) -> bool:
+        if header.request_api_key != VOTE:
+            return False
+        reply(VoteResponse(error_code=header.correlation_id % 3))
+        return True
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        timers: list[float] = []
+        real_call_at = loop.call_at
+
+        def call_at(when: float, *args: Any, **kw: Any) -> Any:
+            timers.append(when)
+            return real_call_at(when, *args, **kw)
+
+        async with KafkaServer(slow_handler, fast=at_once) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            await asyncio.sleep(0.05)
+            monkeypatch.setattr(loop, "call_at", call_at)
+            decoder = FrameDecoder()
+            for cid in range(100):  # one at a time: each request is its own read
+                w.write(encode_frame(encode_request(VOTE, 2, cid, "raw", VoteRequest())))
+                frames: list[bytes] = []
+                while not frames:  # no wait_for here: it would arm a timer on this loop too
+                    data = await r.read(65536)
+                    assert data, "connection closed early"
+                    frames += decoder.feed(data)
+                corr, body = decode_response(frames[0], VOTE, 2)
+                assert corr == cid and body.error_code == cid % 3
+            monkeypatch.setattr(loop, "call_at", real_call_at)
+            assert next(iter(srv._last_done.values()))[0]  # kwire.limits contract 2: it completed requests
+            w.close()
+        return len(timers), len(queued)
+
+    timers, queued_n = run(main())
+    assert queued_n == 0  # before: one writer-queue entry per request
+    assert timers <= 5  # before: at least one timer per read (asyncio.timeout around each)
