@@ -48,7 +48,8 @@ Contracts:
    is written is first offered to ``fast(header, request, info, reply)``; when it returns True the caller
    answers later by calling ``reply(response)``, which encodes and writes the frame at once, inside the
    caller's own turn of the loop (no task, no writer hop: a Raft leader answers a parked Fetch from its step).
-   Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds.
+   Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds. Its slot
+   enters the connection's writer queue only when a later request arrives before its reply, or when it fails.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from ssl import SSLContext, SSLError
+from ssl import SSLContext
 from typing import Any
 
 from kwire import stagetrace
@@ -71,6 +72,7 @@ from kwire.answers import (
     ServerStats,
     SharedBodies,
     Written,
+    _order_failed,
     _releaser,
     acting_as,
     request_principal,
@@ -230,23 +232,6 @@ class KafkaServer(Answering):
             self._last_done.pop(cid, None)
             writer.close()
 
-    async def _handshake(self, writer: asyncio.StreamWriter, info: ConnectionInfo) -> bool:
-        """Contract 6."""
-        assert self._ssl is not None
-        try:
-            await writer.start_tls(self._ssl, ssl_handshake_timeout=self.limits.handshake_timeout_ms / 1000)
-            return True
-        except (SSLError, OSError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-            detail = getattr(exc, "verify_message", None)  # e.g. "certificate has expired"
-            if detail:
-                reason = f"{reason} ({detail})"
-            self.warn(
-                "TLS handshake with %s:%d failed (connection %d): %s", *info.peer, info.connection_id, reason
-            )
-            writer.transport.abort()
-            return False
-
     def _shed_one(self) -> None:
         """Contract 5 / kwire.limits contract 2: close the connection whose last completed request is oldest."""
         victim = min(self._last_done, key=self._last_done.__getitem__, default=None)
@@ -276,6 +261,9 @@ class KafkaServer(Answering):
 
         write_task = asyncio.create_task(self._write_in_order(order, writer, info, session, counts))
         in_flight: set[asyncio.Future[bytes | None]] = set()
+        unordered: list[
+            asyncio.Future[bytes | None]
+        ] = []  # contract 11: a fast request's slot, not in ``order``
         last_active = time.monotonic()
 
         def quiet_since() -> float | None:
@@ -329,13 +317,19 @@ class KafkaServer(Answering):
                     t: asyncio.Future[bytes | None] | None = None
                     if self._fast is not None and counts.queued == counts.written and not handshake:
                         t = self._offer(parsed, writer, info, counts)
-                        if t is not None and t.done() and t.exception() is None:  # written inside the offer
-                            slots.release()  # contract 11: nothing left to order behind it
-                            counts.queued += 1
-                            self._last_done[info.connection_id] = (True, time.monotonic())
+                    if t is not None:  # contract 11: ordered only once a later request must wait for it
+                        counts.queued += 1
+                        if t.done() and t.exception() is None:  # written inside the offer
+                            slots.release()
                             continue
-                    if t is None:
-                        t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
+                        in_flight.add(t)
+                        t.add_done_callback(_releaser(slots, in_flight))
+                        unordered.append(t)
+                        t.add_done_callback(lambda f: _order_failed(f, unordered, order))
+                        continue
+                    if unordered:
+                        order.put_nowait(unordered.pop())
+                    t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
                     counts.queued += 1
