@@ -268,7 +268,11 @@ class RequestRouter:
     def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
         """Contract 6b, with the request metrics the coroutine path's instrument counts."""
         started = time.perf_counter()
-        answer = self.node.rpcs.heartbeat_now(body)
+        try:
+            answer = self.node.rpcs.heartbeat_now(body)
+        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
+            log.exception("node %d: the heartbeat short path failed", self.node.config.node_id)
+            return False
         if answer is None:
             return False
         reply(answer)
