@@ -1,6 +1,6 @@
 """What :class:`kwire.server.KafkaServer` answers: handler calls, ApiVersions, SASL steps, the fast path.
 
-Split out of kwire.server (its contracts 3, 7-11 are implemented here; the numbering is kwire.server's).
+Split out of kwire.server (its contracts 3, 6-11 are implemented here; the numbering is kwire.server's).
 Public names are re-exported by kwire.server: ``ConnectionInfo``, ``request_principal``, ``acting_as``.
 
 Contract 11a (encode-once fan-out, issue 24): within one turn of the loop, fast-path replies (contract 11) that
@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from ssl import SSLContext, SSLError
 from typing import Any
 
 from generated.api_versions_request import ApiVersionsRequest
@@ -35,7 +36,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
-from kwire.limits import RateLimitedWarning
+from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
 log = logging.getLogger("kwire.server")
@@ -52,6 +53,29 @@ class ConnectionInfo:
 Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
 FastHandler = Callable[[RequestHeader, Any, "ConnectionInfo", Callable[[Any], None]], bool]
 FinalizedFeatures = Callable[[], tuple[int, Mapping[str, VersionRange]]]
+
+
+def _releaser(
+    slots: asyncio.Semaphore, in_flight: set[asyncio.Future[bytes | None]]
+) -> Callable[[asyncio.Future[bytes | None]], None]:
+    def done(task: asyncio.Future[bytes | None]) -> None:
+        slots.release()
+        in_flight.discard(task)
+
+    return done
+
+
+def _order_failed(
+    slot: asyncio.Future[bytes | None],
+    unordered: list[asyncio.Future[bytes | None]],
+    order: asyncio.Queue[asyncio.Future[bytes | None] | None],
+) -> None:
+    """kwire.server contract 11: a fast request's slot done while not in the writer's order leaves the list; if it
+    failed (contract 3), the writer gets it, closes the connection and logs why."""
+    if slot in unordered:
+        unordered.remove(slot)
+        if not slot.cancelled() and slot.exception() is not None:
+            order.put_nowait(slot)
 
 
 class Written:
@@ -149,6 +173,26 @@ class Answering:
     _features_read: Callable[[], Awaitable[int]] | None
     stats: ServerStats
     shared: SharedBodies
+    _last_done: dict[int, tuple[bool, float]]
+    _ssl: SSLContext | None
+    limits: ListenerLimits
+
+    async def _handshake(self, writer: asyncio.StreamWriter, info: ConnectionInfo) -> bool:
+        """Contract 6."""
+        assert self._ssl is not None
+        try:
+            await writer.start_tls(self._ssl, ssl_handshake_timeout=self.limits.handshake_timeout_ms / 1000)
+            return True
+        except (SSLError, OSError, TimeoutError, ConnectionError) as exc:
+            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
+            detail = getattr(exc, "verify_message", None)  # e.g. "certificate has expired"
+            if detail:
+                reason = f"{reason} ({detail})"
+            self.warn(
+                "TLS handshake with %s:%d failed (connection %d): %s", *info.peer, info.connection_id, reason
+            )
+            writer.transport.abort()
+            return False
 
     def _offer(
         self, req: ParsedRequest, writer: asyncio.StreamWriter, info: ConnectionInfo, counts: Written
@@ -175,6 +219,8 @@ class Answering:
                 stagetrace.mark("srv.write")
             writer.write(frame)
             counts.written += 1
+            if info.connection_id in self._last_done:  # kwire.limits contract 2: it completed a request
+                self._last_done[info.connection_id] = (True, time.monotonic())
             slot.set_result(None)
 
         return slot if self._fast(req.header, req.body, info, reply) else None

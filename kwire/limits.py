@@ -13,10 +13,14 @@ Contracts:
 3. :class:`RateLimitedWarning` emits at most ``burst`` lines per ``interval`` seconds on its logger; the lines it
    swallows are counted and reported in one line when the next line is let through, so a flood of bad
    connections costs a bounded number of log lines and still leaves a trace of its size.
+4. :class:`IdleWatch` enforces ``connections.max.idle.ms`` with one timer per connection, re-armed only when it
+   fires (issue 24: a timer per read was about 6% of a leader's CPU at 300 observers): when it fires, a
+   connection quiet for the whole limit is closed, else the timer waits the rest of the limit.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable
@@ -78,3 +82,30 @@ class RateLimitedWarning:
             self.suppressed = 0
         self._log.warning(msg, *args)
         return True
+
+
+class IdleWatch:
+    """Contract 4: ``quiet_since()`` is when the connection last read, wrote or finished a request (None while a
+    request is in progress); ``close()`` runs once, when it has been quiet for ``idle_s``."""
+
+    __slots__ = ("_idle", "_quiet_since", "_close", "_timer")
+
+    def __init__(
+        self, idle_s: float, quiet_since: Callable[[], float | None], close: Callable[[], None]
+    ) -> None:
+        self._idle, self._quiet_since, self._close = idle_s, quiet_since, close
+        self._timer: asyncio.TimerHandle | None = asyncio.get_running_loop().call_later(idle_s, self._check)
+
+    def _check(self) -> None:
+        since = self._quiet_since()
+        rest = self._idle if since is None else since + self._idle - time.monotonic()
+        if rest <= 0:
+            self._timer = None
+            self._close()
+            return
+        self._timer = asyncio.get_running_loop().call_later(rest, self._check)
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None

@@ -48,7 +48,8 @@ Contracts:
    is written is first offered to ``fast(header, request, info, reply)``; when it returns True the caller
    answers later by calling ``reply(response)``, which encodes and writes the frame at once, inside the
    caller's own turn of the loop (no task, no writer hop: a Raft leader answers a parked Fetch from its step).
-   Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds.
+   Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds. Its slot
+   enters the connection's writer queue only when a later request arrives before its reply, or when it fails.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ import itertools
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from ssl import SSLContext, SSLError
+from ssl import SSLContext
 from typing import Any
 
 from kwire import stagetrace
@@ -71,6 +72,8 @@ from kwire.answers import (
     ServerStats,
     SharedBodies,
     Written,
+    _order_failed,
+    _releaser,
     acting_as,
     request_principal,
 )
@@ -79,7 +82,7 @@ from kwire.authz import ANONYMOUS, Authorizer, Gate, tls_principal
 from kwire.errors import KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import parse_request
-from kwire.limits import DEFAULT_MAX_IN_FLIGHT, ListenerLimits, RateLimitedWarning
+from kwire.limits import DEFAULT_MAX_IN_FLIGHT, IdleWatch, ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
 log = logging.getLogger("kwire.server")
@@ -101,16 +104,6 @@ PerEntry = tuple[
     Callable[[int, Any, frozenset[int]], tuple[Any, Any] | None],
     Callable[[int, Any, Any], Any],
 ]
-
-
-def _releaser(
-    slots: asyncio.Semaphore, in_flight: set[asyncio.Future[bytes | None]]
-) -> Callable[[asyncio.Future[bytes | None]], None]:
-    def done(task: asyncio.Future[bytes | None]) -> None:
-        slots.release()
-        in_flight.discard(task)
-
-    return done
 
 
 class KafkaServer(Answering):
@@ -239,23 +232,6 @@ class KafkaServer(Answering):
             self._last_done.pop(cid, None)
             writer.close()
 
-    async def _handshake(self, writer: asyncio.StreamWriter, info: ConnectionInfo) -> bool:
-        """Contract 6."""
-        assert self._ssl is not None
-        try:
-            await writer.start_tls(self._ssl, ssl_handshake_timeout=self.limits.handshake_timeout_ms / 1000)
-            return True
-        except (SSLError, OSError, TimeoutError, ConnectionError) as exc:
-            reason = getattr(exc, "reason", None) or str(exc) or type(exc).__name__
-            detail = getattr(exc, "verify_message", None)  # e.g. "certificate has expired"
-            if detail:
-                reason = f"{reason} ({detail})"
-            self.warn(
-                "TLS handshake with %s:%d failed (connection %d): %s", *info.peer, info.connection_id, reason
-            )
-            writer.transport.abort()
-            return False
-
     def _shed_one(self) -> None:
         """Contract 5 / kwire.limits contract 2: close the connection whose last completed request is oldest."""
         victim = min(self._last_done, key=self._last_done.__getitem__, default=None)
@@ -285,21 +261,24 @@ class KafkaServer(Answering):
 
         write_task = asyncio.create_task(self._write_in_order(order, writer, info, session, counts))
         in_flight: set[asyncio.Future[bytes | None]] = set()
-        idle = self.limits.idle_ms / 1000
+        unordered: list[
+            asyncio.Future[bytes | None]
+        ] = []  # contract 11: a fast request's slot, not in ``order``
         last_active = time.monotonic()
+
+        def quiet_since() -> float | None:
+            return (
+                None if in_flight else max(last_active, self._last_done.get(info.connection_id, (0, 0.0))[1])
+            )
+
+        def idle_close() -> None:
+            log.debug("closing connection %d: idle for %d ms", info.connection_id, self.limits.idle_ms)
+            writer.close()  # the read below ends (no data): the connection closes as a peer's close does
+
+        watch = IdleWatch(self.limits.idle_ms / 1000, quiet_since, idle_close)  # kwire.limits contract 4
         try:
             while not write_task.done():
-                try:
-                    async with asyncio.timeout(idle):  # not wait_for (kwire.client contract 11)
-                        data = await reader.read(self._chunk)
-                except TimeoutError:
-                    _, last_done = self._last_done.get(info.connection_id, (False, 0.0))
-                    if in_flight or time.monotonic() - max(last_active, last_done) < idle:
-                        continue
-                    log.debug(
-                        "closing connection %d: idle for %d ms", info.connection_id, self.limits.idle_ms
-                    )
-                    break
+                data = await reader.read(self._chunk)
                 if not data:
                     break
                 if stagetrace.ON:
@@ -338,8 +317,19 @@ class KafkaServer(Answering):
                     t: asyncio.Future[bytes | None] | None = None
                     if self._fast is not None and counts.queued == counts.written and not handshake:
                         t = self._offer(parsed, writer, info, counts)
-                    if t is None:
-                        t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
+                    if t is not None:  # contract 11: ordered only once a later request must wait for it
+                        counts.queued += 1
+                        if t.done() and t.exception() is None:  # written inside the offer
+                            slots.release()
+                            continue
+                        in_flight.add(t)
+                        t.add_done_callback(_releaser(slots, in_flight))
+                        unordered.append(t)
+                        t.add_done_callback(lambda f: _order_failed(f, unordered, order))
+                        continue
+                    if unordered:
+                        order.put_nowait(unordered.pop())
+                    t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))
                     counts.queued += 1
@@ -349,6 +339,7 @@ class KafkaServer(Answering):
         except (ConnectionError, OSError):
             pass
         finally:
+            watch.cancel()
             for t in list(in_flight):
                 t.cancel()
             write_task.cancel()

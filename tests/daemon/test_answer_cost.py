@@ -19,10 +19,10 @@ from tests.daemon.conftest import write_properties
 
 def test_request_children_are_looked_up_once_and_count() -> None:
     metrics = NodeMetrics()
-    count, latency = metrics.request_children("Fetch")
-    assert metrics.request_children("Fetch") == (count, latency)
+    count, latency = metrics.children("Fetch")
+    assert metrics.children("Fetch") == (count, latency)
     for _ in range(3):
-        c, h = metrics.request_children("Fetch")
+        c, h = metrics.children("Fetch")
         c.inc()
         h.observe(0.001)
     assert (

@@ -142,3 +142,102 @@ def test_client_start_writes_at_once_and_times_out_like_send() -> None:
             await client.close()
 
     run(main())
+
+
+def test_a_reply_written_inside_the_offer_needs_no_timer_and_no_queue_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kwire.server contract 11 and kwire.limits contract 4 (issue 24): a request answered inside ``fast`` (a
+    heartbeat on a controller) is not ordered through the connection's writer queue, and reads arm no timer each;
+    the answers still arrive, in order, and the connection counts as having completed a request."""
+    queued: list[object] = []
+    real_put = asyncio.Queue.put_nowait
+
+    def put(self: asyncio.Queue[Any], item: Any) -> None:
+        queued.append(item)
+        real_put(self, item)
+
+    monkeypatch.setattr(asyncio.Queue, "put_nowait", put)
+
+    def at_once(header: Any, body: Any, info: Any, reply: Any) -> bool:
+        if header.request_api_key != VOTE:
+            return False
+        reply(VoteResponse(error_code=header.correlation_id % 3))
+        return True
+
+    async def main() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        timers: list[float] = []
+        real_call_at = loop.call_at
+
+        def call_at(when: float, *args: Any, **kw: Any) -> Any:
+            timers.append(when)
+            return real_call_at(when, *args, **kw)
+
+        async with KafkaServer(slow_handler, fast=at_once) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            await asyncio.sleep(0.05)
+            monkeypatch.setattr(loop, "call_at", call_at)
+            decoder = FrameDecoder()
+            for cid in range(100):  # one at a time: each request is its own read
+                w.write(encode_frame(encode_request(VOTE, 2, cid, "raw", VoteRequest())))
+                frames: list[bytes] = []
+                while not frames:  # no wait_for here: it would arm a timer on this loop too
+                    data = await r.read(65536)
+                    assert data, "connection closed early"
+                    frames += decoder.feed(data)
+                corr, body = decode_response(frames[0], VOTE, 2)
+                assert corr == cid and body.error_code == cid % 3
+            monkeypatch.setattr(loop, "call_at", real_call_at)
+            assert next(iter(srv._last_done.values()))[0]  # kwire.limits contract 2: it completed requests
+            w.close()
+        return len(timers), len(queued)
+
+    timers, queued_n = run(main())
+    assert queued_n == 0  # before: one writer-queue entry per request
+    assert timers <= 5  # before: at least one timer per read (asyncio.timeout around each)
+
+
+def test_a_parked_fast_request_enters_the_writer_queue_only_behind_a_later_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kwire.server contract 11 (issue 24: an observer's long-poll Fetch, parked then answered from a step): no
+    writer-queue entry for a parked request answered before the next one arrives; a later request that arrives
+    first still gets its answer after the parked one (contract 2)."""
+    queued: list[object] = []
+    real_put = asyncio.Queue.put_nowait
+
+    def put(self: asyncio.Queue[Any], item: Any) -> None:
+        queued.append(item)
+        real_put(self, item)
+
+    monkeypatch.setattr(asyncio.Queue, "put_nowait", put)
+
+    async def main() -> tuple[int, list[int]]:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            for cid in range(50):  # parked, then answered: one long poll at a time
+                parked.taken.clear()
+                w.write(encode_frame(encode_request(VOTE, 2, cid, "raw", VoteRequest())))
+                await asyncio.wait_for(parked.taken.wait(), 5)
+                parked.replies.pop()(VoteResponse(error_code=0))
+                (frame,) = await read_frames(r, 1)
+                assert decode_response(frame, VOTE, 2)[0] == cid
+            alone = len(queued)
+            parked.taken.clear()
+            w.write(encode_frame(encode_request(VOTE, 2, 100, "raw", VoteRequest())))
+            await asyncio.wait_for(parked.taken.wait(), 5)
+            w.write(encode_frame(encode_request(DESCRIBE_QUORUM, 1, 101, "raw", DescribeQuorumRequest())))
+            await asyncio.sleep(0.2)  # the slow handler (50 ms) is done; its answer waits for the parked one
+            parked.replies.pop()(VoteResponse(error_code=0))
+            frames = await read_frames(r, 2)
+            w.close()
+            return alone, [
+                decode_response(f, k, v)[0]
+                for f, (k, v) in zip(frames, [(VOTE, 2), (DESCRIBE_QUORUM, 1)], strict=True)
+            ]
+
+    alone, order = run(main())
+    assert alone == 0  # before: one writer-queue entry per parked request
+    assert order == [100, 101]

@@ -6,6 +6,11 @@ Contracts:
 1. A request refused by validation (a top-level error) writes nothing and answers that error alone; a failed
    write answers the write's error alone (the responses' top-level ``error_code``, Kafka's error shape).
 2. The validation is kraftd.controller.brokers / broker_dirs / partitions / controller_registration's.
+3. :func:`heartbeat_unchanged` (issue 24, the shell's short path): the answer to a heartbeat of a registered,
+   unfenced broker at its epoch asking for no state change (no controlled shutdown, no fence, no offline
+   directory), which writes no record (kraftd.controller.brokers contract 2), else None; it is the answer
+   :func:`heartbeat` gives, and it touches the session as :func:`heartbeat` does. Answers are shared objects, one
+   per (caught up, fenced, shut down): never mutated, so the listener encodes a turn's answers once.
 """
 
 from __future__ import annotations
@@ -86,6 +91,32 @@ def heartbeat(
         lambda e: BrokerHeartbeatResponse(error_code=e),
         done,
     )
+
+
+_UNCHANGED: dict[tuple[bool, bool, bool], BrokerHeartbeatResponse] = {}
+
+
+def heartbeat_unchanged(
+    image: MetadataImage, req: BrokerHeartbeatRequest, hb: brokers.Heartbeats, now_ms: int
+) -> BrokerHeartbeatResponse | None:
+    """Contract 3."""
+    if req.want_shut_down or req.want_fence or req.offline_log_dirs:
+        return None
+    b = image.brokers.get(req.broker_id)
+    if b is None or b.fenced or b.epoch != req.broker_epoch:
+        return None
+    out = brokers.heartbeat(image, req, hb, now_ms)
+    assert not out.records and not out.error  # brokers contract 2: an unfenced broker's plain heartbeat
+    shape = (out.is_caught_up, out.is_fenced, out.should_shut_down)
+    answer = _UNCHANGED.get(shape)
+    if answer is None:
+        answer = _UNCHANGED[shape] = BrokerHeartbeatResponse(
+            error_code=ErrorCode.NONE,
+            is_caught_up=out.is_caught_up,
+            is_fenced=out.is_fenced,
+            should_shut_down=out.should_shut_down,
+        )
+    return answer
 
 
 def heartbeat_failed(code: ErrorCode) -> BrokerHeartbeatResponse:

@@ -7,6 +7,8 @@ Contracts:
    partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
    kraftd.shell.apis.handlers from the node's cluster view.
 6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch and ReadOffset answered from inside the step.
+6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
+   step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
@@ -242,6 +244,8 @@ class RequestRouter:
         at once and answered from inside the step that produces its answer, with what :meth:`_core` adds (the
         leader's endpoints, the network log) and the request metrics; False: the coroutine path takes it."""
         key = header.request_api_key
+        if key == ApiKey.BROKER_HEARTBEAT:
+            return self._heartbeat_now(body, reply)
         if key != ApiKey.FETCH and key != ApiKey.READ_OFFSET:
             return False
         node = self.node
@@ -255,11 +259,27 @@ class RequestRouter:
                 reply(resp)
             except Exception:  # noqa: BLE001 - one request's failure never stops the driver
                 log.exception("node %d: answering %s failed", node.config.node_id, type(body).__name__)
-            count, latency = node.metrics.request_children("Fetch" if key == ApiKey.FETCH else "ReadOffset")
+            count, latency = node.metrics.children("Fetch" if key == ApiKey.FETCH else "ReadOffset")
             count.inc()
             latency.observe(time.perf_counter() - started)
 
         return node.ask_core_now(body, answer)
+
+    def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
+        """Contract 6b, with the request metrics the coroutine path's instrument counts."""
+        started = time.perf_counter()
+        try:
+            answer = self.node.rpcs.heartbeat_now(body)
+        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
+            log.exception("node %d: the heartbeat short path failed", self.node.config.node_id)
+            return False
+        if answer is None:
+            return False
+        reply(answer)
+        count, latency = self.node.metrics.children("BrokerHeartbeat")
+        count.inc()
+        latency.observe(time.perf_counter() - started)
+        return True
 
     async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
         """Contract 11."""

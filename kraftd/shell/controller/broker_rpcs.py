@@ -14,6 +14,14 @@ Contracts:
    leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
    security protocol ``listener.security.protocol.map`` gives it (Kafka's SecurityProtocol ids), as Kafka's
    controllers register theirs.
+4. The short path (issue 24: at 1,000 brokers most heartbeats change nothing): :meth:`ControllerRpcs.heartbeat_now`
+   answers at once, on the listener's fast path (kraftd.shell.apis.routing contract 6b), the heartbeat of a
+   registered, unfenced broker at its current epoch that asks for no state change (no controlled shutdown, no
+   fence, no offline directory), on the active controller with nothing appended still to apply (so the image it
+   reads is the one glue contract 5 would have waited for). Such a heartbeat writes no record (kraftd.controller
+   .brokers contract 2): its session is touched, its metadata offset noted, and the answer is the one
+   :meth:`heartbeat` would give (kraftd.controller.ops.brokers contract 3). Every other heartbeat (None) takes
+   :meth:`heartbeat`.
 """
 
 from __future__ import annotations
@@ -41,6 +49,7 @@ from kraftd.shell.controller import fencing
 from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection, PeerError
 from kraftd.shell.observe.metrics import NodeMetrics
+from kraftd.shell.raft.clock import now_ms
 from kwire.errors import ErrorCode
 
 
@@ -67,8 +76,6 @@ class ControllerRpcs:
         return self.node.controller.machine
 
     def now_ms(self) -> int:
-        from kraftd.shell.raft.clock import now_ms
-
         return now_ms()
 
     async def alter_partition(self, req: AlterPartitionRequest, version: int, principal: str) -> Any:
@@ -89,6 +96,17 @@ class ControllerRpcs:
             return await self.node.controller.run(result)
         finally:
             self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
+
+    def heartbeat_now(self, req: BrokerHeartbeatRequest) -> Any | None:
+        """Contract 4: the answer to a heartbeat that changes nothing, or None (the coroutine path answers)."""
+        m = self.machine
+        if not m.active or m.appended_pending:
+            return None
+        started = time.perf_counter()
+        answer = ops.heartbeat_unchanged(m.latest(), req, self.heartbeats, self.now_ms())
+        if answer is not None:
+            self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
+        return answer
 
     async def _moves_first(self, req: BrokerHeartbeatRequest) -> ErrorCode:
         """Contract 2: a controlled shutdown's or an unfencing's partition moves, written in bounded writes before

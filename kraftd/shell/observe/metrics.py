@@ -154,15 +154,8 @@ class NodeMetrics:
             buckets=(0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
         )
         self._http: Any = None
+        self._children: dict[str, tuple[Any, Any]] = {}  # api name -> (count, latency) children
         self.controller: ControllerMetrics | None = None
-        self._children: dict[str, tuple[Any, Any]] = {}
-
-    def request_children(self, name: str) -> tuple[Any, Any]:
-        """The (count, latency) children of one api, looked up once (``labels`` locks and hashes per call)."""
-        children = self._children.get(name)
-        if children is None:
-            children = self._children[name] = (self.requests.labels(name), self.latency.labels(name))
-        return children
 
     def event_done(self, created_ms: int, busy_s: float) -> None:
         """The driver processed an event created at ``created_ms`` in ``busy_s`` (contract 5)."""
@@ -173,6 +166,12 @@ class NodeMetrics:
     def heartbeat_done(self, took_ms: float) -> None:
         if self.controller is not None:
             self.controller.heartbeat_done(took_ms)
+
+    def children(self, name: str) -> tuple[Any, Any]:
+        """The request count and latency children of API ``name``, looked up once (for the fast paths)."""
+        if (pair := self._children.get(name)) is None:
+            pair = self._children[name] = (self.requests.labels(name), self.latency.labels(name))
+        return pair
 
     def instrument(self, handler: Handler) -> Handler:
         per_key: dict[int, tuple[Any, Any]] = {}  # api key -> its (count, latency) children, looked up once
