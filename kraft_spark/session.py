@@ -1,16 +1,8 @@
 """Building the SparkSession the pipeline runs on, with the ``kraft`` source registered.
 
-Contracts:
-1. Python workers run the driver's interpreter (so they see the same packages); the UI is off unless asked for;
-   on a ``local`` master the driver binds loopback unless SPARK_LOCAL_IP says otherwise, and on any master the
-   driver advertises SPARK_LOCAL_IP when it is set (executors of a loopback standalone cluster reach it).
-2. Projections and orderings outside whole-stage code generation are interpreted
-   (``spark.sql.codegen.factoryMode`` NO_CODEGEN; whole-stage code generation is unchanged). Every task of a
-   Python data source scan creates the ``UnsafeProjection`` of its output (Spark's MapInBatchEvaluatorFactory);
-   for the ``kraft`` schema (22 columns, the 32-type ``record`` struct) generating its source again costs ~25 ms
-   of the task thread per task, and the generator's own code keeps the JIT's C2 thread busy: ~0.3 CPU s of a
-   ~1 s JVM share per 200k-row pass, against ~0.1 s more for the interpreted projection's rows
-   (docs/PERFORMANCE.md, "Spark").
+Contract: Python workers run the driver's interpreter (so they see the same packages); the UI is off unless
+asked for; on a ``local`` master the driver binds loopback unless SPARK_LOCAL_IP says otherwise, and on any
+master the driver advertises SPARK_LOCAL_IP when it is set (executors of a loopback standalone cluster reach it).
 """
 
 from __future__ import annotations
@@ -34,7 +26,6 @@ def build_session(master: str = "local[*]", app: str = "kraft-analytics", *, ui:
         .config("spark.sql.shuffle.partitions", "4")
         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
         .config("spark.ui.showConsoleProgress", "true")
-        .config("spark.sql.codegen.factoryMode", "NO_CODEGEN")  # contract 2
     )
     if os.environ.get("SPARK_LOCAL_IP"):
         builder = builder.config("spark.driver.host", os.environ["SPARK_LOCAL_IP"])
