@@ -129,18 +129,21 @@ def pure_cpu_scaling(root: Path, repeat: int) -> tuple[float, float]:
     return best1, best2
 
 
-def _cpu(pid: int) -> float:
-    """CPU seconds (user + system, all threads) of one process; 0 once it is gone."""
+def _cpu(pid: int, *, reaped: bool = False) -> float:
+    """CPU seconds (user + system, all threads) of one process, plus with ``reaped`` those of its children that
+    exited and were waited for (cutime, cstime); 0 once it is gone."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
         return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    ticks = int(fields[11]) + int(fields[12]) + (int(fields[13]) + int(fields[14]) if reaped else 0)
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_split(spark: Any) -> tuple[float, float]:
     """(JVM, Python workers) CPU seconds so far: the driver's JVM and every process below it (local mode's
-    Python workers are its descendants)."""
+    Python workers are its descendants; pyspark's daemon reaps the workers that exit, so their CPU stays
+    counted in its cutime/cstime rather than vanishing from a pass)."""
     jvm = spark.sparkContext._gateway.proc.pid
     parents: dict[int, int] = {}
     for stat in Path("/proc").glob("[0-9]*/stat"):
@@ -152,7 +155,7 @@ def cpu_split(spark: Any) -> tuple[float, float]:
     while frontier:
         frontier = {p for p, pp in parents.items() if pp in frontier} - below
         below |= frontier
-    return _cpu(jvm), sum(_cpu(p) for p in below)
+    return _cpu(jvm), sum(_cpu(p, reaped=True) for p in below)
 
 
 def _passes(spark: Any, run: Any, repeat: int) -> tuple[float, float, float]:
