@@ -151,7 +151,8 @@ def cpu_split(spark: Any) -> tuple[float, float]:
             parents[int(stat.parent.name)] = int(stat.read_text().rsplit(")", 1)[1].split()[1])
         except (OSError, ValueError, IndexError):
             continue
-    below, frontier = set(), {jvm}
+    below: set[int] = set()
+    frontier = {jvm}
     while frontier:
         frontier = {p for p, pp in parents.items() if pp in frontier} - below
         below |= frontier
