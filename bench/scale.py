@@ -151,7 +151,11 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
 
     pid = leader_pid(c)
     cpu0, swarm0, t0 = proc_cpu_s(pid), cpu_seconds(), time.monotonic()
-    time.sleep(args.steady)
+    per_s = []  # the leader's CPU share each second: a transient (a snapshot after creation) shows here
+    while time.monotonic() - t0 < args.steady:
+        c0 = proc_cpu_s(pid)
+        time.sleep(min(1.0, max(0.0, t0 + args.steady - time.monotonic())))
+        per_s.append(round((proc_cpu_s(pid) - c0) * 100))
     t1 = time.monotonic()
     cpu = proc_cpu_s(pid) - cpu0
     hb = swarm.heartbeat_stats(t0, t1)
@@ -159,6 +163,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["steady"]["mistaken_fences"] = len(swarm.mistaken_fences())
     out["steady"]["leader_cpu_s_per_1000_heartbeats"] = round(cpu / max(1, hb["count"]) * 1000, 3)
     out["steady"]["leader_cpu_pct"] = round(cpu / (t1 - t0) * 100, 1)
+    out["steady"]["leader_cpu_pct_by_second"] = per_s
     out["steady"]["swarm_cpu_pct"] = round((cpu_seconds() - swarm0) / (t1 - t0) * 100, 1)
     out["memory_steady"] = memory(c)
     stall["steady"] = stalls.take("steady")
