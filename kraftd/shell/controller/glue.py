@@ -6,6 +6,10 @@ Contracts:
    slices of ``SLICE_S`` in later event loop turns (kraftd.controller.machine contract 6), so a large
    committed batch never holds the loop (issue 22: a 10k-partition CreateTopics stalled every node for
    0.2-0.5 s). :meth:`caught_up` waits until everything committed so far is replayed (reads answer after it).
+   The first time replay reaches the high watermark after the node learned one from the quorum (a commit), the
+   node logs Kafka's MetadataLoader line ``The loader finished catching up to the current high water mark of N``
+   once: a restarted controller is ready to lead only from then (kraftd.testing.swarm waits for that line on
+   either kind before it kills again).
 2. After each step the shell calls :meth:`ControllerGlue.after_step`; when the state machine reports activation
    records (first active leadership), they are appended as one batch and applied to the uncommitted view.
 3. :meth:`ControllerGlue.write` is how RPC handlers write: validated records -> one atomic append -> resolved
@@ -94,6 +98,9 @@ class ControllerGlue:
         self.node = node
         self.machine = machine
         self._draining = False
+        self._committed_seen = False
+        self._loading = True  # contract 1: until replay first reaches a high watermark the quorum gave
+        self._started_at = time.perf_counter()
         self._replayed: asyncio.Event | None = None  # set while nothing committed waits to be replayed
         self._settled: asyncio.Event | None = None  # set while nothing appended waits to be applied
         self._elected_at = (
@@ -107,6 +114,7 @@ class ControllerGlue:
 
     # ---- RaftListener (contract 1) ----------------------------------------------------------------------------
     def handle_commit(self, batches: tuple[LogBatch, ...], high_watermark: int) -> None:
+        self._committed_seen = True
         self.machine.enqueue(batches, high_watermark)
         if not self._draining:  # else the drain already scheduled replays these too
             self._drain()
@@ -135,6 +143,14 @@ class ControllerGlue:
                 return
         if self._replayed is not None:
             self._replayed.set()
+        if self._loading and self._committed_seen:
+            self._loading = False
+            log.info(
+                "node %d: The loader finished catching up to the current high water mark of %d (%.0f ms after start)",
+                self.node.config.node_id,
+                self.machine.replayed_end,
+                (time.perf_counter() - self._started_at) * 1000,
+            )
         self.after_step()  # activation may have waited for this replay (machine contract 2)
 
     async def caught_up(self) -> None:
