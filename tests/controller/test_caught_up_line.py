@@ -7,13 +7,30 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import uuid
 from types import SimpleNamespace
 
 import pytest
 
+from generated.feature_level_record import FeatureLevelRecord
+from generated.topic_record import TopicRecord
 from kraftd.controller.machine import MetadataController
+from kraftd.core.log import LogBatch
 from kraftd.shell.controller import glue as glue_mod
-from tests.controller.test_incremental_replay import RECORDS, _batches
+from kwire.metadata_frame import encode_record
+from kwire.records import build_data_batch
+
+
+def _batches(n: int, size: int) -> list[LogBatch]:
+    records = [FeatureLevelRecord(name="metadata.version", feature_level=21)]
+    records += [TopicRecord(name=f"t{i}", topic_id=uuid.UUID(int=i + 1)) for i in range(n - 1)]
+    out = []
+    for offset in range(0, n, size):
+        values = [encode_record(r) for r in records[offset : offset + size]]
+        data = build_data_batch(values, base_offset=offset, partition_leader_epoch=1, timestamp=0)
+        out.append(LogBatch(offset, offset + len(values) - 1, 1, data))
+    return out
+
 
 LINE = "The loader finished catching up to the current high water mark of"
 
@@ -25,7 +42,7 @@ def test_the_caught_up_line_comes_once_after_the_whole_committed_backlog_is_repl
     machine = MetadataController(1, [])
     node = SimpleNamespace(config=SimpleNamespace(node_id=1))
     glue = glue_mod.ControllerGlue(node, machine)  # type: ignore[arg-type]
-    batches = _batches(RECORDS, [30])
+    batches = _batches(600, 30)
     end = batches[-1].next_offset
     seen: list[tuple[int, int]] = []  # (replayed end, lines) at each turn
 
