@@ -15,7 +15,8 @@ For each (kind, N, P):
 7. broker failure: the swarm stops the next such broker (kill -9 of a broker): until the log fences it and it leads
    no partition (the controllers' broker.session.timeout.ms is 9 s);
 8. controller failover: kill -9 of the leader: a new leader known to the brokers, every broker's heartbeat answered
-   again, the epochs it took, mistaken fences.
+   again, the epochs it took, mistaken fences; ``--kills K`` kills K leaders in a row (each killed controller
+   restarted and caught up before the next kill) and reports the median and max of the times.
 For kraftd, each step also records the longest event loop stall any controller logged during it
 (``event loop stalled for N ms``, kraftd.shell.observe.looplag: logged above 100 ms, so "<100" means none was),
 and the most CPU time the loop's thread used during a logged stall (``loop_stall_cpu_ms``: on a loaded machine a
@@ -23,7 +24,7 @@ stall far longer than its CPU time was other processes, not the loop's work).
 Each kraftd/Kafka ratio is printed. Cold start and restart on the P-partition log are bench/startup.py's.
 
 Usage: .venv/bin/python bench/scale.py [--vs-kafka] [--json] [--brokers 100,300] [--partitions 10000,100000]
-       [--steady 60] [--propagation-topics 10]
+       [--steady 60] [--propagation-topics 10] [--kills 1]
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -149,7 +151,11 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
 
     pid = leader_pid(c)
     cpu0, swarm0, t0 = proc_cpu_s(pid), cpu_seconds(), time.monotonic()
-    time.sleep(args.steady)
+    per_s = []  # the leader's CPU share each second: a transient (a snapshot after creation) shows here
+    while time.monotonic() - t0 < args.steady:
+        c0 = proc_cpu_s(pid)
+        time.sleep(min(1.0, max(0.0, t0 + args.steady - time.monotonic())))
+        per_s.append(round((proc_cpu_s(pid) - c0) * 100))
     t1 = time.monotonic()
     cpu = proc_cpu_s(pid) - cpu0
     hb = swarm.heartbeat_stats(t0, t1)
@@ -157,6 +163,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["steady"]["mistaken_fences"] = len(swarm.mistaken_fences())
     out["steady"]["leader_cpu_s_per_1000_heartbeats"] = round(cpu / max(1, hb["count"]) * 1000, 3)
     out["steady"]["leader_cpu_pct"] = round(cpu / (t1 - t0) * 100, 1)
+    out["steady"]["leader_cpu_pct_by_second"] = per_s
     out["steady"]["swarm_cpu_pct"] = round((cpu_seconds() - swarm0) / (t1 - t0) * 100, 1)
     out["memory_steady"] = memory(c)
     stall["steady"] = stalls.take("steady")
@@ -186,18 +193,42 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["broker_failure"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
     stall["broker_failure"] = stalls.take("broker_failure")
 
-    f = c.fail_over(settle=args.settle)
-    out["controller_failover"] = {
-        "new_leader_s": round(f.leader_after_s, 2),
-        "all_heartbeats_answered_s": round(f.all_answered_s, 2),
-        "elections": f.new_epoch - f.old_epoch,
-        "unanswered": len(f.unanswered),
-        "mistaken_fences": f.mistaken_fences,
-        "slowest_heartbeats": f.slowest,  # the last-answered broker's (sent after the kill s, round trip s, error)
-    }
+    kills: list[dict[str, Any]] = []
+    for k in range(args.kills):
+        if k:  # the previous kill's controller back and caught up: every kill starts from three voters
+            c.restart(kills[-1]["killed"], 600)
+        f = c.fail_over(settle=args.settle)
+        kills.append(
+            {
+                "killed": f.killed,
+                "new_leader_s": round(f.leader_after_s, 2),
+                "all_heartbeats_answered_s": round(f.all_answered_s, 2),
+                "elections": f.new_epoch - f.old_epoch,
+                "unanswered": len(f.unanswered),
+                "mistaken_fences": f.mistaken_fences,
+                # the last-answered broker's (sent after the kill s, round trip s, error)
+                "slowest_heartbeats": f.slowest,
+            }
+        )
+    out["controller_failover"] = failover_summary(kills)
     stall["controller_failover"] = stalls.take("controller_failover")
     out["mistaken_fences"] = len(swarm.mistaken_fences())
     out["loop_stall_cpu_ms"] = stalls.cpu
+
+
+def failover_summary(kills: list[dict[str, Any]]) -> dict[str, Any]:
+    """One kill: its figures (today's output). Several (``--kills``): the median of each time, its max
+    (``*_max``), the most elections and unanswered brokers of any kill, and every kill's figures."""
+    if len(kills) == 1:
+        return {k: v for k, v in kills[0].items() if k != "killed"}
+    out: dict[str, Any] = {}
+    for key in ("new_leader_s", "all_heartbeats_answered_s"):
+        values = [kill[key] for kill in kills]
+        out[key], out[f"{key}_max"] = round(statistics.median(values), 2), max(values)
+    for key in ("elections", "unanswered", "mistaken_fences"):
+        out[key] = max(kill[key] for kill in kills)
+    out["kills"] = kills
+    return out
 
 
 def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, Any]:
@@ -236,6 +267,8 @@ ROWS = [
     ("broker failure s", ("broker_failure", "seconds")),
     ("failover: new leader s", ("controller_failover", "new_leader_s")),
     ("failover: heartbeats answered s", ("controller_failover", "all_heartbeats_answered_s")),
+    ("failover: new leader s (max)", ("controller_failover", "new_leader_s_max")),
+    ("failover: answered s (max)", ("controller_failover", "all_heartbeats_answered_s_max")),
     ("failover: elections", ("controller_failover", "elections")),
     ("mistaken fences", ("mistaken_fences",)),
     *(
@@ -286,6 +319,7 @@ def main() -> None:
     ap.add_argument("--kinds", default=None, help="comma-separated kinds to run (overrides --vs-kafka)")
     ap.add_argument("--partitions", default="100000", help="comma-separated P values")
     ap.add_argument("--steady", type=float, default=60.0, help="seconds of steady heartbeats")
+    ap.add_argument("--kills", type=int, default=1, help="controller leader kills (median and max)")
     ap.add_argument("--settle", type=float, default=10.0, help="seconds after the controller kill")
     ap.add_argument("--propagation-topics", type=int, default=10)
     ap.add_argument("--kafka-log-level", default="INFO")

@@ -18,6 +18,7 @@ from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
 from generated.create_topics_response import CreateTopicsResponse
 from generated.partition_record import PartitionRecord
 from generated.topic_record import TopicRecord
+from kraftd.controller import machine as machine_mod
 from kraftd.controller import topics
 from kraftd.controller.machine import MetadataController
 from kraftd.core.types import OffsetRange
@@ -164,3 +165,43 @@ def test_still_valid_compares_brokers_features_and_names() -> None:
     moved = image.copy()
     moved.brokers = moved.brokers.delete(2)
     assert not topics.still_valid(start, moved, results)
+
+
+def test_the_write_of_a_large_create_topics_is_encoded_over_many_loop_turns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Glue contract 8: the 5,050 records are encoded FRAME_STEP at a time, not in the write's one step."""
+    monkeypatch.setattr(glue_mod, "SLICE_S", 0.0)
+    encoded = [0]
+
+    def counted(encode: Callable[..., bytes]) -> Callable[..., bytes]:
+        def inner(*args: Any) -> bytes:
+            encoded[0] += 1
+            return encode(*args)
+
+        return inner
+
+    for mod in (glue_mod, machine_mod):
+        monkeypatch.setattr(mod, "encode_record", counted(mod.encode_record))
+    node, admin = _leader(30)
+    most = [0]
+
+    async def watch() -> None:
+        while True:
+            before = encoded[0]
+            await asyncio.sleep(0)
+            most[0] = max(most[0], encoded[0] - before)
+
+    async def run() -> CreateTopicsResponse:
+        watcher = asyncio.create_task(watch())
+        await asyncio.sleep(0)
+        out: CreateTopicsResponse = await admin.create_topics(_request(), 7, "User:admin")
+        await asyncio.sleep(0)  # the watcher sees the last turn too
+        watcher.cancel()
+        return out
+
+    out = asyncio.run(run())
+    assert [t.error_code for t in out.topics] == [ErrorCode.NONE] * TOPICS
+    assert encoded[0] == TOPICS * (PARTITIONS + 1)  # each record encoded once
+    assert most[0] <= glue_mod.FRAME_STEP
+    assert len(node.appends) == 1 and len(node.appends[0]) == TOPICS * (PARTITIONS + 1)

@@ -9,8 +9,9 @@ Contracts:
    written and answered by kraftd.shell.controller.glue contract 5: all records of one request as one atomic
    batch, answered after commit; NOT_CONTROLLER per entry when this node is not the active controller.
 2a. CreateTopics is computed in the glue's slices (kraftd.controller.topics contract 4, glue contract 7) over the
-   image as it was when the request arrived; when :func:`kraftd.controller.topics.still_valid` says a write
-   applied meanwhile changed what it depends on, it is computed again at once over the latest image.
+   image as it was when the request arrived, and its records are encoded in those slices too (glue contract 8);
+   when :func:`kraftd.controller.topics.still_valid` says a write applied meanwhile changed what it depends on,
+   it is computed (and encoded) again at once over the latest image.
 3. UpdateFeatures: kraft.version lives in the Raft log's control records: the quorum leader checks it first and
    changes it (kraft_upgrade) after the other features' records commit; any refusal fails the whole request.
 """
@@ -28,7 +29,7 @@ from kraftd.controller import topics
 from kraftd.controller.features import KRAFT_VERSION
 from kraftd.controller.ops import topics as ops
 from kraftd.core.events import Tick
-from kraftd.shell.controller.glue import ControllerPort
+from kraftd.shell.controller.glue import ControllerPort, Framing
 from kwire.errors import ErrorCode
 
 
@@ -45,11 +46,16 @@ class ControllerAdmin:
         glue = self.node.controller
         start = topics.frozen(self.machine.latest())
         records, results = await glue.compute(topics.create_topics_steps(start, req, self.node.rng))
+        result = ops.created_topics(req, records, results)
+        framing: Framing | None = await glue.frame(
+            result.records
+        )  # glue contract 8: before the last validation
         await glue.settled()
         latest = self.machine.latest()
         if not topics.still_valid(start, latest, results):
             records, results = topics.create_topics(latest, req, self.node.rng)
-        return await glue.run(ops.created_topics(req, records, results))
+            result, framing = ops.created_topics(req, records, results), None
+        return await glue.run(result, framing)
 
     async def delete_topics(self, req: DeleteTopicsRequest, version: int, principal: str) -> Any:
         return await self.node.controller.run(ops.delete_topics(self.machine.latest(), req))
