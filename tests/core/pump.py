@@ -87,3 +87,22 @@ class Pump:
         from kraftd.core import Role
 
         return next((n for i, n in self.nodes.items() if i not in self.down and n.role is Role.LEADER), None)
+
+
+def three_voters(config: QuorumConfig | None = None) -> tuple[Pump, RaftNode]:
+    """Three voters (1, 2, 3) pumped until a leader has committed in its epoch; the pump and that leader."""
+    p = Pump(VoterSet.of(1, 2, 3), config or QuorumConfig())
+    for i in (1, 2, 3):
+        p.add(ReplicaKey(i))
+    p.run(20_000, stop=lambda: p.leader() is not None and p.leader().high_watermark > 0)  # type: ignore[union-attr]
+    leader = p.leader()
+    assert leader is not None
+    return p, leader
+
+
+def commit(p: Pump, leader: RaftNode, value: bytes) -> int:
+    """Append ``value`` at ``leader`` and pump until it is committed; its offset."""
+    rng = leader.append([value])
+    p._queue.append((leader.local.id, Tick(p.now)))
+    p.run(p.now + 5_000, stop=lambda: leader.high_watermark > rng.last)
+    return rng.last

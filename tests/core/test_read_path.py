@@ -6,30 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
+from kraftd.core import RaftNode
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
-from kraftd.core.events import ReadsDue, RequestReceived, ResponseReceived, Tick
+from kraftd.core.events import ReadsDue, RequestReceived, ResponseReceived
 from kwire.errors import ErrorCode
-from tests.core.pump import Pump
-
-
-def cluster() -> tuple[Pump, RaftNode]:
-    """Three voters with a leader that has committed in its epoch."""
-    p = Pump(VoterSet.of(1, 2, 3), QuorumConfig())
-    for i in (1, 2, 3):
-        p.add(ReplicaKey(i))
-    p.run(20_000, stop=lambda: p.leader() is not None and p.leader().high_watermark > 0)  # type: ignore[union-attr]
-    leader = p.leader()
-    assert leader is not None
-    return p, leader
-
-
-def write(p: Pump, leader: RaftNode, value: bytes) -> int:
-    rng = leader.append([value])
-    p._queue.append((leader.local.id, Tick(p.now)))
-    p.run(p.now + 5_000, stop=lambda: leader.high_watermark > rng.last)
-    return rng.last
+from tests.core.pump import Pump, commit, three_voters
 
 
 def follower_of(p: Pump, leader: RaftNode) -> RaftNode:
@@ -60,8 +42,8 @@ def answer_of(out: list[fx.Effect], token: int) -> Any:
 
 
 def test_a_voters_read_offset_is_answered_without_a_full_poll() -> None:
-    p, leader = cluster()
-    write(p, leader, b"x")
+    p, leader = three_voters()
+    commit(p, leader, b"x")
     f = follower_of(p, leader)
     polls = polls_of(leader)
     out = leader.step(
@@ -75,7 +57,7 @@ def test_a_voters_read_offset_is_answered_without_a_full_poll() -> None:
 
 def test_a_stale_epochs_read_offset_still_waits_for_a_round() -> None:
     """Invariant 1a on the read path: a ReadOffset naming another epoch is no acknowledgement."""
-    p, leader = cluster()
+    p, leader = three_voters()
     f = follower_of(p, leader)
     polls = polls_of(leader)
     msg = m.read_offset_request(leader.cluster_id, f.local.id, leader.epoch - 1)
@@ -88,8 +70,8 @@ def test_a_stale_epochs_read_offset_still_waits_for_a_round() -> None:
 
 
 def test_a_follower_barrier_asks_and_resolves_without_a_full_poll() -> None:
-    p, leader = cluster()
-    last = write(p, leader, b"x")
+    p, leader = three_voters()
+    last = commit(p, leader, b"x")
     f = follower_of(p, leader)
     p.run(p.now + 1_000, stop=lambda: f.applied > last)
     polls = polls_of(f)
@@ -103,7 +85,7 @@ def test_a_follower_barrier_asks_and_resolves_without_a_full_poll() -> None:
 
 
 def test_an_answer_naming_a_newer_epoch_takes_the_full_poll() -> None:
-    p, leader = cluster()
+    p, leader = three_voters()
     f = follower_of(p, leader)
     polls = polls_of(f)
     f.read_barrier()
@@ -117,7 +99,7 @@ def test_an_answer_naming_a_newer_epoch_takes_the_full_poll() -> None:
 
 
 def test_other_events_still_take_the_full_poll() -> None:
-    p, leader = cluster()
+    p, leader = three_voters()
     f = follower_of(p, leader)
     polls = polls_of(f)
     f.step(ResponseReceived(p.now, leader.local.id, 10**9, m.read_offset_response(ErrorCode.NONE, 0, 1, 1)))
@@ -126,7 +108,7 @@ def test_other_events_still_take_the_full_poll() -> None:
 
 
 def test_the_leaders_confirmation_round_resolves_without_a_full_poll() -> None:
-    p, leader = cluster()
+    p, leader = three_voters()
     polls = polls_of(leader)
     ticket = leader.read_barrier()
     out = leader.step(ReadsDue(p.now))

@@ -4,31 +4,18 @@ from __future__ import annotations
 
 from typing import Any
 
-from kraftd.core import BugFlags, QuorumConfig, RaftNode, ReplicaKey, Role, VoterSet
+from kraftd.core import BugFlags, QuorumConfig, RaftNode, Role, VoterSet
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.events import RequestReceived, Tick
 from kwire.errors import ErrorCode
-from tests.core.pump import Pump
+from tests.core.pump import Pump, commit, three_voters
 
 VOTERS = VoterSet.of(1, 2, 3)
 
 
 def cluster(bugs: BugFlags | None = None) -> tuple[Pump, RaftNode]:
-    p = Pump(VOTERS, QuorumConfig(bugs=bugs or BugFlags()))
-    for i in (1, 2, 3):
-        p.add(ReplicaKey(i))
-    p.run(20_000, stop=lambda: p.leader() is not None and p.leader().high_watermark > 0)  # type: ignore[union-attr]
-    leader = p.leader()
-    assert leader is not None
-    return p, leader
-
-
-def write(p: Pump, leader: RaftNode, value: bytes) -> int:
-    rng = leader.append([value])
-    p._queue.append((leader.local.id, Tick(p.now)))
-    p.run(p.now + 5_000, stop=lambda: leader.high_watermark > rng.last)
-    return rng.last
+    return three_voters(QuorumConfig(bugs=bugs or BugFlags()))
 
 
 def resolved(p: Pump, nid: int, ticket: int) -> list[int]:
@@ -41,7 +28,7 @@ def follower_of(p: Pump, leader: RaftNode) -> RaftNode:
 
 def test_follower_barrier_waits_for_the_leaders_high_watermark() -> None:
     p, leader = cluster()
-    last = write(p, leader, b"x")
+    last = commit(p, leader, b"x")
     f = follower_of(p, leader)
     p.down.add(next(i for i, n in p.nodes.items() if n is not leader and n is not f))
     ticket = f.read_barrier()

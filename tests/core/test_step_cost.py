@@ -10,20 +10,14 @@ from typing import Any
 
 import pytest
 
-from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet, reads
+from kraftd.core import QuorumConfig, RaftNode, reads
 from kraftd.core import effects as fx
 from kraftd.core.events import AppendRecords
-from tests.core.pump import Pump
+from tests.core.pump import Pump, three_voters
 
 
 def steady() -> tuple[Pump, RaftNode]:
-    p = Pump(VoterSet.of(1, 2, 3), QuorumConfig(append_linger_ms=0))
-    for i in (1, 2, 3):
-        p.add(ReplicaKey(i))
-    p.run(20_000, stop=lambda: p.leader() is not None and p.leader().high_watermark > 0)  # type: ignore[union-attr]
-    leader = p.leader()
-    assert leader is not None
-    return p, leader
+    return three_voters(QuorumConfig(append_linger_ms=0))
 
 
 def commit_one(p: Pump, leader: RaftNode, value: bytes) -> None:

@@ -144,12 +144,8 @@ def test_client_start_writes_at_once_and_times_out_like_send() -> None:
     run(main())
 
 
-def test_a_reply_written_inside_the_offer_needs_no_timer_and_no_queue_entry(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """kwire.server contract 11 and kwire.limits contract 4 (issue 24): a request answered inside ``fast`` (a
-    heartbeat on a controller) is not ordered through the connection's writer queue, and reads arm no timer each;
-    the answers still arrive, in order, and the connection counts as having completed a request."""
+def count_queue_puts(monkeypatch: pytest.MonkeyPatch) -> list[object]:
+    """Every item put on any asyncio.Queue (the connections' writer queues) from now on, in order."""
     queued: list[object] = []
     real_put = asyncio.Queue.put_nowait
 
@@ -158,6 +154,16 @@ def test_a_reply_written_inside_the_offer_needs_no_timer_and_no_queue_entry(
         real_put(self, item)
 
     monkeypatch.setattr(asyncio.Queue, "put_nowait", put)
+    return queued
+
+
+def test_a_reply_written_inside_the_offer_needs_no_timer_and_no_queue_entry(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """kwire.server contract 11 and kwire.limits contract 4 (issue 24): a request answered inside ``fast`` (a
+    heartbeat on a controller) is not ordered through the connection's writer queue, and reads arm no timer each;
+    the answers still arrive, in order, and the connection counts as having completed a request."""
+    queued = count_queue_puts(monkeypatch)
 
     def at_once(header: Any, body: Any, info: Any, reply: Any) -> bool:
         if header.request_api_key != VOTE:
@@ -204,14 +210,7 @@ def test_a_parked_fast_request_enters_the_writer_queue_only_behind_a_later_reque
     """kwire.server contract 11 (issue 24: an observer's long-poll Fetch, parked then answered from a step): no
     writer-queue entry for a parked request answered before the next one arrives; a later request that arrives
     first still gets its answer after the parked one (contract 2)."""
-    queued: list[object] = []
-    real_put = asyncio.Queue.put_nowait
-
-    def put(self: asyncio.Queue[Any], item: Any) -> None:
-        queued.append(item)
-        real_put(self, item)
-
-    monkeypatch.setattr(asyncio.Queue, "put_nowait", put)
+    queued = count_queue_puts(monkeypatch)
 
     async def main() -> tuple[int, list[int]]:
         parked = Parked()
