@@ -261,9 +261,8 @@ class KafkaServer(Answering):
 
         write_task = asyncio.create_task(self._write_in_order(order, writer, info, session, counts))
         in_flight: set[asyncio.Future[bytes | None]] = set()
-        unordered: list[
-            asyncio.Future[bytes | None]
-        ] = []  # contract 11: a fast request's slot, not in ``order``
+        # contract 11: a fast request's slot, not in ``order``
+        unordered: list[asyncio.Future[bytes | None]] = []
         last_active = time.monotonic()
 
         def quiet_since() -> float | None:

@@ -326,9 +326,10 @@ class MetadataController:
         mv = self.write_metadata_version()
         return [encode_record(r, record_version(type(r).API_KEY, mv)) for r in records]
 
-    def frame(self, records: Sequence[Any]) -> tuple[list[bytes], list[Framed]]:
-        """Contract 3b: :meth:`encode`, with each record's (api key, version, record) as the leader applies it."""
-        mv = self.write_metadata_version()
+    def frame(self, records: Sequence[Any], mv: int | None = None) -> tuple[list[bytes], list[Framed]]:
+        """Contract 3b: :meth:`encode`, with each record's (api key, version, record) as the leader applies it;
+        ``mv``: the metadata.version to frame for, else :meth:`write_metadata_version`'s."""
+        mv = self.write_metadata_version() if mv is None else mv
         framed = [(k, record_version(k, mv), r) for r in records for k in (type(r).API_KEY,)]
         return [encode_record(r, v) for _, v, r in framed], framed
 

@@ -43,7 +43,6 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
-from kraftd.controller.features import record_version
 from kraftd.controller.image_writer import snapshot_values
 from kraftd.controller.machine import Framed, MetadataController, NotControllerError
 from kraftd.controller.result import ControllerResult
@@ -53,7 +52,6 @@ from kraftd.core.snapshots import Snapshot
 from kraftd.core.types import LeaderAndEpoch, OffsetRange
 from kraftd.shell.raft.port import RaftPort
 from kwire.errors import ErrorCode
-from kwire.metadata_frame import encode_record
 
 
 class ControllerPort(RaftPort, Protocol):
@@ -79,17 +77,18 @@ class Framing:
     framed: list[Framed]
 
 
-def frame_steps(records: Sequence[Any], mv: int) -> Generator[None, None, Framing]:
-    """Contract 8: :meth:`MetadataController.frame` for ``mv``, yielding every ``FRAME_STEP`` records."""
+def frame_steps(
+    machine: MetadataController, records: Sequence[Any], mv: int
+) -> Generator[None, None, Framing]:
+    """Contract 8: :meth:`MetadataController.frame` for ``mv``, ``FRAME_STEP`` records at a time."""
     values: list[bytes] = []
     framed: list[Framed] = []
-    for i, r in enumerate(records):
-        if i and i % FRAME_STEP == 0:
+    for i in range(0, len(records), FRAME_STEP):
+        if i:
             yield
-        k = type(r).API_KEY
-        v = record_version(k, mv)
-        framed.append((k, v, r))
-        values.append(encode_record(r, v))
+        chunk_values, chunk_framed = machine.frame(records[i : i + FRAME_STEP], mv)
+        values += chunk_values
+        framed += chunk_framed
     return Framing(mv, values, framed)
 
 
@@ -230,7 +229,7 @@ class ControllerGlue:
     async def frame(self, records: Sequence[Any]) -> Framing:
         """Contract 8 (yields: call it before the write's last validation)."""
         await self.settled()
-        return await self.compute(frame_steps(records, self.machine.write_metadata_version()))
+        return await self.compute(frame_steps(self.machine, records, self.machine.write_metadata_version()))
 
     async def write(self, records: Sequence[Any], framing: Framing | None = None) -> int:
         """Append ``records`` atomically as the active controller; the last offset once committed. ``framing``:

@@ -47,9 +47,8 @@ class ControllerAdmin:
         start = topics.frozen(self.machine.latest())
         records, results = await glue.compute(topics.create_topics_steps(start, req, self.node.rng))
         result = ops.created_topics(req, records, results)
-        framing: Framing | None = await glue.frame(
-            result.records
-        )  # glue contract 8: before the last validation
+        # glue contract 8: encoded in slices before the last validation
+        framing: Framing | None = await glue.frame(result.records)
         await glue.settled()
         latest = self.machine.latest()
         if not topics.still_valid(start, latest, results):
