@@ -266,6 +266,18 @@ def expired(image: MetadataImage, hb: Heartbeats, now_ms: int) -> list[int]:
     return out
 
 
+def next_check_ms(image: MetadataImage, hb: Heartbeats) -> int | None:
+    """When the first unfenced broker's session times out (:func:`expired` lists it from then on), or None when no
+    session runs: Kafka's BrokerHeartbeatManager.nextCheckTimeNs, at which its controller schedules the next
+    stale-broker check (a broker killed is fenced at its session's end, not at the next periodic check)."""
+    ends = [
+        last + hb.session_timeout_ms
+        for bid, last in hb.last_ms.items()
+        if (b := image.brokers.get(bid)) is not None and not b.fenced
+    ]
+    return min(ends, default=None)
+
+
 def _lowest_active_offset(image: MetadataImage, hb: Heartbeats, shutting_down: int) -> int:
     """The lowest metadata offset any other active broker reported (-1 for one not heard from by this leader)."""
     offsets = [

@@ -6,8 +6,11 @@ Contracts:
 1. Every answer is computed from the state machine's latest image and, when it carries records, given only
    after those records commit (kraftd.shell.controller.glue contract 3); a node that is not the active
    controller answers NOT_CONTROLLER, as Kafka's controller does, and the broker looks for the new leader.
-2. Once a second the active controller fences brokers whose session timed out (kraftd.controller.brokers 3), in
-   bounded writes (kraftd.shell.controller.fencing); a controlled shutdown's moves are written in bounded writes
+2. The active controller fences brokers whose session timed out (kraftd.controller.brokers 3), in bounded writes
+   (kraftd.shell.controller.fencing), checking when the first running session ends
+   (kraftd.controller.brokers.next_check_ms, as Kafka's controller schedules its stale-broker check at
+   nextCheckTimeNs) and at least once a second (``CHECK_S``): a killed broker is fenced at its session's end, not
+   up to a second later (issue 24: broker failure). A controlled shutdown's moves are written in bounded writes
    too, before its heartbeat is decided (fencing contract 4).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
@@ -61,6 +64,8 @@ class BrokerRpcsPort(ControllerPort, Protocol):
 
 
 log = logging.getLogger("kraftd.controller")
+CHECK_S = 1.0  # contract 2: the longest time between two session checks (and between two registration checks)
+MIN_CHECK_S = 0.01  # contract 2: the shortest (a session ending now is checked in the next loop turns)
 
 
 class ControllerRpcs:
@@ -157,13 +162,25 @@ class ControllerRpcs:
 
     # ---- periodic duties (contracts 2, 3) ---------------------------------------------------------------------
     async def run_periodic(self) -> None:
+        registered_at = 0.0
         while True:
-            await asyncio.sleep(1.0)
+            await asyncio.sleep(self.fence_check_delay_s())
             try:
                 await self._fence_expired()
-                await self._ensure_registered()
+                if time.monotonic() - registered_at >= CHECK_S:
+                    registered_at = time.monotonic()
+                    await self._ensure_registered()
             except Exception as exc:  # noqa: BLE001 - a duty that fails is retried next second
                 log.debug("periodic controller duty failed: %s", exc)
+
+    def fence_check_delay_s(self) -> float:
+        """Contract 2: seconds until the next session check (the first session's end, at most ``CHECK_S``)."""
+        if not self.machine.active:
+            return CHECK_S
+        end = brokers.next_check_ms(self.machine.committed, self.heartbeats)  # latest() may apply (glue 5)
+        if end is None:
+            return CHECK_S
+        return min(CHECK_S, max(MIN_CHECK_S, (end - self.now_ms() + 1) / 1000))
 
     async def _fence_expired(self) -> None:
         if not self.machine.active:
