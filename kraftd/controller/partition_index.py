@@ -19,6 +19,11 @@ Contracts:
    (bit p set: partition p held), and keeps the (rare) higher ids as (topic id, partition id) keys. A set of
    (topic id, partition id) tuples cost about 200 bytes per partition over the three indexes; masks cost
    about 20 at 100 partitions per topic.
+2b. A mask is keyed by the topic id's integer (``UUID.int``), not the UUID object: a dict of ints only is never
+   tracked by Python's garbage collector, so copying a broker's Held (contract 2: once per broker and image
+   after every ``copy()``, ~10k topics at 1M partitions) allocates nothing the collector scans. Keyed by UUIDs,
+   those copies (the leader's view is reshared every 10k records, machine contract 3a) were the young objects
+   that made each young collection 35-54 ms at 300k partitions and up to ~300 ms at 1M (issue 24, session 13).
 3. :func:`keys` lists a broker's partitions in topic-name then partition-id order, the order Kafka's controller
    and kraftd.controller.brokers generate partition changes in. :func:`key_chunks` gives the same list in chunks,
    each computed when asked (issue 24: listing the 100k ISR entries of a broker at 1M partitions held the
@@ -49,7 +54,7 @@ class Held:
 
     __slots__ = ("masks", "high", "owner")
 
-    def __init__(self, masks: dict[uuid.UUID, int], high: set[Key], owner: object) -> None:
+    def __init__(self, masks: dict[int, int], high: set[Key], owner: object) -> None:
         self.masks = masks
         self.high = high
         self.owner = owner
@@ -59,7 +64,8 @@ class Held:
 
     def add(self, tid: uuid.UUID, pid: int) -> None:
         if pid < MASKED:
-            self.masks[tid] = self.masks.get(tid, 0) | (1 << pid)
+            k = tid.int  # contract 2b
+            self.masks[k] = self.masks.get(k, 0) | (1 << pid)
         else:
             self.high.add((tid, pid))
 
@@ -67,14 +73,15 @@ class Held:
         if pid >= MASKED:
             self.high.discard((tid, pid))
             return
-        mask = self.masks.get(tid, 0) & ~(1 << pid)
+        k = tid.int  # contract 2b
+        mask = self.masks.get(k, 0) & ~(1 << pid)
         if mask:
-            self.masks[tid] = mask
+            self.masks[k] = mask
         else:
-            self.masks.pop(tid, None)
+            self.masks.pop(k, None)
 
     def keys(self) -> set[Key]:
-        return {(tid, pid) for tid, mask in self.masks.items() for pid in _bits(mask)} | self.high
+        return {(uuid.UUID(int=k), pid) for k, mask in self.masks.items() for pid in _bits(mask)} | self.high
 
 
 def _bits(mask: int) -> list[int]:
@@ -138,7 +145,7 @@ def keys(image: MetadataImage, index: Index, broker: int) -> list[Key]:
     h = index.get(broker)
     if h is None:
         return []
-    by_topic: dict[uuid.UUID, list[int]] = {tid: _bits(mask) for tid, mask in h.masks.items()}
+    by_topic: dict[uuid.UUID, list[int]] = {uuid.UUID(int=k): _bits(mask) for k, mask in h.masks.items()}
     for tid, pid in sorted(h.high):  # ids >= MASKED, after a mask's (ascending) bits
         by_topic.setdefault(tid, []).append(pid)
     topics = image.topics
@@ -153,7 +160,8 @@ def key_chunks(image: MetadataImage, index: Index, broker: int, size: int) -> It
     h = index.get(broker)
     if h is None:
         return
-    masks = dict(h.masks)  # the image may change (in place, if it owns this entry) between two chunks
+    # the image may change (in place, if it owns this entry) between two chunks
+    masks = {uuid.UUID(int=k): mask for k, mask in h.masks.items()}
     high: dict[uuid.UUID, list[int]] = {}
     for tid, pid in sorted(h.high):
         high.setdefault(tid, []).append(pid)
