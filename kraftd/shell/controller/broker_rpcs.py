@@ -188,10 +188,27 @@ class ControllerRpcs:
             return
         await self.node.controller.settled()
         image = self.machine.latest()
-        for bid in brokers.expired(image, self.heartbeats, self.now_ms()):
-            log.info("fencing broker %d: no heartbeat within the session timeout", bid)
-            if await fencing.fence_in_chunks(self.machine.latest, self.node.controller.write_settled, bid):
+        now = self.now_ms()
+        for bid in brokers.expired(image, self.heartbeats, now):
+            log.info(
+                "fencing broker %d: no heartbeat within the session timeout (last one %d ms ago)",
+                bid,
+                now - self.heartbeats.last_ms.get(bid, now),
+            )
+            started, writes = time.perf_counter(), [0]
+
+            async def write(records: list[Any], writes: list[int] = writes) -> ErrorCode:
+                writes[0] += 1
+                return await self.node.controller.write_settled(records)
+
+            if await fencing.fence_in_chunks(self.machine.latest, write, bid):
                 return  # leadership lost (fencing contract 3): the next active controller checks again
+            log.info(
+                "fenced broker %d in %d write(s), %.0f ms after its session check",
+                bid,
+                writes[0],
+                (time.perf_counter() - started) * 1000,
+            )
 
     def _registration(self) -> ControllerRegistrationRequest:
         cfg = self.node.config
