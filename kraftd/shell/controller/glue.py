@@ -28,6 +28,11 @@ Contracts:
    framing when the version is still the same, so a 5,050-record CreateTopics write is never encoded in one step
    (issue 24: 60-95 ms of the loop's CPU in one callback at 1M partitions). The caller frames BEFORE its last
    validation: nothing yields between that validation and the append (the write stays atomic).
+9. One budget a loop turn (:class:`TurnBudget`): the replay drain (contract 1) and every computing operation
+   (contracts 7, 8) share ``SLICE_S`` a turn, opened by the first of them to run in the turn, instead of each
+   taking ``SLICE_S`` (issue 24: a drain slice, a CreateTopics compute slice and its framing each under budget
+   made turns of 60+ ms before the observers' Fetch answers and heartbeats of that turn were counted). Each still
+   takes at least one step a turn, so none starves.
 6. :meth:`ControllerGlue.run` is how an RPC handler answers with a controller operation's ControllerResult
    (kraftd.controller.result): log its notes, write its records (contract 3), then its response and done lines
    once they committed, else its ``failed`` response with the write's error (NOT_CONTROLLER).
@@ -68,6 +73,27 @@ SLICE_S = 0.02  # the longest a turn of the loop replays (100-200 us a partition
 FRAME_STEP = 250  # records encoded between two looks at the clock (contract 8)
 
 
+class TurnBudget:
+    """Contract 9."""
+
+    def __init__(self) -> None:
+        self._until: float | None = None
+
+    def until(self) -> float:
+        """When a slicer starting now must yield: the end of this turn's budget (opened now if none is)."""
+        if self._until is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:  # no loop (a test driving the node by hand): no turns to share
+                return time.perf_counter() + SLICE_S
+            self._until = time.perf_counter() + SLICE_S
+            loop.call_soon(self._close)  # runs next turn, before the continuations the slicers schedule after
+        return self._until
+
+    def _close(self) -> None:
+        self._until = None
+
+
 @dataclass(frozen=True)
 class Framing:
     """Contract 8: records encoded for ``metadata_version``, and each one's (api key, version, record)."""
@@ -105,6 +131,7 @@ class ControllerGlue:
         self._elected_at = (
             time.perf_counter()
         )  # when this node last became the Raft leader (activation's log line)
+        self.budget = TurnBudget()  # contract 9
 
     @property
     def end_offset(self) -> int:
@@ -120,7 +147,7 @@ class ControllerGlue:
 
     def _drain(self) -> None:
         self._draining = False
-        until = time.perf_counter() + SLICE_S
+        until = self.budget.until()
         while True:
             self.machine.replay_some(REPLAY_STEP)
             self.machine.apply_appended(REPLAY_STEP)
@@ -262,7 +289,7 @@ class ControllerGlue:
     async def compute(self, steps: Generator[None, None, R]) -> R:
         """Contract 7."""
         while True:
-            until = time.perf_counter() + SLICE_S
+            until = self.budget.until()
             try:
                 while True:
                     next(steps)
