@@ -201,7 +201,7 @@ class ControllerRpcs:
                 writes[0] += 1
                 return await self.node.controller.write_settled(records)
 
-            if await fencing.fence_in_chunks(self.machine.latest, write, bid):
+            if await fencing.fence_in_chunks(self.machine.latest, write, bid, self._append_counted(writes)):
                 return  # leadership lost (fencing contract 3): the next active controller checks again
             log.info(
                 "fenced broker %d in %d write(s), %.0f ms after its session check",
@@ -209,6 +209,15 @@ class ControllerRpcs:
                 writes[0],
                 (time.perf_counter() - started) * 1000,
             )
+
+    def _append_counted(self, writes: list[int]) -> Any:
+        """Fencing contract 1's pipelined chunks (glue contract 10), counted into ``writes``."""
+
+        async def append(records: list[Any]) -> Any:
+            writes[0] += 1
+            return await self.node.controller.append_settled(records)
+
+        return append
 
     def _registration(self) -> ControllerRegistrationRequest:
         cfg = self.node.config

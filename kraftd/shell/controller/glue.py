@@ -33,6 +33,10 @@ Contracts:
    taking ``SLICE_S`` (issue 24: a drain slice, a CreateTopics compute slice and its framing each under budget
    made turns of 60+ ms before the observers' Fetch answers and heartbeats of that turn were counted). Each still
    takes at least one step a turn, so none starves.
+10. :meth:`ControllerGlue.append_settled` appends records (as :meth:`try_write`) and returns, once they are
+   applied to the latest image (contract 5), the future of their commit: a loop of writes each computed from
+   ``latest()`` (kraftd.shell.controller.fencing contract 1) computes the next before the last commits. The log
+   keeps their order and a lost leadership fails every one not yet committed.
 6. :meth:`ControllerGlue.run` is how an RPC handler answers with a controller operation's ControllerResult
    (kraftd.controller.result): log its notes, write its records (contract 3), then its response and done lines
    once they committed, else its ``failed`` response with the write's error (NOT_CONTROLLER).
@@ -317,6 +321,13 @@ class ControllerGlue:
         error = await self.try_write(records)
         await self.settled()
         return error
+
+    async def append_settled(self, records: Sequence[Any]) -> asyncio.Future[ErrorCode]:
+        """Contract 10."""
+        written = asyncio.ensure_future(self.try_write(records))
+        await asyncio.sleep(0)  # its first step appends (the node appends before it awaits the commit)
+        await self.settled()
+        return written
 
     async def try_write(self, records: Sequence[Any], framing: Framing | None = None) -> ErrorCode:
         """:meth:`write` for RPC handlers: NONE once committed (or nothing to write), NOT_CONTROLLER when this node

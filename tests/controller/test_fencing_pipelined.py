@@ -1,0 +1,102 @@
+"""Fencing's chunks pipelined (kraftd.shell.controller.fencing contract 1 with ``append``, glue contract 10; issue
+24 broker failure): each chunk is computed once the previous one is applied to the latest image, not once it
+committed, so a broker's fencing costs about one commit, not one per chunk; the result is the one the unpipelined
+loop gives, and a lost leadership fails it."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any
+
+import pytest
+
+from generated.create_topics_request import CreatableTopic, CreateTopicsRequest
+from kraftd.controller import brokers, topics
+from kraftd.controller.image_writer import same_image
+from kraftd.controller.machine import MetadataController
+from kraftd.core.replication import NotLeaderError
+from kraftd.core.types import OffsetRange
+from kraftd.shell.controller import fencing
+from kraftd.shell.controller import glue as glue_mod
+from kwire.errors import ErrorCode
+from tests.helpers.controller import apply_records, cluster
+
+VICTIM = 2
+
+
+class _Node:
+    """Appends apply to the leader's view at once; each commits only when the test says so."""
+
+    def __init__(self, machine: MetadataController) -> None:
+        self.machine = machine
+        self.end = machine.latest().offset + 1
+        self.appends: list[int] = []  # records per append
+        self.commits: list[asyncio.Future[None]] = []
+        self.controller = glue_mod.ControllerGlue(self, machine)  # type: ignore[arg-type]
+
+    async def append(self, values: Sequence[bytes], on_range: Callable[[OffsetRange], None]) -> int:
+        self.appends.append(len(values))
+        first, self.end = self.end, self.end + len(values)
+        on_range(OffsetRange(first, self.end - 1, 1))
+        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.commits.append(done)
+        await done
+        return self.end - 1
+
+
+def _leader() -> tuple[_Node, Any]:
+    m = MetadataController(1, [])
+    m.committed, _ = cluster(5)
+    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 40, 3) for i in range(5)])
+    apply_records(m.committed, topics.create_topics(m.committed, req, random.Random(5))[0])
+    one_shot = m.committed.copy()
+    apply_records(one_shot, brokers.fence(one_shot, VICTIM))
+    m.become_leader(1, 0)
+    assert m.activation_records() is not None and m.active
+    return _Node(m), one_shot
+
+
+def _fence(node: _Node) -> Coroutine[Any, Any, ErrorCode]:
+    glue = node.controller
+    return fencing.fence_in_chunks(node.machine.latest, glue.write_settled, VICTIM, glue.append_settled)
+
+
+def test_every_chunk_is_appended_before_the_first_commits(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fencing, "CHUNK", 10)
+    node, one_shot = _leader()
+    holding = len(brokers.holding(node.machine.latest(), VICTIM, isr=True))
+
+    async def run() -> tuple[ErrorCode, int, int]:
+        task = asyncio.create_task(_fence(node))
+        for _ in range(200):  # nothing commits meanwhile
+            await asyncio.sleep(0)
+        appended_uncommitted = len(node.appends)
+        for done in node.commits:
+            done.set_result(None)
+        error = await task
+        return error, appended_uncommitted, len(node.appends)
+
+    error, before_any_commit, writes = asyncio.run(run())
+    assert error == ErrorCode.NONE
+    assert writes == -(-holding // 10) >= 5  # CHUNK-sized moves, the last with the fence record
+    assert before_any_commit == writes  # all of them, the fence too, before the first commit
+    assert all(n <= 10 + 1 for n in node.appends)
+    assert same_image(node.machine.latest(), one_shot)  # what one fencing write gives
+
+
+def test_a_lost_leadership_fails_the_pipelined_fencing(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(fencing, "CHUNK", 10)
+    node, _ = _leader()
+
+    async def run() -> ErrorCode:
+        task = asyncio.create_task(_fence(node))
+        for _ in range(3):
+            await asyncio.sleep(0)
+        for done in node.commits:
+            done.set_exception(NotLeaderError("deposed"))
+        node.machine.resign(2)
+        return await task
+
+    assert asyncio.run(run()) == ErrorCode.NOT_CONTROLLER
