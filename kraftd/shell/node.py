@@ -56,7 +56,7 @@ from kraftd.shell.controller.topic_admin import ControllerAdmin
 from kraftd.shell.net import wiring
 from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.observe import observer
-from kraftd.shell.observe.looplag import LoopLagProbe, tune_gc
+from kraftd.shell.observe.looplag import LoopLagProbe, tune_gc, tune_switch
 from kraftd.shell.observe.metrics import NodeMetrics, start_listening
 from kraftd.shell.observe.netlog import NetLog
 from kraftd.shell.raft import persistence
@@ -115,6 +115,7 @@ class ControllerNode:
     async def _start(self, storage: NodeStorage) -> None:
         cfg = self.config
         tune_gc()  # before the log and snapshot are loaded (kraftd.shell.observe.looplag contract 5)
+        tune_switch()  # looplag contract 7
         for cut in storage.log.recovery_cuts:
             log.warning("recovered log: %s", cut.describe())
         observer.log_loaded(cfg.node_id, cfg.metadata_log_dir, storage)

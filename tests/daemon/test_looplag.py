@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import sys
 import time
 
 import pytest
@@ -106,3 +107,16 @@ def test_after_a_freeze_full_collections_count_from_zero_again(monkeypatch: pyte
         gc.callbacks.remove(looplag._gc_callback)
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+def test_the_switch_interval_is_short_so_a_worker_thread_does_not_hold_the_loop_off_the_gil() -> None:
+    """Contract 7: each system call of the loop releases the GIL; while the snapshot writer's thread computes, the
+    loop waits up to the switch interval to get it back (Python's 5 ms: a 100-observer fan-out waited ~0.5 s)."""
+    before = sys.getswitchinterval()
+    try:
+        sys.setswitchinterval(0.005)  # Python's default
+        looplag.tune_switch()
+        looplag.tune_switch()  # idempotent
+        assert sys.getswitchinterval() == pytest.approx(looplag.SWITCH_S) and looplag.SWITCH_S <= 0.001
+    finally:
+        sys.setswitchinterval(before)
