@@ -1,8 +1,9 @@
 """The ``kraft`` Spark data source (PySpark Python Data Source API): batch over files, stream over the wire.
 
 ``spark.read.format("kraft").load(path)`` — options ``includeControl`` / ``includeSnapshots`` ("true" by
-default), ``batchRows`` (rows per Arrow batch, 4096), ``partitions`` (input partitions; by default the
-session's default parallelism as :func:`register` saw it, fewer for a log under ``MIN_SPLIT_BYTES`` a partition).
+default), ``batchRows`` (rows per Arrow batch, 4096), ``partitions`` (input partitions; by default
+:func:`partition_count`: the session's default parallelism as :func:`register` saw it, fewer for a small log,
+more for one over ``MAX_SPLIT_BYTES`` a partition).
 ``spark.readStream.format("kraft").option("bootstrap.controller", "host:port[,host:port...]")`` — see
 :mod:`kraft_spark.live` for the streaming contracts (one partition per micro-batch: its offset range).
 
@@ -54,8 +55,16 @@ def _flag(options: dict[str, str], key: str, default: bool) -> bool:
     return value.strip().lower() in ("true", "1", "yes")
 
 
-# Below this many bytes a partition costs more in per-task set-up than a second slot saves.
+# Below MIN_SPLIT_BYTES a partition costs more in per-task set-up than a second slot saves; above
+# MAX_SPLIT_BYTES (Spark's own spark.sql.files.maxPartitionBytes default) a failed task would redo too much.
 MIN_SPLIT_BYTES = 256 * 1024
+MAX_SPLIT_BYTES = 128 * 1024 * 1024
+
+
+def partition_count(total_bytes: int, parallelism: int) -> int:
+    """The default ``partitions`` (contract 1): one per task slot, fewer for a small log, more for a huge one."""
+    small = min(parallelism, -(-total_bytes // MIN_SPLIT_BYTES))
+    return max(1, small, -(-total_bytes // MAX_SPLIT_BYTES))
 
 
 def plan_slices(files: list[LogFile], sizes: list[int], n: int) -> list[list[Slice]]:
@@ -101,9 +110,7 @@ class KraftBatchReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         files = find_files(self.path, include_snapshots=self.include_snapshots)
         sizes = [_size(f.path) for f in files]
-        n = self.partitions_wanted
-        if n is None:
-            n = min(self.parallelism, -(-sum(sizes) // MIN_SPLIT_BYTES))
+        n = self.partitions_wanted or partition_count(sum(sizes), self.parallelism)
         return [SlicesPartition(p) for p in plan_slices(files, sizes, n)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:

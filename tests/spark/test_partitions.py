@@ -15,7 +15,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 
 from kraft_spark.batches import slice_batches, to_batches
 from kraft_spark.decode import LogFile, decode_file, find_files
-from kraft_spark.source import MIN_SPLIT_BYTES, plan_slices, row_schema
+from kraft_spark.source import MAX_SPLIT_BYTES, MIN_SPLIT_BYTES, partition_count, plan_slices, row_schema
 from kraftd.storage.log import MetadataLog
 from kwire.records import build_data_batch
 from tests.helpers.spark import FEATURE_LEVEL, META, NO_OP, make_kraftd_log, three_controllers
@@ -116,3 +116,11 @@ def test_partitions_follow_the_default_parallelism_with_the_row_decoders_rows(
     small = make_kraftd_log(tmp_path / "small", segment_bytes=1500)
     assert len(find_files(small)) >= 3
     assert spark.read.format("kraft").load(str(small)).rdd.getNumPartitions() == 1
+
+
+def test_the_default_count_is_one_per_slot_fewer_when_small_more_when_huge() -> None:
+    assert [partition_count(10 * MIN_SPLIT_BYTES, p) for p in (1, 2, 8)] == [1, 2, 8]
+    assert partition_count(MIN_SPLIT_BYTES + 1, 8) == 2 and partition_count(0, 8) == 1
+    assert (
+        partition_count(10 * MAX_SPLIT_BYTES, 2) == 10 and partition_count(10 * MAX_SPLIT_BYTES + 1, 2) == 11
+    )
