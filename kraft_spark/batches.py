@@ -8,6 +8,9 @@ Contracts:
    least ``size`` rows, except the last; a log batch's records are never split between two.
 3. The ``record`` union is built in one pass over the rows, bucketing each row's one set child
    (kraft_spark.schema contract 4), so a child no row sets costs one ``pa.nulls``.
+4. :func:`slice_batches` yields, for slices ``(file, start, end)`` (``end`` None: to the end of the file), the
+   rows of each byte range (kraft_spark.decode contract 5) in slice order, as contract 2 (a batch may hold rows
+   of several slices). A file that cannot be read is its one error row, in the slice starting at byte 0.
 """
 
 from __future__ import annotations
@@ -123,21 +126,33 @@ class _Columns:
         return out
 
 
+Slice = tuple[LogFile, int, int | None]
+
+
 def file_batches(
     f: LogFile, arrow: pa.Schema, size: int, *, include_control: bool = True
 ) -> Iterator[pa.RecordBatch]:
     """Contract 2."""
-    data = read_file(f)
-    if isinstance(data, dict):
-        yield to_record_batch([[v] for v in data.values()], arrow)
-        return
+    return slice_batches([(f, 0, None)], arrow, size, include_control=include_control)
+
+
+def slice_batches(
+    slices: Iterable[Slice], arrow: pa.Schema, size: int, *, include_control: bool = True
+) -> Iterator[pa.RecordBatch]:
+    """Contract 4."""
     cols = _Columns()
-    for base, batch in walk(f, data, include_control=include_control):
-        if batch is None:
-            cols.row(base)
-        else:
-            cols.records(base, batch)
-        if cols.rows >= size:
-            yield cols.take(arrow)
+    for f, start, end in slices:
+        data = read_file(f, mapped=(start, end) != (0, None))
+        if isinstance(data, dict):
+            if start == 0:
+                cols.row(data)
+            continue
+        for base, batch in walk(f, data, include_control=include_control, start=start, end=end):
+            if batch is None:
+                cols.row(base)
+            else:
+                cols.records(base, batch)
+            if cols.rows >= size:
+                yield cols.take(arrow)
     if cols.rows:
         yield cols.take(arrow)

@@ -12,10 +12,15 @@ Contracts:
    ends the file; a record that does not decode is its row with ``error`` set and no ``record``.
 4. ``include_control=False`` drops control records (not error rows); ``include_snapshots=False`` skips
    snapshot files.
+5. A byte range ``[start, end)`` of a file yields exactly the rows whose ``position`` (the batch's, or the error's)
+   lies in it: the walk always starts at byte 0 and hops batch by batch (framing only before ``start``), so the
+   ranges of a partition of ``[0, size)`` together yield the file's rows, in order, once.
 """
 
 from __future__ import annotations
 
+import mmap
+import os
 import re
 import struct
 from collections.abc import Iterator
@@ -27,7 +32,7 @@ from kraft_spark.schema import CONTROL_NAMES, metadata_classes, snake, to_json, 
 from kwire.codec import read_uvarint
 from kwire.control import ControlRecordType, decode_control_record
 from kwire.errors import KraftError
-from kwire.records import HEADER_SIZE, LOG_OVERHEAD, RecordBatch, decode_at, peek_batch
+from kwire.records import HEADER_SIZE, LOG_OVERHEAD, Buffer, RecordBatch, decode_at, peek_batch
 
 SEGMENT_RE = re.compile(r"^(\d{20})\.log$")
 SNAPSHOT_RE = re.compile(r"^(\d{20})-(\d{10})\.checkpoint$")
@@ -210,22 +215,29 @@ def _record_row(base: dict[str, Any], batch: RecordBatch, rec: Any) -> dict[str,
 
 
 def walk(
-    f: LogFile, data: bytes, *, include_control: bool = True
+    f: LogFile, data: Buffer, *, include_control: bool = True, start: int = 0, end: int | None = None
 ) -> Iterator[tuple[dict[str, Any], RecordBatch | None]]:
     """The batches of ``data`` in order: (base row, batch) for a batch whose records are rows (the base row holds
-    the batch's columns), (row, None) for a row of its own (an error; contract 3). Contract 4's filter applied."""
-    pos = 0
-    while pos < len(data):
-        remaining = len(data) - pos
+    the batch's columns), (row, None) for a row of its own (an error; contract 3). Contract 4's filter applied;
+    only positions in ``[start, end)`` (contract 5)."""
+    pos, size = 0, len(data)
+    stop = size if end is None else min(end, size)
+    while pos < stop:
+        remaining = size - pos
         length = struct.unpack_from(">i", data, pos + 8)[0] if remaining >= LOG_OVERHEAD else -1
         if remaining < LOG_OVERHEAD or remaining < max(LOG_OVERHEAD + length, HEADER_SIZE):
-            yield _blank(f, pos, error=f"torn batch at byte {pos}: {remaining} bytes remain"), None
+            if pos >= start:
+                yield _blank(f, pos, error=f"torn batch at byte {pos}: {remaining} bytes remain"), None
             return
         try:
-            header = peek_batch(data, pos, verify_crc=True)
+            header = peek_batch(data, pos, verify_crc=pos >= start)
         except KraftError as exc:
-            yield _blank(f, pos, error=f"unreadable batch framing at byte {pos}: {exc}"), None
+            if pos >= start:
+                yield _blank(f, pos, error=f"unreadable batch framing at byte {pos}: {exc}"), None
             return
+        if pos < start:  # before the range: the same hop as below, nothing checked but the framing
+            pos += header.size
+            continue
         base = _blank(
             f,
             pos,
@@ -252,7 +264,7 @@ def walk(
         pos += header.size
 
 
-def decode_buffer(f: LogFile, data: bytes, *, include_control: bool = True) -> Iterator[dict[str, Any]]:
+def decode_buffer(f: LogFile, data: Buffer, *, include_control: bool = True) -> Iterator[dict[str, Any]]:
     """Rows of every record in ``data`` (contracts 2-4)."""
     for base, batch in walk(f, data, include_control=include_control):
         if batch is None:
@@ -262,10 +274,16 @@ def decode_buffer(f: LogFile, data: bytes, *, include_control: bool = True) -> I
                 yield _record_row(base, batch, rec)
 
 
-def read_file(f: LogFile) -> bytes | dict[str, Any]:
-    """The bytes of ``f``, or the one error row of a file that cannot be read (contract 3)."""
+def read_file(f: LogFile, *, mapped: bool = False) -> Buffer | dict[str, Any]:
+    """The bytes of ``f`` (with ``mapped``, a read-only memory map: a byte range touches only the pages it
+    walks), or the one error row of a file that cannot be read (contract 3)."""
     try:
-        return Path(f.path).read_bytes()
+        if not mapped:
+            return Path(f.path).read_bytes()
+        with open(f.path, "rb") as fh:
+            if os.fstat(fh.fileno()).st_size == 0:
+                return b""
+            return memoryview(mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ))
     except OSError as exc:
         return _blank(f, 0, error=f"cannot read {f.path}: {exc.strerror or exc}")
 
