@@ -90,8 +90,7 @@ class _Leader:
 
 
 async def _flush_once(flusher: LogFlusher, node: _Leader) -> None:
-    flusher.request()
-    flusher.step_done()
+    flusher.request()  # handed to the thread at once (flushing contract 5)
     for _ in range(500):
         if node.stepped or node.fatal is not None:
             return
