@@ -117,7 +117,8 @@ def main() -> None:
     procs = load(args.trace_dir)
     if not any(s == "append" for ms in procs.values() for _, s in ms):
         raise SystemExit(f"{args.trace_dir}: no leader trace (no 'append' mark): was KRAFTD_STAGE_TRACE set?")
-    leader = next(p for p, ms in procs.items() if any(s == "append" for _, s in ms))
+    # the process with the most appends (one that led only during start-up has a few)
+    leader = max(procs, key=lambda p: sum(1 for _, s in procs[p] if s == "append"))
     followers = [p for p, ms in procs.items() if p != leader and any(s == "fsync.begin" for _, s in ms)]
     lm = procs[leader]
     lt = [t for t, _ in lm]
