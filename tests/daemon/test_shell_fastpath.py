@@ -198,6 +198,7 @@ def test_the_step_s_answers_go_out_after_its_flush_was_handed_over() -> None:
         flusher = LogFlusher(flush_node)  # type: ignore[arg-type]
         node = type("N", (), {"flusher": flusher})()
         driver = RaftDriver(node)  # type: ignore[arg-type]
+
         def answer(message: object) -> None:  # the flush thread exists once a flush was handed to it
             order.append("answer written, flush handed over" if flusher._thread else "answer written")
 

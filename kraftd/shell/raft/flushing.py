@@ -9,10 +9,11 @@ Contracts:
    round trip instead of starting after them. Sending before the leader's own flush completes is allowed:
    only the high watermark waits for it (kraftd.core.replication invariant 1; Kafka's ``flushLeaderLog``
    also answers parked fetches first). Its completion reaches the loop as one callback (no task, no executor).
-5b. Where the compiled fsync loop is asked for and built (kraftd.shell.raft.syncthread), a leader's flush of one segment
-   with nothing else to sync (no roll, fsync on, no slow-disk file) goes to that GIL-free thread instead of
-   the Python one: the same hand-over at the FlushLog effect, the same completion (complete_flush, LogFlushed) on the
-   loop, read from the thread's answer pipe. Anything else takes the Python thread.
+5b. Where the compiled fsync loop is wanted (the default) and built (kraftd.shell.raft.syncthread), a
+   leader's flush of one segment with nothing else to sync (no roll, fsync on, no slow-disk file) goes to that
+   GIL-free thread instead of the Python one: the same hand-over at the FlushLog effect, the same completion
+   (complete_flush, LogFlushed) on the loop, read from the thread's answer pipe. Anything else takes the Python
+   thread.
 5a. A non-leader fsyncs inline instead (nothing waits on its loop while it syncs: its next fetch goes out only
    after the flush): the same LogFlushed, fed after the fsync returned, without the thread round trip.
 11. Only when the test-only key ``kraftd.test.fsync.delay.file`` is set, every flush first sleeps (in its worker
