@@ -19,6 +19,7 @@ import argparse
 import bisect
 import json
 import statistics
+import sys
 from pathlib import Path
 
 # (process, stage prefix, label)
@@ -42,7 +43,7 @@ CHAIN = [
 ]
 FOLLOWER_SENT = 11  # index of the follower's next Fetch in CHAIN
 LEADER_FLUSH = [
-    ("lflush.begin", "L flush: step -> flush task"),
+    ("lflush.begin", "L flush: append -> handed to its thread"),
     ("lflush.started?", "L flush: thread wakes, fsync starts"),
     ("lflush.synced", "L fsync (thread)"),
     ("lflush.resumed", "L flush: thread -> loop"),
@@ -72,17 +73,52 @@ def first_after(
     return None
 
 
+def enriched(
+    procs: dict[int, list[tuple[int, str]]], leader: int, windows: list[tuple[int, int]], keep: list[int]
+) -> str:
+    """Marks seen more often inside the slowest commits' windows than inside every commit's, per process."""
+    counts: list[dict[str, int]] = []
+    for a, end in windows:
+        seen: dict[str, int] = {}
+        for pid, marks in procs.items():
+            who = "L" if pid == leader else f"F{pid}"
+            i = bisect.bisect_left(marks, (a + 1, ""))
+            while i < len(marks) and marks[i][0] < end:
+                name = f"{who} {marks[i][1]}"
+                seen[name] = seen.get(name, 0) + 1
+                i += 1
+        counts.append(seen)
+    names = {n for c in counts for n in c}
+
+    def mean(rows: list[int], n: str) -> float:
+        return sum(counts[k].get(n, 0) for k in rows) / max(1, len(rows))
+
+    every = list(range(len(windows)))
+    diff = sorted(((mean(keep, n) - mean(every, n), n) for n in names), reverse=True)
+    lines = [f"marks per commit, the slowest {len(keep)} vs all {len(every)} (most enriched first):"]
+    lines += [f"  {n}: {mean(keep, n):.2f} vs {mean(every, n):.2f}" for d, n in diff[:12] if d > 0.05]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(
         description="One commit split by stage, from a KRAFTD_STAGE_TRACE directory."
     )
     ap.add_argument("trace_dir", type=Path, help="the directory KRAFTD_STAGE_TRACE named")
     ap.add_argument("--json", action="store_true", help="print {stage: [p50 us, p90 us]} as one JSON object")
+    ap.add_argument(
+        "--slowest",
+        type=float,
+        default=0.0,
+        metavar="PCT",
+        help="only the slowest PCT%% of the traced commits (append -> committed): where the tail goes",
+    )
     args = ap.parse_args()
     procs = load(args.trace_dir)
     if not any(s == "append" for ms in procs.values() for _, s in ms):
         raise SystemExit(f"{args.trace_dir}: no leader trace (no 'append' mark): was KRAFTD_STAGE_TRACE set?")
-    leader = next(p for p, ms in procs.items() if any(s == "append" for _, s in ms))
+    # the process with the most appends (one that led only during start-up has a few)
+    leader = max(procs, key=lambda p: sum(1 for _, s in procs[p] if s == "append"))
     followers = [p for p, ms in procs.items() if p != leader and any(s == "fsync.begin" for _, s in ms)]
     lm = procs[leader]
     lt = [t for t, _ in lm]
@@ -91,6 +127,8 @@ def main() -> None:
     steps: list[list[float]] = [[] for _ in CHAIN]
     flush: list[list[float]] = [[] for _ in LEADER_FLUSH]
     totals = []
+    windows: list[tuple[int, int]] = []  # per traced commit, (append, committed) ns
+    flushes: list[list[float | None]] = []  # per traced commit, LEADER_FLUSH's stages (None: not found)
     for a in appends[len(appends) // 10 :]:  # skip the warm-up
         end = first_after(lm, lt, a + 1, "committed", a + 50_000_000)
         if end is None:
@@ -120,15 +158,29 @@ def main() -> None:
             steps[i].append((t - prev) / 1000)
             prev = t
         totals.append((end - a) / 1000)
+        windows.append((a, end))
         t = a
+        flush_row: list[float | None] = [None] * len(LEADER_FLUSH)
         for i, (prefix, _) in enumerate(LEADER_FLUSH):
             found = first_after(lm, lt, t, prefix.rstrip("?"), end)
             if found is None and prefix.endswith("?"):  # a trace from before the mark existed
                 continue
             if found is None:
                 break
-            flush[i].append((found - t) / 1000)
+            flush_row[i] = (found - t) / 1000
             t = found
+        for i, x in enumerate(flush_row):
+            if x is not None:
+                flush[i].append(x)
+        flushes.append(flush_row)
+    if args.slowest > 0:  # keep the slowest commits' rows only
+        keep = sorted(range(len(totals)), key=totals.__getitem__)[
+            -max(1, int(len(totals) * args.slowest / 100)) :
+        ]
+        print(enriched(procs, leader, windows, keep), file=sys.stderr if args.json else sys.stdout)
+        steps = [[xs[k] for k in keep] for xs in steps]
+        flush = [[x for k in keep if (x := flushes[k][i]) is not None] for i in range(len(LEADER_FLUSH))]
+        totals = [totals[k] for k in keep]
 
     def row(label: str, xs: list[float]) -> str:
         if not xs:

@@ -161,9 +161,10 @@ class _FlushNode:
         self.stepped.append(event)
 
 
-def test_a_leader_flush_starts_only_once_the_step_is_done() -> None:
-    """kraftd.shell.raft.flushing contract 5: FlushLog during a step hands the fsync to the flush thread only at
-    step_done (after the step's answers are written); LogFlushed is stepped once it completed."""
+def test_a_leader_flush_starts_at_its_flush_log_effect() -> None:
+    """kraftd.shell.raft.flushing contract 5 (issue 25, session 13): FlushLog hands the fsync to the flush thread
+    at once, not when the step ends: with nothing else done after request(), the fsync runs and LogFlushed is
+    stepped once it completed. (Before, the fsync waited for the step's end and never ran here.)"""
     from kraftd.shell.raft.flushing import LogFlusher
 
     async def run() -> tuple[list[str], list[object]]:
@@ -171,10 +172,6 @@ def test_a_leader_flush_starts_only_once_the_step_is_done() -> None:
         node = _FlushNode(order)
         flusher = LogFlusher(node)  # type: ignore[arg-type]
         flusher.request()
-        order.append("answers written")
-        await asyncio.sleep(0.05)
-        order.append("step done")
-        flusher.step_done()
         for _ in range(200):
             if node.stepped:
                 break
@@ -183,5 +180,37 @@ def test_a_leader_flush_starts_only_once_the_step_is_done() -> None:
         return order, node.stepped
 
     order, stepped = asyncio.run(run())
-    assert order == ["answers written", "step done", "fsync"]
+    assert order == ["fsync"]
     assert stepped == [LogFlushed(0, 7)]
+
+
+def test_the_step_s_answers_go_out_after_its_flush_was_handed_over() -> None:
+    """Contract 5 through the driver: executing a leader's step effects (AppendBatches, FlushLog, then the parked
+    Fetch's answer, in the core's order) hands the flush over before the answer is written, so the fsync
+    overlaps the answers and the round trip."""
+    from kraftd.core import effects as fx
+    from kraftd.shell.raft.driver import RaftDriver
+    from kraftd.shell.raft.flushing import LogFlusher
+
+    async def run() -> list[str]:
+        order: list[str] = []
+        flush_node = _FlushNode(order)
+        flusher = LogFlusher(flush_node)  # type: ignore[arg-type]
+        node = type("N", (), {"flusher": flusher})()
+        driver = RaftDriver(node)  # type: ignore[arg-type]
+
+        def answer(message: object) -> None:  # the flush thread exists once a flush was handed to it
+            order.append("answer written, flush handed over" if flusher._thread else "answer written")
+
+        driver.pending[1] = answer
+        driver.execute([fx.FlushLog(7), fx.SendResponse(1, object())])
+        order.append("step done")
+        for _ in range(200):
+            if flush_node.stepped:
+                break
+            await asyncio.sleep(0.01)
+        flusher.close()
+        return order
+
+    order = asyncio.run(run())
+    assert order[0] == "answer written, flush handed over" and "fsync" in order

@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(not syncthread.built(), reason="the compiled fsy
 
 @pytest.fixture
 def compiled_thread(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Contract 1: the opt-in (KRAFTD_FLUSH_THREAD=compiled), as the module reads it at import."""
+    """Contract 1: the compiled thread wanted (the default), as the module reads it at import."""
     monkeypatch.setattr(syncthread, "_WANTED", True)
     assert syncthread.available()
 
@@ -90,8 +90,7 @@ class _Leader:
 
 
 async def _flush_once(flusher: LogFlusher, node: _Leader) -> None:
-    flusher.request()
-    flusher.step_done()
+    flusher.request()  # handed to the thread at once (flushing contract 5)
     for _ in range(500):
         if node.stepped or node.fatal is not None:
             return
@@ -144,10 +143,14 @@ def test_a_failed_fsync_is_fatal_and_nothing_is_reported_flushed(
     os.close(w)
 
 
-def test_without_the_opt_in_the_python_thread_flushes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Contract 1: the Python flush thread stays the default."""
+def test_the_compiled_thread_is_the_default_and_python_can_be_asked_for() -> None:
+    """Contract 1 (issue 25, session 13): wanted unless KRAFTD_FLUSH_THREAD=python."""
+    assert syncthread.wanted({}) and syncthread.wanted({"KRAFTD_FLUSH_THREAD": "compiled"})
+    assert not syncthread.wanted({"KRAFTD_FLUSH_THREAD": "python"})
+
+
+def test_asked_for_the_python_thread_flushes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 1: KRAFTD_FLUSH_THREAD=python keeps the Python flush thread (the reference)."""
     monkeypatch.setattr(syncthread, "_WANTED", False)
     log = MetadataLog(tmp_path, 1 << 20)
     log.append(data_batch(0, 1, [b"a"], 0).data)

@@ -141,7 +141,6 @@ class RaftDriver:
         effects = node.client.step(event)
         node.observer.step(before, event, effects)
         self.execute(effects)
-        node.flusher.step_done()
         node.controller.after_step()
         if stagetrace.ON:
             stagetrace.mark("step.end")

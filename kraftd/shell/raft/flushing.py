@@ -3,14 +3,17 @@
 Contracts:
 5. On a leader the fsync runs in the node's flush thread (the loop keeps sending to followers meanwhile); at
    most one flush is in flight and a request arriving meanwhile is coalesced into one more flush. Only its
-   completion feeds ``LogFlushed`` to the core. A flush asked for during a step starts when that step has
-   executed all its effects (:meth:`LogFlusher.step_done`, the step's "answers written" signal: the Fetch
-   answers and requests of the step are on their sockets first, kraftd.shell.node contract 12), and its
-   completion reaches the loop as one callback (no task, no executor).
-5b. Where the compiled fsync loop is asked for and built (kraftd.shell.raft.syncthread), a leader's flush of one segment
-   with nothing else to sync (no roll, fsync on, no slow-disk file) goes to that GIL-free thread instead of
-   the Python one: the same hand-over at step_done, the same completion (complete_flush, LogFlushed) on the
-   loop, read from the thread's answer pipe. Anything else takes the Python thread.
+   completion feeds ``LogFlushed`` to the core. A flush is handed to its thread at once, at the step's FlushLog
+   effect (issue 25, session 13): the core emits it right after AppendBatches (whose bytes are written by
+   then) and before the step's Fetch answers, so the fsync overlaps the answers' encoding and the followers'
+   round trip instead of starting after them. Sending before the leader's own flush completes is allowed:
+   only the high watermark waits for it (kraftd.core.replication invariant 1; Kafka's ``flushLeaderLog``
+   also answers parked fetches first). Its completion reaches the loop as one callback (no task, no executor).
+5b. Where the compiled fsync loop is wanted (the default) and built (kraftd.shell.raft.syncthread), a
+   leader's flush of one segment with nothing else to sync (no roll, fsync on, no slow-disk file) goes to that
+   GIL-free thread instead of the Python one: the same hand-over at the FlushLog effect, the same completion
+   (complete_flush, LogFlushed) on the loop, read from the thread's answer pipe. Anything else takes the Python
+   thread.
 5a. A non-leader fsyncs inline instead (nothing waits on its loop while it syncs: its next fetch goes out only
    after the flush): the same LogFlushed, fed after the fsync returned, without the thread round trip.
 11. Only when the test-only key ``kraftd.test.fsync.delay.file`` is set, every flush first sleeps (in its worker
@@ -50,13 +53,11 @@ class LogFlusher:
         self._flushing = False
         self._again = False
         self._cond = threading.Condition()
-        self._job: tuple[int, Any] | None = None  # asked for in this step, handed over by step_done
         self._ready: tuple[int, Any] | None = None  # handed to the thread
         self._thread: threading.Thread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._sync: syncthread.SyncThread | None = None
-        self._fd_job: tuple[int, int] | None = None  # contract 5b: (target, fd) for the GIL-free thread
 
     def request(self) -> None:
         node = self.node
@@ -73,13 +74,12 @@ class LogFlusher:
             node.post(LogFlushed(node.now_ms(), flushed))
             return
         self._flushing = True
-        if self._one_fd_job():
-            return
-        target, run = node.storage.log.begin_flush()
-        self._job = (target, self._slow_disk(_traced(run) if stagetrace.ON else run))
+        if not self._one_fd_job():
+            target, run = node.storage.log.begin_flush()
+            self._hand_over((target, self._slow_disk(_traced(run) if stagetrace.ON else run)))
 
     def _one_fd_job(self) -> bool:
-        """Contract 5b: queue the flush for the GIL-free thread when it qualifies."""
+        """Contract 5b: hand the flush to the GIL-free thread when it qualifies."""
         log = self.node.storage.log  # type: ignore[union-attr]
         if not getattr(log, "fsync_enabled", False) or self.node.config.test_fsync_delay_file is not None:
             return False
@@ -87,18 +87,14 @@ class LogFlusher:
             return False
         target, fds, dir_dirty = log.begin_flush_fds()
         if len(fds) == 1 and not dir_dirty:
-            self._fd_job = (target, fds[0])
+            self._submit_fd_job(target, fds[0])
         else:
-            self._job = (target, self._slow_disk(log.flush_run(fds, dir_dirty)))
+            self._hand_over((target, self._slow_disk(log.flush_run(fds, dir_dirty))))
         return True
 
-    def step_done(self) -> None:
-        """Contract 5: the step's effects are executed; a flush it asked for starts now."""
-        if self._fd_job is not None:
-            self._submit_fd_job()
-            return
-        job, self._job = self._job, None
-        if job is None or self._closed:
+    def _hand_over(self, job: tuple[int, Any]) -> None:
+        """Contract 5: the Python flush thread starts ``job`` now."""
+        if self._closed:
             return
         if self._thread is None:
             self._loop = asyncio.get_running_loop()
@@ -112,8 +108,7 @@ class LogFlusher:
             self._ready = job
             self._cond.notify()
 
-    def _submit_fd_job(self) -> None:
-        (target, fd), self._fd_job = self._fd_job, None  # type: ignore[misc]
+    def _submit_fd_job(self, target: int, fd: int) -> None:
         if self._closed:
             os.close(fd)
             return
@@ -167,7 +162,6 @@ class LogFlusher:
         if self._again:
             self._again = False
             self.request()
-            self.step_done()
 
     def _slow_disk(self, run: Any) -> Any:
         """Contract 11, read on every flush."""

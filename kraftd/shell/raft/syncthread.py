@@ -1,12 +1,14 @@
 """The leader's fsync thread without the GIL (kraftd.shell.node contract 5b; issue 25).
 
 Contracts:
-1. :func:`available` says whether the compiled loop (kraftd/shell/raft/_syncloop.pyx) is asked for, built and
+1. :func:`available` says whether the compiled loop (kraftd/shell/raft/_syncloop.pyx) is wanted, built and
    usable; otherwise the flusher keeps its Python thread (kraftd.shell.raft.flushing contract 5), the reference
-   and the default. It is asked for with ``KRAFTD_FLUSH_THREAD=compiled`` in the environment: opt-in until a
-   quiet machine shows it ahead (docs/PERFORMANCE.md, issue 25 session 11: the hand-off is shorter, but with a
-   single voter the fsync itself measured slower). It is not usable under ``KRAFTD_PURE_PYTHON`` or when
-   ``os.fsync`` was replaced (a test's disk-failure injection): the C loop would bypass it.
+   and the fallback. It is the default since issue 25's session 13 (quiet-machine A/B in docs/PERFORMANCE.md:
+   commit p50 and p99 lower than with the Python thread in every alternated round, less CPU per commit; the
+   Python thread needs the GIL to start and to end each fsync, so a busy loop delays both, by up to a switch
+   interval). ``KRAFTD_FLUSH_THREAD=python`` in the environment asks for the Python thread instead. The
+   compiled loop is not usable under ``KRAFTD_PURE_PYTHON`` or when ``os.fsync`` was replaced (a test's
+   disk-failure injection): the C loop would bypass it.
 2. :meth:`SyncThread.submit` hands one fd (a duplicate the thread owns until it is answered) and the flush
    target to the thread through a pipe. The thread runs C only: it wakes on that pipe, fsyncs and answers on a
    second pipe without taking the GIL, so neither the start nor the end of an fsync waits for the event loop's
@@ -23,7 +25,7 @@ import asyncio
 import os
 import struct
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from kraftd.storage.errors import LogIOError
 from kwire import stagetrace
@@ -39,8 +41,15 @@ _DONE = struct.Struct(
 )  # fd, target, errno (0: synced), CLOCK_MONOTONIC ns at the fsync's start and end
 
 _OS_FSYNC = os.fsync
-_WANTED = os.environ.get("KRAFTD_FLUSH_THREAD", "") == "compiled"  # contract 1: opt-in
 Done = Callable[[int, BaseException | None], None]
+
+
+def wanted(environ: Mapping[str, str]) -> bool:
+    """Contract 1: the compiled loop unless the environment asks for the Python thread."""
+    return environ.get("KRAFTD_FLUSH_THREAD", "compiled") != "python"
+
+
+_WANTED = wanted(os.environ)
 
 
 def built() -> bool:
