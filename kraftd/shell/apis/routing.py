@@ -11,6 +11,7 @@ Contracts:
    a handler task, a driver wake-up and a writer hop: issue 25).
 6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
    step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
+6c. A DescribeConfigs is answered on the fast path too, without a task (kraftd.shell.raft.reads contract 7).
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
@@ -65,7 +66,7 @@ FORWARD_CLIENT = "kraftd-forward-"
 FORWARDED, _FORWARDABLE = table.FORWARDED, table.FORWARDABLE
 _ELECTION_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
 # Contract 6a: the Raft RPCs stepped on the fast path, by the name their request metrics carry.
-_FAST_CORE = {
+_FAST_CORE: dict[int, str] = {
     ApiKey.FETCH: "Fetch",
     ApiKey.READ_OFFSET: "ReadOffset",
     ApiKey.BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
@@ -254,6 +255,8 @@ class RequestRouter:
         key = header.request_api_key
         if key == ApiKey.BROKER_HEARTBEAT:
             return self._heartbeat_now(body, reply)
+        if key == ApiKey.DESCRIBE_CONFIGS:
+            return self._describe_now(body, reply)
         if (name := _FAST_CORE.get(key)) is None:
             return False
         node = self.node
@@ -272,6 +275,23 @@ class RequestRouter:
             latency.observe(time.perf_counter() - started)
 
         return node.ask_core_now(body, answer)
+
+    def _describe_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
+        """Contract 6c, with the request metrics the coroutine path's instrument counts."""
+        count, latency = self.node.metrics.children("DescribeConfigs")
+        started = time.perf_counter()
+
+        def answered(resp: Any) -> None:
+            reply(resp)
+            count.inc()
+            latency.observe(time.perf_counter() - started)
+
+        try:
+            self.node.reads.describe_now(body, answered)
+        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
+            log.exception("node %d: the DescribeConfigs short path failed", self.node.config.node_id)
+            return False
+        return True
 
     def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
         """Contract 6b, with the request metrics the coroutine path's instrument counts."""
