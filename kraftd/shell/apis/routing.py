@@ -6,9 +6,8 @@ Contracts:
    (kraftd.shell.apis.table contract 4) on its part (kraftd.shell.controller.broker_rpcs, topic_admin,
    partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
    kraftd.shell.apis.handlers from the node's cluster view.
-6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch, ReadOffset and BeginQuorumEpoch answered from
-   inside the step (a busy follower answers a leader's read confirmation round in the turn it reads it, not after
-   a handler task, a driver wake-up and a writer hop: issue 25).
+6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch, ReadOffset and BeginQuorumEpoch (a leader's read
+   round, issue 25) answered from inside the step.
 6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
    step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
 6c. A DescribeConfigs is answered on the fast path too, without a task (kraftd.shell.raft.reads contract 7).
@@ -66,11 +65,8 @@ FORWARD_CLIENT = "kraftd-forward-"
 FORWARDED, _FORWARDABLE = table.FORWARDED, table.FORWARDABLE
 _ELECTION_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
 # Contract 6a: the Raft RPCs stepped on the fast path, by the name their request metrics carry.
-_FAST_CORE: dict[int, str] = {
-    ApiKey.FETCH: "Fetch",
-    ApiKey.READ_OFFSET: "ReadOffset",
-    ApiKey.BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
-}
+_FAST_CORE: dict[int, str] = {ApiKey.FETCH: "Fetch", ApiKey.READ_OFFSET: "ReadOffset"}
+_FAST_CORE[ApiKey.BEGIN_QUORUM_EPOCH] = "BeginQuorumEpoch"
 Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
 log = logging.getLogger("kraftd.routing")
 # The node's attribute holding each controller part, and its class (table contract 4).
@@ -256,7 +252,7 @@ class RequestRouter:
         if key == ApiKey.BROKER_HEARTBEAT:
             return self._heartbeat_now(body, reply)
         if key == ApiKey.DESCRIBE_CONFIGS:
-            return self._describe_now(body, reply)
+            return self.node.reads.describe_now(body, reply)
         if (name := _FAST_CORE.get(key)) is None:
             return False
         node = self.node
@@ -275,23 +271,6 @@ class RequestRouter:
             latency.observe(time.perf_counter() - started)
 
         return node.ask_core_now(body, answer)
-
-    def _describe_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
-        """Contract 6c, with the request metrics the coroutine path's instrument counts."""
-        count, latency = self.node.metrics.children("DescribeConfigs")
-        started = time.perf_counter()
-
-        def answered(resp: Any) -> None:
-            reply(resp)
-            count.inc()
-            latency.observe(time.perf_counter() - started)
-
-        try:
-            self.node.reads.describe_now(body, answered)
-        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
-            log.exception("node %d: the DescribeConfigs short path failed", self.node.config.node_id)
-            return False
-        return True
 
     def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
         """Contract 6b, with the request metrics the coroutine path's instrument counts."""

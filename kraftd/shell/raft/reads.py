@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -181,7 +182,25 @@ class ReadBarriers:
             return ErrorCode.NONE
         return code
 
-    def describe_now(self, req: DescribeConfigsRequest, reply: Callable[[Any], None]) -> None:
+    def describe_now(self, req: DescribeConfigsRequest, reply: Callable[[Any], None]) -> bool:
+        """Contract 7 (kraftd.shell.apis.routing contract 6c), with the request metrics the coroutine path's
+        instrument counts; False: the coroutine path takes it."""
+        count, latency = self.node.metrics.children("DescribeConfigs")
+        started = time.perf_counter()
+
+        def answered(resp: Any) -> None:
+            reply(resp)
+            count.inc()
+            latency.observe(time.perf_counter() - started)
+
+        try:
+            self._describe_now(req, answered)
+        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
+            log.exception("node %d: the DescribeConfigs short path failed", self.node.config.node_id)
+            return False
+        return True
+
+    def _describe_now(self, req: DescribeConfigsRequest, reply: Callable[[Any], None]) -> None:
         """Contract 7: ``reply`` is called with the answer now (stale) or from the step resolving the ticket."""
         if self.stale:
             self._served_stale.inc()
