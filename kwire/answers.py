@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -79,13 +80,19 @@ def _order_failed(
 
 
 class Written:
-    """Contract 11: responses queued and written on one connection."""
+    """Contract 11: responses queued and written on one connection; ``chain`` holds its fast slots not yet
+    written, in request order (contract 11b), each with its frame once replied."""
 
-    __slots__ = ("queued", "written")
+    __slots__ = ("queued", "written", "chain")
 
     def __init__(self) -> None:
         self.queued = 0
         self.written = 0
+        self.chain: deque[list[Any]] = deque()  # [slot, frame or None]
+
+    def all_fast(self) -> bool:
+        """Contract 11b: every response not yet written is a fast slot's (the writer task holds none)."""
+        return self.queued == self.written + len(self.chain)
 
 
 _PRINCIPAL: ContextVar[str] = ContextVar("kwire_request_principal", default=ANONYMOUS)
@@ -176,6 +183,8 @@ class Answering:
     _last_done: dict[int, tuple[bool, float]]
     _ssl: SSLContext | None
     limits: ListenerLimits
+    _held_depth: int
+    _held: dict[int, tuple[asyncio.StreamWriter, ConnectionInfo, Written, list[bytes], list[Any]]]
 
     async def _handshake(self, writer: asyncio.StreamWriter, info: ConnectionInfo) -> bool:
         """Contract 6."""
@@ -194,12 +203,26 @@ class Answering:
             writer.transport.abort()
             return False
 
+    @contextmanager
+    def coalesced(self) -> Iterator[None]:
+        """Contract 11c: fast replies made inside leave in one write per connection, when the outermost exits."""
+        self._held_depth += 1
+        try:
+            yield
+        finally:
+            self._held_depth -= 1
+            if not self._held_depth:
+                held, self._held = self._held, {}
+                for writer, info, counts, frames, slots in held.values():
+                    self._emit(writer, info, counts, frames, slots)
+
     def _offer(
         self, req: ParsedRequest, writer: asyncio.StreamWriter, info: ConnectionInfo, counts: Written
     ) -> asyncio.Future[bytes | None] | None:
         """Contract 11: a future resolved with None once ``reply`` wrote the response, or None if declined."""
         assert self._fast is not None
         slot: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+        entry: list[Any] = [slot, None]
 
         def reply(body: Any) -> None:
             if slot.done():  # the connection closed meanwhile
@@ -207,23 +230,55 @@ class Answering:
             try:
                 if not isinstance(body, req.spec.response):
                     raise _Close(f"handler for {req.spec.name} returned {type(body).__name__}")
-                frame = self.shared.frame(req, body)  # contract 11a
+                entry[1] = self.shared.frame(req, body)  # contract 11a
             except KraftError as exc:
                 slot.set_exception(_Close(f"cannot encode the {req.spec.name} response: {exc}"))
                 return
             except _Close as exc:
                 slot.set_exception(exc)
                 return
-            self.stats.bytes_out += len(frame)
-            if stagetrace.ON:
-                stagetrace.mark("srv.write")
-            writer.write(frame)
-            counts.written += 1
-            if info.connection_id in self._last_done:  # kwire.limits contract 2: it completed a request
-                self._last_done[info.connection_id] = (True, time.monotonic())
-            slot.set_result(None)
+            chain = counts.chain
+            frames, slots = [], []
+            while chain and chain[0][1] is not None:  # contract 11b: the replied prefix, in request order
+                done = chain.popleft()
+                slots.append(done[0])
+                frames.append(done[1])
+            if not frames:
+                return
+            if self._held_depth:  # contract 11c
+                held = self._held.setdefault(id(counts), (writer, info, counts, [], []))
+                held[3].extend(frames)
+                held[4].extend(slots)
+            else:
+                self._emit(writer, info, counts, frames, slots)
 
-        return slot if self._fast(req.header, req.body, info, reply) else None
+        counts.chain.append(entry)
+        if self._fast(req.header, req.body, info, reply):
+            return slot
+        counts.chain.pop()
+        return None
+
+    def _emit(
+        self,
+        writer: asyncio.StreamWriter,
+        info: ConnectionInfo,
+        counts: Written,
+        frames: list[bytes],
+        slots: list[asyncio.Future[bytes | None]],
+    ) -> None:
+        """Contract 11: fast replies written, in one socket write (contract 2a)."""
+        data = b"".join(frames) if len(frames) > 1 else frames[0]
+        self.stats.bytes_out += len(data)
+        if stagetrace.ON:
+            stagetrace.mark("srv.write")
+        writer.write(data)
+        self.stats.writes += 1
+        counts.written += len(frames)
+        if info.connection_id in self._last_done:  # kwire.limits contract 2: it completed a request
+            self._last_done[info.connection_id] = (True, time.monotonic())
+        for slot in slots:
+            if not slot.done():
+                slot.set_result(None)
 
     async def _respond(
         self,

@@ -50,6 +50,11 @@ Contracts:
    caller's own turn of the loop (no task, no writer hop: a Raft leader answers a parked Fetch from its step).
    Responses stay in request order (contract 2): later requests queue behind it; contract 3 holds. Its slot
    enters the connection's writer queue only when a later request arrives before its reply, or when it fails.
+11b. A request is offered to ``fast`` also while earlier fast requests of its connection wait for their replies
+   (every response not yet written is a fast one): a reply made before those of earlier requests is held until
+   they are made, then the replied prefix leaves in one write, in request order.
+11c. Inside ``with server.coalesced():`` fast replies are held and leave at its (outermost) exit in one write per
+   connection: a caller answering many requests at once (the reads of one barrier) writes each connection once.
 """
 
 from __future__ import annotations
@@ -175,6 +180,8 @@ class KafkaServer(Answering):
         self._ids = itertools.count(1)
         self.stats = ServerStats()
         self.shared = SharedBodies()  # contract 11a (kwire.answers)
+        self._held_depth = 0  # contract 11c
+        self._held: dict[int, Any] = {}
 
     @property
     def port(self) -> int:
@@ -314,7 +321,7 @@ class KafkaServer(Answering):
                     )
                     await slots.acquire()
                     t: asyncio.Future[bytes | None] | None = None
-                    if self._fast is not None and counts.queued == counts.written and not handshake:
+                    if self._fast is not None and counts.all_fast() and not handshake:  # contracts 11, 11b
                         t = self._offer(parsed, writer, info, counts)
                     if t is not None:  # contract 11: ordered only once a later request must wait for it
                         counts.queued += 1
@@ -326,8 +333,8 @@ class KafkaServer(Answering):
                         unordered.append(t)
                         t.add_done_callback(lambda f: _order_failed(f, unordered, order))
                         continue
-                    if unordered:
-                        order.put_nowait(unordered.pop())
+                    while unordered:  # contract 11b: the fast slots ahead, in request order
+                        order.put_nowait(unordered.pop(0))
                     t = asyncio.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
                     t.add_done_callback(_releaser(slots, in_flight))

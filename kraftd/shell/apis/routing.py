@@ -6,9 +6,11 @@ Contracts:
    (kraftd.shell.apis.table contract 4) on its part (kraftd.shell.controller.broker_rpcs, topic_admin,
    partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
    kraftd.shell.apis.handlers from the node's cluster view.
-6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch and ReadOffset answered from inside the step.
+6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch, ReadOffset and BeginQuorumEpoch (a leader's read
+   round, issue 25) answered from inside the step.
 6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
    step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
+6c. A DescribeConfigs is answered on the fast path too, without a task (kraftd.shell.raft.reads contract 7).
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
    forwards it to the active controller), so clients that pick any node (kafka-python's admin client) get the
    leader's answer; relayed requests are never relayed again, and when relaying fails the answer is
@@ -62,6 +64,9 @@ FORWARD_CLIENT = "kraftd-forward-"
 # saw in ApiVersions), from the one table (kraftd.shell.apis.table).
 FORWARDED, _FORWARDABLE = table.FORWARDED, table.FORWARDABLE
 _ELECTION_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
+# Contract 6a: the Raft RPCs stepped on the fast path, by the name their request metrics carry.
+_FAST_CORE: dict[int, str] = {ApiKey.FETCH: "Fetch", ApiKey.READ_OFFSET: "ReadOffset"}
+_FAST_CORE[ApiKey.BEGIN_QUORUM_EPOCH] = "BeginQuorumEpoch"
 Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
 log = logging.getLogger("kraftd.routing")
 # The node's attribute holding each controller part, and its class (table contract 4).
@@ -240,13 +245,15 @@ class RequestRouter:
     def fast(
         self, header: RequestHeader, body: Any, info: ConnectionInfo, reply: Callable[[Any], None]
     ) -> bool:
-        """Contract 6a (kwire.server contract 11, kraftd.shell.node contract 12): a Fetch or ReadOffset is stepped
-        at once and answered from inside the step that produces its answer, with what :meth:`_core` adds (the
+        """Contract 6a (kwire.server contract 11, kraftd.shell.node contract 12): a Fetch, ReadOffset or
+        BeginQuorumEpoch is stepped at once and answered from inside the step that produces its answer, with what :meth:`_core` adds (the
         leader's endpoints, the network log) and the request metrics; False: the coroutine path takes it."""
         key = header.request_api_key
         if key == ApiKey.BROKER_HEARTBEAT:
             return self._heartbeat_now(body, reply)
-        if key != ApiKey.FETCH and key != ApiKey.READ_OFFSET:
+        if key == ApiKey.DESCRIBE_CONFIGS:
+            return self.node.reads.describe_now(body, reply)
+        if (name := _FAST_CORE.get(key)) is None:
             return False
         node = self.node
         version = header.request_api_version if key == ApiKey.FETCH else -1
@@ -259,7 +266,7 @@ class RequestRouter:
                 reply(resp)
             except Exception:  # noqa: BLE001 - one request's failure never stops the driver
                 log.exception("node %d: answering %s failed", node.config.node_id, type(body).__name__)
-            count, latency = node.metrics.children("Fetch" if key == ApiKey.FETCH else "ReadOffset")
+            count, latency = node.metrics.children(name)
             count.inc()
             latency.observe(time.perf_counter() - started)
 

@@ -36,12 +36,20 @@ Contracts:
 6. Reads that share a barrier share their answers (issue #25): within one turn of the loop, a DescribeConfigs
    result is built once per (image and its offset, error code, resource, keys, IncludeSynonyms); each request
    still gets its own response object (kraftd.shell.apis.denials merges refused entries into it).
+7. DescribeConfigs on the listener's fast path (kraftd.shell.apis.routing contract 6c, kwire.server contracts
+   11b-11c; issue #25): :meth:`ReadBarriers.describe_now` answers a stale read at once, and makes a linearizable
+   read join the open ticket (contract 5) as a callback, with no task: when the ticket resolves, from inside that
+   step, its fast reads are answered in ticket order, all of the step's replies held to one write per connection.
+   Only a read that finds the barrier failed or the controller still replaying takes the coroutine path's
+   handling (contracts 1, 2a) in a task. The answer is the one :meth:`ReadBarriers.describe_configs` builds.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from prometheus_client import Counter
@@ -62,10 +70,12 @@ from kraftd.shell.observe.metrics import NodeMetrics
 from kraftd.shell.raft.clock import now_ms
 from kwire.errors import ErrorCode
 from kwire.resources import ConfigResourceType as CR
+from kwire.server import KafkaServer
 
 
 class ReadsPort(ControllerPort, Protocol):
     metrics: NodeMetrics
+    server: KafkaServer
 
 
 log = logging.getLogger("kraftd.reads")
@@ -92,8 +102,10 @@ class ReadBarriers:
         self.stale = node.config.read_consistency == STALE
         self._warned: object = None
         self._answers: dict[tuple[Any, ...], tuple[Any, DescribeConfigsResult]] = {}  # contract 6
-        # The ticket later reads join until the core's next step (contract 5).
+        # The ticket later reads join until the core's next step (contract 5), and its number.
         self._open: asyncio.Future[int] | None = None
+        self._open_ticket = -1
+        self._fast: dict[int, list[Callable[[int], None]]] = {}  # ticket -> its fast reads (contract 7)
         self.served = Counter(
             "kraftd_reads",
             "Reads answered from the image, by consistency",
@@ -112,27 +124,34 @@ class ReadBarriers:
         """Contract 5: the core steps next; a later read needs a new ticket."""
         self._open = None
 
-    async def barrier(self) -> None:
-        """RaftClient.read_barrier over asyncio: returns once the applied image is as new as the leader's
-        was at the call; raises ReadUnavailableError otherwise."""
-        node = self.node
+    def _join(self, fast: Callable[[int], None] | None = None) -> asyncio.Future[int]:
+        """Contract 5: the open ticket's future (a new ticket when none is open); ``fast`` is called with its
+        outcome from the step that resolves it (contract 7), registered before that step can run."""
         fut = self._open
-        if fut is None:
-            ticket = node.client.read_barrier()
+        if fut is not None:
+            if fast is not None:
+                self._fast.setdefault(self._open_ticket, []).append(fast)
+        else:
+            node = self.node
+            ticket = self._open_ticket = node.client.read_barrier()
             fut = self._open = asyncio.get_running_loop().create_future()
             self._waiting[ticket] = fut
+            self._fast[ticket] = [] if fast is None else [fast]
             self.tickets.inc()
             st = node.core.reads
             if st.asks or st.round is not None or st.queued:
                 asyncio.get_running_loop().call_soon(self._due)  # contract 5a
             else:
                 self._due()  # contract 5a: nothing in flight, this read asks at once
-        code = await fut
+        return fut
+
+    async def barrier(self) -> None:
+        """RaftClient.read_barrier over asyncio: returns once the applied image is as new as the leader's
+        was at the call; raises ReadUnavailableError otherwise."""
+        code = await self._join()
         if code != ErrorCode.NONE:
             raise ReadUnavailableError(code)
-        await (
-            node.controller.caught_up()
-        )  # committed batches the glue is still replaying (machine contract 6)
+        await self.node.controller.caught_up()  # batches the glue is still replaying (machine contract 6)
 
     async def before_read(self) -> int:
         """Contracts 1-2: ErrorCode.NONE when the caller may answer from the image now."""
@@ -142,8 +161,13 @@ class ReadBarriers:
         try:
             await self.barrier()
         except ReadUnavailableError as exc:
-            if exc.code != ErrorCode.UNSUPPORTED_VERSION:
-                return exc.code
+            return self._failed(exc.code)
+        self._served_lin.inc()
+        return ErrorCode.NONE
+
+    def _failed(self, code: int) -> int:
+        """Contracts 1 and 2a: a failed barrier's code, or NONE for a Kafka leader's (served as stale)."""
+        if code == ErrorCode.UNSUPPORTED_VERSION:
             leader = self.node.client.leader_and_epoch
             if leader != self._warned:
                 self._warned = leader
@@ -156,8 +180,57 @@ class ReadBarriers:
                 )
             self.served.labels("stale_kafka_leader").inc()
             return ErrorCode.NONE
-        self._served_lin.inc()
-        return ErrorCode.NONE
+        return code
+
+    def describe_now(self, req: DescribeConfigsRequest, reply: Callable[[Any], None]) -> bool:
+        """Contract 7 (kraftd.shell.apis.routing contract 6c), with the request metrics the coroutine path's
+        instrument counts; False: the coroutine path takes it."""
+        count, latency = self.node.metrics.children("DescribeConfigs")
+        started = time.perf_counter()
+
+        def answered(resp: Any) -> None:
+            reply(resp)
+            count.inc()
+            latency.observe(time.perf_counter() - started)
+
+        try:
+            self._describe_now(req, answered)
+        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
+            log.exception("node %d: the DescribeConfigs short path failed", self.node.config.node_id)
+            return False
+        return True
+
+    def _describe_now(self, req: DescribeConfigsRequest, reply: Callable[[Any], None]) -> None:
+        """Contract 7: ``reply`` is called with the answer now (stale) or from the step resolving the ticket."""
+        if self.stale:
+            self._served_stale.inc()
+            reply(self._response(req, ErrorCode.NONE))
+            return
+        self._join(lambda code: self._answer(req, reply, code))
+
+    def _answer(self, req: DescribeConfigsRequest, reply: Callable[[Any], None], code: int) -> None:
+        """Contract 7; an answer that cannot be built closes that connection (kwire.server contract 3)."""
+        try:
+            if code != ErrorCode.NONE or self.node.controller.machine.replay_pending:
+                self.node.spawn_task(self._answer_later(req, reply, code))
+                return
+            self._served_lin.inc()
+            answer = self._response(req, ErrorCode.NONE)
+        except Exception:  # noqa: BLE001 - one read's failure never stops the step that resolved it
+            log.exception("node %d: answering a DescribeConfigs failed", self.node.config.node_id)
+            answer = None
+        reply(answer)
+
+    async def _answer_later(
+        self, req: DescribeConfigsRequest, reply: Callable[[Any], None], code: int
+    ) -> None:
+        """Contract 7: what :meth:`before_read` does after the barrier, then the answer."""
+        if code == ErrorCode.NONE:
+            await self.node.controller.caught_up()
+            self._served_lin.inc()
+        else:
+            code = self._failed(code)
+        reply(self._response(req, code))
 
     def _due(self) -> None:
         """Contract 5a."""
@@ -167,6 +240,10 @@ class ReadBarriers:
         fut = self._waiting.pop(e.ticket, None)
         if fut is not None and not fut.done():
             fut.set_result(e.error)
+        if fast := self._fast.pop(e.ticket, None):
+            with self.node.server.coalesced():  # contract 7: one write per connection
+                for answer in fast:
+                    answer(e.error)
 
     def fail_all(self) -> None:
         self._open = None
@@ -174,6 +251,10 @@ class ReadBarriers:
             if not fut.done():
                 fut.set_result(ErrorCode.NOT_CONTROLLER)
         self._waiting.clear()
+        fast, self._fast = self._fast, {}
+        for answers in fast.values():
+            for answer in answers:
+                answer(ErrorCode.NOT_CONTROLLER)
 
     def connection(self, dest: int) -> PeerConnection | None:
         """Contract 3."""
@@ -193,7 +274,9 @@ class ReadBarriers:
                 pass
 
     async def describe_configs(self, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
-        code = await self.before_read()
+        return self._response(req, await self.before_read())
+
+    def _response(self, req: DescribeConfigsRequest, code: int) -> DescribeConfigsResponse:
         image = self.node.controller.machine.committed
         results = [self._described(image, r, code, req.include_synonyms) for r in req.resources]
         return DescribeConfigsResponse(throttle_time_ms=0, results=results)

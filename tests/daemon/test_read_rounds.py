@@ -1,0 +1,74 @@
+"""A leader's read confirmation round at its followers (kraftd.shell.apis.routing contract 6a, issue #25), on three
+in-process voters: a follower answers the round's BeginQuorumEpoch on the listener's fast path, from inside the
+step, never through a handler task and the driver's inbox (each a turn of a busy follower's loop). Counted, not
+timed."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
+from kraftd.config import load_config
+from kraftd.core import messages as m
+from kraftd.shell.node import ControllerNode
+from tests.daemon.cluster import CLUSTER_ID, free_ports
+from tests.daemon.conftest import write_properties
+from tools.storage_cli import format_directory
+
+READS = 5
+REQUEST = DescribeConfigsRequest(
+    resources=[DescribeConfigsResource(resource_type=4, resource_name="1", configuration_keys=None)]
+)
+
+
+def three_voters(tmp_path: Path) -> list[ControllerNode]:
+    ports = free_ports(3)
+    voters = ",".join(f"{i}@127.0.0.1:{p}" for i, p in enumerate(ports, 1))
+    nodes = []
+    for i, port in enumerate(ports, 1):
+        cfg = tmp_path / f"s{i}.properties"
+        write_properties(cfg, i, port, tmp_path / f"d{i}", voters=voters)
+        format_directory(load_config(cfg), CLUSTER_ID)
+        nodes.append(ControllerNode(load_config(cfg), seed=i))
+    return nodes
+
+
+def test_followers_answer_a_leaders_read_round_on_the_fast_path(tmp_path: Path) -> None:
+    async def run() -> tuple[list[str], int, list[int]]:
+        nodes = three_voters(tmp_path)
+        for node in nodes:
+            await node.start()
+        try:
+            leader_id = (await nodes[0].wait_for_leader(20)).leader_id
+            leader = nodes[leader_id - 1]
+            followers = [n for n in nodes if n is not leader]
+            await leader.reads.describe_configs(REQUEST)  # the leader has committed in its epoch
+            queued: list[str] = []  # requests the followers' cores got through a handler task
+            for node in followers:
+                real = node.driver.ask_core
+
+                async def ask_core(body: Any, real: Any = real) -> Any:
+                    queued.append(type(body).__name__)
+                    return await real(body)
+
+                node.driver.ask_core = ask_core  # type: ignore[method-assign]
+            fast = [n.metrics.children("BeginQuorumEpoch")[0]._value.get() for n in followers]
+            tickets = leader.reads.tickets._value.get()
+            for _ in range(READS):  # one at a time: each is its own round
+                resp = await leader.reads.describe_configs(REQUEST)
+                assert resp.results[0].error_code == 0
+            answered = [
+                int(n.metrics.children("BeginQuorumEpoch")[0]._value.get() - f)
+                for n, f in zip(followers, fast, strict=True)
+            ]
+            return queued, int(leader.reads.tickets._value.get() - tickets), answered
+        finally:
+            for node in nodes:
+                await node.stop()
+
+    queued, tickets, answered = asyncio.run(run())
+    assert tickets == READS
+    assert m.BeginQuorumEpochRequest.__name__ not in queued, queued
+    assert sum(answered) >= READS, answered  # each round reached a follower, answered on the fast path

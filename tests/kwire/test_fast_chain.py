@@ -1,0 +1,147 @@
+"""kwire.server contracts 11b and 11c (issue 25), on real sockets: pipelined fast requests of one connection are all
+offered to the fast handler and answered in request order whatever the order of the replies; replies made inside
+``coalesced()`` leave in one write per connection. Counted (socket writes, fast offers), not timed."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.describe_quorum_response import DescribeQuorumResponse
+from generated.vote_request import VoteRequest
+from generated.vote_response import VoteResponse
+from kwire.framing import FrameDecoder, encode_frame
+from kwire.headers import decode_response, encode_request
+from kwire.server import KafkaServer
+
+pytestmark = pytest.mark.timeout(30)
+N = 5
+HOST = "127.0.0.1"
+VOTE, DESCRIBE_QUORUM = 52, 55
+
+
+def run(coro: Any) -> Any:
+    return asyncio.run(asyncio.wait_for(coro, 20))
+
+
+async def slow_handler(header: Any, request: Any, info: Any) -> Any:
+    await asyncio.sleep(0.05)
+    if header.request_api_key == VOTE:
+        return VoteResponse(error_code=0)
+    return DescribeQuorumResponse(error_code=0, error_message=f"slow {header.correlation_id}")
+
+
+class Parked:
+    """A fast handler that takes Vote requests and answers them when told to."""
+
+    def __init__(self) -> None:
+        self.replies: list[Any] = []
+        self.taken = asyncio.Event()
+
+    def __call__(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
+        if header.request_api_key != VOTE:
+            return False
+        self.replies.append(reply)
+        self.taken.set()
+        return True
+
+
+async def read_frames(reader: asyncio.StreamReader, n: int, timeout: float = 5) -> list[bytes]:
+    d, out = FrameDecoder(), []
+    while len(out) < n:
+        data = await asyncio.wait_for(reader.read(65536), timeout)
+        assert data, "connection closed early"
+        out += d.feed(data)
+    return out
+
+
+async def parked_n(parked: Parked, n: int) -> None:
+    while len(parked.replies) < n:
+        parked.taken.clear()
+        await asyncio.wait_for(parked.taken.wait(), 5)
+
+
+def votes(first: int, n: int) -> bytes:
+    return b"".join(
+        encode_frame(encode_request(VOTE, 2, c, "raw", VoteRequest())) for c in range(first, first + n)
+    )
+
+
+def test_pipelined_fast_requests_all_take_the_fast_path_and_answer_in_request_order() -> None:
+    async def main() -> tuple[list[int], list[int], int]:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            w.write(votes(0, N))  # one segment: all parsed in one turn, none answered yet
+            await parked_n(parked, N)  # before: only the first was offered, the rest went to the handler
+            writes = srv.stats.writes
+            for cid in range(N - 1, 0, -1):  # replies in reverse: held behind request 0's
+                parked.replies[cid](VoteResponse(error_code=cid))
+            await asyncio.sleep(0.05)
+            early = srv.stats.writes - writes
+            parked.replies[0](VoteResponse(error_code=0))
+            frames = await read_frames(r, N)
+            # a slow request behind answered fast ones is still answered (the chain is empty again)
+            w.write(encode_frame(encode_request(DESCRIBE_QUORUM, 2, 99, "raw", DescribeQuorumRequest())))
+            (last,) = await read_frames(r, 1)
+            w.close()
+            got = [decode_response(f, VOTE, 2) for f in frames]
+            assert decode_response(last, DESCRIBE_QUORUM, 2)[0] == 99
+            return (
+                [c for c, _ in got],
+                [b.error_code for _, b in got],
+                early + 100 * (srv.stats.writes - writes),
+            )
+
+    corr, codes, writes = run(main())
+    assert corr == list(range(N)) and codes == list(range(N))
+    assert (
+        writes == 200
+    )  # nothing written before request 0's reply, then the five in one write (+ the slow one)
+
+
+def test_replies_made_inside_coalesced_leave_in_one_write_per_connection() -> None:
+    async def main() -> tuple[int, list[list[int]]]:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            conns = [await asyncio.open_connection(HOST, srv.port) for _ in range(2)]
+            for k, (_, w) in enumerate(conns):  # one at a time: each request its own read, so no chain
+                for cid in range(N):
+                    w.write(votes(10 * k + cid, 1))
+                    await parked_n(parked, k * N + cid + 1)
+            writes = srv.stats.writes
+            with srv.coalesced():
+                for reply in parked.replies:
+                    reply(VoteResponse(error_code=0))
+                assert srv.stats.writes == writes  # held until the block ends
+            out = []
+            for r, w in conns:
+                out.append([decode_response(f, VOTE, 2)[0] for f in await read_frames(r, N)])
+                w.close()
+            return srv.stats.writes - writes, out
+
+    writes, corr = run(main())
+    assert writes == 2  # before: one write per reply (10)
+    assert corr == [list(range(N)), list(range(10, 10 + N))]
+
+
+def test_a_fast_request_behind_a_slow_one_is_not_offered(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 11b's bound: a request is offered only while every unwritten response ahead of it is a fast one."""
+
+    async def main() -> list[Any]:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            w.write(encode_frame(encode_request(DESCRIBE_QUORUM, 2, 1, "raw", DescribeQuorumRequest())))
+            w.write(votes(2, 2))
+            frames = await read_frames(r, 3)
+            w.close()
+            assert not parked.replies  # the slow handler answered both Votes
+            return [decode_response(frames[0], DESCRIBE_QUORUM, 2)[0]] + [
+                decode_response(f, VOTE, 2)[0] for f in frames[1:]
+            ]
+
+    assert run(main()) == [1, 2, 3]
