@@ -6,7 +6,7 @@ Contracts:
    the metadata log or a heartbeat answer showed, and its own CPU seconds (``cpu_seconds``).
 2. A fence is *mistaken* when its broker had not been told to stop (:meth:`Swarm.kill`, :meth:`Swarm.shut_down`).
 3. :meth:`Swarm.watch` measures propagation: from the call until each running broker has fetched, committed, the
-   TopicRecord of the named topic (which may not exist yet: watch, then create it); :meth:`Watch.done` once every
+   TopicRecord of the named topic (until the swarm read that Fetch answer: tools.swarm.broker contract 4) (which may not exist yet: watch, then create it); :meth:`Watch.done` once every
    running broker has.
 4. :meth:`Swarm.create_topics` is an admin's CreateTopics against the active controller, in requests of
    ``batch`` topics, retried on NOT_CONTROLLER and lost connections; a topic that already exists after a retry
@@ -100,11 +100,11 @@ class Swarm:
     def progress(self, broker: SwarmBroker) -> None:
         if not self.watches:
             return
-        now, committed = time.monotonic(), broker.committed_offset
+        now, read, committed = time.monotonic(), broker.fetch_read, broker.committed_offset
         for w in self.watches:
             offset = self.replay.topic_offset.get(w.topic)
             if offset is not None and committed >= offset and broker.id not in w.reached:
-                w.reached[broker.id] = now
+                w.reached[broker.id] = read if read >= w.started else now
 
     def fenced_while_running(self, broker: SwarmBroker) -> None:
         self.fences.append(Fence(time.monotonic(), broker.id, "heartbeat", True))
