@@ -11,7 +11,7 @@ import pytest
 
 from kraftd.shell.observe import looplag
 from tools.swarm.broker import SwarmConfig
-from tools.swarm.swarm import GC_MAINTAIN_S, Swarm
+from tools.swarm.swarm import GC_MAINTAIN_S, SWARM_GEN0, Swarm
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_a_long_full_collection_freezes_the_swarms_survivors_and_resets(
         swarm = Swarm(SwarmConfig("c", {1: ("127.0.0.1", 1)}), 0)
         swarm.start()
         try:
-            assert gc.get_threshold() == (looplag.GEN0, 10, looplag.FULL_EVERY)
+            assert gc.get_threshold() == (SWARM_GEN0, 10, looplag.FULL_EVERY)
             gc.collect(2)
             frozen, reset_asked = gc.get_freeze_count(), looplag._gc_reset[0]
             await asyncio.sleep(GC_MAINTAIN_S * 4)  # the swarm's loop ran the reset collection
