@@ -6,7 +6,8 @@ Contracts:
    (kraftd.shell.apis.table contract 4) on its part (kraftd.shell.controller.broker_rpcs, topic_admin,
    partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
    kraftd.shell.apis.handlers from the node's cluster view.
-6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch and ReadOffset answered from inside the step.
+6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch and ReadOffset answered from inside the step (an
+   observer's Fetch queued first, stepped in chunks: kraftd.shell.apis.observer_fetches).
 6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
    step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
 9. A DescribeQuorum reaching a non-leader that knows the leader is relayed to it once (as a Kafka broker
@@ -39,8 +40,10 @@ from generated.metadata_request import MetadataRequest
 from generated.request_header import RequestHeader
 from kraftd.config import Endpoint
 from kraftd.controller.features import supported_ranges
+from kraftd.core.messages import fetch_replica_id
 from kraftd.core.replication import NotLeaderError
 from kraftd.shell.apis import append, denials, handlers, not_controller, table
+from kraftd.shell.apis.observer_fetches import ObserverFetches
 from kraftd.shell.apis.table import Part
 from kraftd.shell.controller import security_admin
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
@@ -102,6 +105,7 @@ class RequestRouter:
     def __init__(self, node: RouterPort) -> None:
         self.node = node
         self.forwarders: dict[int, PeerConnection] = {}
+        self.observer_fetches = ObserverFetches(node.ask_core_now)
         self.parts = self._bind()
         self.ops = {k: self._op(a) for k, a in table.TABLE.items() if a.op}
         self._routes = self.routes()
@@ -263,6 +267,9 @@ class RequestRouter:
             count.inc()
             latency.observe(time.perf_counter() - started)
 
+        if key == ApiKey.FETCH and not node.core.voters.has_id(fetch_replica_id(body)):
+            self.observer_fetches.offer(body, answer)  # kraftd.shell.apis.observer_fetches
+            return True
         return node.ask_core_now(body, answer)
 
     def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
