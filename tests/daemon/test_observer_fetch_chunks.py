@@ -62,5 +62,6 @@ def test_a_wave_of_observer_fetches_is_stepped_in_chunks(tmp_path: Path) -> None
     out = asyncio.run(_run(tmp_path))
     assert out["answers"] == WAVE and out["errors"] == []
     assert out["inline"] == 0  # none stepped while the listener reads
-    assert out["waited"] <= CHUNK  # a request read meanwhile waits for one chunk, not the wave
+    # a request read meanwhile waits for one chunk (and the node's own steps: ticks, a commit), not the wave
+    assert out["waited"] <= CHUNK + 8
     assert out["callbacks"] >= WAVE // CHUNK
