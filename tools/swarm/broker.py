@@ -16,8 +16,13 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    (FetchSnapshot) and continue from its end. Records advance the position to the last complete batch and are
    handed to the shared replay. Heartbeats go to the leader the observer knows (the broker's controller channel).
 4. Every heartbeat is reported to ``hooks.heartbeat(broker, sent, rtt_s, error, node)`` (error -1: no answer;
-   node: the controller it went to last); every
-   fetch answer that moved the position or the high watermark to ``hooks.progress(broker)``.
+   node: the controller it went to last). ``rtt_s`` runs from writing the request until the swarm read and decoded
+   the answer off the broker's controller connection, not until the broker's coroutine next ran: a real broker is
+   its own process, while here the continuations of every other broker's answers read in the same turn (a wave of
+   1,000 Fetch answers) queue before it on the one loop, which is the emulation's cost, not the controller's
+   (docs/SWARM.md, session 13). Every
+   fetch answer that moved the position or the high watermark to ``hooks.progress(broker)``, with
+   ``fetch_read`` the time the swarm read that answer (the same rule).
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
-from tools.swarm.decoding import SharedDecodes
+from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes
 from tools.swarm.replay import SharedReplay, batch_ends
 
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
@@ -92,6 +97,8 @@ class SwarmBroker:
         self.registered_at = self.running_at = self.shutdown_at = self.stopped_at = -1.0
         self.heartbeats_ok = 0
         self.last_target = -1  # the controller the last controller-channel request went to
+        self._heartbeat_read = -1.0  # when the last heartbeat answer was read and decoded (contract 4)
+        self.fetch_read = -1.0  # when the last Fetch answer was read and decoded (contract 4)
 
     @property
     def committed_offset(self) -> int:
@@ -146,10 +153,22 @@ class SwarmBroker:
             request_timeout=self.cfg.request_timeout_s,
             connect_timeout=self.cfg.request_timeout_s,
             reconnect_backoff_ms=self.cfg.retry_backoff_ms,
-            decode=self.hooks.decodes.decode,
+            decode=self._decode_controller if channel == "controller" else self._decode_raft,
         )
         self._clients[channel] = (node, client)
         return client
+
+    def _decode_controller(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
+        """Contract 4: the time a heartbeat answer was read (one heartbeat in flight per broker)."""
+        if api_key == BROKER_HEARTBEAT:
+            self._heartbeat_read = time.monotonic()
+        return self.hooks.decodes.decode(frame, api_key, version)
+
+    def _decode_raft(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
+        """Contract 4: the time a Fetch answer was read (one fetch in flight per broker)."""
+        if api_key == FETCH:
+            self.fetch_read = time.monotonic()
+        return self.hooks.decodes.decode(frame, api_key, version)
 
     async def controller_send(self, request: Any) -> Any | None:
         """One request on the controller channel (Kafka's NodeToControllerChannelManager): sent to the leader the
@@ -228,7 +247,8 @@ class SwarmBroker:
         if not self.alive:
             return None
         error = -1 if resp is None else resp.error_code
-        self.hooks.heartbeat(self, sent, time.monotonic() - sent, error, self.last_target)
+        read = self._heartbeat_read if resp is not None and self._heartbeat_read >= sent else time.monotonic()
+        self.hooks.heartbeat(self, sent, read - sent, error, self.last_target)
         return resp
 
     def _heartbeat_delay(self, resp: Any | None, interval: float) -> float | None:

@@ -6,16 +6,24 @@ Contracts:
    the metadata log or a heartbeat answer showed, and its own CPU seconds (``cpu_seconds``).
 2. A fence is *mistaken* when its broker had not been told to stop (:meth:`Swarm.kill`, :meth:`Swarm.shut_down`).
 3. :meth:`Swarm.watch` measures propagation: from the call until each running broker has fetched, committed, the
-   TopicRecord of the named topic (which may not exist yet: watch, then create it); :meth:`Watch.done` once every
+   TopicRecord of the named topic (until the swarm read that Fetch answer: tools.swarm.broker contract 4) (which may not exist yet: watch, then create it); :meth:`Watch.done` once every
    running broker has.
 4. :meth:`Swarm.create_topics` is an admin's CreateTopics against the active controller, in requests of
    ``batch`` topics, retried on NOT_CONTROLLER and lost connections; a topic that already exists after a retry
    counts as created.
+5. The swarm is the measuring instrument, so its own pauses must not be what a run measures: :meth:`Swarm.start`
+   applies the controllers' garbage-collection policy to its process (kraftd.shell.observe.looplag contracts 5-6:
+   a full collection longer than ``GC_FREEZE_MS`` (20 ms) freezes the survivors, the next one counts from there) and runs its maintenance
+   every ``GC_MAINTAIN_S`` on the swarm's loop. Without it, a full collection of the swarm's process (the replayed
+   image, 1,000 brokers' clients) took 117-143 ms every ~5 s at 1,000 brokers and 10k partitions, and most
+   heartbeats slower than 100 ms, on either controller kind, spanned one (docs/SWARM.md, session 13).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import gc
 import random
 import resource
 import time
@@ -23,12 +31,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from kraftd.shell.observe.looplag import gc_maintain, tune_gc
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
 from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
 from tools.swarm.decoding import SharedDecodes
 from tools.swarm.replay import SharedReplay
+
+GC_MAINTAIN_S = 0.05
+# Contract 5: the youngest generation collects at Python's default size, not the controllers' 10,000 (set for replay
+# throughput): at 10,000 each young collection of the swarm took 20-37 ms at 1,000 brokers, a pause inside the round
+# trips it measures; at 700 about 1 ms.
+SWARM_GEN0 = 700
 
 
 def cpu_seconds() -> float:
@@ -79,6 +94,7 @@ class Swarm:
         self.fences: list[Fence] = []
         self.watches: list[Watch] = []
         self._admin: tuple[int, KafkaClient] | None = None
+        self._gc_task: asyncio.Task[None] | None = None
         self.cpu_at_start = cpu_seconds()
 
     # ---- hooks (broker.Hooks) --------------------------------------------------------------------------------
@@ -89,11 +105,11 @@ class Swarm:
     def progress(self, broker: SwarmBroker) -> None:
         if not self.watches:
             return
-        now, committed = time.monotonic(), broker.committed_offset
+        now, read, committed = time.monotonic(), broker.fetch_read, broker.committed_offset
         for w in self.watches:
             offset = self.replay.topic_offset.get(w.topic)
             if offset is not None and committed >= offset and broker.id not in w.reached:
-                w.reached[broker.id] = now
+                w.reached[broker.id] = read if read >= w.started else now
 
     def fenced_while_running(self, broker: SwarmBroker) -> None:
         self.fences.append(Fence(time.monotonic(), broker.id, "heartbeat", True))
@@ -107,8 +123,17 @@ class Swarm:
     # ---- running -----------------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        tune_gc()  # contract 5
+        gc.set_threshold(SWARM_GEN0, *gc.get_threshold()[1:])
+        if self._gc_task is None:
+            self._gc_task = asyncio.create_task(self._maintain_gc())
         for b in self.brokers.values():
             b.start()
+
+    async def _maintain_gc(self) -> None:
+        while True:
+            gc_maintain()
+            await asyncio.sleep(GC_MAINTAIN_S)
 
     async def wait_running(self, timeout: float) -> float:
         """Seconds until every broker is RUNNING; TimeoutError naming the states otherwise."""
@@ -123,6 +148,11 @@ class Swarm:
         raise TimeoutError(f"not every broker RUNNING after {timeout}s: {states}")
 
     async def close(self) -> None:
+        if self._gc_task is not None:
+            self._gc_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._gc_task
+            self._gc_task = None
         for b in self.brokers.values():
             if b.alive:
                 b.state = STOPPED

@@ -6,8 +6,9 @@ Contracts:
    (kraftd.shell.apis.table contract 4) on its part (kraftd.shell.controller.broker_rpcs, topic_admin,
    partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
    kraftd.shell.apis.handlers from the node's cluster view.
-6a. The listener's fast path (:meth:`RequestRouter.fast`): Fetch, ReadOffset and BeginQuorumEpoch (a leader's read
-   round, issue 25) answered from inside the step.
+6a. The listener's fast path (:meth:`RequestRouter.fast`, kraftd.shell.apis.fast): Fetch, ReadOffset and
+   BeginQuorumEpoch (a leader's read round, issue 25) answered from inside the step; an observer's Fetch is queued
+   first and stepped in chunks (kraftd.shell.apis.observer_fetches).
 6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
    step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
 6c. A DescribeConfigs is answered on the fast path too, without a task (kraftd.shell.raft.reads contract 7).
@@ -43,6 +44,7 @@ from kraftd.config import Endpoint
 from kraftd.controller.features import supported_ranges
 from kraftd.core.replication import NotLeaderError
 from kraftd.shell.apis import append, denials, handlers, not_controller, table
+from kraftd.shell.apis.fast import FastPath
 from kraftd.shell.apis.table import Part
 from kraftd.shell.controller import security_admin
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
@@ -64,9 +66,6 @@ FORWARD_CLIENT = "kraftd-forward-"
 # saw in ApiVersions), from the one table (kraftd.shell.apis.table).
 FORWARDED, _FORWARDABLE = table.FORWARDED, table.FORWARDABLE
 _ELECTION_APIS = (ApiKey.VOTE, ApiKey.BEGIN_QUORUM_EPOCH, ApiKey.END_QUORUM_EPOCH)
-# Contract 6a: the Raft RPCs stepped on the fast path, by the name their request metrics carry.
-_FAST_CORE: dict[int, str] = {ApiKey.FETCH: "Fetch", ApiKey.READ_OFFSET: "ReadOffset"}
-_FAST_CORE[ApiKey.BEGIN_QUORUM_EPOCH] = "BeginQuorumEpoch"
 Handler = Callable[[RequestHeader, Any, ConnectionInfo], Awaitable[Any]]
 log = logging.getLogger("kraftd.routing")
 # The node's attribute holding each controller part, and its class (table contract 4).
@@ -107,6 +106,8 @@ class RequestRouter:
     def __init__(self, node: RouterPort) -> None:
         self.node = node
         self.forwarders: dict[int, PeerConnection] = {}
+        self.fastpath = FastPath(node)
+        self.observer_fetches = self.fastpath.observer_fetches
         self.parts = self._bind()
         self.ops = {k: self._op(a) for k, a in table.TABLE.items() if a.op}
         self._routes = self.routes()
@@ -245,48 +246,8 @@ class RequestRouter:
     def fast(
         self, header: RequestHeader, body: Any, info: ConnectionInfo, reply: Callable[[Any], None]
     ) -> bool:
-        """Contract 6a (kwire.server contract 11, kraftd.shell.node contract 12): a Fetch, ReadOffset or
-        BeginQuorumEpoch is stepped at once and answered from inside the step that produces its answer, with what :meth:`_core` adds (the
-        leader's endpoints, the network log) and the request metrics; False: the coroutine path takes it."""
-        key = header.request_api_key
-        if key == ApiKey.BROKER_HEARTBEAT:
-            return self._heartbeat_now(body, reply)
-        if key == ApiKey.DESCRIBE_CONFIGS:
-            return self.node.reads.describe_now(body, reply)
-        if (name := _FAST_CORE.get(key)) is None:
-            return False
-        node = self.node
-        version = header.request_api_version if key == ApiKey.FETCH else -1
-        started = time.perf_counter()
-
-        def answer(resp: Any) -> None:
-            try:
-                membership.advertise_leader(node, version, resp)
-                node.netlog.answered(info.peer, body, resp)
-                reply(resp)
-            except Exception:  # noqa: BLE001 - one request's failure never stops the driver
-                log.exception("node %d: answering %s failed", node.config.node_id, type(body).__name__)
-            count, latency = node.metrics.children(name)
-            count.inc()
-            latency.observe(time.perf_counter() - started)
-
-        return node.ask_core_now(body, answer)
-
-    def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
-        """Contract 6b, with the request metrics the coroutine path's instrument counts."""
-        started = time.perf_counter()
-        try:
-            answer = self.node.rpcs.heartbeat_now(body)
-        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
-            log.exception("node %d: the heartbeat short path failed", self.node.config.node_id)
-            return False
-        if answer is None:
-            return False
-        reply(answer)
-        count, latency = self.node.metrics.children("BrokerHeartbeat")
-        count.inc()
-        latency.observe(time.perf_counter() - started)
-        return True
+        """Contracts 6a-6c (kraftd.shell.apis.fast); False: the coroutine path takes it."""
+        return self.fastpath.offer(header, body, info, reply)
 
     async def envelope(self, req: EnvelopeRequest, info: ConnectionInfo) -> EnvelopeResponse:
         """Contract 11."""

@@ -1,0 +1,86 @@
+"""The controller listener's fast path (kraftd.shell.apis.routing contracts 6a-6c; kwire.server contract 11).
+
+Contracts:
+1. A Fetch, ReadOffset or BeginQuorumEpoch is stepped at once and answered from inside the step that produces its
+   answer, with what the coroutine path adds (the leader's endpoints, the network log) and the request metrics;
+   an observer's Fetch is queued first and stepped in chunks (kraftd.shell.apis.observer_fetches).
+2. A BrokerHeartbeat that changes nothing (kraftd.shell.controller.broker_rpcs contract 4) and a DescribeConfigs
+   (kraftd.shell.raft.reads contract 7) are answered without a task; False from :meth:`FastPath.offer` hands any
+   request to the coroutine path, which answers it (and reports what it finds).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from generated.messages import ApiKey
+from generated.request_header import RequestHeader
+from kraftd.core.messages import fetch_replica_id
+from kraftd.shell.apis.observer_fetches import ObserverFetches
+from kraftd.shell.net import membership
+from kraftd.shell.net.transport import ConnectionInfo
+
+# Contract 1: the Raft RPCs stepped on the fast path, by the name their request metrics carry.
+FAST_CORE: dict[int, str] = {
+    ApiKey.FETCH: "Fetch",
+    ApiKey.READ_OFFSET: "ReadOffset",
+    ApiKey.BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
+}
+log = logging.getLogger("kraftd.routing")
+
+
+class FastPath:
+    def __init__(self, node: Any) -> None:
+        """``node``: the router's port (kraftd.shell.apis.routing.RouterPort)."""
+        self.node = node
+        self.observer_fetches = ObserverFetches(node.ask_core_now)
+
+    def offer(
+        self, header: RequestHeader, body: Any, info: ConnectionInfo, reply: Callable[[Any], None]
+    ) -> bool:
+        """Contracts 1 and 2; False: the coroutine path takes it."""
+        key = header.request_api_key
+        if key == ApiKey.BROKER_HEARTBEAT:
+            return self._heartbeat_now(body, reply)
+        if key == ApiKey.DESCRIBE_CONFIGS:
+            return bool(self.node.reads.describe_now(body, reply))
+        if (name := FAST_CORE.get(key)) is None:
+            return False
+        node = self.node
+        version = header.request_api_version if key == ApiKey.FETCH else -1
+        started = time.perf_counter()
+
+        def answer(resp: Any) -> None:
+            try:
+                membership.advertise_leader(node, version, resp)
+                node.netlog.answered(info.peer, body, resp)
+                reply(resp)
+            except Exception:  # noqa: BLE001 - one request's failure never stops the driver
+                log.exception("node %d: answering %s failed", node.config.node_id, type(body).__name__)
+            count, latency = node.metrics.children(name)
+            count.inc()
+            latency.observe(time.perf_counter() - started)
+
+        if key == ApiKey.FETCH and not node.core.voters.has_id(fetch_replica_id(body)):
+            self.observer_fetches.offer(body, answer)  # kraftd.shell.apis.observer_fetches
+            return True
+        return bool(node.ask_core_now(body, answer))
+
+    def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:
+        """Contract 2, with the request metrics the coroutine path's instrument counts."""
+        started = time.perf_counter()
+        try:
+            answer = self.node.rpcs.heartbeat_now(body)
+        except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
+            log.exception("node %d: the heartbeat short path failed", self.node.config.node_id)
+            return False
+        if answer is None:
+            return False
+        reply(answer)
+        count, latency = self.node.metrics.children("BrokerHeartbeat")
+        count.inc()
+        latency.observe(time.perf_counter() - started)
+        return True
