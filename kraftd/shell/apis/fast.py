@@ -36,7 +36,9 @@ class FastPath:
     def __init__(self, node: Any) -> None:
         """``node``: the router's port (kraftd.shell.apis.routing.RouterPort)."""
         self.node = node
-        self.observer_fetches = ObserverFetches(node.ask_core_now)
+        self.observer_fetches = ObserverFetches(
+            lambda body, answer: bool(self.node.ask_core_now(body, answer))
+        )
 
     def offer(
         self, header: RequestHeader, body: Any, info: ConnectionInfo, reply: Callable[[Any], None]
