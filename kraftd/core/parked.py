@@ -11,6 +11,8 @@ Invariants:
 2. ``due`` holds the tokens whose high-watermark answer is due (``hwm_step`` >= 0, replication invariant 2b); it
    is empty unless such an answer is pending.
 3. Parked Fetches are iterated, and taken when all are answered, in the order they were parked.
+4. ``voters`` holds the tokens of the parked Fetches whose replica id is a voter's (kraftd.core.replication
+   invariant 2d): an append takes those alone, in O(voters).
 """
 
 from __future__ import annotations
@@ -27,15 +29,17 @@ class ParkedFetch:
     max_bytes: int
     deadline: int
     hwm_step: int = -1  # >= 0: only a high-watermark answer is due, from the step after this one (2b)
+    voter: bool = False  # invariant 4
 
 
 class ParkedFetches:
-    __slots__ = ("by_token", "heap", "due", "_seq")
+    __slots__ = ("by_token", "heap", "due", "voters", "_seq")
 
     def __init__(self) -> None:
         self.by_token: dict[int, ParkedFetch] = {}
         self.heap: list[tuple[int, int, int, ParkedFetch]] = []
         self.due: dict[int, int] = {}  # token -> the step its high-watermark answer is due from (invariant 2)
+        self.voters: dict[int, ParkedFetch] = {}  # invariant 4
         self._seq = 0
 
     def __len__(self) -> int:
@@ -62,9 +66,12 @@ class ParkedFetches:
         heapq.heappush(self.heap, (fetch.deadline, self._seq, token, fetch))
         if fetch.hwm_step >= 0:
             self.due[token] = fetch.hwm_step
+        if fetch.voter:
+            self.voters[token] = fetch
 
     def pop(self, token: int) -> ParkedFetch | None:
         self.due.pop(token, None)
+        self.voters.pop(token, None)
         return self.by_token.pop(token, None)
 
     def take_all(self) -> list[tuple[int, ParkedFetch]]:
@@ -73,6 +80,16 @@ class ParkedFetches:
         self.by_token.clear()
         self.heap.clear()
         self.due.clear()
+        self.voters.clear()
+        return out
+
+    def take_voters(self) -> list[tuple[int, ParkedFetch]]:
+        """Every parked voter's Fetch, in parking order (invariants 3, 4); observers' stay parked."""
+        out = list(self.voters.items())
+        self.voters.clear()
+        for token, _ in out:
+            del self.by_token[token]
+            self.due.pop(token, None)
         return out
 
     def mark_hwm_due(self, step: int) -> None:
@@ -91,6 +108,7 @@ class ParkedFetches:
         if self.due:
             for token in [t for t, s in self.due.items() if s <= step]:
                 del self.due[token]
+                self.voters.pop(token, None)
                 out.append((token, self.by_token.pop(token)))
         heap = self.heap
         while heap and heap[0][0] <= now:
@@ -98,6 +116,7 @@ class ParkedFetches:
             if self.by_token.get(token) is fetch:
                 del self.by_token[token]
                 self.due.pop(token, None)
+                self.voters.pop(token, None)
                 out.append((token, fetch))
         return out
 

@@ -20,6 +20,13 @@ Invariants:
    them; parked Fetches answered together at the same fetch offset share one answer object (encode-once
    fan-out: a commit that wakes 1,000 observers builds one answer, not 1,000). Each observer's fetch offset is
    still tracked when it fetches (invariant 3), for DescribeQuorum.
+2d. An append completes the parked Fetches of voters only (the commit needs them). An observer's parked Fetch
+   (a broker's, issue 24) is completed by the high watermark that commits what was appended (2b: the next step),
+   by its max wait, or by the epoch's end (a control batch, which may change the voter set, completes every
+   parked Fetch, as before): one answer, with the records and the high watermark that commits them,
+   instead of one with the records and a second with the high watermark. An observer applies only committed
+   records (a broker's metadata image), so it learns them no later than before, and a commit costs the leader one
+   wave of observer answers and re-fetches, not two (1,000 brokers: docs/SWARM.md, session 13).
 3. A replica's progress (fetched offset, last fetch time, last caught-up time) is updated only from a
    Fetch that validated against the leader's log; only voters count for the HWM and check-quorum.
 4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
@@ -111,7 +118,10 @@ def _write(node: NodeContext, d: Leader, new: list[LogBatch]) -> None:
         node.log_append(b)
     node.out.append(AppendBatches(tuple(new)))
     node.out.append(FlushLog(node.log.end_offset))
-    _complete_parked(node, d)
+    if any(b.is_control for b in new):  # invariant 2d: a voter set may change (KIP-853)
+        _answer_parked(node, d, d.parked.take_all())
+    elif d.parked.voters:  # invariant 2d
+        _answer_parked(node, d, d.parked.take_voters())
 
 
 def leave_leader(node: NodeContext, d: Leader) -> None:
@@ -257,11 +267,6 @@ def _fetch_data(node: NodeContext, d: Leader, offset: int, max_bytes: int) -> An
     return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
 
 
-def _complete_parked(node: NodeContext, d: Leader) -> None:
-    if d.parked:
-        _answer_parked(node, d, d.parked.take_all())
-
-
 def _answer_parked(node: NodeContext, d: Leader, taken: list[tuple[int, ParkedFetch]]) -> None:
     """Invariant 2c: the answer of parked Fetches at the same offset (and max bytes) is built once, and that one
     message object is every one of their SendResponses (the shell encodes it once: kwire.answers contract 2)."""
@@ -321,7 +326,8 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
         return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
     behind = m.fetch_known_high_watermark(part) < hwm  # invariant 2a, coalesced (2b)
     due = node.steps + 1 if behind else -1
-    d.parked.park(token, ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms, due))
+    voter = node.voters.has_id(rid)  # invariant 2d
+    d.parked.park(token, ParkedFetch(rid, offset, msg.max_bytes, node.now + msg.max_wait_ms, due, voter))
     return None
 
 

@@ -1,6 +1,7 @@
 """Parked observer Fetches at 1,000 brokers (kraftd.core.parked, replication invariant 2c; issue 24): parking and
 the steps that answer nothing cost O(1) in the number parked, and a commit that wakes every observer parked at
-the same offset builds one answer object for all of them (encode-once fan-out), while each observer's fetch
+the same offset builds one answer object for all of them (encode-once fan-out), once, when the high watermark
+commits what was appended (invariant 2d), while each observer's fetch
 offset is still tracked for DescribeQuorum (KIP-595)."""
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import pytest
 from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, replication
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
-from kraftd.core.events import RequestReceived, Tick
+from kraftd.core.events import LogFlushed, RequestReceived, Tick
 from kraftd.core.states import Leader
+from tests.core.pump import commit, three_voters
 from tests.helpers.core import leader as core_leader
 
 WAIT_MS = 500
@@ -97,7 +99,12 @@ def test_a_commit_wakes_every_parked_observer_with_one_answer(monkeypatch: pytes
 
     monkeypatch.setattr(m, "fetch_response", counted)
     n.append([b"record"])
-    woken = answers(n.step(Tick(10 + n.config.append_linger_ms)))
+    at = 10 + n.config.append_linger_ms
+    # Invariant 2d: the append wakes no observer; the high watermark that commits it (the sole voter's flush)
+    # wakes each once, on the next step, with the records and that high watermark in one answer.
+    assert not answers(n.step(Tick(at)))
+    woken = answers(n.step(LogFlushed(at, n.log.end_offset)))
+    woken += answers(n.step(Tick(at + 1)))
     assert len(woken) == N + 1
     assert built == 2, f"{built} answers built for {N + 1} parked Fetches at one offset"
     shared = {id(e.message) for e in woken if e.token != 5000}
@@ -108,3 +115,26 @@ def test_a_commit_wakes_every_parked_observer_with_one_answer(monkeypatch: pytes
     assert isinstance(n.data, Leader)
     assert all(n.data.replicas[b].end_offset == end for b in range(100, 100 + N))
     assert len(n.data.parked) == 0
+
+
+def test_an_append_wakes_parked_voters_and_its_commit_wakes_an_observer_once() -> None:
+    """Invariant 2d: the voters' long polls are answered with the records (the commit needs them); an observer's
+    is answered once, when the high watermark commits them, with the records and that high watermark."""
+    p, ld = three_voters()
+    observer, tok = 99, 10**6
+    p.down.add(observer)  # its answer is recorded as the leader's effect, delivered nowhere
+    p._tokens[tok] = (observer, ld.local.id, 0)
+    key = ReplicaKey(observer, uuid.UUID(int=observer))
+    req = m.fetch_request(
+        "c", key, ld.epoch, ld.log.end_offset, ld.log.last_epoch, WAIT_MS, 1 << 20, ld.high_watermark
+    )
+    assert not answers(ld.step(RequestReceived(p.now, tok, req)))  # it parks at the log end
+    seen = len(p.effects[ld.local.id])
+    last = commit(p, ld, b"value")
+    out = p.effects[ld.local.id][seen:]
+    to_observer = [i for i, e in enumerate(out) if isinstance(e, fx.SendResponse) and e.token == tok]
+    to_voters = [i for i, e in enumerate(out) if isinstance(e, fx.SendResponse) and e.token != tok]
+    assert len(to_observer) == 1, "one answer for the observer, not one with records and one with the HWM"
+    assert to_voters and to_voters[0] < to_observer[0]  # the voters had the records first
+    part = m.single_partition(out[to_observer[0]].message)  # type: ignore[union-attr]
+    assert part is not None and part.records and part.high_watermark > last
