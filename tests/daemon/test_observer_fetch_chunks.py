@@ -9,24 +9,17 @@ from pathlib import Path
 from typing import Any
 
 from generated.request_header import RequestHeader
-from kraftd.config import load_config
 from kraftd.shell.apis.observer_fetches import CHUNK
 from kraftd.shell.net.transport import ConnectionInfo
-from kraftd.shell.node import ControllerNode
-from tests.daemon.cluster import CLUSTER_ID, free_ports
-from tests.daemon.conftest import write_properties
-from tools.storage_cli import format_directory
+from tests.daemon.cluster import CLUSTER_ID
+from tests.helpers.daemon import single_node
 from tools.swarm import frames
 
 WAVE = 300
 
 
 async def _run(tmp_path: Path) -> dict[str, Any]:
-    cfg = tmp_path / "one.properties"
-    (port,) = free_ports(1)
-    write_properties(cfg, 1, port, tmp_path / "one", voters=f"1@127.0.0.1:{port}")
-    format_directory(load_config(cfg), CLUSTER_ID)
-    node = ControllerNode(load_config(cfg), seed=1)
+    node = single_node(tmp_path, "one", "one")
     await node.start()
     try:
         await node.wait_for_leader(10)
@@ -36,7 +29,9 @@ async def _run(tmp_path: Path) -> dict[str, Any]:
         for i in range(WAVE):  # the observers' Fetches one turn of the loop reads after a commit
             header = RequestHeader(request_api_key=1, request_api_version=17, correlation_id=i, client_id="b")
             body = frames.observer_fetch(CLUSTER_ID, 100 + i, uuid.uuid4(), core.epoch, 0, 0, -1)
-            info = ConnectionInfo(i, ("127.0.0.1", 40000 + i), ("127.0.0.1", port), "CONTROLLER")
+            info = ConnectionInfo(
+                i, ("127.0.0.1", 40000 + i), ("127.0.0.1", node.config.listeners[0].port), "CONTROLLER"
+            )
             assert node.router.fast(header, body, info, answers.append)
         inline = core.steps - before
         waited: list[int] = []

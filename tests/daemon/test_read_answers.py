@@ -11,23 +11,11 @@ from typing import Any
 import pytest
 
 from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
-from kraftd.config import load_config
-from kraftd.shell.node import ControllerNode
 from kraftd.shell.raft import reads as shell_reads
-from tests.daemon.cluster import CLUSTER_ID, free_ports
-from tests.daemon.conftest import write_properties
-from tools.storage_cli import format_directory
+from tests.helpers.daemon import single_node
 
 BROKER = 4
 N = 20
-
-
-def single_node(tmp_path: Path) -> ControllerNode:
-    cfg = tmp_path / "s.properties"
-    (port,) = free_ports(1)
-    write_properties(cfg, 1, port, tmp_path / "d", voters=f"1@127.0.0.1:{port}")
-    format_directory(load_config(cfg), CLUSTER_ID)
-    return ControllerNode(load_config(cfg), seed=1)
 
 
 def request(name: str) -> DescribeConfigsRequest:

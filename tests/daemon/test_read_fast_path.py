@@ -12,26 +12,15 @@ import pytest
 
 from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource
 from generated.describe_configs_response import DescribeConfigsResponse
-from kraftd.config import load_config
 from kraftd.shell.node import ControllerNode
 from kraftd.shell.raft import reads as shell_reads
 from kwire import answers
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import decode_response, encode_request
-from tests.daemon.cluster import CLUSTER_ID, free_ports
-from tests.daemon.conftest import write_properties
-from tools.storage_cli import format_directory
+from tests.helpers.daemon import single_node
 
 N = 16  # one connection's in-flight limit (kwire.limits)
 DESCRIBE, VERSION = 32, 4
-
-
-def single_node(tmp_path: Path) -> ControllerNode:
-    cfg = tmp_path / "s.properties"
-    (port,) = free_ports(1)
-    write_properties(cfg, 1, port, tmp_path / "d", voters=f"1@127.0.0.1:{port}")
-    format_directory(load_config(cfg), CLUSTER_ID)
-    return ControllerNode(load_config(cfg), seed=1)
 
 
 def frames(n: int, first: int = 0) -> bytes:

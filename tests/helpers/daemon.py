@@ -12,11 +12,12 @@ from typing import Any
 
 from kraftd.config import load_config
 from kraftd.shell.loadgen import parse_ack_line, record_id_of
+from kraftd.shell.node import ControllerNode
 from kraftd.storage.layout import partition_dir
 from kraftd.storage.log import MetadataLog
 from kraftd.storage.uuids import random_uuid, uuid_to_str
 from kwire.records import decode_batch
-from tests.daemon.cluster import Cluster
+from tests.daemon.cluster import CLUSTER_ID, Cluster, free_ports
 from tests.daemon.conftest import write_properties
 from tools.storage_cli import format_directory
 
@@ -98,3 +99,13 @@ async def wait_active(
     while not node.controller.machine.active:
         assert time.monotonic() < deadline, what
         await asyncio.sleep(0.02)
+
+
+# ---- first written for tests/daemon/test_read_answers.py ---------------------------------------------------
+def single_node(tmp_path: Path, name: str = "s", data: str = "d") -> ControllerNode:
+    """An in-process node, the only voter of a freshly formatted cluster (not started)."""
+    cfg = tmp_path / f"{name}.properties"
+    (port,) = free_ports(1)
+    write_properties(cfg, 1, port, tmp_path / data, voters=f"1@127.0.0.1:{port}")
+    format_directory(load_config(cfg), CLUSTER_ID)
+    return ControllerNode(load_config(cfg), seed=1)

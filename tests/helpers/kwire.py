@@ -6,6 +6,8 @@ import asyncio
 from typing import Any
 
 from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.describe_quorum_response import DescribeQuorumResponse
+from generated.vote_response import VoteResponse
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import encode_request
 
@@ -20,11 +22,38 @@ def dq_request(cid: int) -> bytes:
     return encode_frame(encode_request(55, 2, cid, "raw", DescribeQuorumRequest()))
 
 
-async def read_frames(reader: asyncio.StreamReader, n: int) -> list[bytes]:
-    """The next ``n`` frames from ``reader``; fails if the peer closes first."""
+async def read_frames(reader: asyncio.StreamReader, n: int, timeout: float | None = None) -> list[bytes]:
+    """The next ``n`` frames from ``reader``; fails if the peer closes first (or a read waits over ``timeout``)."""
     d, out = FrameDecoder(), []
     while len(out) < n:
-        data = await reader.read(65536)
+        data = await asyncio.wait_for(reader.read(65536), timeout)
         assert data, "connection closed early"
         out += d.feed(data)
     return out
+
+
+# ---- first written for tests/kwire/test_fast_paths.py (kwire.server contract 11) ----------------------------
+VOTE = 52
+
+
+async def slow_handler(header: Any, request: Any, info: Any) -> Any:
+    """The coroutine path: answers after 50 ms (a Vote with a VoteResponse, anything else a DescribeQuorum)."""
+    await asyncio.sleep(0.05)
+    if header.request_api_key == VOTE:
+        return VoteResponse(error_code=0)
+    return DescribeQuorumResponse(error_code=0, error_message=f"slow {header.correlation_id}")
+
+
+class Parked:
+    """A fast handler that takes Vote requests and answers them when told to."""
+
+    def __init__(self) -> None:
+        self.replies: list[Any] = []
+        self.taken = asyncio.Event()
+
+    def __call__(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
+        if header.request_api_key != VOTE:
+            return False
+        self.replies.append(reply)
+        self.taken.set()
+        return True

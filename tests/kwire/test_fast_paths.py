@@ -18,45 +18,11 @@ from kwire.errors import RequestTimeoutError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import decode_response, encode_request
 from kwire.server import KafkaServer
+from tests.helpers.kwire import Parked, read_frames, run, slow_handler
 
 pytestmark = pytest.mark.timeout(30)
 HOST = "127.0.0.1"
 VOTE, DESCRIBE_QUORUM = 52, 55
-
-
-def run(coro: Any) -> Any:
-    return asyncio.run(asyncio.wait_for(coro, 20))
-
-
-async def slow_handler(header: Any, request: Any, info: Any) -> Any:
-    await asyncio.sleep(0.05)
-    if header.request_api_key == VOTE:
-        return VoteResponse(error_code=0)
-    return DescribeQuorumResponse(error_code=0, error_message=f"slow {header.correlation_id}")
-
-
-class Parked:
-    """A fast handler that takes Vote requests and answers them when told to."""
-
-    def __init__(self) -> None:
-        self.replies: list[Any] = []
-        self.taken = asyncio.Event()
-
-    def __call__(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
-        if header.request_api_key != VOTE:
-            return False
-        self.replies.append(reply)
-        self.taken.set()
-        return True
-
-
-async def read_frames(reader: asyncio.StreamReader, n: int, timeout: float = 5) -> list[bytes]:
-    d, out = FrameDecoder(), []
-    while len(out) < n:
-        data = await asyncio.wait_for(reader.read(65536), timeout)
-        assert data, "connection closed early"
-        out += d.feed(data)
-    return out
 
 
 def test_a_fast_reply_is_on_the_socket_when_reply_returns() -> None:
