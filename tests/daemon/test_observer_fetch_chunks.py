@@ -47,7 +47,7 @@ async def _run(tmp_path: Path) -> dict[str, Any]:
             "answers": len(answers),
             "errors": [a.error_code for a in answers if a.error_code]
             + [p.error_code for a in answers for r in a.responses for p in r.partitions if p.error_code],
-            "callbacks": node.router.observer_fetches.callbacks,
+            "callbacks": node.router.fastpath.observer_fetches.callbacks,
         }
     finally:
         await node.stop()

@@ -6,15 +6,15 @@ Contracts:
    the metadata log or a heartbeat answer showed, and its own CPU seconds (``cpu_seconds``).
 2. A fence is *mistaken* when its broker had not been told to stop (:meth:`Swarm.kill`, :meth:`Swarm.shut_down`).
 3. :meth:`Swarm.watch` measures propagation: from the call until each running broker has fetched, committed, the
-   TopicRecord of the named topic (until the swarm read that Fetch answer: tools.swarm.broker contract 4) (which may not exist yet: watch, then create it); :meth:`Watch.done` once every
-   running broker has.
+   TopicRecord of the named topic (which may not exist yet: watch, then create it), until the swarm read that
+   Fetch answer (tools.swarm.broker contract 4); :meth:`Watch.done` once every running broker has.
 4. :meth:`Swarm.create_topics` is an admin's CreateTopics against the active controller, in requests of
    ``batch`` topics, retried on NOT_CONTROLLER and lost connections; a topic that already exists after a retry
    counts as created.
 5. The swarm is the measuring instrument, so its own pauses must not be what a run measures: :meth:`Swarm.start`
    applies the controllers' garbage-collection policy to its process (kraftd.shell.observe.looplag contracts 5-6:
-   a full collection longer than ``GC_FREEZE_MS`` (20 ms) freezes the survivors, the next one counts from there) and runs its maintenance
-   every ``GC_MAINTAIN_S`` on the swarm's loop. Without it, a full collection of the swarm's process (the replayed
+   a full collection longer than ``GC_FREEZE_MS`` (20 ms) freezes the survivors, the next one counts from there)
+   and runs its maintenance every ``GC_MAINTAIN_S`` on the swarm's loop. Without it, a full collection of the swarm's process (the replayed
    image, 1,000 brokers' clients) took 117-143 ms every ~5 s at 1,000 brokers and 10k partitions, and most
    heartbeats slower than 100 ms, on either controller kind, spanned one (docs/SWARM.md, session 13).
 """

@@ -107,7 +107,6 @@ class RequestRouter:
         self.node = node
         self.forwarders: dict[int, PeerConnection] = {}
         self.fastpath = FastPath(node)
-        self.observer_fetches = self.fastpath.observer_fetches
         self.parts = self._bind()
         self.ops = {k: self._op(a) for k, a in table.TABLE.items() if a.op}
         self._routes = self.routes()

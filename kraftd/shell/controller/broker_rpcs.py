@@ -33,7 +33,8 @@ import asyncio
 import logging
 import time
 import uuid
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol, TypeVar
 
 from generated.allocate_producer_ids_request import AllocateProducerIdsRequest
 from generated.alter_partition_request import AlterPartitionRequest
@@ -64,6 +65,7 @@ class BrokerRpcsPort(ControllerPort, Protocol):
 
 
 log = logging.getLogger("kraftd.controller")
+T = TypeVar("T")
 CHECK_S = 1.0  # contract 2: the longest time between two session checks (and between two registration checks)
 MIN_CHECK_S = 0.01  # contract 2: the shortest (a session ending now is checked in the next loop turns)
 
@@ -196,12 +198,9 @@ class ControllerRpcs:
                 now - self.heartbeats.last_ms.get(bid, now),
             )
             started, writes = time.perf_counter(), [0]
-
-            async def write(records: list[Any], writes: list[int] = writes) -> ErrorCode:
-                writes[0] += 1
-                return await self.node.controller.write_settled(records)
-
-            if await fencing.fence_in_chunks(self.machine.latest, write, bid, self._append_counted(writes)):
+            ctl = self.node.controller
+            write, append = _counted(writes, ctl.write_settled), _counted(writes, ctl.append_settled)
+            if await fencing.fence_in_chunks(self.machine.latest, write, bid, append):
                 return  # leadership lost (fencing contract 3): the next active controller checks again
             log.info(
                 "fenced broker %d in %d write(s), %.0f ms after its session check",
@@ -209,15 +208,6 @@ class ControllerRpcs:
                 writes[0],
                 (time.perf_counter() - started) * 1000,
             )
-
-    def _append_counted(self, writes: list[int]) -> Any:
-        """Fencing contract 1's pipelined chunks (glue contract 10), counted into ``writes``."""
-
-        async def append(records: list[Any]) -> Any:
-            writes[0] += 1
-            return await self.node.controller.append_settled(records)
-
-        return append
 
     def _registration(self) -> ControllerRegistrationRequest:
         cfg = self.node.config
@@ -270,3 +260,15 @@ class ControllerRpcs:
     async def close(self) -> None:
         if self._registering is not None:
             await self._registering.close()
+
+
+def _counted(
+    writes: list[int], call: Callable[[list[Any]], Awaitable[T]]
+) -> Callable[[list[Any]], Awaitable[T]]:
+    """``call`` (a write, or fencing contract 1's pipelined append: glue contract 10), counted into ``writes``."""
+
+    async def counted(records: list[Any]) -> T:
+        writes[0] += 1
+        return await call(records)
+
+    return counted
