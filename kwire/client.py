@@ -30,6 +30,11 @@ Contracts:
    writes the request at once (inside the caller's turn of the loop) and returns the future of its response,
    under contracts 2-4 and 6 (a timeout fails it with RequestTimeoutError and closes the connection). It
    returns None, having written nothing, whenever ``send`` would first connect, re-authenticate or raise.
+9a. ``start(request, on_answer=f)`` calls ``f(future)`` exactly once, with the done future: for a response, from
+   the read loop right after its frame is decoded (the same turn of the loop, not the next one a done callback
+   would take: on a controller that turn is the follower's step of a Fetch answer, issue 25); for any other
+   outcome (timeout, disconnect, close) as a done callback. An exception ``f`` raises goes to the loop's
+   exception handler, as a done callback's would, and never ends the read loop.
 10. ``decode(frame, api_key, version) -> (correlation id, body)``, if given, decodes every response instead of
    kwire.headers.decode_response (kraft-swarm shares the decoding of identical answers among its clients).
 11. Cancelling a caller of ``send``/``connect`` always cancels it, even with its response already there: timeouts
@@ -76,6 +81,7 @@ class _Connection:
         self.decoder = FrameDecoder(max_frame)
         self.next_id = 0
         self.pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
+        self.eager: dict[int, Callable[[asyncio.Future[Any]], None]] = {}  # contract 9a, by correlation id
         self.closed = False
         self.reader_task: asyncio.Task[None] | None = None
 
@@ -85,6 +91,7 @@ class _Connection:
             if not fut.done():
                 fut.set_exception(exc)
         self.pending.clear()
+        self.eager.clear()
         self.writer.close()
 
 
@@ -254,8 +261,14 @@ class KafkaClient:
             self._conn, request, version, self.request_timeout if timeout is None else timeout
         )
 
-    def start(self, request: Any, *, timeout: float | None = None) -> asyncio.Future[Any] | None:
-        """Contract 9."""
+    def start(
+        self,
+        request: Any,
+        *,
+        timeout: float | None = None,
+        on_answer: Callable[[asyncio.Future[Any]], None] | None = None,
+    ) -> asyncio.Future[Any] | None:
+        """Contracts 9, 9a."""
         conn, nv = self._conn, self.versions
         api_key = getattr(type(request), "API_KEY", None)
         if conn is None or conn.closed or nv is None or self._closed or api_key not in API_SPECS:
@@ -275,6 +288,8 @@ class KafkaClient:
         fut: asyncio.Future[Any] = loop.create_future()
         fut.add_done_callback(_retrieve)
         conn.pending[cid] = (api_key, version, fut)
+        if on_answer is not None:
+            conn.eager[cid] = _once(on_answer, fut)
         if stagetrace.ON:
             stagetrace.mark(f"cli.write.{api_key}")
         try:
@@ -287,6 +302,7 @@ class KafkaClient:
         def expire() -> None:
             if not fut.done():
                 conn.pending.pop(cid, None)
+                conn.eager.pop(cid, None)
                 self._disconnect(conn, NetworkError("connection closed after a request timed out"))
                 fut.set_exception(
                     RequestTimeoutError(f"{API_SPECS[api_key].name} v{version} got no response in {wait}s")
@@ -351,6 +367,9 @@ class KafkaClient:
                         stagetrace.mark(f"cli.decoded.{api_key}")
                     if not fut.done():
                         fut.set_result(body)
+                    eager = conn.eager.pop(cid, None) if conn.eager else None
+                    if eager is not None:
+                        _call_eager(eager, fut)
         except KraftError as exc:
             self._disconnect(conn, exc if isinstance(exc, NetworkError) else NetworkError(str(exc)))
         except (ConnectionError, OSError) as exc:
@@ -374,6 +393,32 @@ class KafkaClient:
                 await conn.writer.wait_closed()
             except (ConnectionError, OSError):
                 pass
+
+
+def _once(
+    on_answer: Callable[[asyncio.Future[Any]], None], fut: asyncio.Future[Any]
+) -> Callable[[asyncio.Future[Any]], None]:
+    """Contract 9a: ``on_answer`` as a done callback of ``fut`` that runs only the first time it is called."""
+    called = False
+
+    def once(done: asyncio.Future[Any]) -> None:
+        nonlocal called
+        if not called:
+            called = True
+            on_answer(done)
+
+    fut.add_done_callback(once)
+    return once
+
+
+def _call_eager(once: Callable[[asyncio.Future[Any]], None], fut: asyncio.Future[Any]) -> None:
+    """Contract 9a: run the answer's callback now; what it raises goes where a done callback's would."""
+    try:
+        once(fut)
+    except Exception as exc:  # noqa: BLE001 - reported like a done callback's failure, the read loop goes on
+        asyncio.get_running_loop().call_exception_handler(
+            {"message": "Exception in an answer callback (kwire.client contract 9a)", "exception": exc}
+        )
 
 
 def _retrieve(fut: asyncio.Future[Any]) -> None:

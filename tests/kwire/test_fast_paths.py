@@ -206,3 +206,46 @@ def test_a_parked_fast_request_enters_the_writer_queue_only_behind_a_later_reque
     alone, order = run(main())
     assert alone == 0  # before: one writer-queue entry per parked request
     assert order == [100, 101]
+
+
+def test_client_start_hands_a_response_to_on_answer_in_the_turn_that_read_it() -> None:
+    """kwire.client contract 9a (issue 25): the answer's callback runs inside the read loop that decoded the
+    response, not a turn of the loop later as a done callback; exactly once, also for a timeout; what it raises
+    does not end the read loop."""
+
+    async def main() -> None:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            client = KafkaClient(HOST, srv.port, request_timeout=0.3)
+            await client.connect()
+            reader_task = client._conn.reader_task  # type: ignore[union-attr]
+            calls: list[tuple[object, bool]] = []
+
+            def on_answer(fut: asyncio.Future[Any]) -> None:
+                calls.append((asyncio.current_task(), fut.done()))
+                if len(calls) == 1:
+                    raise RuntimeError("a failing callback")
+
+            loop = asyncio.get_running_loop()
+            failures: list[dict[str, Any]] = []
+            loop.set_exception_handler(lambda _, ctx: failures.append(ctx))
+            first = client.start(DescribeQuorumRequest(), on_answer=on_answer)
+            assert first is not None
+            await first
+            await asyncio.sleep(0.05)  # any done callback has run by now
+            assert calls == [(reader_task, True)]
+            assert "a failing callback" in str(failures[0]["exception"])
+            second = client.start(DescribeQuorumRequest(), on_answer=on_answer)
+            assert second is not None
+            assert (await second).error_message.startswith("slow")  # the read loop went on
+            await asyncio.sleep(0.05)
+            assert calls[1] == (reader_task, True) and len(calls) == 2
+            late = client.start(VoteRequest(), on_answer=on_answer)  # parked and never answered
+            assert late is not None
+            with pytest.raises(RequestTimeoutError):
+                await late
+            await asyncio.sleep(0.05)
+            assert len(calls) == 3 and calls[2][0] is not reader_task  # the timeout: a done callback
+            await client.close()
+
+    run(main())

@@ -7,8 +7,9 @@ Contracts:
    address) or the transport's error code (kraftd.core.effects contract 5); the core times out the rest.
 3. What was reached, refused or failed is logged by kraftd.shell.observe.netlog (rate-limited, escaped).
 4. :func:`start_now` (kraftd.shell.node contract 12) writes the request at once on a connected peer the address
-   book still names and hands the answer (or the error answer of contract 2) to ``on_answer`` from the
-   transport's callback; it returns False, having sent nothing, where :func:`exchange` must do it instead.
+   book still names and hands the answer (or the error answer of contract 2) to ``on_answer``: a response from
+   the read loop that decoded it, in that turn of the loop (kwire.client contract 9a), anything else from the
+   future's callback; it returns False, having sent nothing, where :func:`exchange` must do it instead.
 """
 
 from __future__ import annotations
@@ -70,9 +71,6 @@ def start_now(node: PeersPort, dest: int, message: Any, on_answer: Callable[[Any
         peer = node.reads.connection(dest)
         if peer is None or not peer.connected:
             return False
-    fut = peer.start(message)
-    if fut is None:
-        return False
     where = f"{peer.host}:{peer.port}"
 
     def answered(done: Any) -> None:
@@ -88,5 +86,5 @@ def start_now(node: PeersPort, dest: int, message: Any, on_answer: Callable[[Any
             resp = core_messages.error_response(message, ErrorCode(exc.error_code))
         on_answer(resp)
 
-    fut.add_done_callback(answered)
-    return True
+    # kwire.client contract 9a: a response is stepped in the turn that read it, not one turn later
+    return peer.start(message, answered) is not None

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 from ssl import SSLContext
 from typing import Any
 
@@ -74,9 +75,11 @@ class PeerConnection:
         except (KraftError, OSError, TimeoutError) as exc:
             raise self._error(exc) from None
 
-    def start(self, message: Any) -> asyncio.Future[Any] | None:
-        """Contract 3."""
-        return self._client.start(message)
+    def start(
+        self, message: Any, on_answer: Callable[[asyncio.Future[Any]], None] | None = None
+    ) -> asyncio.Future[Any] | None:
+        """Contract 3 (``on_answer``: kwire.client contract 9a)."""
+        return self._client.start(message, on_answer=on_answer)
 
     def outcome(self, fut: asyncio.Future[Any]) -> Any:
         """Contract 3: the response of a done :meth:`start` future, or the PeerError ``request`` raises."""
