@@ -4,6 +4,11 @@ Contract for the shell (the daemon wraps each method with asyncio):
 1. ``step(event)`` feeds one event and returns the effects to execute (kraftd.core.effects contract);
    registered listeners are called synchronously, before it returns, for ``ApplyCommitted`` and
    ``LeaderChanged`` effects, in effect order.
+1a. A client built with ``notify=False`` returns the same effects from ``step`` without calling the listeners: the
+   caller then hands
+   every ``ApplyCommitted``, ``LeaderChanged`` and ``SnapshotLoaded`` of them, in effect order, to
+   :meth:`RaftClient.deliver`, which calls the listeners as ``step`` would have (the asyncio shell does so after
+   the step's storage effects and sends: persist, then send, then apply; kraftd.shell.node contract 13).
 2. ``append(records)`` returns the ``OffsetRange`` the records will occupy, or raises ``NotLeaderError``;
    they are committed once a ``handle_commit`` call reports ``high_watermark > range.last``, and never if an
    ``AppendFailed`` covering them is emitted. Call ``step(Tick(now))`` after appending so the linger
@@ -62,28 +67,35 @@ class QuorumInfo:
 
 
 class RaftClient:
-    def __init__(self, node: RaftNode) -> None:
+    def __init__(self, node: RaftNode, *, notify: bool = True) -> None:
         self.node = node
+        self.notify = notify  # contract 1a
         self._listeners: list[RaftListener] = []
 
     def register(self, listener: RaftListener) -> None:
         self._listeners.append(listener)
 
     def step(self, event: Event) -> list[Effect]:
+        """Contracts 1 and 1a."""
         effects = self.node.step(event)
-        for e in effects:
-            if isinstance(e, ApplyCommitted):
-                for lst in self._listeners:
-                    lst.handle_commit(e.batches, e.high_watermark)
-            elif isinstance(e, LeaderChanged):
-                for lst in self._listeners:
-                    lst.handle_leader_change(e.leader)
-            elif isinstance(e, SnapshotLoaded):
-                for lst in self._listeners:
-                    load = getattr(lst, "handle_load_snapshot", None)
-                    if load is not None:
-                        load(e.snapshot)
+        if self.notify:
+            for e in effects:
+                self.deliver(e)
         return effects
+
+    def deliver(self, e: Effect) -> None:
+        """Contract 1a: the listeners' calls for one effect (nothing for an effect they do not take)."""
+        if isinstance(e, ApplyCommitted):
+            for lst in self._listeners:
+                lst.handle_commit(e.batches, e.high_watermark)
+        elif isinstance(e, LeaderChanged):
+            for lst in self._listeners:
+                lst.handle_leader_change(e.leader)
+        elif isinstance(e, SnapshotLoaded):
+            for lst in self._listeners:
+                load = getattr(lst, "handle_load_snapshot", None)
+                if load is not None:
+                    load(e.snapshot)
 
     def append(self, records: list[bytes]) -> OffsetRange:
         return self.node.append(records)

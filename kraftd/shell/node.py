@@ -24,6 +24,13 @@ Contracts (numbers continue kraftd.shell's):
    the SendResponse of a Fetch or ReadOffset taken by the listener's fast path (kwire.server contract 11) is encoded and
    written at once. Neither waits for a task or another turn of the loop; anything else takes the
    coroutine path. Persist, then send still holds: the storage effects before them completed first.
+13. Persist, then send, then apply: the core's listeners (the controller's replay, kraftd.core.client contract
+   1a) and the shell's own apply effects (ApplyCommitted, AppendFailed, LeaderChanged, ReadResolved,
+   SnapshotLoaded) run after the step's storage effects and sends, in effect order, the listeners first for
+   each effect. While contract 4a steps what a step queued (a non-leader's LogFlushed after its inline fsync,
+   contract 5a), they wait for that step too: a follower writes its next Fetch before it replays what the
+   previous answer committed (issue 25). Nothing else runs in between (one turn of the loop); a ReadResolved
+   still follows the ApplyCommitted it waited for, and ``controller.after_step`` follows every apply.
 """
 
 from __future__ import annotations
@@ -124,7 +131,7 @@ class ControllerNode:
         self.cluster_id = storage.meta.cluster_id
         quorum = wiring.quorum_config(cfg)
         core = persistence.open_core(cfg, storage, self.setup, quorum, self.rng, now_ms())
-        self.client = RaftClient(core)
+        self.client = RaftClient(core, notify=False)  # contract 13: the driver delivers at the apply effects
         server_tls, self.peer_tls = wiring.tls_contexts(cfg)
         server_sasl, self.peer_sasl = sasl_settings(cfg.security, ConfigError)
         bootstrap = wiring.bootstrap_records(cfg)

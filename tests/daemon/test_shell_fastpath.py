@@ -214,3 +214,94 @@ def test_the_step_s_answers_go_out_after_its_flush_was_handed_over() -> None:
 
     order = asyncio.run(run())
     assert order[0] == "answer written, flush handed over" and "fsync" in order
+
+
+class _ApplyNode:
+    """What RaftDriver touches of a follower, recording the order of writes, fsyncs, sends and applies."""
+
+    def __init__(self, order: list[str], script: list[list[object]]) -> None:
+        from types import SimpleNamespace
+
+        self.order = order
+        self.closing = False
+        self.stopping = False
+        self.driver: object = None
+        noop = SimpleNamespace(add=lambda *_: None)
+        self.observer = SimpleNamespace(
+            snapshot=lambda: None, step=lambda *_: None, measures=SimpleNamespace(busy_s=noop, idle_s=noop)
+        )
+        self.metrics = SimpleNamespace(event_done=lambda *_: None)
+        self.snapshots = SimpleNamespace(poll=lambda: None)
+        self.reads = SimpleNamespace(seal=lambda: None, resolved=lambda e: order.append("read resolved"))
+        self.controller = SimpleNamespace(after_step=lambda: order.append("after_step"))
+        self.mirror = SimpleNamespace(apply=lambda e: order.append("written"))
+        self.flusher = SimpleNamespace(request=self._flush)
+        self.client = _ScriptedClient(order, script)
+
+    def _flush(self) -> None:  # kraftd.shell.raft.flushing contract 5a: inline, LogFlushed queued
+        self.order.append("fsync")
+        self.driver.events.put_nowait(LogFlushed(0, 5))  # type: ignore[attr-defined]
+
+    def commit_seen(self, hwm: int) -> None:
+        self.order.append(f"commit seen {hwm}")
+
+
+class _ScriptedClient:
+    def __init__(self, order: list[str], script: list[list[object]]) -> None:
+        self.order, self.script = order, script
+
+    notify = True  # kraftd.core.client contract 1a: the shell's client is built with notify=False
+
+    def step(self, event: object) -> list[object]:
+        effects = self.script.pop(0)
+        if self.notify:  # kraftd.core.client contract 1: the listeners inside step
+            for e in effects:
+                self.deliver(e)
+        return effects
+
+    def deliver(self, e: object) -> None:
+        from kraftd.core import effects as fx
+
+        if isinstance(e, fx.ApplyCommitted):
+            self.order.append(f"replayed {e.high_watermark}")
+
+
+def test_a_follower_writes_its_next_fetch_before_it_applies_what_the_answer_committed() -> None:
+    """kraftd.shell.node contract 13 (issue 25): persist, then send, then apply. A follower's step of a Fetch
+    answer (write, inline fsync, the previous record committed) and the LogFlushed step it queued (the next
+    Fetch) run first; the controller's replay of the committed batch, the commit and after_step come after the
+    Fetch is written. (Before, the listeners replayed inside the core's step, ahead of the write and fsync.)"""
+    from kraftd.core import effects as fx
+    from kraftd.core.events import ResponseReceived
+    from kraftd.shell.raft.driver import RaftDriver
+
+    order: list[str] = []
+    script: list[list[object]] = [
+        [
+            fx.AppendBatches(()),
+            fx.FlushLog(5),
+            fx.ApplyCommitted((), 4),
+            fx.ReadResolved(1, 0),
+            fx.SetDeadline(9),
+        ],
+        [fx.SendRequest(1, 7, object()), fx.SetDeadline(9)],
+    ]
+    node = _ApplyNode(order, script)
+    node.client.notify = False  # as kraftd.shell.node builds it
+    driver = RaftDriver(node)  # type: ignore[arg-type]
+    node.driver = driver
+    driver.task = object()  # type: ignore[assignment]
+    driver.deadline = 1 << 62
+    driver.events.idle = lambda: True  # type: ignore[method-assign]
+    driver._send_now = lambda dest, rid, msg: order.append("fetch sent") is None  # type: ignore[method-assign]
+    driver.step_now(ResponseReceived(0, 1, 6, object()))
+    assert not script
+    assert order == [
+        "written",
+        "fsync",
+        "fetch sent",
+        "replayed 4",
+        "commit seen 4",
+        "read resolved",
+        "after_step",
+    ]

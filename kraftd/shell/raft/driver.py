@@ -1,5 +1,5 @@
 """The Raft driver: the one task that steps the core and executes its effects (kraftd.shell.node contracts 4,
-4a, 8, 12; their text is in kraftd.shell.node, which owns a :class:`RaftDriver`).
+4a, 8, 12, 13; their text is in kraftd.shell.node, which owns a :class:`RaftDriver`).
 
 The driver depends on :class:`DriverPort` (the RaftPort plus the parts it hands effects to), never on
 ControllerNode.
@@ -31,6 +31,8 @@ log = logging.getLogger("kraftd.node")
 # Effects the disk mirror executes in order, before any later effect of the step (node contract 4).
 _STORAGE_EFFECTS = fx.PersistElectionState | fx.TruncateLog | fx.AppendBatches | fx.WriteSnapshot
 _STORAGE_EFFECTS |= fx.InstallSnapshot | fx.DeleteLogBefore
+# Effects applied after the step's storage effects and sends, in effect order (node contract 13).
+_APPLY_EFFECTS = fx.ApplyCommitted | fx.LeaderChanged | fx.SnapshotLoaded | fx.AppendFailed | fx.ReadResolved
 
 
 class DriverPort(peers.PeersPort, Protocol):
@@ -64,6 +66,8 @@ class RaftDriver:
         self.next_token = 1
         self.tick_queued = False
         self.stepping = False
+        self.batching = False  # inside step_now's run of queued events (contract 13)
+        self.applies: list[fx.Effect] = []  # contract 13: apply effects not yet applied, in effect order
         self.inline_busy = 0.0  # seconds of contract 4a steps, not the driver's idle time
         self.task: asyncio.Task[None] | None = None
 
@@ -121,14 +125,27 @@ class RaftDriver:
         deadline = self.deadline
         try:
             queued: Event | None = event
-            while (
-                queued is not None and not self.node.closing
-            ):  # and what the step queued, as the driver would
-                self.inline_busy += self._run(queued)
-                queued = self.events.pop()
+            while queued is not None:
+                self.batching = True
+                while (
+                    queued is not None and not self.node.closing
+                ):  # and what the step queued, as the driver would
+                    self.inline_busy += self._run(queued)
+                    queued = self.events.pop()
+                self.batching = False
+                if not self.applies:
+                    break
+                self.stepping = True  # contract 13: what the steps above left to apply
+                try:
+                    self.apply_deferred()
+                finally:
+                    self.stepping = False
+                queued = None if self.node.closing else self.events.pop()  # what the listeners queued
         except BaseException as exc:  # noqa: BLE001 - contract 8, as in the driver
             self._fatal(exc)
             return
+        finally:
+            self.batching = False
         if self.deadline < deadline:  # a later deadline only wakes the driver early, to wait again
             self.events.nudge()
 
@@ -138,10 +155,11 @@ class RaftDriver:
             stagetrace.mark(f"step.{type(event).__name__}")
         before = node.observer.snapshot()
         node.reads.seal()  # kraftd.shell.raft.reads contract 5: later reads need the next barrier
-        effects = node.client.step(event)
+        effects = node.client.step(event)  # built with notify=False: listeners at their effect (contract 13)
         node.observer.step(before, event, effects)
         self.execute(effects)
-        node.controller.after_step()
+        if not (self.batching and self.events.qsize()):  # contract 13: else after the queued event's step
+            self.apply_deferred()
         if stagetrace.ON:
             stagetrace.mark("step.end")
 
@@ -162,16 +180,27 @@ class RaftDriver:
                         fut.set_result(e.message)
                 elif fut is not None:
                     fut(e.message)  # contract 12
-            elif isinstance(e, fx.ApplyCommitted):
-                node.commit_seen(e.high_watermark)
-            elif isinstance(e, fx.AppendFailed):
-                node.commits.fail_range(e.first_offset, e.last_offset)
-            elif isinstance(e, fx.LeaderChanged):
-                node.leader_seen(e.leader)
-            elif isinstance(e, fx.ReadResolved):
-                node.reads.resolved(e)
+            elif isinstance(e, _APPLY_EFFECTS):
+                self.applies.append(e)  # contract 13
             elif isinstance(e, fx.SetDeadline):
                 self.deadline = e.at_ms
+
+    def apply_deferred(self) -> None:
+        """Contract 13: the apply effects of the steps so far, in effect order, listeners first for each."""
+        node = self.node
+        while self.applies:
+            applies, self.applies = self.applies, []
+            for e in applies:
+                node.client.deliver(e)  # kraftd.core.client contract 1a
+                if isinstance(e, fx.ApplyCommitted):
+                    node.commit_seen(e.high_watermark)
+                elif isinstance(e, fx.AppendFailed):
+                    node.commits.fail_range(e.first_offset, e.last_offset)
+                elif isinstance(e, fx.LeaderChanged):
+                    node.leader_seen(e.leader)
+                elif isinstance(e, fx.ReadResolved):
+                    node.reads.resolved(e)
+        node.controller.after_step()
 
     # ------------------------------------------------------------------ network (contract 12)
     def _send_now(self, dest: int, request_id: int, message: Any) -> bool:
