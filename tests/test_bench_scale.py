@@ -22,7 +22,12 @@ class FakeCluster:
     kind = "kraftd"
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        me = SimpleNamespace(proc=SimpleNamespace(pid=os.getpid()), node_id=1, log_file=Path("/nonexistent"))
+        me = SimpleNamespace(
+            proc=SimpleNamespace(pid=os.getpid()),
+            node_id=1,
+            log_file=Path("/nonexistent"),
+            alive=lambda: True,
+        )
         self.q = SimpleNamespace(node=lambda node_id: me, nodes=[me])
         self.closed = False
 
@@ -36,7 +41,7 @@ class FakeCluster:
 def test_memory_reports_the_swarms_rss_and_both_peaks() -> None:
     got = scale.memory(FakeCluster())  # type: ignore[arg-type]
     assert got["swarm_rss_mib"] > 10 and got["swarm_peak_mib"] >= got["swarm_rss_mib"]
-    assert got["leader_peak_mib"] >= got["leader_rss_mib"] > 10
+    assert got["leader_peak_mib"] >= got["leader_rss_mib"] > 10 and got["controllers_peak_mib"] > 10
 
 
 def test_a_point_stopped_by_sigterm_keeps_what_it_measured(
