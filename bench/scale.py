@@ -34,6 +34,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import statistics
 import sys
 import tempfile
@@ -105,21 +106,56 @@ def leader_pid(c: SwarmCluster) -> int:
     return proc.pid
 
 
+def peak_rss_mib(pid: int) -> float:
+    """The process's peak RSS so far (/proc VmHWM)."""
+    m = re.search(r"VmHWM:\s+(\d+) kB", Path(f"/proc/{pid}/status").read_text())
+    return round(int(m.group(1)) / 1024, 1) if m else -1.0
+
+
 def memory(c: SwarmCluster) -> dict[str, Any]:
+    """The leader's RSS and peak, the highest peak of the live controllers, Kafka's heap in use, the swarm's RSS
+    and peak (this process: the swarm runs on a thread of it), issue 24 §1-2."""
     pid = leader_pid(c)
-    out: dict[str, Any] = {"leader_rss_mib": round(rss_kib(pid) / 1024, 1)}
+    out: dict[str, Any] = {
+        "leader_rss_mib": round(rss_kib(pid) / 1024, 1),
+        "leader_peak_mib": peak_rss_mib(pid),
+    }
+    out["swarm_rss_mib"] = round(rss_kib(os.getpid()) / 1024, 1)
+    out["swarm_peak_mib"] = peak_rss_mib(os.getpid())
+    out["controllers_peak_mib"] = max(peak_rss_mib(n.proc.pid) for n in c.q.nodes if n.proc and n.alive())
     if c.kind == "kafka":
         used = heap_used_kib(pid)
         out["heap_used_mib"] = round(used / 1024, 1) if used is not None else None
     return out
 
 
+class Stopped(TimeoutError):
+    """SIGTERM (``timeout`` around a quiet run): the point stops, and what it measured so far is printed."""
+
+
+def on_sigterm(signum: int, frame: Any) -> None:
+    raise Stopped("stopped by SIGTERM")
+
+
+def progress(out: dict[str, Any], phase: str) -> None:
+    """Each phase's end, seconds from the point's start, in ``phases_s`` and on stderr as it happens."""
+    at = round(time.monotonic() - out["started"], 1)
+    out.setdefault("phases_s", {})[phase] = at
+    print(
+        f"# {out['kind']} N={out['brokers']} P={out['partitions']}: {phase} at {at} s",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
 def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[str, Any]) -> None:
     swarm = c.swarm
     out["registered_s"] = round(c.run(swarm.wait_running(600), 610), 2)
+    progress(out, "registered")
     out["memory_before"] = memory(c)
     stalls = Stalls(c)
     out["loop_stall_ms"] = stall = {}
+    swarm_cpu0 = cpu_seconds()
     result, took = c.create_topics("s", p // 100, 100)
     errors = Counter(e for e in result.values() if e)
     created = p - sum(errors.values()) * 100
@@ -128,11 +164,13 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         "seconds": round(took, 2),
         "per_s": round(created / took),
         "failed_topics_by_error": dict(errors),
+        "swarm_cpu_pct": round((cpu_seconds() - swarm_cpu0) / took * 100, 1),
     }
     total = lambda: sum(len(t.partitions) for t in swarm.replay.image.topics.values())  # noqa: E731
     wait("the replayed image to hold every created partition", lambda: total() >= created, 300)
     out["memory_after_create"] = memory(c)
     stall["create_topics"] = stalls.take("create_topics")
+    progress(out, "created")
 
     delays: list[float] = []
     spreads: list[float] = []
@@ -148,6 +186,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         "p99": round(percentile(delays, 0.99), 1),
         "first_to_last_mean": round(sum(spreads) / len(spreads), 1),
     }
+    progress(out, "propagation")
 
     pid = leader_pid(c)
     cpu0, swarm0, t0 = proc_cpu_s(pid), cpu_seconds(), time.monotonic()
@@ -167,6 +206,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["steady"]["swarm_cpu_pct"] = round((cpu_seconds() - swarm0) / (t1 - t0) * 100, 1)
     out["memory_steady"] = memory(c)
     stall["steady"] = stalls.take("steady")
+    progress(out, "steady")
 
     victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
     led = swarm.replay.led_by(victim.id)
@@ -179,6 +219,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     )
     out["controlled_shutdown"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
     stall["controlled_shutdown"] = stalls.take("controlled_shutdown")
+    progress(out, "controlled_shutdown")
 
     victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
     led = swarm.replay.led_by(victim.id)
@@ -192,6 +233,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     )
     out["broker_failure"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
     stall["broker_failure"] = stalls.take("broker_failure")
+    progress(out, "broker_failure")
 
     kills: list[dict[str, Any]] = []
     for k in range(args.kills):
@@ -234,6 +276,7 @@ def failover_summary(kills: list[dict[str, Any]]) -> dict[str, Any]:
 def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix=f"scale-{kind}-{n}-", dir=args.dir))
     out: dict[str, Any] = {"kind": kind, "brokers": n, "partitions": p, "load_before": os.getloadavg()[0]}
+    out["started"] = time.monotonic()
     c = SwarmCluster(
         root, kind, n, jvm_opts=KAFKA_JVM if kind == "kafka" else None, log_level=args.kafka_log_level
     )
@@ -243,11 +286,20 @@ def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, 
         out["error"] = str(exc)[:500]
     finally:
         out["load_after"] = os.getloadavg()[0]
-        c.close()
+        out["seconds"] = round(time.monotonic() - out.pop("started"), 1)
+        try:
+            out["memory_at_end"] = memory(c)
+        except Exception as exc:  # noqa: BLE001 - no leader at the end: the point says so
+            out["memory_at_end"] = {"error": str(exc)[:200]}
+        try:  # the swarm may not close in time (a loaded loop): the controllers are stopped anyway
+            c.close()
+        except TimeoutError as exc:
+            out["close_error"] = repr(exc)
         shutil.rmtree(root, ignore_errors=True)
     return out
 
 
+PHASES = ("create_topics", "steady", "controlled_shutdown", "broker_failure", "controller_failover")
 # (label, path) of the numbers compared between the kinds
 ROWS = [
     ("registration s", ("registered_s",)),
@@ -260,8 +312,11 @@ ROWS = [
     ("heartbeat max ms", ("steady", "max_ms")),
     ("heartbeat errors", ("steady", "errors")),
     ("leader CPU s / 1000 heartbeats", ("steady", "leader_cpu_s_per_1000_heartbeats")),
-    ("swarm CPU %", ("steady", "swarm_cpu_pct")),
+    ("swarm CPU % (steady)", ("steady", "swarm_cpu_pct")),
+    ("swarm CPU % (create)", ("create_topics", "swarm_cpu_pct")),
     ("leader RSS MiB (steady)", ("memory_steady", "leader_rss_mib")),
+    ("controllers' peak RSS MiB (end)", ("memory_at_end", "controllers_peak_mib")),
+    ("swarm peak RSS MiB (end)", ("memory_at_end", "swarm_peak_mib")),
     ("Kafka heap used MiB (steady)", ("memory_steady", "heap_used_mib")),
     ("controlled shutdown s", ("controlled_shutdown", "seconds")),
     ("broker failure s", ("broker_failure", "seconds")),
@@ -271,15 +326,8 @@ ROWS = [
     ("failover: answered s (max)", ("controller_failover", "all_heartbeats_answered_s_max")),
     ("failover: elections", ("controller_failover", "elections")),
     ("mistaken fences", ("mistaken_fences",)),
-    *(
-        (f"loop stall ms: {k}", ("loop_stall_ms", k))
-        for k in ("create_topics", "steady", "controlled_shutdown")
-    ),
-    *((f"loop stall ms: {k}", ("loop_stall_ms", k)) for k in ("broker_failure", "controller_failover")),
-    *(
-        (f"loop stall CPU ms: {k}", ("loop_stall_cpu_ms", k))
-        for k in ("create_topics", "steady", "controlled_shutdown", "broker_failure", "controller_failover")
-    ),
+    *((f"loop stall ms: {k}", ("loop_stall_ms", k)) for k in PHASES),
+    *((f"loop stall CPU ms: {k}", ("loop_stall_cpu_ms", k)) for k in PHASES),
 ]
 
 
@@ -325,16 +373,18 @@ def main() -> None:
     ap.add_argument("--kafka-log-level", default="INFO")
     ap.add_argument("--dir", default=None, help="parent of the temporary directories")
     args = ap.parse_args()
+    signal.signal(signal.SIGTERM, on_sigterm)
     kinds = ["kraftd", "kafka"] if args.vs_kafka else ["kraftd"]
     if args.kinds:
         kinds = args.kinds.split(",")
-    points = []
-    for p in [int(x) for x in args.partitions.split(",")]:
-        for n in [int(x) for x in args.brokers.split(",")]:
-            for kind in kinds:
-                point = run_point(kind, n, p, args)
-                print(f"# {kind} N={n} P={p}: {json.dumps(point)}", file=sys.stderr, flush=True)
-                points.append(point)
+    points: list[dict[str, Any]] = []
+    ps, ns = (list(map(int, v.split(","))) for v in (args.partitions, args.brokers))
+    for kind, n, p in [(k, n, p) for p in ps for n in ns for k in kinds]:
+        if points and str(points[-1].get("error", "")).startswith("stopped by SIGTERM"):
+            break
+        point = run_point(kind, n, p, args)
+        print(f"# {kind} N={n} P={p}: {json.dumps(point)}", file=sys.stderr, flush=True)
+        points.append(point)
     if args.json:
         print(json.dumps({"points": points}, sort_keys=True))
     else:

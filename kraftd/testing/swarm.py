@@ -111,6 +111,7 @@ class SwarmCluster:
         before = self.quorum(3000)
         assert before is not None and before.leader_id > 0, "no leader before the kill"
         leader = self.q.node(before.leader_id)
+        mark = len(self.swarm.heartbeats)  # answered_after reads only the heartbeats recorded since
         killed_at = time.monotonic()
         leader.stop(signal.SIGKILL)
         new_leader, leader_after = -1, float("inf")
@@ -125,10 +126,10 @@ class SwarmCluster:
         running = {b.id for b in self.swarm.running()}
         while (
             time.monotonic() < deadline
-            and not running <= self.swarm.answered_after(killed_at, before.leader_id).keys()
+            and not running <= self.swarm.answered_after(killed_at, before.leader_id, mark).keys()
         ):
             time.sleep(0.1)
-        answered = self.swarm.answered_after(killed_at, before.leader_id)
+        answered = self.swarm.answered_after(killed_at, before.leader_id, mark)
         time.sleep(max(0.0, killed_at + settle - time.monotonic()))
         after = self.quorum(3000)
         last = max(running, key=lambda b: answered.get(b, float("inf")), default=-1)

@@ -7,7 +7,7 @@ from generated.vote_response import VoteResponse
 from kraftd.core import messages as m
 from kraftd.core.batches import data_batch
 from kwire.headers import encode_response
-from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes
+from tools.swarm.decoding import BROKER_HEARTBEAT, EDGE, FETCH, SharedDecodes
 
 VOTE = 52
 
@@ -46,3 +46,38 @@ def test_heartbeats_shared_other_apis_and_large_answers_not_and_the_oldest_dropp
     assert len(d.entries) == 2
     c = d.decode(encode_response(BROKER_HEARTBEAT, 1, 7, hb), BROKER_HEARTBEAT, 1)
     assert c[1] is not a[1] and c[1] == a[1]
+
+
+def test_large_fetch_answers_are_shared_by_their_edges_not_by_hashing_every_byte() -> None:
+    """Contract 4: one commit's batches (0.6 MB at 1M partitions) reach every observer at the log end, and every
+    catching-up observer gets up to 8 MiB: decoded once for all (a 2 MiB answer was decoded per broker), known by
+    2 x EDGE bytes (every byte was hashed, 129 us per 0.6 MB answer and broker); answers that differ in where the
+    records start, how long they are or which leader sent them are decoded apart."""
+    d = SharedDecodes()
+    first = data_batch(100, 3, [bytes([i % 251]) * 100 for i in range(10_000)], 0)
+    second = data_batch(10_100, 3, [b"y" * 100] * 10_000, 0)
+    big = m.fetch_response(0, 0, 1, 3, 20_100, [first, second])
+    frame = encode_response(FETCH, 17, 0, big)
+    assert len(frame) > 2 << 20
+    got = [d.decode(encode_response(FETCH, 17, cid, big), FETCH, 17) for cid in range(200)]
+    assert [cid for cid, _ in got] == list(range(200))
+    assert len({id(b) for _, b in got}) == 1 and d.decoded == 1 and d.shared == 199
+    assert bytes(m.single_partition(got[0][1]).records) == first.data + second.data  # type: ignore[union-attr]
+    assert all(len(k[3]) + len(k[4]) <= 2 * EDGE for k in d.entries)
+    shorter = m.fetch_response(0, 0, 1, 3, 20_100, [first])  # the same start, fewer batches
+    other_leader = m.fetch_response(0, 0, 2, 4, 20_100, [first, second])  # the same records, a new epoch
+    later = m.fetch_response(0, 0, 1, 3, 20_100, [second])  # another start
+    for body in (shorter, other_leader, later):
+        _, decoded = d.decode(encode_response(FETCH, 17, 7, body), FETCH, 17)
+        assert decoded is not got[0][1] and decoded == body
+    assert d.decoded == 4
+
+
+def test_kept_answers_stay_within_the_byte_budget() -> None:
+    """Contract 3: large answers are dropped, oldest first, once their frames exceed the budget."""
+    d = SharedDecodes(budget=3 << 20)
+    for hwm in range(5):
+        body = m.fetch_response(0, 0, 1, 3, hwm, [data_batch(0, 3, [b"z" * 1000] * 1000, 0)])
+        d.decode(encode_response(FETCH, 17, 1, body), FETCH, 17)
+        assert d.held <= 3 << 20 and d.held == sum(size for _, size in d.entries.values())
+    assert len(d.entries) == 3

@@ -199,11 +199,14 @@ class Swarm:
             "max_ms": max(rtts, default=float("nan")),
         }
 
-    def answered_after(self, t: float, exclude_node: int = -1) -> dict[int, float]:
+    def answered_after(self, t: float, exclude_node: int = -1, start: int = 0) -> dict[int, float]:
         """Per broker, seconds from ``t`` to its first heartbeat answered without error after ``t`` by a controller
-        other than ``exclude_node`` (e.g. a killed leader)."""
+        other than ``exclude_node`` (e.g. a killed leader). ``start``: ``len(self.heartbeats)`` taken at or before
+        ``t`` (a heartbeat is recorded once answered, so none before it was answered after ``t``): only the
+        heartbeats since are read, not the whole run's (150k at 1,000 brokers after 5 minutes, read every 0.1 s
+        while a failover is measured, on the thread that holds the swarm's GIL)."""
         first: dict[int, float] = {}
-        for sent, rtt, error, broker, node in self.heartbeats:
+        for sent, rtt, error, broker, node in self.heartbeats[start:]:
             done = sent + rtt
             if done >= t and error == ErrorCode.NONE and node != exclude_node:
                 if broker not in first or done - t < first[broker]:

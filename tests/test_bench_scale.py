@@ -1,0 +1,75 @@
+"""bench/scale.py's bookkeeping: the swarm's own memory beside the leader's, and a point stopped by SIGTERM (a quiet
+run's ``timeout``) still reports what it measured."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from bench import scale
+
+
+class FakeCluster:
+    """A leader that is this process (kraftd kind, no log: no loop stall logged)."""
+
+    kind = "kraftd"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        me = SimpleNamespace(
+            proc=SimpleNamespace(pid=os.getpid()),
+            node_id=1,
+            log_file=Path("/nonexistent"),
+            alive=lambda: True,
+        )
+        self.q = SimpleNamespace(node=lambda node_id: me, nodes=[me])
+        self.closed = False
+
+    def quorum(self, timeout_ms: int = 1000) -> Any:
+        return SimpleNamespace(leader_id=1)
+
+    def close(self) -> None:
+        self.closed = True
+        raise TimeoutError("the swarm did not close in time")  # a loaded loop: the point is still reported
+
+
+def test_memory_reports_the_swarms_rss_and_both_peaks() -> None:
+    got = scale.memory(FakeCluster())  # type: ignore[arg-type]
+    assert got["swarm_rss_mib"] > 10 and got["swarm_peak_mib"] >= got["swarm_rss_mib"]
+    assert got["leader_peak_mib"] >= got["leader_rss_mib"] > 10 and got["controllers_peak_mib"] > 10
+
+
+def test_a_point_stopped_by_sigterm_keeps_what_it_measured(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def steps(c: Any, n: int, p: int, args: argparse.Namespace, out: dict[str, Any]) -> None:
+        out["registered_s"] = 1.5
+        scale.progress(out, "registered")
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(5)
+        out["never"] = True
+
+    clusters: list[FakeCluster] = []
+    monkeypatch.setattr(scale, "SwarmCluster", lambda *a, **k: clusters.append(FakeCluster()) or clusters[-1])
+    monkeypatch.setattr(scale, "steps", steps)
+    old = signal.signal(signal.SIGTERM, scale.on_sigterm)
+    try:
+        args = argparse.Namespace(dir=str(tmp_path), kafka_log_level="INFO")
+        started = time.monotonic()
+        out = scale.run_point("kraftd", 3, 100, args)
+    finally:
+        signal.signal(signal.SIGTERM, old)
+    assert time.monotonic() - started < 4
+    assert out["error"] == "stopped by SIGTERM" and "never" not in out
+    assert out["registered_s"] == 1.5 and "registered" in out["phases_s"] and out["seconds"] < 4
+    assert (
+        out["memory_at_end"]["swarm_rss_mib"] > 10
+        and clusters[0].closed
+        and "TimeoutError" in out["close_error"]
+    )
