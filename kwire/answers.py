@@ -8,11 +8,7 @@ carry the same response object at the same version share one encoding of its bod
 the frame's size and response header (the correlation id) are built per reply. A Raft leader answering 1,000
 parked observer Fetches with one answer object encodes it once. Entries are dropped at the next turn of the
 loop, so a reply never reuses the bytes of an object changed since.
-
-Contract 11d (issue 24): a shared body of ``LARGE`` bytes or more is written to each connection as it is, in a
-write of its own after the frame's size and header (joined with the small frames before it), never joined into
-a frame per reply: a copy of the body per connection (a 600 KB committed batch to 100 observers, catch-up answers
-of up to 8 MiB) was a large part of the leader's fan-out step at 1M partitions. Contract 2a then holds per piece.
+Contract 11d (a large shared body written as it is, not copied per reply): kwire.large_frames.
 """
 
 from __future__ import annotations
@@ -42,6 +38,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
+from kwire.large_frames import LARGE, Frame, pieces
 from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -134,10 +131,6 @@ class ServerStats:
     connections_total: int = 0
 
 
-Frame = bytes | tuple[bytes, bytes]  # a whole frame, or (size and header, a large shared body): contract 11d
-LARGE = 64 * 1024  # contract 11d: bodies from this size on are written as they are, not joined per reply
-
-
 class SharedBodies:
     """Contract 11a: encoded response bodies by (object, api key, version), kept until the loop's next turn."""
 
@@ -166,8 +159,7 @@ class SharedBodies:
         self.clearing = False
 
     def frame(self, req: ParsedRequest, body: Any) -> Frame:
-        """The whole response frame of ``req``: size, response header, the shared body; from ``LARGE`` bytes of
-        body on, as (size and header, the shared body itself), never joined (contract 11d)."""
+        """The response frame of ``req``: size, response header, the shared body (contract 11d from LARGE)."""
         payload = self.payload(req.api_key, req.api_version, body)
         header = response_header(req.api_key, req.api_version, req.correlation_id)
         n = len(header) + len(payload)
@@ -176,24 +168,6 @@ class SharedBodies:
         if len(payload) >= LARGE:
             return (n.to_bytes(4, "big") + header, payload)
         return b"".join((n.to_bytes(4, "big"), header, payload))
-
-
-def _pieces(frames: list[Frame]) -> list[bytes]:
-    """Contract 11d: the writes of ``frames``, in order: small frames joined with the next large frame's head,
-    each large body alone."""
-    out: list[bytes] = []
-    small: list[bytes] = []
-    for f in frames:
-        if isinstance(f, tuple):
-            small.append(f[0])
-            out.append(b"".join(small) if len(small) > 1 else small[0])
-            out.append(f[1])
-            small = []
-        else:
-            small.append(f)
-    if small:
-        out.append(b"".join(small) if len(small) > 1 else small[0])
-    return out
 
 
 class Answering:
@@ -299,7 +273,7 @@ class Answering:
         """Contract 11: fast replies written, in one socket write (contract 2a; 11d: a large shared body alone)."""
         if stagetrace.ON:
             stagetrace.mark("srv.write")
-        for data in _pieces(frames):
+        for data in pieces(frames):
             self.stats.bytes_out += len(data)
             writer.write(data)
             self.stats.writes += 1
