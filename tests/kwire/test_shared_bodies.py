@@ -141,3 +141,13 @@ def test_a_large_shared_body_is_written_to_each_connection_as_it_is_not_copied_p
                 w.close()
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_large_frames_keep_request_order_and_join_only_the_small_pieces() -> None:
+    """Contract 11d: small frames ride with the next large body's head; each large body is a write alone."""
+    from kwire.large_frames import pieces
+
+    big, other = b"B" * 70_000, b"O" * 70_000
+    out = pieces([b"a", (b"h1", big), b"b", b"c", (b"h2", other)])
+    assert out == [b"ah1", big, b"bc" + b"h2", other] and out[1] is big and out[3] is other
+    assert pieces([b"a", b"b"]) == [b"ab"] and pieces([(b"h", big)]) == [b"h", big]
