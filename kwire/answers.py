@@ -8,6 +8,7 @@ carry the same response object at the same version share one encoding of its bod
 the frame's size and response header (the correlation id) are built per reply. A Raft leader answering 1,000
 parked observer Fetches with one answer object encodes it once. Entries are dropped at the next turn of the
 loop, so a reply never reuses the bytes of an object changed since.
+Contract 11d (a large shared body written as it is, not copied per reply): kwire.large_frames.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
+from kwire.large_frames import LARGE, Frame, pieces
 from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -156,13 +158,15 @@ class SharedBodies:
         self.entries.clear()
         self.clearing = False
 
-    def frame(self, req: ParsedRequest, body: Any) -> bytes:
-        """The whole response frame of ``req``: size, response header, the shared body."""
+    def frame(self, req: ParsedRequest, body: Any) -> Frame:
+        """The response frame of ``req``: size, response header, the shared body (contract 11d from LARGE)."""
         payload = self.payload(req.api_key, req.api_version, body)
         header = response_header(req.api_key, req.api_version, req.correlation_id)
         n = len(header) + len(payload)
         if n > DEFAULT_MAX_FRAME_SIZE:
             raise LocalProtocolError(f"frame of {n} bytes exceeds the {DEFAULT_MAX_FRAME_SIZE} limit")
+        if len(payload) >= LARGE:
+            return (n.to_bytes(4, "big") + header, payload)
         return b"".join((n.to_bytes(4, "big"), header, payload))
 
 
@@ -184,7 +188,7 @@ class Answering:
     _ssl: SSLContext | None
     limits: ListenerLimits
     _held_depth: int
-    _held: dict[int, tuple[asyncio.StreamWriter, ConnectionInfo, Written, list[bytes], list[Any]]]
+    _held: dict[int, tuple[asyncio.StreamWriter, ConnectionInfo, Written, list[Frame], list[Any]]]
 
     async def _handshake(self, writer: asyncio.StreamWriter, info: ConnectionInfo) -> bool:
         """Contract 6."""
@@ -263,16 +267,16 @@ class Answering:
         writer: asyncio.StreamWriter,
         info: ConnectionInfo,
         counts: Written,
-        frames: list[bytes],
+        frames: list[Frame],
         slots: list[asyncio.Future[bytes | None]],
     ) -> None:
-        """Contract 11: fast replies written, in one socket write (contract 2a)."""
-        data = b"".join(frames) if len(frames) > 1 else frames[0]
-        self.stats.bytes_out += len(data)
+        """Contract 11: fast replies written, in one socket write (contract 2a; 11d: a large shared body alone)."""
         if stagetrace.ON:
             stagetrace.mark("srv.write")
-        writer.write(data)
-        self.stats.writes += 1
+        for data in pieces(frames):
+            self.stats.bytes_out += len(data)
+            writer.write(data)
+            self.stats.writes += 1
         counts.written += len(frames)
         if info.connection_id in self._last_done:  # kwire.limits contract 2: it completed a request
             self._last_done[info.connection_id] = (True, time.monotonic())

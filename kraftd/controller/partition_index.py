@@ -24,6 +24,12 @@ Contracts:
    after every ``copy()``, ~10k topics at 1M partitions) allocates nothing the collector scans. Keyed by UUIDs,
    those copies (the leader's view is reshared every 10k records, machine contract 3a) were the young objects
    that made each young collection 35-54 ms at 300k partitions and up to ~300 ms at 1M (issue 24, session 13).
+2c. A Held's masks are ``BUCKETS`` dicts chosen by the topic id's low bits, each copied on its own: a Held copy
+   shares every bucket (O(BUCKETS)) and the first change of a bucket copies that bucket only (O(the broker's
+   topics / BUCKETS)). One dict per Held made every first change after a ``copy()`` copy ~10k masks at 1M
+   partitions: the leader's view is reshared every 10k records, so the next replay slice copied the Helds of
+   every broker in both images (100 brokers: 3 x 100 x 2 dicts of 10k entries) and ran 200 ms of loop CPU past its
+   20 ms budget (issue 24, session 14).
 3. :func:`keys` lists a broker's partitions in topic-name then partition-id order, the order Kafka's controller
    and kraftd.controller.brokers generate partition changes in. :func:`key_chunks` gives the same list in chunks,
    each computed when asked (issue 24: listing the 100k ISR entries of a broker at 1M partitions held the
@@ -47,25 +53,46 @@ NO_LEADER = -1
 
 
 MASKED = 1024  # partition ids below this are bits of a topic's mask (contract 2a)
+BUCKETS = 64  # contract 2c: a Held's masks in this many dicts, each copied on its own first change
+_BUCKET_MASK = BUCKETS - 1
 
 
 class Held:
-    """One broker's partitions in one index (contracts 2, 2a)."""
+    """One broker's partitions in one index (contracts 2, 2a, 2c)."""
 
-    __slots__ = ("masks", "high", "owner")
+    __slots__ = ("parts", "mine", "count", "high", "owner")
 
-    def __init__(self, masks: dict[int, int], high: set[Key], owner: object) -> None:
-        self.masks = masks
+    def __init__(
+        self, parts: list[dict[int, int] | None], mine: int, count: int, high: set[Key], owner: object
+    ) -> None:
+        self.parts = parts  # BUCKETS dicts (or None: empty) of topic id int -> mask, by the int's low bits
+        self.mine = mine  # bit i set: parts[i] is this Held's own (contract 2c), else shared with a copy
+        self.count = count  # mask entries over all parts
         self.high = high
         self.owner = owner
 
     def __bool__(self) -> bool:
-        return bool(self.masks or self.high)
+        return bool(self.count or self.high)
+
+    def _part(self, k: int) -> dict[int, int]:
+        """Contract 2c: the bucket of ``k``, this Held's own (copied first if shared)."""
+        i = k & _BUCKET_MASK
+        d = self.parts[i]
+        if not (self.mine >> i) & 1:
+            d = {} if d is None else dict(d)
+            self.parts[i] = d
+            self.mine |= 1 << i
+        assert d is not None
+        return d
 
     def add(self, tid: uuid.UUID, pid: int) -> None:
         if pid < MASKED:
             k = tid.int  # contract 2b
-            self.masks[k] = self.masks.get(k, 0) | (1 << pid)
+            d = self._part(k)
+            mask = d.get(k, 0)
+            if not mask:
+                self.count += 1
+            d[k] = mask | (1 << pid)
         else:
             self.high.add((tid, pid))
 
@@ -74,14 +101,29 @@ class Held:
             self.high.discard((tid, pid))
             return
         k = tid.int  # contract 2b
-        mask = self.masks.get(k, 0) & ~(1 << pid)
+        shared = self.parts[k & _BUCKET_MASK]
+        if shared is None or k not in shared:
+            return
+        d = self._part(k)
+        mask = d[k] & ~(1 << pid)
         if mask:
-            self.masks[k] = mask
+            d[k] = mask
         else:
-            self.masks.pop(k, None)
+            del d[k]
+            self.count -= 1
+
+    def mask_items(self) -> Iterator[tuple[int, int]]:
+        """(topic id int, mask) of every topic with a partition below MASKED, in no particular order."""
+        for d in self.parts:
+            if d:
+                yield from d.items()
+
+    def copy(self, owner: object) -> Held:
+        """Contract 2c: O(BUCKETS); every bucket shared until changed."""
+        return Held(list(self.parts), 0, self.count, set(self.high), owner)
 
     def keys(self) -> set[Key]:
-        return {(uuid.UUID(int=k), pid) for k, mask in self.masks.items() for pid in _bits(mask)} | self.high
+        return {(uuid.UUID(int=k), pid) for k, mask in self.mask_items() for pid in _bits(mask)} | self.high
 
 
 def _bits(mask: int) -> list[int]:
@@ -101,7 +143,7 @@ def _held(image: MetadataImage, name: str, broker: int) -> Held:
     index: Index = getattr(image, name)
     h = index.get(broker)
     if h is None or h.owner is not image.owner:
-        h = Held({}, set(), image.owner) if h is None else Held(dict(h.masks), set(h.high), image.owner)
+        h = Held([None] * BUCKETS, 0, 0, set(), image.owner) if h is None else h.copy(image.owner)
         setattr(image, name, index.set(broker, h))
     return h
 
@@ -145,7 +187,7 @@ def keys(image: MetadataImage, index: Index, broker: int) -> list[Key]:
     h = index.get(broker)
     if h is None:
         return []
-    by_topic: dict[uuid.UUID, list[int]] = {uuid.UUID(int=k): _bits(mask) for k, mask in h.masks.items()}
+    by_topic: dict[uuid.UUID, list[int]] = {uuid.UUID(int=k): _bits(mask) for k, mask in h.mask_items()}
     for tid, pid in sorted(h.high):  # ids >= MASKED, after a mask's (ascending) bits
         by_topic.setdefault(tid, []).append(pid)
     topics = image.topics
@@ -161,7 +203,7 @@ def key_chunks(image: MetadataImage, index: Index, broker: int, size: int) -> It
     if h is None:
         return
     # the image may change (in place, if it owns this entry) between two chunks
-    masks = {uuid.UUID(int=k): mask for k, mask in h.masks.items()}
+    masks = {uuid.UUID(int=k): mask for k, mask in h.mask_items()}
     high: dict[uuid.UUID, list[int]] = {}
     for tid, pid in sorted(h.high):
         high.setdefault(tid, []).append(pid)

@@ -46,10 +46,10 @@ class _Node:
         return self.end - 1
 
 
-def _leader() -> tuple[_Node, Any]:
+def _leader(topic_count: int = 5) -> tuple[_Node, Any]:
     m = MetadataController(1, [])
     m.committed, _ = cluster(5)
-    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 40, 3) for i in range(5)])
+    req = CreateTopicsRequest(topics=[CreatableTopic(f"t{i}", 40, 3) for i in range(topic_count)])
     apply_records(m.committed, topics.create_topics(m.committed, req, random.Random(5))[0])
     one_shot = m.committed.copy()
     apply_records(one_shot, brokers.fence(one_shot, VICTIM))
@@ -100,3 +100,24 @@ def test_a_lost_leadership_fails_the_pipelined_fencing(monkeypatch: pytest.Monke
         return await task
 
     assert asyncio.run(run()) == ErrorCode.NOT_CONTROLLER
+
+
+def test_pipelined_chunks_are_a_quarter_of_the_unpipelined_ones() -> None:
+    """Contract 1a (issue 24, session 14): with the default sizes each pipelined write holds at most
+    PIPELINED_CHUNK (250) moves plus the fence record, so one step computes or encodes at most that many."""
+    node, one_shot = _leader(topic_count=20)  # the victim in the ISRs of ~480 of 800 partitions
+    holding = len(brokers.holding(node.machine.latest(), VICTIM, isr=True))
+    assert 250 < holding < fencing.CHUNK
+
+    async def run() -> ErrorCode:
+        task = asyncio.create_task(_fence(node))
+        while not task.done():
+            await asyncio.sleep(0)
+            for done in node.commits:
+                if not done.done():
+                    done.set_result(None)
+        return await task
+
+    assert asyncio.run(run()) == ErrorCode.NONE
+    assert len(node.appends) == -(-holding // 250) >= 2 and max(node.appends) <= 250 + 1, node.appends
+    assert same_image(node.machine.latest(), one_shot)

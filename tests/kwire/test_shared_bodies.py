@@ -12,7 +12,7 @@ import pytest
 from generated.vote_request import VoteRequest
 from generated.vote_response import VoteResponse
 from kwire.framing import FrameDecoder, encode_frame
-from kwire.headers import decode_response, encode_request
+from kwire.headers import decode_response, encode_request, response_header
 from kwire.server import KafkaServer
 
 pytestmark = pytest.mark.timeout(30)
@@ -90,3 +90,64 @@ def test_response_headers_match_the_generated_header_codec() -> None:
             hv = response_header_version(spec, version)
             for cid in (0, 7, 2**31 - 1, -5):
                 assert response_header(key, version, cid) == ResponseHeader(correlation_id=cid).encode(hv)
+
+
+class LargeBody(VoteResponse):
+    """A response whose encoding is one large payload (a catch-up Fetch answer's records stand-in)."""
+
+    payload = bytes(range(256)) * 600  # 153,600 bytes
+
+    def encode(self, version: int) -> bytes:
+        return LargeBody.payload
+
+
+def test_a_large_shared_body_is_written_to_each_connection_as_it_is_not_copied_per_reply(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Contract 11d (issue 24, session 14): the one encoded body goes to every connection's socket write itself
+    (0 copies per reply; a joined frame per reply copied 600 KB-8 MiB per observer at 1M partitions), after that
+    frame's size and header; the bytes each client reads are the whole frame."""
+    replies: list[Any] = []
+    taken = asyncio.Event()
+    written: list[bytes] = []
+    real_write = asyncio.StreamWriter.write
+
+    def write(self: asyncio.StreamWriter, data: Any) -> None:
+        written.append(data)
+        real_write(self, data)
+
+    monkeypatch.setattr(asyncio.StreamWriter, "write", write)
+
+    def fast(header: Any, body: Any, info: Any, reply: Any) -> bool:
+        replies.append(reply)
+        if len(replies) == N:
+            taken.set()
+        return True
+
+    async def main() -> None:
+        async with KafkaServer(never, fast=fast) as srv:
+            conns = [await asyncio.open_connection(HOST, srv.port) for _ in range(N)]
+            for i, (_, w) in enumerate(conns):
+                w.write(encode_frame(encode_request(VOTE, 2, 1000 + i, "raw", VoteRequest())))
+            await asyncio.wait_for(taken.wait(), 10)
+            written.clear()
+            body = LargeBody(error_code=0)
+            for reply in replies:
+                reply(body)
+            assert sum(1 for d in written if d is LargeBody.payload) == N  # the shared bytes, each connection
+            for i, (r, w) in enumerate(conns):
+                (frame,) = await asyncio.wait_for(_frames(r), 5)
+                assert frame == response_header(VOTE, 2, 1000 + i) + LargeBody.payload  # its own header
+                w.close()
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_large_frames_keep_request_order_and_join_only_the_small_pieces() -> None:
+    """Contract 11d: small frames ride with the next large body's head; each large body is a write alone."""
+    from kwire.large_frames import pieces
+
+    big, other = b"B" * 70_000, b"O" * 70_000
+    out = pieces([b"a", (b"h1", big), b"b", b"c", (b"h2", other)])
+    assert out == [b"ah1", big, b"bc" + b"h2", other] and out[1] is big and out[3] is other
+    assert pieces([b"a", b"b"]) == [b"ab"] and pieces([(b"h", big)]) == [b"h", big]

@@ -1,0 +1,59 @@
+"""kraftd.shell.node contract 4b: the driver steps queued events for at most ``DRIVE_SLICE_S`` of one loop callback,
+then gives the loop a turn. Counted work (core steps before a callback scheduled meanwhile runs), a real one-node
+quorum; the slice is set to 0 so the count does not depend on the machine's speed."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from kraftd.core.events import RequestReceived
+from kraftd.shell.raft import driver as driver_mod
+from kraftd.shell.raft.clock import now_ms
+from tests.daemon.cluster import CLUSTER_ID
+from tests.helpers.daemon import single_node
+from tools.swarm import frames
+
+WAVE = 200
+
+
+async def _run(tmp_path: Path) -> dict[str, Any]:
+    node = single_node(tmp_path, "one", "one")
+    await node.start()
+    try:
+        await node.wait_for_leader(10)
+        core, drv = node.core, node.driver
+        answers: list[Any] = []
+        yields = getattr(drv, "yields", 0)
+        for i in range(WAVE):  # observers' Fetches queued behind a step (contract 4a), as at 1M partitions
+            body = frames.observer_fetch(CLUSTER_ID, 100 + i, uuid.uuid4(), core.epoch, 0, 0, -1)
+            token = drv.next_token
+            drv.next_token += 1
+            drv.pending[token] = answers.append
+            drv.events.put_nowait(RequestReceived(now_ms(), token, body))
+        before = core.steps
+        waited: list[int] = []
+        # A callback that became ready in this turn (a heartbeat read, the lag probe): steps run before it.
+        asyncio.get_running_loop().call_soon(lambda: waited.append(core.steps - before))
+        for _ in range(300):
+            await asyncio.sleep(0.01)
+            if len(answers) == WAVE and waited:
+                break
+        return {"answers": len(answers), "waited": waited[0], "yields": getattr(drv, "yields", 0) - yields}
+    finally:
+        await node.stop()
+
+
+def test_a_queued_wave_is_stepped_over_many_turns_of_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(driver_mod, "DRIVE_SLICE_S", 0.0, raising=False)
+    out = asyncio.run(_run(tmp_path))
+    assert out["answers"] == WAVE
+    # before contract 4b the driver stepped all WAVE queued events in one callback first
+    assert out["waited"] <= 8, out
+    assert out["yields"] >= WAVE - 8, out
