@@ -86,7 +86,7 @@ def test_pipelined_reads_take_no_task_and_answer_in_order(
             got = await read_n(reader, N)
             writer.write(frames(N, N))  # and again on the same connection
             got += await read_n(reader, N)
-            served = node.reads.served.labels(consistency)._value.get()
+            served = node.reads.served.labels(consistency).value
             writer.close()
             return (
                 got,

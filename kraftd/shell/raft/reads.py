@@ -66,6 +66,7 @@ from kraftd.core.effects import ReadResolved
 from kraftd.core.events import ReadsDue
 from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection
+from kraftd.shell.observe.loopmetrics import LoopCounters
 from kraftd.shell.observe.metrics import NodeMetrics
 from kraftd.shell.raft.clock import now_ms
 from kwire.errors import ErrorCode
@@ -106,11 +107,11 @@ class ReadBarriers:
         self._open: asyncio.Future[int] | None = None
         self._open_ticket = -1
         self._fast: dict[int, list[Callable[[int], None]]] = {}  # ticket -> its fast reads (contract 7)
-        self.served = Counter(
+        self.served = LoopCounters(  # on the loop only, without a lock (kraftd.shell.observe.loopmetrics)
             "kraftd_reads",
             "Reads answered from the image, by consistency",
-            ["consistency"],
-            registry=node.metrics.registry,
+            "consistency",
+            node.metrics.registry,
         )
         self._served_lin = self.served.labels(LINEARIZABLE)
         self._served_stale = self.served.labels(STALE)
