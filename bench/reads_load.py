@@ -13,8 +13,11 @@ Contracts:
    leader alone, with each round's own ratio beside it.
 4. What the window shows besides the rate, per server (leader first): CPU seconds per second, and seconds per
    second runnable but waiting for a CPU (``/proc/<pid>/schedstat``, the main thread); for the machine, idle
-   cores (``/proc/stat`` idle + iowait) and cores stolen by the hypervisor: a phase bound by the servers' CPU
-   has little idle time and the servers queue; a phase bound by waiting (barriers) leaves cores idle.
+   cores (``/proc/stat`` idle + iowait), cores stolen by the hypervisor and cores that processes outside the run
+   used (busy minus servers and clients): a phase bound by the servers' CPU has little idle time and the servers
+   queue; a phase bound by waiting (barriers) leaves cores idle. A neighbour holding one core leaves the leader
+   alone its core but takes the spread's second one, so ``others_cores`` > ~0.1 marks a phase (and a ratio) that
+   measured the neighbour (issue 25, session 14).
 """
 
 from __future__ import annotations
@@ -93,18 +96,20 @@ def ready(_: object = None) -> int:
     return os.getpid()
 
 
-def _sample(pids: list[int]) -> tuple[list[float], list[float], float, float]:
-    """Per process CPU seconds (utime + stime) and run-queue wait seconds; the machine's idle and stolen
-    (by the hypervisor) core-seconds."""
+def _sample(pids: list[int]) -> tuple[list[float], list[float], float, float, float]:
+    """Per process CPU seconds (utime + stime) and run-queue wait seconds; the machine's idle, stolen (by the
+    hypervisor) and busy core-seconds."""
     tick = os.sysconf("SC_CLK_TCK")
     cpu, wait = [], []
     for pid in pids:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         cpu.append((int(fields[11]) + int(fields[12])) / tick)  # utime, stime (fields 14 and 15 of stat(5))
         wait.append(int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9)
-    total = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
-    idle = (int(total[3]) + int(total[4])) / tick  # idle, iowait
-    return cpu, wait, idle, int(total[7]) / tick if len(total) > 7 else 0.0  # steal
+    # user nice system idle iowait irq softirq steal (proc(5)); busy: the CPU the kernel gave to any process
+    user, nice, system, idle, iowait, irq, softirq, steal = (
+        int(x) / tick for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    )
+    return cpu, wait, idle + iowait, steal, user + nice + system + irq + softirq
 
 
 def _sleep_until(t: float) -> None:
@@ -118,11 +123,12 @@ def phase(
     start_at = time.monotonic() + LEAD_IN
     pending = pool.map_async(worker, [(ports, in_flight, start_at, seconds)] * workers)
     _sleep_until(start_at)
-    cpu0, wait0, idle0, steal0 = _sample(servers)
+    cpu0, wait0, idle0, steal0, busy0 = _sample(servers)
     _sleep_until(start_at + seconds)
-    cpu1, wait1, idle1, steal1 = _sample(servers)
+    cpu1, wait1, idle1, steal1, busy1 = _sample(servers)
     results = pending.get()
     ok, cpu = sum(r["ok"] for r in results), sum(cpu1) - sum(cpu0)
+    client = sum(r["cpu"] for r in results)
     return {
         "reads_per_s": ok / seconds,
         "failed": sum(r["failed"] for r in results),
@@ -131,7 +137,8 @@ def phase(
         "each_server_wait_per_s": [round((b - a) / seconds, 2) for a, b in zip(wait0, wait1, strict=True)],
         "idle_cores": round((idle1 - idle0) / seconds, 2),
         "stolen_cores": round((steal1 - steal0) / seconds, 2),
-        "client_cpu_per_s": sum(r["cpu"] for r in results) / seconds,
+        "client_cpu_per_s": client / seconds,
+        "others_cores": round((busy1 - busy0 - cpu - client) / seconds, 2),
         "client_late_ms": round(max(r["late"] for r in results) * 1000, 1),
         "reads_per_server_cpu_s": ok / cpu if cpu else float("nan"),
     }
@@ -173,13 +180,22 @@ def _in_order(alone: list[Any], spread: list[Any]) -> list[tuple[str, Any]]:
 
 def _brief(name: str, p: dict[str, Any]) -> list[Any]:
     """One phase in the order it ran: [name, reads/s, CPU/s each server, run-queue wait/s each, client CPU/s,
-    idle cores, stolen cores]."""
+    idle cores, stolen cores, cores other processes used]."""
     cpu, wait, client = (
         p["each_server_cpu_per_s"],
         p["each_server_wait_per_s"],
         round(p["client_cpu_per_s"], 2),
     )
-    return [name, round(p["reads_per_s"]), cpu, wait, client, p["idle_cores"], p["stolen_cores"]]
+    return [
+        name,
+        round(p["reads_per_s"]),
+        cpu,
+        wait,
+        client,
+        p["idle_cores"],
+        p["stolen_cores"],
+        p["others_cores"],
+    ]
 
 
 def median_phase(phases: list[dict[str, Any]]) -> dict[str, Any]:
