@@ -4,8 +4,12 @@ Two 3-process quorums on loopback in the same run, one with ``kraftd.read.consis
 ``stale``; both hold a few config entries written before measuring. Each read is a DescribeConfigs of one
 BROKER resource (what ``kafka-configs --bootstrap-controller --describe`` sends).
 1. throughput: ``--workers`` client processes, each with ``--in-flight`` reads outstanding, for ``--seconds``,
-   first all aimed at the leader, then spread over the 3 controllers (linearizable quorum); a server handles at
-   most 16 requests of one connection at once, so each client opens as many connections as that takes;
+   all aimed at the leader or spread over the 3 controllers (linearizable quorum), alternated over ``--rounds``
+   rounds after ``--warmup`` seconds of unmeasured load, by one pool of clients, each phase a window that starts
+   at one instant for every process (bench.reads_load); the medians are reported, each round's ratio and phase
+   beside them (``phases``: name, reads/s, CPU/s and run-queue wait/s of each server, client CPU/s, idle and
+   stolen cores); a server handles at most 16 requests of one connection at once, so each client opens as many
+   connections as that takes; the stale quorum starts after the throughput phases;
 2. latency: one read at a time (closed loop) from one client at a follower, p50/p99 in ms, alternating between
    the linearizable and the stale quorum in slices so a noisy neighbour hurts both alike; the loopback round
    trip is measured the same way with ApiVersions. ``linearizable_*`` and ``stale_*`` are reads at a follower
@@ -48,8 +52,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from bench.reads_load import BROKER, DESCRIBE, DESCRIBE_VERSION, median_phase, rounds  # noqa: E402
 from generated.api_versions_request import ApiVersionsRequest  # noqa: E402
-from generated.describe_configs_request import DescribeConfigsRequest, DescribeConfigsResource  # noqa: E402
 from generated.incremental_alter_configs_request import (  # noqa: E402
     AlterableConfig,
     AlterConfigsResource,
@@ -57,15 +61,9 @@ from generated.incremental_alter_configs_request import (  # noqa: E402
 )
 from kwire.client import KafkaClient  # noqa: E402
 from kwire.framing import FrameDecoder, encode_frame  # noqa: E402
-from kwire.headers import decode_response, encode_request  # noqa: E402
+from kwire.headers import encode_request  # noqa: E402
 from kwire.limits import DEFAULT_MAX_IN_FLIGHT as MAX_IN_FLIGHT  # noqa: E402
 from tools.local_quorum import LocalQuorum  # noqa: E402
-
-BROKER = 4
-DESCRIBE_VERSION = 4
-DESCRIBE = DescribeConfigsRequest(
-    resources=[DescribeConfigsResource(resource_type=BROKER, resource_name="1", configuration_keys=None)]
-)
 
 
 def _pct(xs: list[float], p: float) -> float:
@@ -92,49 +90,6 @@ async def _seed(port: int) -> None:
     await c.close()
 
 
-async def _hammer(ports: list[int], in_flight: int, seconds: float) -> tuple[int, int, float]:
-    """A lean pipelined client, so the servers and not the client's codec bound throughput: the request is
-    encoded once, responses are counted by frame and every 64th is decoded to check its error code."""
-    frame = encode_frame(encode_request(32, DESCRIBE_VERSION, 1, "bench-reads", DESCRIBE))
-    ok = failed = 0
-    end = time.monotonic() + seconds
-
-    async def one(port: int, depth: int) -> None:
-        nonlocal ok, failed
-        reader, writer = await asyncio.open_connection("127.0.0.1", port)
-        decoder = FrameDecoder()
-        writer.write(frame * depth)
-        outstanding, seen = depth, 0
-        while outstanding:
-            data = await reader.read(1 << 16)
-            if not data:
-                raise SystemExit(f"controller on port {port} closed the connection")
-            frames = decoder.feed(data)
-            outstanding -= len(frames)
-            for f in frames:
-                seen += 1
-                if seen % 64 == 0:
-                    _, resp = decode_response(f, 32, DESCRIBE_VERSION)
-                    if resp.results[0].error_code != 0:
-                        failed += 1
-                        continue
-                ok += 1
-            if time.monotonic() < end and frames:
-                writer.write(frame * len(frames))
-                outstanding += len(frames)
-        writer.close()
-
-    per = max(1, in_flight // len(ports))
-    conns = -(-per // MAX_IN_FLIGHT)  # a server handles 16 requests of a connection at once (kwire.limits)
-    cpu0 = time.process_time()
-    await asyncio.gather(*(one(p, max(1, per // conns)) for p in ports for _ in range(conns)))
-    return ok, failed, time.process_time() - cpu0
-
-
-def _worker(args: tuple[list[int], int, float]) -> tuple[int, int, float]:
-    return asyncio.run(_hammer(*args))
-
-
 def _cpu_each(pids: list[int]) -> list[float]:
     """User + system CPU seconds each process used so far (Linux /proc)."""
     tick = os.sysconf("SC_CLK_TCK")
@@ -143,25 +98,6 @@ def _cpu_each(pids: list[int]) -> list[float]:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         out.append((int(fields[11]) + int(fields[12])) / tick)  # utime, stime (fields 14 and 15 of stat(5))
     return out
-
-
-def throughput(
-    ports: list[int], workers: int, in_flight: int, seconds: float, servers: list[int]
-) -> dict[str, Any]:
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        cpu0, t0 = _cpu_each(servers), time.monotonic()
-        results = pool.map(_worker, [(ports, in_flight, seconds)] * workers)
-        each = [b - a for a, b in zip(cpu0, _cpu_each(servers), strict=True)]
-        wall = time.monotonic() - t0
-    ok, cpu, client = sum(r[0] for r in results), sum(each), sum(r[2] for r in results)
-    return {
-        "reads_per_s": ok / seconds,
-        "failed": sum(r[1] for r in results),
-        "server_cpu_per_s": cpu / wall,
-        "each_server_cpu_per_s": [round(c / wall, 2) for c in each],
-        "client_cpu_per_s": client / seconds,
-        "reads_per_server_cpu_s": ok / cpu if cpu else float("nan"),
-    }
 
 
 async def _latencies(port: int, samples: int, request: Any) -> list[float]:
@@ -228,6 +164,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="print one machine-readable line")
     ap.add_argument("--seconds", type=float, default=8.0, help="seconds per throughput phase")
+    ap.add_argument("--rounds", type=int, default=3, help="alone/spread rounds (ABBA; medians reported)")
+    ap.add_argument("--warmup", type=float, default=1.0, help="seconds of unmeasured spread load first")
     ap.add_argument("--workers", type=int, default=2, help="client processes for throughput")
     ap.add_argument("--in-flight", type=int, default=256, help="reads outstanding per client process")
     ap.add_argument("--samples", type=int, default=2000, help="latency samples per consistency")
@@ -242,16 +180,19 @@ def main() -> None:
         for mode, root in zip(("linearizable", "stale"), roots, strict=True)
     }
     try:
-        for q in quorums.values():
-            q.start_all()
-        leaders = {mode: q.wait_leader(30).leader_id for mode, q in quorums.items()}
-        for mode, q in quorums.items():
-            asyncio.run(_seed(q.ports[leaders[mode] - 1]))
         lin = quorums["linearizable"]
+        lin.start_all()
+        leaders = {"linearizable": lin.wait_leader(30).leader_id}
+        asyncio.run(_seed(lin.ports[leaders["linearizable"] - 1]))
         lead_port = lin.ports[leaders["linearizable"] - 1]
         servers = [lin.procs[i].pid for i in sorted(lin.procs, key=lambda i: i != leaders["linearizable"])]
-        alone = throughput([lead_port], args.workers, args.in_flight, args.seconds, servers)
-        spread = throughput(list(lin.ports), args.workers, args.in_flight, args.seconds, servers)
+        # bench.reads_load contract 1: one pool of clients for every phase; the stale quorum starts afterwards.
+        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+            summary, alones, spreads = rounds(pool, lead_port, list(lin.ports), args, servers)
+        alone, spread = median_phase(alones), median_phase(spreads)
+        quorums["stale"].start_all()
+        leaders["stale"] = quorums["stale"].wait_leader(30).leader_id
+        asyncio.run(_seed(quorums["stale"].ports[leaders["stale"] - 1]))
         lat: dict[str, list[float]] = {"linearizable": [], "stale": [], "rtt": [], "leader": []}
         slices = 10
         per = max(1, args.samples // slices)
@@ -264,10 +205,9 @@ def main() -> None:
             lat["rtt"] += asyncio.run(_latencies(rtt_port, per, ApiVersionsRequest()))
             lat["leader"] += asyncio.run(_latencies(lead_port, per, DESCRIBE))
         res: dict[str, Any] = {
-            "leader_alone_reads_per_s": round(alone["reads_per_s"], 1),
-            "three_controllers_reads_per_s": round(spread["reads_per_s"], 1),
-            "failed_reads": alone["failed"] + spread["failed"],
-            "spread_ratio": round(spread["reads_per_s"] / alone["reads_per_s"], 2),
+            "leader_alone_reads_per_s": round(statistics.median(p["reads_per_s"] for p in alones), 1),
+            "three_controllers_reads_per_s": round(statistics.median(p["reads_per_s"] for p in spreads), 1),
+            "failed_reads": sum(p["failed"] for p in alones + spreads),
             "cores": len(os.sched_getaffinity(0)),
             "leader_alone_server_cpu_per_s": round(alone["server_cpu_per_s"], 2),
             "three_controllers_server_cpu_per_s": round(spread["server_cpu_per_s"], 2),
@@ -277,6 +217,11 @@ def main() -> None:
             "three_controllers_client_cpu_per_s": round(spread["client_cpu_per_s"], 2),
             "leader_alone_reads_per_server_cpu_s": round(alone["reads_per_server_cpu_s"], 1),
             "three_controllers_reads_per_server_cpu_s": round(spread["reads_per_server_cpu_s"], 1),
+            "leader_alone_each_server_wait_per_s": alone["each_server_wait_per_s"],
+            "three_controllers_each_server_wait_per_s": spread["each_server_wait_per_s"],
+            "leader_alone_idle_cores": alone["idle_cores"],
+            "three_controllers_idle_cores": spread["idle_cores"],
+            "client_late_ms_max": max(p["client_late_ms"] for p in alones + spreads),
             "linearizable_p50_ms": round(statistics.median(lat["linearizable"]), 3),
             "linearizable_p99_ms": round(_pct(lat["linearizable"], 0.99), 3),
             "stale_p50_ms": round(statistics.median(lat["stale"]), 3),
@@ -286,6 +231,8 @@ def main() -> None:
             "loopback_rtt_p50_ms": round(statistics.median(lat["rtt"]), 3),
             "samples": len(lat["linearizable"]),
         }
+        res["spread_ratio"] = round(res["three_controllers_reads_per_s"] / res["leader_alone_reads_per_s"], 2)
+        res.update(summary)
         budget = res["stale_p99_ms"] + res["loopback_rtt_p50_ms"] + 1.0
         res["p99_budget_ms"] = round(budget, 3)
         res["goal_throughput_met"] = res["spread_ratio"] >= 2.5

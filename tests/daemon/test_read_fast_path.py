@@ -72,7 +72,7 @@ def test_pipelined_reads_take_no_task_and_answer_in_order(
 ) -> None:
     tasks = count_respond(monkeypatch)
 
-    async def run() -> tuple[list[Any], int, int, float]:
+    async def run() -> tuple[list[Any], int, int, float, int]:
         node: ControllerNode = single_node(tmp_path)
         await node.start()
         node.reads.stale = consistency == "stale"
@@ -81,23 +81,25 @@ def test_pipelined_reads_take_no_task_and_answer_in_order(
             await node.reads.describe_configs(DescribeConfigsRequest(resources=[]))  # committed in its epoch
             reader, writer = await asyncio.open_connection("127.0.0.1", node.server.port)
             tickets, writes = node.reads.tickets._value.get(), node.server.stats.writes
+            encodes = node.server.shared.encodes
             tasks.clear()
             writer.write(frames(N))
             got = await read_n(reader, N)
             writer.write(frames(N, N))  # and again on the same connection
             got += await read_n(reader, N)
-            served = node.reads.served.labels(consistency)._value.get()
+            served = node.reads.served.labels(consistency).value
             writer.close()
             return (
                 got,
                 int(node.reads.tickets._value.get() - tickets),
                 node.server.stats.writes - writes,
                 served,
+                node.server.shared.encodes - encodes,
             )
         finally:
             await node.stop()
 
-    got, tickets, writes, served = asyncio.run(run())
+    got, tickets, writes, served, encodes = asyncio.run(run())
     assert tasks == [], tasks  # before: one handler task per read
     assert [c for c, _ in got] == list(range(2 * N))
     assert [r.results[0].resource_name for _, r in got] == [str(c % 3) for c in range(2 * N)]
@@ -109,6 +111,9 @@ def test_pipelined_reads_take_no_task_and_answer_in_order(
             writes,
             tickets,
         )  # contract 7: one write per ticket (a segment may split)
+        # Contract 7a: the reads of a ticket asking the same share one response, encoded once (3 resource
+        # names here); before, every read's body was encoded (32).
+        assert encodes <= 3 * tickets, (encodes, tickets)
     else:
         assert tickets == 0
 

@@ -54,13 +54,13 @@ def test_followers_answer_a_leaders_read_round_on_the_fast_path(tmp_path: Path) 
                     return await real(body)
 
                 node.driver.ask_core = ask_core  # type: ignore[method-assign]
-            fast = [n.metrics.children("BeginQuorumEpoch")[0]._value.get() for n in followers]
+            fast = [n.metrics.children("BeginQuorumEpoch")[0].value for n in followers]
             tickets = leader.reads.tickets._value.get()
             for _ in range(READS):  # one at a time: each is its own round
                 resp = await leader.reads.describe_configs(REQUEST)
                 assert resp.results[0].error_code == 0
             answered = [
-                int(n.metrics.children("BeginQuorumEpoch")[0]._value.get() - f)
+                int(n.metrics.children("BeginQuorumEpoch")[0].value - f)
                 for n, f in zip(followers, fast, strict=True)
             ]
             return queued, int(leader.reads.tickets._value.get() - tickets), answered

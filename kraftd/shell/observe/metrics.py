@@ -24,7 +24,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any, Protocol
 
-from prometheus_client import CollectorRegistry, Counter, Histogram, ProcessCollector, start_http_server
+from prometheus_client import CollectorRegistry, ProcessCollector, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.registry import Collector
 
@@ -39,6 +39,7 @@ from kraftd.shell.observe.controller_metrics import (
     ControllerMetricsPort,
 )
 from kraftd.shell.observe.looplag import LoopLagCollector, LoopLagProbe
+from kraftd.shell.observe.loopmetrics import LoopCounters, LoopHistograms
 from kraftd.shell.raft.clock import now_ms as node_clock
 from kwire.server import KafkaServer
 
@@ -140,17 +141,18 @@ class NodeMetrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry()
         ProcessCollector(registry=self.registry)
-        self.requests = Counter(
+        # Written on the loop only, without a lock (kraftd.shell.observe.loopmetrics; issue 25).
+        self.requests = LoopCounters(
             "kafka_network_request_metrics_requests",
             "Requests received, by api",
-            ["request"],
-            registry=self.registry,
+            "request",
+            self.registry,
         )
-        self.latency = Histogram(
+        self.latency = LoopHistograms(
             "kafka_network_request_metrics_total_time_seconds",
             "Time from receiving a request to having its response, by api",
-            ["request"],
-            registry=self.registry,
+            "request",
+            self.registry,
             buckets=(0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0),
         )
         self._http: Any = None

@@ -42,6 +42,10 @@ Contracts:
    step, its fast reads are answered in ticket order, all of the step's replies held to one write per connection.
    Only a read that finds the barrier failed or the controller still replaying takes the coroutine path's
    handling (contracts 1, 2a) in a task. The answer is the one :meth:`ReadBarriers.describe_configs` builds.
+7a. Fast reads that share a turn of the loop, ask the same (resources, keys, IncludeSynonyms) and are answered
+   from the same image share one response object (issue 25), so kwire.server encodes its body once per turn
+   (contract 11a) instead of once per read. The fast path runs only without an authorizer (kwire.server
+   contract 11), so no denial is ever merged into a shared response (contract 6's reason for one per request).
 """
 
 from __future__ import annotations
@@ -55,21 +59,16 @@ from typing import Any, Protocol
 from prometheus_client import Counter
 
 from generated.describe_configs_request import DescribeConfigsRequest
-from generated.describe_configs_response import (
-    DescribeConfigsResourceResult,
-    DescribeConfigsResponse,
-    DescribeConfigsResult,
-    DescribeConfigsSynonym,
-)
-from kraftd.controller import config_kinds as kinds
+from generated.describe_configs_response import DescribeConfigsResponse, DescribeConfigsResult
 from kraftd.core.effects import ReadResolved
 from kraftd.core.events import ReadsDue
 from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.net.transport import PeerConnection
+from kraftd.shell.observe.loopmetrics import LoopCounters
 from kraftd.shell.observe.metrics import NodeMetrics
 from kraftd.shell.raft.clock import now_ms
+from kraftd.shell.raft.config_answers import STALE, _describe
 from kwire.errors import ErrorCode
-from kwire.resources import ConfigResourceType as CR
 from kwire.server import KafkaServer
 
 
@@ -80,10 +79,7 @@ class ReadsPort(ControllerPort, Protocol):
 
 log = logging.getLogger("kraftd.reads")
 
-TOPIC, BROKER, BROKER_LOGGER = int(CR.TOPIC), int(CR.BROKER), int(CR.BROKER_LOGGER)
-# ConfigSource codes (Kafka's DescribeConfigsResponse.ConfigSource).
-DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER = 1, 2, 3, 4
-LINEARIZABLE, STALE = "linearizable", "stale"
+LINEARIZABLE = "linearizable"
 
 
 class ReadUnavailableError(Exception):
@@ -102,15 +98,16 @@ class ReadBarriers:
         self.stale = node.config.read_consistency == STALE
         self._warned: object = None
         self._answers: dict[tuple[Any, ...], tuple[Any, DescribeConfigsResult]] = {}  # contract 6
+        self._shared_answers: dict[tuple[Any, ...], tuple[Any, DescribeConfigsResponse]] = {}  # contract 7a
         # The ticket later reads join until the core's next step (contract 5), and its number.
         self._open: asyncio.Future[int] | None = None
         self._open_ticket = -1
         self._fast: dict[int, list[Callable[[int], None]]] = {}  # ticket -> its fast reads (contract 7)
-        self.served = Counter(
+        self.served = LoopCounters(  # on the loop only, without a lock (kraftd.shell.observe.loopmetrics)
             "kraftd_reads",
             "Reads answered from the image, by consistency",
-            ["consistency"],
-            registry=node.metrics.registry,
+            "consistency",
+            node.metrics.registry,
         )
         self._served_lin = self.served.labels(LINEARIZABLE)
         self._served_stale = self.served.labels(STALE)
@@ -215,11 +212,30 @@ class ReadBarriers:
                 self.node.spawn_task(self._answer_later(req, reply, code))
                 return
             self._served_lin.inc()
-            answer = self._response(req, ErrorCode.NONE)
+            answer = self._shared(req)
         except Exception:  # noqa: BLE001 - one read's failure never stops the step that resolved it
             log.exception("node %d: answering a DescribeConfigs failed", self.node.config.node_id)
             answer = None
         reply(answer)
+
+    def _shared(self, req: DescribeConfigsRequest) -> DescribeConfigsResponse:
+        """Contract 7a: one response object for the fast reads of a turn that ask the same of the same image."""
+        image = self.node.controller.machine.committed
+        key: tuple[Any, ...] = (id(image), image.offset, req.include_synonyms)
+        for r in req.resources:
+            keys = r.configuration_keys
+            key += (r.resource_type, r.resource_name, None if keys is None else tuple(keys))
+        hit = self._shared_answers.get(key)
+        if hit is not None and hit[0] is image:
+            return hit[1]
+        if not self._shared_answers:
+            asyncio.get_running_loop().call_soon(self._shared_answers.clear)
+        answer = self._response(req, ErrorCode.NONE)
+        self._shared_answers[key] = (
+            image,
+            answer,
+        )  # holding ``image`` keeps its id from being reused meanwhile
+        return answer
 
     async def _answer_later(
         self, req: DescribeConfigsRequest, reply: Callable[[Any], None], code: int
@@ -294,95 +310,3 @@ class ReadBarriers:
         out = _describe(image, r, code, self.stale, synonyms)
         self._answers[key] = (image, out)  # holding ``image`` keeps its id from being reused meanwhile
         return out
-
-
-def _describe(
-    image: Any, r: Any, code: int, stale: bool, with_synonyms: bool = False
-) -> DescribeConfigsResult:
-    """Contract 4."""
-    out = DescribeConfigsResult(
-        error_code=code, error_message=None, resource_type=r.resource_type, resource_name=r.resource_name
-    )
-    keys = r.configuration_keys
-    if code != ErrorCode.NONE:
-        out.error_message = "no leader confirmed this read in time; not served from a possibly stale image"
-        return out
-    if r.resource_type == TOPIC:
-        if r.resource_name not in image.topic_ids:
-            out.error_code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-            out.error_message = f"topic {r.resource_name} does not exist"
-            return out
-        source = DYNAMIC_TOPIC
-    elif r.resource_type == BROKER:
-        if r.resource_name and not r.resource_name.isdigit():
-            out.error_code = ErrorCode.INVALID_REQUEST
-            out.error_message = f"broker id {r.resource_name!r} is not a number"
-            return out
-        source = DYNAMIC_BROKER if r.resource_name else DYNAMIC_DEFAULT_BROKER
-    elif r.resource_type == BROKER_LOGGER:
-        source = -1
-    elif r.resource_type in (kinds.CLIENT_METRICS, kinds.GROUP):
-        problem, entries = kinds.describe(
-            r.resource_type, r.resource_name, image.configs.get((r.resource_type, r.resource_name), {})
-        )
-        if problem is not None:
-            out.error_code, out.error_message = problem
-            return out
-        out.configs = [
-            _entry(
-                k,
-                v,
-                src,
-                [
-                    DescribeConfigsSynonym(name=n, value=sv, source=ss)
-                    for n, sv, ss in (kinds.synonyms(r.resource_type, k, v, src) if with_synonyms else [])
-                ],
-                config_type=t,
-            )
-            for k, v, src, t in entries
-            if keys is None or k in keys
-        ]
-        return out
-    else:
-        out.error_code = ErrorCode.INVALID_REQUEST
-        out.error_message = f"resource type {r.resource_type} is not described by a controller"
-        return out
-    values = {} if source < 0 else image.configs.get((r.resource_type, r.resource_name), {})
-    defaults = image.configs.get((BROKER, ""), {}) if r.resource_type == BROKER and r.resource_name else {}
-
-    def chain(k: str, v: str) -> list[DescribeConfigsSynonym]:
-        if not with_synonyms:
-            return []
-        out = [DescribeConfigsSynonym(name=k, value=v, source=source)]
-        if k in defaults:
-            out.append(DescribeConfigsSynonym(name=k, value=defaults[k], source=DYNAMIC_DEFAULT_BROKER))
-        return out
-
-    out.configs = [
-        _entry(k, v, source, chain(k, v)) for k, v in sorted(values.items()) if keys is None or k in keys
-    ]
-    if stale:
-        out.configs.append(_entry("kraftd.read.consistency", STALE, STATIC_BROKER, [], read_only=True))
-    return out
-
-
-def _entry(
-    name: str,
-    value: str,
-    source: int,
-    synonyms: list[DescribeConfigsSynonym],
-    *,
-    config_type: int = 0,
-    read_only: bool = False,
-) -> DescribeConfigsResourceResult:
-    """One DescribeConfigs entry as a controller answers it: never sensitive, no documentation."""
-    return DescribeConfigsResourceResult(
-        name=name,
-        value=value,
-        read_only=read_only,
-        config_source=source,
-        is_sensitive=False,
-        config_type=config_type,
-        documentation=None,
-        synonyms=synonyms,
-    )
