@@ -7,7 +7,7 @@ import asyncio
 import time
 from typing import Any
 
-from generated.create_topics_response import CreateTopicsResponse, CreatableTopicResult
+from generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
 from tools.swarm.broker import SwarmConfig
 from tools.swarm.swarm import Swarm
 
@@ -46,7 +46,11 @@ def test_the_create_answer_marks_the_commit_when_it_comes_first_and_records_alon
     assert asyncio.run(swarm.create_topics(["t", "u"], 1, 1)) == {"t": 0, "u": 0}
     assert w.answered == read_at and w.committed == read_at
     swarm.replay.topic_offset["t"] = 5
-    a.fetch_end, a.hwm, a.fetch_read = 6, 5, read_at + 0.001  # the record fetched, not yet committed (Kafka's way)
+    a.fetch_end, a.hwm, a.fetch_read = (
+        6,
+        5,
+        read_at + 0.001,
+    )  # the record fetched, not yet committed (Kafka's way)
     swarm.progress(a)
     assert w.hwm_seen < 0 and not w.done and w.committed == read_at
     a.hwm, a.fetch_read = 6, read_at + 0.020
