@@ -7,7 +7,7 @@ from generated.vote_response import VoteResponse
 from kraftd.core import messages as m
 from kraftd.core.batches import data_batch
 from kwire.headers import encode_response
-from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes
+from tools.swarm.decoding import BROKER_HEARTBEAT, EDGE, FETCH, SharedDecodes
 
 VOTE = 52
 
@@ -46,3 +46,32 @@ def test_heartbeats_shared_other_apis_and_large_answers_not_and_the_oldest_dropp
     assert len(d.entries) == 2
     c = d.decode(encode_response(BROKER_HEARTBEAT, 1, 7, hb), BROKER_HEARTBEAT, 1)
     assert c[1] is not a[1] and c[1] == a[1]
+
+
+def test_a_large_answer_is_found_by_its_edges_and_taken_only_when_every_byte_matches() -> None:
+    """Contract 4: no hash of the whole answer (its key holds its size and edges); a same-size answer differing
+    only in the middle is decoded on its own."""
+    d = SharedDecodes()
+    records = [b"x" * 1000 for _ in range(200)]  # ~200 KB
+    body = m.fetch_response(0, 0, 1, 3, 9, [data_batch(0, 3, records, 0)])
+    got = [d.decode(encode_response(FETCH, 17, cid, body), FETCH, 17) for cid in range(100)]
+    assert d.decoded == 1 and d.shared == 99 and len({id(b) for _, b in got}) == 1
+    assert all(len(k[3]) <= EDGE and len(k[4]) <= EDGE for k in d.entries)
+    changed = list(records)
+    changed[100] = b"y" * 1000  # same size, same edges
+    other = m.fetch_response(0, 0, 1, 3, 9, [data_batch(0, 3, changed, 0)])
+    o = d.decode(encode_response(FETCH, 17, 7, other), FETCH, 17)
+    assert o[1] is not got[0][1] and d.decoded == 2
+    part = m.single_partition(o[1])
+    assert part is not None and b"y" * 1000 in bytes(part.records)
+    again = d.decode(encode_response(FETCH, 17, 8, body), FETCH, 17)  # the stored answer is still found
+    assert again[1] is got[0][1]
+
+
+def test_the_batch_ends_of_a_shared_answer_are_walked_once() -> None:
+    """Contract 5: 500 brokers handed one answer object walk its batch headers once."""
+    d = SharedDecodes()
+    body = m.fetch_response(0, 0, 1, 3, 9, [data_batch(7, 3, [b"a", b"b"], 0), data_batch(9, 3, [b"c"], 0)])
+    answers = [d.decode(encode_response(FETCH, 17, cid, body), FETCH, 17)[1] for cid in range(500)]
+    ends = {d.batch_ends(m.single_partition(a).records) for a in answers}  # type: ignore[union-attr]
+    assert ends == {(10, 3)} and d.walks == 1

@@ -39,7 +39,7 @@ from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
 from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes
-from tools.swarm.replay import SharedReplay, batch_ends
+from tools.swarm.replay import SharedReplay
 
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
     "STARTING",
@@ -332,7 +332,7 @@ class SwarmBroker:
             moved = part.high_watermark != self.hwm
             records = part.records
             if records:
-                ends = batch_ends(records)
+                ends = self.hooks.decodes.batch_ends(records)
                 if ends is not None:
                     if self.hooks.replay.next_offset < ends[0]:
                         self.hooks.replay.feed(records)

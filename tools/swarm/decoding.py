@@ -9,6 +9,12 @@ Contracts:
    correlation id) once and hands every broker the same object; anything else is decoded as kwire decodes it.
 2. Shared answers are read-only: no swarm code changes a decoded answer.
 3. At most ``limit`` distinct answers are kept (the oldest is dropped first).
+4. Finding an answer costs O(1) Python work and one comparison of its bytes (C speed), not a hash of all of them:
+   an answer is looked up by its size and its first and last ``EDGE`` bytes after the correlation id, and taken
+   only when all its bytes equal the stored answer's (else it is decoded on its own, not kept). A committed batch
+   of 5,050 records (600 KB) answered to 1,000 brokers cost the swarm ~0.5 ms of hashing per broker before.
+5. :meth:`SharedDecodes.batch_ends` is tools.swarm.replay.batch_ends once per shared records section (every broker
+   handed the same answer object walks its batch headers once, not once each).
 """
 
 from __future__ import annotations
@@ -16,31 +22,55 @@ from __future__ import annotations
 from typing import Any
 
 from kwire.headers import decode_response, peek_correlation_id
+from tools.swarm.replay import batch_ends
 
 FETCH, BROKER_HEARTBEAT = 1, 63
 SHARED_APIS = frozenset((FETCH, BROKER_HEARTBEAT))
+EDGE = 64  # contract 4
 
 
 class SharedDecodes:
     def __init__(self, limit: int = 64, max_bytes: int = 1 << 20) -> None:
         self.limit, self.max_bytes = limit, max_bytes
-        self.entries: dict[tuple[int, int, bytes], Any] = {}
+        self.entries: dict[tuple[int, int, int, bytes, bytes], tuple[bytes, Any]] = {}
+        self.ends: dict[int, tuple[Any, tuple[int, int] | None]] = {}  # contract 5, by id of the records
         self.decoded = 0  # answers decoded (a shared one counts once)
         self.shared = 0  # answers handed out from an earlier decoding
+        self.walks = 0  # records sections walked by batch_ends (contract 5)
 
     def decode(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
         """Contract 1."""
         if api_key not in SHARED_APIS or len(frame) > self.max_bytes:
             self.decoded += 1
             return decode_response(frame, api_key, version)
-        key = (api_key, version, bytes(frame[4:]))
-        body = self.entries.get(key)
-        if body is None:
-            _, body = decode_response(frame, api_key, version)
-            self.decoded += 1
+        n = len(frame)
+        key = (
+            api_key,
+            version,
+            n,
+            bytes(frame[4 : 4 + EDGE]),
+            bytes(frame[max(4, n - EDGE) :]),
+        )  # contract 4
+        hit = self.entries.get(key)
+        if hit is not None and hit[0].startswith(memoryview(frame)[4:], 4):
+            self.shared += 1
+            return peek_correlation_id(frame), hit[1]
+        _, body = decode_response(frame, api_key, version)
+        self.decoded += 1
+        if hit is None:
             if len(self.entries) >= self.limit:
                 del self.entries[next(iter(self.entries))]  # contract 3
-            self.entries[key] = body
-        else:
-            self.shared += 1
+            self.entries[key] = (bytes(frame), body)
         return peek_correlation_id(frame), body
+
+    def batch_ends(self, records: Any) -> tuple[int, int] | None:
+        """Contract 5 (``records`` is read-only, contract 2, so its id names it while it is kept here)."""
+        hit = self.ends.get(id(records))
+        if hit is not None and hit[0] is records:
+            return hit[1]
+        self.walks += 1
+        ends = batch_ends(records)
+        if len(self.ends) >= self.limit:
+            del self.ends[next(iter(self.ends))]
+        self.ends[id(records)] = (records, ends)
+        return ends
