@@ -15,18 +15,34 @@ Contracts:
    of 5,050 records (600 KB) answered to 1,000 brokers cost the swarm ~0.5 ms of hashing per broker before.
 5. :meth:`SharedDecodes.batch_ends` is tools.swarm.replay.batch_ends once per shared records section (every broker
    handed the same answer object walks its batch headers once, not once each).
+6. :func:`read_at` is when an answer a broker's client is decoding was read (tools.swarm.broker contract 4): when
+   its bytes reached the swarm's process (kwire.arrival contract 2), not when the client's read loop next ran. In
+   one turn of the loop the swarm takes in the bytes of every ready connection, then runs ~1,000 read loops, each
+   behind the others' decoding and the re-fetches their brokers send, which a broker in its own process would not
+   wait for (docs/SWARM.md, session 14). ``KRAFT_SWARM_STAMP=decode`` in the environment restores session 13's
+   instant (the decode itself): an A/B switch for the instrument, the same for either controller kind.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
+from kwire import arrival
 from kwire.headers import decode_response, peek_correlation_id
 from tools.swarm.replay import batch_ends
 
 FETCH, BROKER_HEARTBEAT = 1, 63
 SHARED_APIS = frozenset((FETCH, BROKER_HEARTBEAT))
 EDGE = 64  # contract 4
+STAMP_ARRIVAL = os.environ.get("KRAFT_SWARM_STAMP", "arrival") != "decode"  # contract 6
+
+
+def read_at(client: Any) -> float:
+    """Contract 6 (``client``: the kwire.client.KafkaClient decoding the answer, or None)."""
+    at = arrival.arrived(client) if STAMP_ARRIVAL and client is not None else 0.0
+    return at if at > 0 else time.monotonic()
 
 
 class SharedDecodes:

@@ -44,7 +44,7 @@ from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from kwire.headers import decode_response
 from tools.swarm import frames
 from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
-from tools.swarm.decoding import SharedDecodes
+from tools.swarm.decoding import SharedDecodes, read_at
 from tools.swarm.replay import SharedReplay
 
 GC_MAINTAIN_S = 0.05
@@ -272,7 +272,7 @@ class Swarm:
             await asyncio.sleep(0.2)
 
     def _decode_admin(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
-        self._admin_read = time.monotonic()
+        self._admin_read = read_at(self._admin[1] if self._admin is not None else None)
         return decode_response(frame, api_key, version)
 
     async def create_topics(
