@@ -53,7 +53,7 @@ from typing import Any
 from generated.api_versions_request import ApiVersionsRequest
 from generated.api_versions_response import ApiVersionsResponse
 from generated.messages import API_SPECS
-from kwire import stagetrace
+from kwire import arrival, stagetrace
 from kwire.apiversions import API_VERSIONS_KEY, NegotiatedVersions, VersionRange, negotiate
 from kwire.errors import (
     ApiNotSupportedError,
@@ -189,7 +189,7 @@ class KafkaClient:
 
     async def _open_and_negotiate(self) -> NegotiatedVersions:
         hostname = (self._server_hostname or self.host) if self._ssl is not None else None
-        opening = asyncio.open_connection(self.host, self.port, ssl=self._ssl, server_hostname=hostname)
+        opening = arrival.open_connection(self.host, self.port, ssl=self._ssl, server_hostname=hostname)
         async with asyncio.timeout(self.connect_timeout):  # contract 11
             reader, writer = await opening
         conn = _Connection(reader, writer, self._max_frame)

@@ -79,5 +79,34 @@ def test_kept_answers_stay_within_the_byte_budget() -> None:
     for hwm in range(5):
         body = m.fetch_response(0, 0, 1, 3, hwm, [data_batch(0, 3, [b"z" * 1000] * 1000, 0)])
         d.decode(encode_response(FETCH, 17, 1, body), FETCH, 17)
-        assert d.held <= 3 << 20 and d.held == sum(size for _, size in d.entries.values())
+        assert d.held <= 3 << 20 and d.held == sum(len(f) for f, _ in d.entries.values())
     assert len(d.entries) == 3
+
+
+def test_a_large_answer_is_found_by_its_edges_and_taken_only_when_every_byte_matches() -> None:
+    """Contract 4: no hash of the whole answer (its key holds its size and edges); a same-size answer differing
+    only in the middle is decoded on its own."""
+    d = SharedDecodes()
+    records = [b"x" * 1000 for _ in range(200)]  # ~200 KB
+    body = m.fetch_response(0, 0, 1, 3, 9, [data_batch(0, 3, records, 0)])
+    got = [d.decode(encode_response(FETCH, 17, cid, body), FETCH, 17) for cid in range(100)]
+    assert d.decoded == 1 and d.shared == 99 and len({id(b) for _, b in got}) == 1
+    assert all(len(k[3]) <= EDGE and len(k[4]) <= EDGE for k in d.entries)
+    changed = list(records)
+    changed[100] = b"y" * 1000  # same size, same edges
+    other = m.fetch_response(0, 0, 1, 3, 9, [data_batch(0, 3, changed, 0)])
+    o = d.decode(encode_response(FETCH, 17, 7, other), FETCH, 17)
+    assert o[1] is not got[0][1] and d.decoded == 2
+    part = m.single_partition(o[1])
+    assert part is not None and b"y" * 1000 in bytes(part.records)
+    again = d.decode(encode_response(FETCH, 17, 8, body), FETCH, 17)  # the stored answer is still found
+    assert again[1] is got[0][1]
+
+
+def test_the_batch_ends_of_a_shared_answer_are_walked_once() -> None:
+    """Contract 5: 500 brokers handed one answer object walk its batch headers once."""
+    d = SharedDecodes()
+    body = m.fetch_response(0, 0, 1, 3, 9, [data_batch(7, 3, [b"a", b"b"], 0), data_batch(9, 3, [b"c"], 0)])
+    answers = [d.decode(encode_response(FETCH, 17, cid, body), FETCH, 17)[1] for cid in range(500)]
+    ends = {d.batch_ends(m.single_partition(a).records) for a in answers}  # type: ignore[union-attr]
+    assert ends == {(10, 3)} and d.walks == 1

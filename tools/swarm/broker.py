@@ -16,8 +16,8 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    (FetchSnapshot) and continue from its end. Records advance the position to the last complete batch and are
    handed to the shared replay. Heartbeats go to the leader the observer knows (the broker's controller channel).
 4. Every heartbeat is reported to ``hooks.heartbeat(broker, sent, rtt_s, error, node)`` (error -1: no answer;
-   node: the controller it went to last). ``rtt_s`` runs from writing the request until the swarm read and decoded
-   the answer off the broker's controller connection, not until the broker's coroutine next ran: a real broker is
+   node: the controller it went to last). ``rtt_s`` runs from writing the request until the swarm read the answer
+   (tools.swarm.decoding contract 6), not until the broker's coroutine next ran: a real broker is
    its own process, while here the continuations of every other broker's answers read in the same turn (a wave of
    1,000 Fetch answers) queue before it on the one loop, which is the emulation's cost, not the controller's
    (docs/SWARM.md, session 13). Every
@@ -38,8 +38,8 @@ from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
-from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes
-from tools.swarm.replay import SharedReplay, batch_ends
+from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at
+from tools.swarm.replay import SharedReplay
 
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
     "STARTING",
@@ -161,13 +161,13 @@ class SwarmBroker:
     def _decode_controller(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
         """Contract 4: the time a heartbeat answer was read (one heartbeat in flight per broker)."""
         if api_key == BROKER_HEARTBEAT:
-            self._heartbeat_read = time.monotonic()
+            self._heartbeat_read = read_at(self._clients.get("controller", (0, None))[1])
         return self.hooks.decodes.decode(frame, api_key, version)
 
     def _decode_raft(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
         """Contract 4: the time a Fetch answer was read (one fetch in flight per broker)."""
         if api_key == FETCH:
-            self.fetch_read = time.monotonic()
+            self.fetch_read = read_at(self._clients.get("raft", (0, None))[1])
         return self.hooks.decodes.decode(frame, api_key, version)
 
     async def controller_send(self, request: Any) -> Any | None:
@@ -332,7 +332,7 @@ class SwarmBroker:
             moved = part.high_watermark != self.hwm
             records = part.records
             if records:
-                ends = batch_ends(records)
+                ends = self.hooks.decodes.batch_ends(records)
                 if ends is not None:
                     if self.hooks.replay.next_offset < ends[0]:
                         self.hooks.replay.feed(records)

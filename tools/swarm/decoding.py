@@ -5,58 +5,92 @@ same Fetch answer, every RUNNING broker the same heartbeat answer; only the corr
 
 Contracts:
 1. :meth:`SharedDecodes.decode` is a ``KafkaClient`` decoder (kwire.client contract 10): for Fetch and
-   BrokerHeartbeat answers of at most ``max_bytes`` it decodes each distinct answer once and hands every broker the
-   same object; anything else is decoded as kwire decodes it.
+   BrokerHeartbeat answers of at most ``max_bytes`` it decodes each distinct (api key, version, bytes after the
+   correlation id) once and hands every broker the same object; anything else is decoded as kwire decodes it.
 2. Shared answers are read-only: no swarm code changes a decoded answer.
 3. At most ``limit`` distinct answers are kept, and at most ``budget`` bytes of frames (the oldest is dropped first).
-4. An answer of at most ``FINGERPRINT_OVER`` bytes is known by its bytes after the correlation id. A larger Fetch
-   answer (records: one commit's batches reach every observer at the log end, 0.6 MB at 1M partitions, and every
-   catching-up observer gets up to 8 MiB) is known by its length, its first and its last ``EDGE`` bytes, not by
-   hashing all of it (129 us per 0.6 MB answer and broker, more than decoding it, 31 us): the head holds the high
-   watermark, the log start and the first batch's header (base offset, epoch, CRC), the tail the answering
-   leader and its epoch (tagged fields). Answers equal there hold the same records: a leader's log is append-only
-   within its epoch (Raft's log matching), so the batches from one offset are a prefix of one sequence, and their
-   total length (the frame's length, the same head) fixes which prefix.
+4. Finding an answer costs O(1) Python work and one comparison of its bytes (C speed), not a hash of all of them:
+   an answer is looked up by its size and its first and last ``EDGE`` bytes after the correlation id, and taken
+   only when all its bytes equal the stored answer's (else it is decoded on its own, not kept). A committed batch
+   of 5,050 records (600 KB) answered to 1,000 brokers cost the swarm ~0.5 ms of hashing per broker before.
+   Answers up to ``max_bytes`` (16 MiB) are shared: every catching-up observer gets up to 8 MiB, decoded per
+   broker before.
+5. :meth:`SharedDecodes.batch_ends` is tools.swarm.replay.batch_ends once per shared records section (every broker
+   handed the same answer object walks its batch headers once, not once each).
+6. :func:`read_at` is when an answer a broker's client is decoding was read (tools.swarm.broker contract 4): when
+   its bytes reached the swarm's process (kwire.arrival contract 2), not when the client's read loop next ran. In
+   one turn of the loop the swarm takes in the bytes of every ready connection, then runs ~1,000 read loops, each
+   behind the others' decoding and the re-fetches their brokers send, which a broker in its own process would not
+   wait for (docs/SWARM.md, session 14). ``KRAFT_SWARM_STAMP=decode`` in the environment restores session 13's
+   instant (the decode itself): an A/B switch for the instrument, the same for either controller kind.
 """
 
 from __future__ import annotations
 
+import os
+import time
 from typing import Any
 
+from kwire import arrival
 from kwire.headers import decode_response, peek_correlation_id
+from tools.swarm.replay import batch_ends
 
 FETCH, BROKER_HEARTBEAT = 1, 63
 SHARED_APIS = frozenset((FETCH, BROKER_HEARTBEAT))
-FINGERPRINT_OVER = 4096  # contract 4
-EDGE = 512
+EDGE = 64  # contract 4
+STAMP_ARRIVAL = os.environ.get("KRAFT_SWARM_STAMP", "arrival") != "decode"  # contract 6
+
+
+def read_at(client: Any) -> float:
+    """Contract 6 (``client``: the kwire.client.KafkaClient decoding the answer, or None)."""
+    at = arrival.arrived(client) if STAMP_ARRIVAL and client is not None else 0.0
+    return at if at > 0 else time.monotonic()
 
 
 class SharedDecodes:
     def __init__(self, limit: int = 64, max_bytes: int = 16 << 20, budget: int = 128 << 20) -> None:
         self.limit, self.max_bytes, self.budget = limit, max_bytes, budget
-        self.entries: dict[tuple[int, int, int, bytes, bytes], tuple[Any, int]] = {}
         self.held = 0  # frame bytes of the kept answers (contract 3)
+        self.entries: dict[tuple[int, int, int, bytes, bytes], tuple[bytes, Any]] = {}
+        self.ends: dict[int, tuple[Any, tuple[int, int] | None]] = {}  # contract 5, by id of the records
         self.decoded = 0  # answers decoded (a shared one counts once)
         self.shared = 0  # answers handed out from an earlier decoding
+        self.walks = 0  # records sections walked by batch_ends (contract 5)
 
     def decode(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
-        """Contracts 1 and 4."""
-        size = len(frame)
-        if api_key not in SHARED_APIS or size > self.max_bytes:
+        """Contract 1."""
+        if api_key not in SHARED_APIS or len(frame) > self.max_bytes:
             self.decoded += 1
             return decode_response(frame, api_key, version)
-        if size <= FINGERPRINT_OVER or api_key != FETCH:
-            key = (api_key, version, size, bytes(frame[4:]), b"")
-        else:
-            key = (api_key, version, size, frame[4 : 4 + EDGE], frame[-EDGE:])
-        held = self.entries.get(key)
-        if held is None:
-            _, body = decode_response(frame, api_key, version)
-            self.decoded += 1
-            while self.entries and (len(self.entries) >= self.limit or self.held + size > self.budget):
-                self.held -= self.entries.pop(next(iter(self.entries)))[1]  # contract 3
-            self.entries[key] = (body, size)
-            self.held += size
-            return peek_correlation_id(frame), body
-        self.shared += 1
-        return peek_correlation_id(frame), held[0]
+        n = len(frame)
+        key = (
+            api_key,
+            version,
+            n,
+            bytes(frame[4 : 4 + EDGE]),
+            bytes(frame[max(4, n - EDGE) :]),
+        )  # contract 4
+        hit = self.entries.get(key)
+        if hit is not None and hit[0].startswith(memoryview(frame)[4:], 4):
+            self.shared += 1
+            return peek_correlation_id(frame), hit[1]
+        _, body = decode_response(frame, api_key, version)
+        self.decoded += 1
+        if hit is None:
+            while self.entries and (len(self.entries) >= self.limit or self.held + n > self.budget):
+                self.held -= len(self.entries.pop(next(iter(self.entries)))[0])  # contract 3
+            self.entries[key] = (bytes(frame), body)
+            self.held += n
+        return peek_correlation_id(frame), body
+
+    def batch_ends(self, records: Any) -> tuple[int, int] | None:
+        """Contract 5 (``records`` is read-only, contract 2, so its id names it while it is kept here)."""
+        hit = self.ends.get(id(records))
+        if hit is not None and hit[0] is records:
+            return hit[1]
+        self.walks += 1
+        ends = batch_ends(records)
+        if len(self.ends) >= self.limit:
+            del self.ends[next(iter(self.ends))]
+        self.ends[id(records)] = (records, ends)
+        return ends

@@ -8,6 +8,13 @@ Contracts:
 3. :meth:`Swarm.watch` measures propagation: from the call until each running broker has fetched, committed, the
    TopicRecord of the named topic (which may not exist yet: watch, then create it), until the swarm read that
    Fetch answer (tools.swarm.broker contract 4); :meth:`Watch.done` once every running broker has.
+3a. Issue 24 §2 measures propagation from the commit on the leader, an instant inside the controller; the swarm
+   sees it no later than the first of two reads, the same for either controller kind: the answer to the
+   CreateTopics that created the topic (both kinds answer it once its records are committed: kraftd's append
+   resolves at the commit, Kafka's QuorumController completes the write event in handleCommit), and the first
+   Fetch answer whose high watermark covers the TopicRecord. :attr:`Watch.committed` is the earlier of the two;
+   :meth:`Watch.from_commit_ms` each broker's delay from it (never negative: a broker reached the topic only with
+   such a high watermark).
 4. :meth:`Swarm.create_topics` is an admin's CreateTopics against the active controller, in requests of
    ``batch`` topics, retried on NOT_CONTROLLER and lost connections; a topic that already exists after a retry
    counts as created.
@@ -34,9 +41,10 @@ from typing import Any
 from kraftd.shell.observe.looplag import gc_maintain, tune_gc
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
+from kwire.headers import decode_response
 from tools.swarm import frames
 from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
-from tools.swarm.decoding import SharedDecodes
+from tools.swarm.decoding import SharedDecodes, read_at
 from tools.swarm.replay import SharedReplay
 
 GC_MAINTAIN_S = 0.05
@@ -64,13 +72,28 @@ class Watch:
     started: float
     brokers: set[int]
     reached: dict[int, float] = field(default_factory=dict)
+    answered: float = -1.0  # contract 3a: the CreateTopics answer creating the topic was read
+    hwm_seen: float = (
+        -1.0
+    )  # contract 3a: the first Fetch answer whose high watermark covers the topic was read
 
     @property
     def done(self) -> bool:
         return self.brokers <= self.reached.keys()
 
+    @property
+    def committed(self) -> float:
+        """Contract 3a: the earliest read showing the TopicRecord committed (-1: none yet)."""
+        seen = [t for t in (self.answered, self.hwm_seen) if t >= 0]
+        return min(seen, default=-1.0)
+
     def delays_ms(self) -> list[float]:
         return [(t - self.started) * 1000 for t in self.reached.values()]
+
+    def from_commit_ms(self) -> list[float]:
+        """Contract 3a."""
+        committed = self.committed
+        return [(t - committed) * 1000 for t in self.reached.values()] if committed >= 0 else []
 
 
 @dataclass
@@ -94,6 +117,7 @@ class Swarm:
         self.fences: list[Fence] = []
         self.watches: list[Watch] = []
         self._admin: tuple[int, KafkaClient] | None = None
+        self._admin_read = -1.0  # when the admin client last read an answer (contract 3a)
         self._gc_task: asyncio.Task[None] | None = None
         self.cpu_at_start = cpu_seconds()
 
@@ -108,8 +132,13 @@ class Swarm:
         now, read, committed = time.monotonic(), broker.fetch_read, broker.committed_offset
         for w in self.watches:
             offset = self.replay.topic_offset.get(w.topic)
-            if offset is not None and committed >= offset and broker.id not in w.reached:
-                w.reached[broker.id] = read if read >= w.started else now
+            if offset is None:
+                continue
+            at = read if read >= w.started else now
+            if broker.hwm > offset and (w.hwm_seen < 0 or at < w.hwm_seen):  # contract 3a
+                w.hwm_seen = at
+            if committed >= offset and broker.id not in w.reached:
+                w.reached[broker.id] = at
 
     def fenced_while_running(self, broker: SwarmBroker) -> None:
         self.fences.append(Fence(time.monotonic(), broker.id, "heartbeat", True))
@@ -226,7 +255,13 @@ class Swarm:
                     if self._admin is not None:
                         await self._admin[1].close()
                     host, port = self.config.voters[leader]
-                    client = KafkaClient(host, port, client_id="kraft-swarm-admin", request_timeout=timeout)
+                    client = KafkaClient(
+                        host,
+                        port,
+                        client_id="kraft-swarm-admin",
+                        request_timeout=timeout,
+                        decode=self._decode_admin,
+                    )
                     self._admin = (leader, client)
                 attempts += 1
                 try:
@@ -238,6 +273,10 @@ class Swarm:
             if time.monotonic() >= deadline:
                 raise TimeoutError(f"{type(request).__name__}: no controller answered within {timeout}s")
             await asyncio.sleep(0.2)
+
+    def _decode_admin(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
+        self._admin_read = read_at(self._admin[1] if self._admin is not None else None)
+        return decode_response(frame, api_key, version)
 
     async def create_topics(
         self, names: Iterable[str], partitions: int, rf: int, *, batch: int = 50, timeout: float = 120.0
@@ -253,6 +292,7 @@ class Swarm:
                 resp, attempts = await self.admin_send(request, max(1.0, deadline - time.monotonic()))
                 retried = retried or attempts > 1
                 retry = []
+                self._answered([t.name for t in resp.topics if t.error_code == ErrorCode.NONE])
                 for t in resp.topics:
                     if t.error_code == ErrorCode.NOT_CONTROLLER and time.monotonic() < deadline:
                         retry.append(t.name)
@@ -264,3 +304,10 @@ class Swarm:
                 if retry:
                     await asyncio.sleep(0.2)
         return result
+
+    def _answered(self, created: list[str]) -> None:
+        """Contract 3a: the CreateTopics answer that created a watched topic was read."""
+        names = set(created)
+        for w in self.watches:
+            if w.topic in names and w.answered < 0:
+                w.answered = self._admin_read

@@ -1,54 +1,90 @@
-"""Observers' Fetches stepped in bounded chunks, so a wave of them does not hold the listener's other requests.
+"""Observers' Fetches stepped, and their answers written, in bounded chunks, so a wave of them does not hold the
+listener's other requests.
 
-After each commit every observer (a broker, issue 24: 1,000 of them) fetches again within a few milliseconds, and
-each Fetch is a step of the core (kraftd.shell.apis.routing contract 6a). Stepped as they are read, a wave is one
-turn of the loop of about a thousand steps (100-140 ms at 1,000 brokers), and a heartbeat read in that turn waits
-behind all of it: the heartbeat tail at 1,000 brokers (docs/SWARM.md, session 13).
+After each commit every observer (a broker, issue 24: 1,000 of them) is answered in one step of the core (the
+commit wakes every parked observer Fetch, kraftd.core.replication invariant 2d), then fetches again within a few
+milliseconds, and each Fetch is a step of the core (kraftd.shell.apis.routing contract 6a). Written as the step
+makes them, the ~1,000 answers were one turn of the loop; stepped as they are read, the ~1,000 re-fetches another;
+a heartbeat read meanwhile waited behind all of it: the heartbeat tail at 1,000 brokers (docs/SWARM.md, sessions
+13-14).
 
 Contracts:
 1. :meth:`ObserverFetches.offer` queues an observer's Fetch (its replica id is not a voter's): it is stepped later
-   in this turn or a next one, in the order offered; its answer comes from inside the step that makes it, as on the
-   fast path (a long poll is answered later anyway). A voter's Fetch is never queued (the commit path).
-2. The queue is stepped ``CHUNK`` Fetches per callback of the loop; a callback that leaves Fetches queued schedules
-   the next one behind what the loop has ready meanwhile (``call_soon``), so a request read while a wave is
-   stepped waits for at most one chunk of it.
-3. A queued Fetch whose node is stopping meanwhile is not answered (the listener closes its connection).
+   in this turn or a next one, in the order offered. A voter's Fetch is never queued (the commit path).
+2. An observer Fetch's answer, whichever step makes it (its own, or the step that completes it parked), is held,
+   in the order made, and handed to its ``answer`` by a later callback of the loop (the step has persisted what
+   it needed to: a later send is still persist-then-send). Held answers go first: a callback hands over up to
+   ``reply_chunk`` of them and steps no Fetch; only a callback that finds none held steps up to ``chunk`` queued
+   Fetches. So a wave's answers leave as early as the loop allows (propagation), yet in chunks.
+3. A callback that leaves answers held or Fetches queued schedules the next one behind what the loop has ready
+   meanwhile (``call_soon``), so a request read while a wave is answered or stepped waits for at most one chunk
+   of it.
+4. A queued Fetch whose node is stopping meanwhile is not answered (the listener closes its connection).
+5. ``KRAFTD_OBSERVER_REPLY_CHUNK=0`` in the environment (an A/B switch for bench/scale.py, not a setting) hands each
+   answer over from inside the step that makes it, as before contract 2.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-CHUNK = 64
+CHUNK = 64  # Fetches stepped per callback (contract 2)
+# Answers handed over per callback (contract 2): ~5 ms of writes at 1,000 brokers; 0: not held (contract 5).
+REPLY_CHUNK = int(os.environ.get("KRAFTD_OBSERVER_REPLY_CHUNK", "128"))
 
-Step = Callable[[Any, Callable[[Any], None]], bool]
+Answer = Callable[[Any], None]
+Step = Callable[[Any, Answer], bool]
 
 
 class ObserverFetches:
-    def __init__(self, step: Step, chunk: int = CHUNK) -> None:
-        self.step, self.chunk = step, chunk
-        self.queue: deque[tuple[Any, Callable[[Any], None]]] = deque()
+    def __init__(self, step: Step, chunk: int = CHUNK, reply_chunk: int = REPLY_CHUNK) -> None:
+        self.step, self.chunk, self.reply_chunk = step, chunk, reply_chunk
+        self.queue: deque[tuple[Any, Answer]] = deque()
+        self.held: deque[tuple[Answer, Any]] = deque()
         self.scheduled = False
         self.callbacks = 0  # drain callbacks run (counted work)
+        self.most_answered = 0  # the most answers one callback handed over (counted work)
 
-    def offer(self, body: Any, answer: Callable[[Any], None]) -> None:
+    def offer(self, body: Any, answer: Answer) -> None:
         """Contract 1."""
         self.queue.append((body, answer))
+        self._schedule()
+
+    def _schedule(self) -> None:
         if not self.scheduled:
             self.scheduled = True
             asyncio.get_running_loop().call_soon(self._drain)
 
+    def _hold(self, answer: Answer) -> Answer:
+        """Contract 2: the answer the core calls, which holds what it is given for a later callback."""
+        held = self.held
+
+        def hold(resp: Any) -> None:
+            held.append((answer, resp))
+            self._schedule()
+
+        return hold
+
     def _drain(self) -> None:
-        """Contract 2."""
+        """Contracts 2 and 3."""
         self.callbacks += 1
-        queue, step = self.queue, self.step
-        for _ in range(min(self.chunk, len(queue))):
-            body, answer = queue.popleft()
-            step(body, answer)  # False: stopping (contract 3)
-        if queue:
+        held, queue = self.held, self.queue
+        if held:
+            n = min(self.reply_chunk, len(held))
+            self.most_answered = max(self.most_answered, n)
+            for _ in range(n):
+                answer, resp = held.popleft()
+                answer(resp)
+        else:
+            step, hold = self.step, self._hold if self.reply_chunk > 0 else None
+            for _ in range(min(self.chunk, len(queue))):
+                body, answer = queue.popleft()
+                step(body, hold(answer) if hold is not None else answer)  # False: stopping (contract 4)
+        if held or queue:
             asyncio.get_running_loop().call_soon(self._drain)
         else:
             self.scheduled = False

@@ -1,0 +1,73 @@
+"""kraftd.shell.apis.observer_fetches contracts 2, 3, 5: the answers a commit (or the long polls' deadline) wakes
+for a wave of parked observer Fetches are handed over in chunks, so a request read meanwhile (a heartbeat) waits
+for one chunk of them, not the wave. Counted work (answers written before a probe callback), a real one-node
+quorum; with the answers not held (contract 5, the code before) the probe waits for the whole wave."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from generated.request_header import RequestHeader
+from kraftd.shell.apis.observer_fetches import REPLY_CHUNK
+from kraftd.shell.net.transport import ConnectionInfo
+from tests.daemon.cluster import CLUSTER_ID
+from tests.helpers.daemon import single_node
+from tools.swarm import frames
+
+WAVE = 300
+
+
+async def _run(tmp_path: Path, reply_chunk: int) -> dict[str, Any]:
+    node = single_node(tmp_path, "one", "one")
+    await node.start()
+    try:
+        await node.wait_for_leader(10)
+        await asyncio.sleep(0.3)  # the first commits of the epoch
+        fetches = node.router.fastpath.observer_fetches
+        fetches.reply_chunk = reply_chunk
+        core, loop = node.core, asyncio.get_running_loop()
+        answers: list[Any] = []
+        probe: list[int] = []
+        armed = [False]
+
+        def reply(resp: Any) -> None:
+            answers.append(resp)
+            if armed[0] and not probe:  # a request read in the turn the wave begins (a heartbeat's callback)
+                probe.append(-1)
+                loop.call_soon(lambda: probe.__setitem__(0, len(answers) - before))
+
+        end, last_epoch, hwm = core.log.end_offset, core.log.last_epoch, core.high_watermark
+        for i in range(WAVE):  # observers parked at the log end, the high watermark known
+            header = RequestHeader(request_api_key=1, request_api_version=17, correlation_id=i, client_id="b")
+            body = frames.observer_fetch(CLUSTER_ID, 100 + i, uuid.uuid4(), core.epoch, end, last_epoch, hwm)
+            info = ConnectionInfo(
+                i, ("127.0.0.1", 40000 + i), ("127.0.0.1", node.config.listeners[0].port), "CONTROLLER"
+            )
+            assert node.router.fast(header, body, info, reply)
+        while fetches.queue:
+            await asyncio.sleep(0)
+        before = len(answers)  # any answered at once (a commit raced the parking)
+        armed[0] = True
+        for _ in range(300):  # a NoOpRecord's commit, or the long polls' max wait, answers the parked wave
+            await asyncio.sleep(0.01)
+            if len(answers) == WAVE and probe:
+                break
+        return {"before": before, "answers": len(answers), "probe": probe[0] if probe else None}
+    finally:
+        await node.stop()
+
+
+@pytest.mark.parametrize("reply_chunk", [REPLY_CHUNK, 0])
+def test_a_wave_of_observer_answers_is_written_in_chunks(tmp_path: Path, reply_chunk: int) -> None:
+    out = asyncio.run(_run(tmp_path, reply_chunk))
+    assert out["answers"] == WAVE and out["before"] < WAVE // 4
+    woken = WAVE - out["before"]
+    if reply_chunk:
+        assert 0 < out["probe"] <= REPLY_CHUNK < woken  # a request read meanwhile waits for one chunk
+    else:
+        assert out["probe"] == woken  # contract 5 (the code before): the whole wave in the step

@@ -1,0 +1,60 @@
+"""kwire.arrival: while a client decodes a response, ``arrived`` is when its bytes reached the process, not when the
+client's read loop next ran (kraft-swarm: the read loops of 1,000 clients on one loop run behind each other)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from generated.describe_quorum_request import DescribeQuorumRequest
+from generated.describe_quorum_response import DescribeQuorumResponse
+from kwire import arrival
+from kwire.client import KafkaClient
+from kwire.headers import decode_response
+from kwire.server import KafkaServer
+from tests.helpers.kwire import run
+
+pytestmark = pytest.mark.timeout(60)
+BUSY_S = 0.2  # other clients' work the loop runs between the bytes' arrival and this client's read loop
+
+
+def test_arrived_is_when_the_bytes_came_in_not_when_they_were_decoded() -> None:
+    async def answer(header: object, request: object, info: object) -> DescribeQuorumResponse:
+        return DescribeQuorumResponse()
+
+    seen: list[tuple[float, float]] = []
+    client: KafkaClient
+
+    def decode(frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
+        seen.append((arrival.arrived(client), time.monotonic()))
+        return decode_response(frame, api_key, version)
+
+    async def main() -> None:
+        nonlocal client
+        async with KafkaServer(answer) as srv:
+            client = KafkaClient("127.0.0.1", srv.port, decode=decode)
+            try:
+                await client.connect()
+                conn = client._conn
+                assert conn is not None
+                reader: Any = conn.reader
+                feed = reader.feed_data
+                loop = asyncio.get_running_loop()
+
+                def busy_then_feed(data: Any) -> None:  # the loop's other work queues before the read loop
+                    loop.call_soon(time.sleep, BUSY_S)
+                    feed(data)
+
+                reader.feed_data = busy_then_feed
+                sent = time.monotonic()
+                await client.send(DescribeQuorumRequest())
+            finally:
+                await client.close()
+        arrived, decoded = seen[-1]
+        assert sent < arrived < sent + BUSY_S / 2
+        assert decoded - arrived >= BUSY_S
+
+    run(main())
