@@ -55,6 +55,10 @@ from generated.api_versions_response import ApiVersionsResponse
 from generated.messages import API_SPECS
 from kwire import arrival, stagetrace
 from kwire.apiversions import API_VERSIONS_KEY, NegotiatedVersions, VersionRange, negotiate
+from kwire.client_conn import Connection as _Connection
+from kwire.client_conn import call_eager as _call_eager
+from kwire.client_conn import once as _once
+from kwire.client_conn import retrieve as _retrieve
 from kwire.errors import (
     ApiNotSupportedError,
     ErrorCode,
@@ -65,7 +69,7 @@ from kwire.errors import (
     RemoteProtocolError,
     RequestTimeoutError,
 )
-from kwire.framing import DEFAULT_MAX_FRAME_SIZE, FrameDecoder, encode_frame
+from kwire.framing import DEFAULT_MAX_FRAME_SIZE, encode_frame
 from kwire.headers import decode_response, encode_request, peek_correlation_id
 from kwire.sasl import SaslClientConfig, client_exchange
 from kwire.version import VERSION
@@ -73,26 +77,6 @@ from kwire.version import VERSION
 
 def all_apis() -> dict[int, VersionRange]:
     return {k: (s.lowest_version, s.highest_version) for k, s in API_SPECS.items()}
-
-
-class _Connection:
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_frame: int) -> None:
-        self.reader, self.writer = reader, writer
-        self.decoder = FrameDecoder(max_frame)
-        self.next_id = 0
-        self.pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
-        self.eager: dict[int, Callable[[asyncio.Future[Any]], None]] = {}  # contract 9a, by correlation id
-        self.closed = False
-        self.reader_task: asyncio.Task[None] | None = None
-
-    def fail_all(self, exc: KraftError) -> None:
-        self.closed = True
-        for _, _, fut in self.pending.values():
-            if not fut.done():
-                fut.set_exception(exc)
-        self.pending.clear()
-        self.eager.clear()
-        self.writer.close()
 
 
 class KafkaClient:
@@ -393,37 +377,6 @@ class KafkaClient:
                 await conn.writer.wait_closed()
             except (ConnectionError, OSError):
                 pass
-
-
-def _once(
-    on_answer: Callable[[asyncio.Future[Any]], None], fut: asyncio.Future[Any]
-) -> Callable[[asyncio.Future[Any]], None]:
-    """Contract 9a: ``on_answer`` as a done callback of ``fut`` that runs only the first time it is called."""
-    called = False
-
-    def once(done: asyncio.Future[Any]) -> None:
-        nonlocal called
-        if not called:
-            called = True
-            on_answer(done)
-
-    fut.add_done_callback(once)
-    return once
-
-
-def _call_eager(once: Callable[[asyncio.Future[Any]], None], fut: asyncio.Future[Any]) -> None:
-    """Contract 9a: run the answer's callback now; what it raises goes where a done callback's would."""
-    try:
-        once(fut)
-    except Exception as exc:  # noqa: BLE001 - reported like a done callback's failure, the read loop goes on
-        asyncio.get_running_loop().call_exception_handler(
-            {"message": "Exception in an answer callback (kwire.client contract 9a)", "exception": exc}
-        )
-
-
-def _retrieve(fut: asyncio.Future[Any]) -> None:
-    if not fut.cancelled():
-        fut.exception()
 
 
 async def request_once(

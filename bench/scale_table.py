@@ -1,0 +1,67 @@
+"""bench/scale.py's table: each (N, P) point's figures for both kinds beside their kraftd/Kafka ratio."""
+
+from __future__ import annotations
+
+from typing import Any
+
+PHASES = ("create_topics", "steady", "controlled_shutdown", "broker_failure", "controller_failover")
+# (label, path) of the numbers compared between the kinds
+ROWS = [
+    ("registration s", ("registered_s",)),
+    ("CreateTopics partitions/s", ("create_topics", "per_s")),
+    ("propagation from commit p50 ms", ("propagation_ms", "from_commit_p50")),
+    ("propagation from commit p99 ms", ("propagation_ms", "from_commit_p99")),
+    ("propagation from send p50 ms", ("propagation_ms", "p50")),
+    ("propagation from send p99 ms", ("propagation_ms", "p99")),
+    ("propagation send-to-commit ms", ("propagation_ms", "send_to_commit_mean")),
+    ("propagation first-to-last ms", ("propagation_ms", "first_to_last_mean")),
+    ("heartbeat p50 ms", ("steady", "p50_ms")),
+    ("heartbeat p99 ms", ("steady", "p99_ms")),
+    ("heartbeat max ms", ("steady", "max_ms")),
+    ("heartbeat errors", ("steady", "errors")),
+    ("leader CPU s / 1000 heartbeats", ("steady", "leader_cpu_s_per_1000_heartbeats")),
+    ("swarm CPU % (steady)", ("steady", "swarm_cpu_pct")),
+    ("swarm CPU % (create)", ("create_topics", "swarm_cpu_pct")),
+    ("leader RSS MiB (steady)", ("memory_steady", "leader_rss_mib")),
+    ("controllers' peak RSS MiB (end)", ("memory_at_end", "controllers_peak_mib")),
+    ("swarm peak RSS MiB (end)", ("memory_at_end", "swarm_peak_mib")),
+    ("Kafka heap used MiB (steady)", ("memory_steady", "heap_used_mib")),
+    ("controlled shutdown s", ("controlled_shutdown", "seconds")),
+    ("broker failure s", ("broker_failure", "seconds")),
+    ("failover: new leader s", ("controller_failover", "new_leader_s")),
+    ("failover: heartbeats answered s", ("controller_failover", "all_heartbeats_answered_s")),
+    ("failover: new leader s (max)", ("controller_failover", "new_leader_s_max")),
+    ("failover: answered s (max)", ("controller_failover", "all_heartbeats_answered_s_max")),
+    ("failover: elections", ("controller_failover", "elections")),
+    ("mistaken fences", ("mistaken_fences",)),
+    *((f"loop stall ms: {k}", ("loop_stall_ms", k)) for k in PHASES),
+    *((f"loop stall CPU ms: {k}", ("loop_stall_cpu_ms", k)) for k in PHASES),
+]
+
+
+def pick(d: dict[str, Any], path: tuple[str, ...]) -> Any:
+    for key in path:
+        if not isinstance(d, dict) or key not in d:
+            return None
+        d = d[key]
+    return d
+
+
+def table(points: list[dict[str, Any]]) -> str:
+    lines = []
+    for n, p in sorted({(pt["brokers"], pt["partitions"]) for pt in points}):
+        by_kind = {pt["kind"]: pt for pt in points if (pt["brokers"], pt["partitions"]) == (n, p)}
+        k, j = by_kind.get("kraftd", {}), by_kind.get("kafka", {})
+        lines.append(f"N={n} P={p} (load {k.get('load_before', 0):.1f} / {j.get('load_before', 0):.1f})")
+        for label, path in ROWS:
+            a, b = pick(k, path), pick(j, path)
+            ratio = (
+                f"{a / b:6.2f}"
+                if isinstance(a, int | float) and isinstance(b, int | float) and b
+                else "     -"
+            )
+            lines.append(f"  {label:34} kraftd {a!s:>10}  kafka {b!s:>10}  ratio {ratio}")
+        for kind, pt in by_kind.items():
+            if "error" in pt:
+                lines.append(f"  {kind} stopped early: {pt['error']}")
+    return "\n".join(lines)
