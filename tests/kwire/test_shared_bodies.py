@@ -32,22 +32,34 @@ async def never(header: Any, request: Any, info: Any) -> Any:
     raise AssertionError("the fast path takes every Vote")
 
 
-def test_one_body_for_many_replies_is_encoded_once_per_turn() -> None:
-    replies: list[Any] = []
-    taken = asyncio.Event()
+class Votes:
+    """N connections, each with one Vote taken by the fast path; ``replies`` in arrival order (``cid`` each)."""
 
-    def fast(header: Any, body: Any, info: Any, reply: Any) -> bool:
-        replies.append((header.correlation_id, reply))
-        if len(replies) == N:
-            taken.set()
+    def __init__(self) -> None:
+        self.replies: list[tuple[int, Any]] = []
+        self.taken = asyncio.Event()
+
+    def fast(self, header: Any, body: Any, info: Any, reply: Any) -> bool:
+        self.replies.append((header.correlation_id, reply))
+        if len(self.replies) == N:
+            self.taken.set()
         return True
 
+    async def connect(self, srv: KafkaServer) -> list[tuple[asyncio.StreamReader, asyncio.StreamWriter]]:
+        conns = [await asyncio.open_connection(HOST, srv.port) for _ in range(N)]
+        for i, (_, w) in enumerate(conns):
+            w.write(encode_frame(encode_request(VOTE, 2, 1000 + i, "raw", VoteRequest())))
+        await asyncio.wait_for(self.taken.wait(), 10)
+        return conns
+
+
+def test_one_body_for_many_replies_is_encoded_once_per_turn() -> None:
+    votes = Votes()
+    replies = votes.replies
+
     async def main() -> None:
-        async with KafkaServer(never, fast=fast) as srv:
-            conns = [await asyncio.open_connection(HOST, srv.port) for _ in range(N)]
-            for i, (_, w) in enumerate(conns):
-                w.write(encode_frame(encode_request(VOTE, 2, 1000 + i, "raw", VoteRequest())))
-            await asyncio.wait_for(taken.wait(), 10)
+        async with KafkaServer(never, fast=votes.fast) as srv:
+            conns = await votes.connect(srv)
             body = CountedVoteResponse(error_code=0)
             CountedVoteResponse.encodes = 0
             first = {cid for cid, _ in replies[: N // 2]}
@@ -107,8 +119,7 @@ def test_a_large_shared_body_is_written_to_each_connection_as_it_is_not_copied_p
     """Contract 11d (issue 24, session 14): the one encoded body goes to every connection's socket write itself
     (0 copies per reply; a joined frame per reply copied 600 KB-8 MiB per observer at 1M partitions), after that
     frame's size and header; the bytes each client reads are the whole frame."""
-    replies: list[Any] = []
-    taken = asyncio.Event()
+    votes = Votes()
     written: list[bytes] = []
     real_write = asyncio.StreamWriter.write
 
@@ -118,21 +129,12 @@ def test_a_large_shared_body_is_written_to_each_connection_as_it_is_not_copied_p
 
     monkeypatch.setattr(asyncio.StreamWriter, "write", write)
 
-    def fast(header: Any, body: Any, info: Any, reply: Any) -> bool:
-        replies.append(reply)
-        if len(replies) == N:
-            taken.set()
-        return True
-
     async def main() -> None:
-        async with KafkaServer(never, fast=fast) as srv:
-            conns = [await asyncio.open_connection(HOST, srv.port) for _ in range(N)]
-            for i, (_, w) in enumerate(conns):
-                w.write(encode_frame(encode_request(VOTE, 2, 1000 + i, "raw", VoteRequest())))
-            await asyncio.wait_for(taken.wait(), 10)
+        async with KafkaServer(never, fast=votes.fast) as srv:
+            conns = await votes.connect(srv)
             written.clear()
             body = LargeBody(error_code=0)
-            for reply in replies:
+            for _, reply in votes.replies:
                 reply(body)
             assert sum(1 for d in written if d is LargeBody.payload) == N  # the shared bytes, each connection
             for i, (r, w) in enumerate(conns):
