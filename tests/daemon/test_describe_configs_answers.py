@@ -8,7 +8,7 @@ from immutables import Map
 
 from generated.describe_configs_request import DescribeConfigsResource
 from kraftd.controller.image import MetadataImage, TopicState
-from kraftd.shell.raft.reads import _describe
+from kraftd.shell.raft.config_answers import describe
 from kwire.errors import ErrorCode
 
 
@@ -30,31 +30,31 @@ def res(rtype: int, name: str, keys: list[str] | None = None) -> DescribeConfigs
 
 def test_topic_broker_default_and_filter() -> None:
     img = image()
-    topic = _describe(img, res(2, "t"), ErrorCode.NONE, False)
+    topic = describe(img, res(2, "t"), ErrorCode.NONE, False)
     assert topic.error_code == 0
     assert [(c.name, c.value, c.config_source) for c in topic.configs] == [
         ("cleanup.policy", "compact", 1),
         ("retention.ms", "10", 1),
     ]
-    assert [c.name for c in _describe(img, res(2, "t", ["retention.ms"]), 0, False).configs] == [
+    assert [c.name for c in describe(img, res(2, "t", ["retention.ms"]), 0, False).configs] == [
         "retention.ms"
     ]
-    default = _describe(img, res(4, ""), 0, False)
+    default = describe(img, res(4, ""), 0, False)
     assert [(c.name, c.config_source) for c in default.configs] == [("log.retention.ms", 3)]
-    broker = _describe(img, res(4, "1"), 0, False)
+    broker = describe(img, res(4, "1"), 0, False)
     assert [(c.name, c.config_source) for c in broker.configs] == [("log.cleaner.threads", 2)]
-    assert _describe(img, res(8, "1"), 0, False).configs == []
+    assert describe(img, res(8, "1"), 0, False).configs == []
 
 
 def test_errors_and_the_stale_marker() -> None:
     img = image()
-    assert _describe(img, res(2, "nope"), 0, False).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-    assert _describe(img, res(4, "x"), 0, False).error_code == ErrorCode.INVALID_REQUEST
-    assert _describe(img, res(16, ""), 0, False).error_code == ErrorCode.INVALID_REQUEST
-    assert _describe(img, res(64, "x"), 0, False).error_code == ErrorCode.INVALID_REQUEST
-    failed = _describe(img, res(2, "t"), ErrorCode.REQUEST_TIMED_OUT, False)
+    assert describe(img, res(2, "nope"), 0, False).error_code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert describe(img, res(4, "x"), 0, False).error_code == ErrorCode.INVALID_REQUEST
+    assert describe(img, res(16, ""), 0, False).error_code == ErrorCode.INVALID_REQUEST
+    assert describe(img, res(64, "x"), 0, False).error_code == ErrorCode.INVALID_REQUEST
+    failed = describe(img, res(2, "t"), ErrorCode.REQUEST_TIMED_OUT, False)
     assert failed.error_code == ErrorCode.REQUEST_TIMED_OUT and failed.configs == []
-    stale = _describe(img, res(4, "1"), 0, True)
+    stale = describe(img, res(4, "1"), 0, True)
     assert ("kraftd.read.consistency", "stale", True) in [
         (c.name, c.value, c.read_only) for c in stale.configs
     ]
@@ -69,14 +69,14 @@ def test_client_metrics_and_groups_with_defaults_and_synonyms() -> None:
             (32, "g"): Map({"consumer.session.timeout.ms": "50000"}),
         }
     )
-    cm = _describe(img, res(16, "m"), 0, False, True)
+    cm = describe(img, res(16, "m"), 0, False, True)
     assert [(c.name, c.value, c.config_source, c.config_type) for c in cm.configs] == [
         ("metrics", "a.", 7, 7),
         ("interval.ms", "10000", 7, 3),
         ("match", "", 5, 7),
     ]
     assert [(y.name, y.value, y.source) for y in cm.configs[0].synonyms] == [("metrics", "a.", 7)]
-    group = _describe(img, res(32, "g", ["consumer.session.timeout.ms"]), 0, False, True)
+    group = describe(img, res(32, "g", ["consumer.session.timeout.ms"]), 0, False, True)
     (entry,) = group.configs
     assert (entry.value, entry.config_source) == ("50000", 8)
     assert [(y.name, y.value, y.source) for y in entry.synonyms] == [
@@ -85,5 +85,5 @@ def test_client_metrics_and_groups_with_defaults_and_synonyms() -> None:
     ]
     # broker resources: the entry's own level, then the cluster-wide default of the same key
     img.configs = img.configs.set((4, ""), img.configs[(4, "")].set("log.cleaner.threads", "1"))
-    (threads,) = _describe(img, res(4, "1"), 0, False, True).configs
+    (threads,) = describe(img, res(4, "1"), 0, False, True).configs
     assert [(y.value, y.source) for y in threads.synonyms] == [("2", 2), ("1", 3)]

@@ -28,13 +28,13 @@ def test_reads_of_one_turn_share_a_ticket_one_read_step_and_their_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     built: list[str] = []
-    real_describe = shell_reads._describe
+    real_describe = shell_reads.describe
 
     def describe(image: Any, r: Any, *args: Any) -> Any:
         built.append(r.resource_name)
         return real_describe(image, r, *args)
 
-    monkeypatch.setattr(shell_reads, "_describe", describe)
+    monkeypatch.setattr(shell_reads, "describe", describe)
 
     async def run() -> tuple[list[Any], list[str], float]:
         node = single_node(tmp_path)

@@ -102,9 +102,8 @@ class SharedReplay:
         pending = self.image.pending_transaction
         if key == END_TXN:
             return [tp for k, _, r in pending or [] for tp in self._partitions(k, r)]
-        return (
-            self._partitions(key, record) if pending is None else []
-        )  # else held until the transaction ends
+        # inside a transaction, held until it ends
+        return self._partitions(key, record) if pending is None else []
 
     def _partitions(self, key: int, record: Any) -> list[tuple[Any, int]]:
         if key in (PARTITION, PARTITION_CHANGE):

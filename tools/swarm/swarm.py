@@ -73,9 +73,8 @@ class Watch:
     brokers: set[int]
     reached: dict[int, float] = field(default_factory=dict)
     answered: float = -1.0  # contract 3a: the CreateTopics answer creating the topic was read
-    hwm_seen: float = (
-        -1.0
-    )  # contract 3a: the first Fetch answer whose high watermark covers the topic was read
+    # contract 3a: the first Fetch answer whose high watermark covers the topic was read
+    hwm_seen: float = -1.0
 
     @property
     def done(self) -> bool:

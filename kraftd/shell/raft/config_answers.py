@@ -23,7 +23,7 @@ DYNAMIC_TOPIC, DYNAMIC_BROKER, DYNAMIC_DEFAULT_BROKER, STATIC_BROKER = 1, 2, 3, 
 STALE = "stale"
 
 
-def _describe(
+def describe(
     image: Any, r: Any, code: int, stale: bool, with_synonyms: bool = False
 ) -> DescribeConfigsResult:
     """Contract 4."""

@@ -88,11 +88,11 @@ class RaftDriver:
             measures = self.node.observer.measures
             turn_from = time.perf_counter()
             while not self.node.stopping:
-                if self.events.queued() and time.perf_counter() - turn_from >= DRIVE_SLICE_S:  # contract 4b
+                if self.events.qsize() and time.perf_counter() - turn_from >= DRIVE_SLICE_S:  # contract 4b
                     self.yields += 1
                     await asyncio.sleep(0)
                     turn_from = time.perf_counter()
-                waits = not self.events.queued()
+                waits = not self.events.qsize()
                 timeout = max(0.0, (self.deadline - now_ms()) / 1000)
                 idle_from = time.perf_counter()
                 self.inline_busy = 0.0

@@ -32,10 +32,6 @@ class EventInbox:
         if self._waiter is not None:
             _wake(self._waiter)
 
-    def queued(self) -> bool:
-        """Whether an event waits (``get`` would return it without waiting)."""
-        return bool(self._items)
-
     def idle(self) -> bool:
         return self._waiter is not None and not self._items
 

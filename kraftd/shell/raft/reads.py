@@ -67,7 +67,7 @@ from kraftd.shell.net.transport import PeerConnection
 from kraftd.shell.observe.loopmetrics import LoopCounters
 from kraftd.shell.observe.metrics import NodeMetrics
 from kraftd.shell.raft.clock import now_ms
-from kraftd.shell.raft.config_answers import STALE, _describe
+from kraftd.shell.raft.config_answers import STALE, describe
 from kwire.errors import ErrorCode
 from kwire.server import KafkaServer
 
@@ -231,10 +231,8 @@ class ReadBarriers:
         if not self._shared_answers:
             asyncio.get_running_loop().call_soon(self._shared_answers.clear)
         answer = self._response(req, ErrorCode.NONE)
-        self._shared_answers[key] = (
-            image,
-            answer,
-        )  # holding ``image`` keeps its id from being reused meanwhile
+        # holding ``image`` keeps its id from being reused meanwhile
+        self._shared_answers[key] = (image, answer)
         return answer
 
     async def _answer_later(
@@ -307,6 +305,6 @@ class ReadBarriers:
             return hit[1]
         if not self._answers:
             asyncio.get_running_loop().call_soon(self._answers.clear)
-        out = _describe(image, r, code, self.stale, synonyms)
+        out = describe(image, r, code, self.stale, synonyms)
         self._answers[key] = (image, out)  # holding ``image`` keeps its id from being reused meanwhile
         return out
