@@ -159,3 +159,75 @@ def test_asked_for_the_python_thread_flushes(tmp_path: Path, monkeypatch: pytest
     names = _thread_names_during_one_flush(node)
     assert "kraftd-flush-1" in names and "kraftd-fsync-1" not in names
     assert node.stepped == [LogFlushed(0, 1)] and log.flushed_offset == 1
+
+
+def _policy_becomes(tid: int, policy: int) -> bool:
+    for _ in range(500):
+        if os.sched_getscheduler(tid) == policy:
+            return True
+        time.sleep(0.01)
+    return False
+
+
+@pytest.mark.skipif(
+    not syncthread.batch_wait({}), reason="needs Linux's SCHED_BATCH and a SCHED_OTHER process"
+)
+def test_the_thread_waits_as_batch_and_syncs_as_other(tmp_path: Path) -> None:
+    """Contract 4 (issue 25, session 15): parked for a request, the thread is SCHED_BATCH (its wake-up does not
+    preempt the loop's thread); from the request until its answer is written it is SCHED_OTHER (the fsync's
+    completion wakes it at once). The answer pipe is kept full, so the thread stays inside that window."""
+    from kraftd.shell.raft import _syncloop  # type: ignore[attr-defined]
+
+    fd = os.open(tmp_path / "seg", os.O_WRONLY | os.O_CREAT, 0o644)
+    os.write(fd, b"x" * 4096)
+    req_r, req_w = os.pipe()
+    done_r, done_w = os.pipe()
+    os.set_blocking(done_w, False)
+    filler = 0
+    for chunk in (65536, 1):
+        while True:
+            try:
+                filler += os.write(done_w, b"f" * chunk)
+            except BlockingIOError:
+                break
+    os.set_blocking(done_w, True)  # the thread's write now blocks until we read
+    got: list[bool] = []
+    thread = threading.Thread(target=lambda: got.append(_syncloop.serve(req_r, done_w, True)), daemon=True)
+    thread.start()
+    tid = thread.native_id
+    assert tid is not None and _policy_becomes(tid, os.SCHED_BATCH)  # parked in read()
+    os.write(req_w, struct.pack("=qq", fd, 7))
+    assert _policy_becomes(tid, os.SCHED_OTHER)  # synced, blocked writing the answer
+    data = b""
+    while len(data) < filler + 40:
+        data += os.read(done_r, filler + 40 - len(data))
+    assert struct.unpack("=qqqqq", data[filler:])[:3] == (fd, 7, 0)
+    assert _policy_becomes(tid, os.SCHED_BATCH)  # parked again
+    os.close(req_w)
+    thread.join(5)
+    assert got == [True]
+    for f in (fd, req_r, done_r, done_w):
+        os.close(f)
+
+
+def test_the_thread_keeps_its_policy_when_asked() -> None:
+    """Contract 4: KRAFTD_FLUSH_SCHED=normal keeps one policy; so does a process not run as SCHED_OTHER."""
+    assert not syncthread.batch_wait({"KRAFTD_FLUSH_SCHED": "normal"})
+    if hasattr(os, "SCHED_BATCH"):
+        assert syncthread.batch_wait({}) == (os.sched_getscheduler(0) == os.SCHED_OTHER)
+    from kraftd.shell.raft import _syncloop  # type: ignore[attr-defined]
+
+    req_r, req_w = os.pipe()
+    done_r, done_w = os.pipe()
+    got: list[bool] = []
+    thread = threading.Thread(target=lambda: got.append(_syncloop.serve(req_r, done_w, False)), daemon=True)
+    thread.start()
+    time.sleep(0.05)
+    assert thread.native_id is not None and os.sched_getscheduler(thread.native_id) == os.sched_getscheduler(
+        0
+    )
+    os.close(req_w)
+    thread.join(5)
+    assert got == [False]
+    for f in (req_r, done_r, done_w):
+        os.close(f)
