@@ -17,16 +17,6 @@ Contracts:
 3. The answer is read on the event loop (``add_reader``), the fd is closed there, and ``on_done(target,
    failed)`` runs in that callback: ``failed`` is a LogIOError naming the errno, or None. Answers arrive in
    submission order. :meth:`close` ends the thread (end of file on its request pipe) and stops reading.
-4. The compiled thread waits for each flush as ``SCHED_BATCH`` and syncs as ``SCHED_OTHER`` (Linux, where the
-   process runs as ``SCHED_OTHER``; elsewhere it runs as it was): a batch thread that wakes does not preempt the
-   thread that woke it. The flush is handed over in the middle of the leader's step, before the step's Fetch
-   answers are written (kraftd.shell.raft.flushing contract 5); with both cores busy, the woken thread took the
-   loop thread's core inside the ``write`` that handed it the flush, and the answers waited until its fsync
-   blocked (37 us p50 on the quiet machine, up to the whole fsync: issue 25, session 15). Now it starts on an idle
-   core at once, or once the loop's thread blocks or its slice ends. It syncs as ``SCHED_OTHER`` so that the
-   fsync's completion wakes it as promptly as before (a batch thread throughout also waited for a core after the
-   disk answered: the leader's own flush took ~100 us longer and the commit waited for it more often).
-   ``KRAFTD_FLUSH_SCHED=normal`` in the environment keeps one policy throughout (for A/B runs).
 """
 
 from __future__ import annotations
@@ -62,19 +52,6 @@ def wanted(environ: Mapping[str, str]) -> bool:
 _WANTED = wanted(os.environ)
 
 
-def batch_wait(environ: Mapping[str, str]) -> bool:
-    """Contract 4: whether the compiled thread should wait as SCHED_BATCH (and sync as SCHED_OTHER)."""
-    if environ.get("KRAFTD_FLUSH_SCHED", "batch") == "normal" or not hasattr(os, "SCHED_BATCH"):
-        return False
-    try:
-        return os.sched_getscheduler(0) == os.SCHED_OTHER
-    except OSError:
-        return False
-
-
-_BATCH_WAIT = batch_wait(os.environ)
-
-
 def built() -> bool:
     """Whether the compiled loop was built (contract 1)."""
     return _syncloop is not None
@@ -100,7 +77,7 @@ class SyncThread:
 
         def serve() -> None:
             try:
-                _syncloop.serve(req_r, done_w, _BATCH_WAIT)  # contract 4
+                _syncloop.serve(req_r, done_w)
             finally:
                 os.close(req_r)
                 os.close(done_w)
@@ -112,7 +89,7 @@ class SyncThread:
         """Contract 2: the thread owns ``fd`` from here until its answer was read."""
         os.write(self._req_w, _REQ.pack(fd, target))
         if stagetrace.ON:
-            stagetrace.mark("lflush.submitted")
+            stagetrace.mark("lflush.submitted")  # the hand-over's write returned (bench/stages.py's slow tail)
 
     def _readable(self) -> None:
         try:
