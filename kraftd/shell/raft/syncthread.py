@@ -88,8 +88,8 @@ class SyncThread:
     def submit(self, fd: int, target: int) -> None:
         """Contract 2: the thread owns ``fd`` from here until its answer was read."""
         os.write(self._req_w, _REQ.pack(fd, target))
-        if stagetrace.ON:
-            stagetrace.mark("lflush.submitted")  # the hand-over's write returned (bench/stages.py's slow tail)
+        if stagetrace.ON:  # the hand-over's write returned (docs/PERFORMANCE.md, issue 25 session 15)
+            stagetrace.mark("lflush.submitted")
 
     def _readable(self) -> None:
         try:
