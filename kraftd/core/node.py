@@ -132,6 +132,10 @@ class RaftNode(NodeContext):
         """A linearizable read barrier (kraftd.core.reads); a ``ReadResolved`` effect with the ticket ends it."""
         return reads.read_barrier(self)
 
+    def read_offset_answer(self, msg: Any) -> Any | None:
+        """A voter's ReadOffset answered from the state alone, or None: step it (kraftd.core.reads invariant 7a)."""
+        return reads.answer_on_arrival(self, msg)
+
     def create_snapshot(self, end_offset: int, values: list[bytes]) -> Snapshot:
         """The state machine's snapshot of every record below ``end_offset`` (a committed batch boundary);
         effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""

@@ -46,6 +46,11 @@ We use read index, never a lease. Invariants:
    answer (its epoch, invariant 5); an answer that moves the epoch takes the full poll. A voter's ReadOffset
    that its own epoch already confirms (invariant 1a, with invariant 3 met) is answered on arrival without a
    waiter, so its step emits that answer only (no waiter, no timer changed).
+7a. That on-arrival answer (:func:`answer_on_arrival`) is a function of the node's state alone (epoch, voters,
+   high watermark, invariant 3), with no waiter, timer or effect: the shell may take it between two steps
+   without stepping the core (kraftd.shell.apis.fast contract 1a, issue 25), and gets the answer the step would
+   have sent. Invariant 1a's argument holds at any point after the request arrived: the requester was at
+   (this leader, epoch E) after its reads were invoked, and the leader is at E when it answers.
 """
 
 from __future__ import annotations
@@ -87,14 +92,38 @@ def handle_read_offset(node: NodeContext, token: int, msg: Any) -> Any | None:
         return m.read_offset_response(
             ErrorCode.NONE, ErrorCode.NOT_LEADER_OR_FOLLOWER, node.leader_id(), node.epoch
         )
+    resp = answer_on_arrival(node, msg)
+    if resp is not None:
+        respond(node, token, resp)
+        return None
     rid = msg.replica_id
     voter = rid != node.local.id and node.voters.has_id(rid)
     acks = frozenset({rid}) if voter and msg.replica_epoch == node.epoch else frozenset()  # invariant 1a
-    if acks and reported_high_watermark(node, node.data) >= 0 and len(acks) >= _needed(node):
-        _answer(node, token, ErrorCode.NONE, node.high_watermark)  # invariants 1a, 3: confirmed on arrival
-        return None
     node.reads.queued.append(ReadWaiter(token, node.now + node.config.request_timeout_ms, True, acks))
     return None
+
+
+def answer_on_arrival(node: NodeContext, msg: Any) -> Any | None:
+    """Invariant 7a: the answer to a voter's ReadOffset that its own epoch confirms (invariants 1a, 3), or None
+    (the request then takes a step). Reads the node's state only, so the shell may call it between steps."""
+    d = node.data
+    rid = msg.replica_id
+    if (
+        not isinstance(d, Leader)
+        or node.shutting_down
+        or msg.replica_epoch != node.epoch
+        or rid == node.local.id
+        or (msg.cluster_id is not None and node.cluster_id is not None and msg.cluster_id != node.cluster_id)
+        or m.single_partition(msg) is None
+        or not node.voters.has_id(rid)
+        or _needed(node) > 1
+        or reported_high_watermark(node, d) < 0
+    ):
+        return None
+    hwm = node.high_watermark
+    return m.read_offset_response(
+        ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch, hwm, node.applied
+    )
 
 
 def _needed(node: NodeContext) -> int:

@@ -122,3 +122,19 @@ def test_the_leaders_confirmation_round_resolves_without_a_full_poll() -> None:
         resolved_by += [x.error for x in got if isinstance(x, fx.ReadResolved) and x.ticket == ticket]
     assert resolved_by == [ErrorCode.NONE]  # the first voter's ack made the majority (invariant 1)
     assert polls == [0] and not leader.inflight  # the round's requests left the in-flight table as before
+
+
+def test_the_answer_between_steps_is_the_one_the_step_sends() -> None:
+    """Invariant 7a: ``read_offset_answer`` changes nothing and answers only what the step answers on arrival."""
+    p, leader = three_voters()
+    f = follower_of(p, leader)
+    stale = m.read_offset_request(leader.cluster_id, f.local.id, leader.epoch - 1)
+    fresh = m.read_offset_request(leader.cluster_id, f.local.id, f.epoch)
+    assert leader.read_offset_answer(stale) is None  # no acknowledgement: it needs a round
+    assert f.read_offset_answer(fresh) is None  # not the leader
+    commit(p, leader, b"x")
+    steps = leader.steps
+    now = leader.read_offset_answer(fresh)
+    assert leader.steps == steps and not leader.reads.queued
+    stepped = answer_of(leader.step(RequestReceived(p.now, 4244, fresh)), 4244)
+    assert now == stepped and m.single_partition(now).high_watermark == leader.high_watermark > 0

@@ -72,3 +72,42 @@ def test_followers_answer_a_leaders_read_round_on_the_fast_path(tmp_path: Path) 
     assert tickets == READS
     assert m.BeginQuorumEpochRequest.__name__ not in queued, queued
     assert sum(answered) >= READS, answered  # each round reached a follower, answered on the fast path
+
+
+def test_a_leader_answers_a_voters_read_offset_without_stepping_its_core(tmp_path: Path) -> None:
+    """kraftd.shell.apis.fast contract 1a (kraftd.core.reads invariant 7a): a follower's read costs the leader
+    no core step, only the answer; the follower's reads still see what the leader committed."""
+
+    async def run() -> tuple[list[str], int, int]:
+        nodes = three_voters(tmp_path)
+        for node in nodes:
+            await node.start()
+        try:
+            leader_id = (await nodes[0].wait_for_leader(20)).leader_id
+            leader = nodes[leader_id - 1]
+            follower = next(n for n in nodes if n is not leader)
+            await leader.reads.describe_configs(REQUEST)  # the leader has committed in its epoch
+            await follower.reads.describe_configs(REQUEST)  # and the follower knows it: its ask is answered
+            stepped: list[str] = []
+            real = leader.client.step
+
+            def step(event: Any) -> Any:
+                body = getattr(event, "message", None)
+                if isinstance(body, m.ReadOffsetRequest):
+                    stepped.append(type(event).__name__)
+                return real(event)
+
+            leader.client.step = step  # type: ignore[method-assign]
+            answered = leader.metrics.children("ReadOffset")[0].value
+            for _ in range(READS):  # one at a time: each is its own ReadOffset
+                resp = await follower.reads.describe_configs(REQUEST)
+                assert resp.results[0].error_code == 0
+            return stepped, int(leader.metrics.children("ReadOffset")[0].value - answered), follower.applied
+        finally:
+            for node in nodes:
+                await node.stop()
+
+    stepped, answered, applied = asyncio.run(run())
+    assert answered == READS  # each read asked the leader once, answered on the fast path
+    assert stepped == [], stepped  # before: one RequestReceived step per ReadOffset
+    assert applied >= 0

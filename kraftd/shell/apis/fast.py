@@ -4,6 +4,9 @@ Contracts:
 1. A Fetch, ReadOffset or BeginQuorumEpoch is stepped at once and answered from inside the step that produces its
    answer, with what the coroutine path adds (the leader's endpoints, the network log) and the request metrics;
    an observer's Fetch is queued first and stepped in chunks (kraftd.shell.apis.observer_fetches).
+1a. A voter's ReadOffset that the leader's state confirms on arrival (kraftd.core.reads invariant 7a: the
+   follower's reads, issue 25) is answered between steps, without stepping the core: the answer the step would
+   send, without the driver's step around it; any other ReadOffset is stepped as in contract 1.
 2. A BrokerHeartbeat that changes nothing (kraftd.shell.controller.broker_rpcs contract 4) and a DescribeConfigs
    (kraftd.shell.raft.reads contract 7) are answered without a task; False from :meth:`FastPath.offer` hands any
    request to the coroutine path, which answers it (and reports what it finds).
@@ -66,6 +69,8 @@ class FastPath:
             count.inc()
             latency.observe(time.perf_counter() - started)
 
+        if key == ApiKey.READ_OFFSET and node.answer_read_offset(body, answer):
+            return True  # contract 1a
         if key == ApiKey.FETCH and not node.core.voters.has_id(fetch_replica_id(body)):
             self.observer_fetches.offer(body, answer)  # kraftd.shell.apis.observer_fetches
             return True

@@ -101,6 +101,8 @@ class RouterPort(ControllerPort, Protocol):
 
     def ask_core_now(self, body: Any, answer: Callable[[Any], None]) -> bool: ...
 
+    def answer_read_offset(self, body: Any, answer: Callable[[Any], None]) -> bool: ...
+
 
 class RequestRouter:
     def __init__(self, node: RouterPort) -> None:

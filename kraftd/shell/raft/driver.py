@@ -236,6 +236,17 @@ class RaftDriver:
         self.step_now(RequestReceived(now_ms(), token, body))
         return True
 
+    def answer_read_offset(self, body: Any, answer: Any) -> bool:
+        """kraftd.shell.apis.fast contract 1a: a voter's ReadOffset that the core's state confirms on arrival
+        (kraftd.core.reads invariant 7a) answered now, between steps, without one; False: step it."""
+        if self.stepping or self.batching or self.node.stopping:
+            return False
+        resp = self.node.core.read_offset_answer(body)
+        if resp is None:
+            return False
+        answer(resp)
+        return True
+
     async def ask_core(self, body: Any) -> Any:
         """A request for the Raft core: answered with the core's SendResponse (kraftd.shell.apis.routing 6)."""
         token = self.next_token
