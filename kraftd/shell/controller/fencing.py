@@ -144,6 +144,13 @@ async def _listed(chunks: Iterator[list[Key]]) -> AsyncIterator[list[Key]]:
             await asyncio.sleep(0)
 
 
+async def _next(chunks: AsyncIterator[list[Key]]) -> list[Key] | None:
+    try:
+        return await chunks.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
 async def _all_but_last(chunks: Iterator[list[Key]]) -> AsyncIterator[list[Key]]:
     """Contract 7: each chunk once the next one is known to exist (the last goes with the final write)."""
     held: list[Key] | None = None
@@ -162,10 +169,11 @@ async def unfence_in_chunks(
     """Contract 5 (the caller checked that the heartbeat would unfence the broker)."""
     image = latest()
     chunks = _listed(partition_index.key_chunks(image, image.leader_index, partition_index.NO_LEADER, CHUNK))
-    first, second = await anext(chunks, None), await anext(chunks, None)
+    first, second = await _next(chunks), await _next(chunks)
     if first is None or second is None:
         return ErrorCode.NONE  # the heartbeat's own single write, as before
-    i, where = 0, first
+    i = 0
+    where: list[Key] | None = first
     while where is not None:
         image = latest()
         b = image.brokers.get(broker_id)
@@ -183,7 +191,7 @@ async def unfence_in_chunks(
         if error:
             return error
         i += 1
-        where = second if i == 1 else await anext(chunks, None)
+        where = second if i == 1 else await _next(chunks)
     return ErrorCode.NONE
 
 
