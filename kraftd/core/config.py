@@ -73,9 +73,10 @@ class QuorumConfig:
     max_batch_size_bytes: int = 8 * 1024 * 1024
     fetch_max_bytes: int = 8 * 1024 * 1024
     observer_session_timeout_ms: int = 300_000
-    # A follower whose fetch timer expired waits a random [0, this) before its first pre-votes: followers of
-    # one leader time out together, and Prospectives that pre-vote each other at once split the vote.
-    prospective_jitter_ms: int = 150
+    # A follower whose fetch timer expired waits a random [0, this) before its first pre-votes (election
+    # invariant 6). 0, as Kafka 4.3.1 sends them at once; election invariant 7 keeps two Prospectives that
+    # pre-vote each other at once from splitting the vote.
+    prospective_jitter_ms: int = 0
     # A leader shutting down gracefully waits up to this long for what it wrote to commit before it resigns
     # (kraftd.core.replication invariant 8).
     shutdown_drain_ms: int = 500

@@ -21,7 +21,7 @@ from kraftd.core.types import OffsetRange
 from kraftd.shell.controller import fencing
 from kraftd.shell.controller import glue as glue_mod
 from kwire.errors import ErrorCode
-from tests.helpers.controller import apply_records, cluster
+from tests.helpers.controller import apply_records, cluster, heartbeat
 
 VICTIM = 2
 
@@ -121,3 +121,45 @@ def test_pipelined_chunks_are_a_quarter_of_the_unpipelined_ones() -> None:
     assert asyncio.run(run()) == ErrorCode.NONE
     assert len(node.appends) == -(-holding // 250) >= 2 and max(node.appends) <= 250 + 1, node.appends
     assert same_image(node.machine.latest(), one_shot)
+
+
+def test_a_controlled_shutdowns_chunks_are_pipelined_and_end_where_one_heartbeat_ends(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Contract 4a (issue 24, session 14: each 1,000-move chunk waited for its commit and was one 60-100 ms step
+    of loop CPU at 1M partitions): every chunk but the heartbeat's is appended before the first commits, none
+    holds more than PIPELINED_CHUNK moves, and with the heartbeat's own records the image is the one-shot one."""
+    monkeypatch.setattr(fencing, "PIPELINED_CHUNK", 10)
+    node, _ = _leader()
+    latest = node.machine.latest
+    holding = len(brokers.holding(latest(), VICTIM, isr=True))
+    hb = brokers.Heartbeats()
+    one_shot = latest().copy()
+    apply_records(
+        one_shot, brokers.heartbeat(one_shot, heartbeat(one_shot, VICTIM, want_shut_down=True), hb, 0).records
+    )
+    glue = node.controller
+    epoch = latest().brokers[VICTIM].epoch
+
+    async def run() -> tuple[ErrorCode, int]:
+        task = asyncio.create_task(
+            fencing.shut_down_in_chunks(latest, glue.write_settled, VICTIM, epoch, glue.append_settled)
+        )
+        for _ in range(200):  # nothing commits meanwhile
+            await asyncio.sleep(0)
+        appended_uncommitted = len(node.appends)
+        for done in node.commits:
+            done.set_result(None)
+        return await task, appended_uncommitted
+
+    error, before_any_commit = asyncio.run(run())
+    assert error == ErrorCode.NONE
+    assert len(node.appends) == -(-holding // 10) - 1 >= 5  # the last chunk goes with the heartbeat
+    assert before_any_commit == len(node.appends)  # 1 before: each chunk waited for its commit
+    assert max(node.appends) <= 10 + 1  # the first also marks the broker in controlled shutdown
+    image = latest()
+    assert image.brokers[VICTIM].in_controlled_shutdown
+    apply_records(
+        image, brokers.heartbeat(image, heartbeat(image, VICTIM, want_shut_down=True), hb, 0).records
+    )
+    assert same_image(image, one_shot)

@@ -199,3 +199,35 @@ def test_key_chunks_split_keys_in_order_including_ids_past_the_masks() -> None:
         assert [k for c in got for k in c] == want
         assert all(0 < len(c) <= size for c in got)
     assert list(partition_index.key_chunks(image, image.isr_index, 99, 5)) == []
+
+
+class _CountingTopics:
+    """``image.topics`` that counts the names looked up (partition_index contract 3a)."""
+
+    def __init__(self, topics: Any) -> None:
+        self.topics = topics
+        self.looked_up = 0
+
+    def __getitem__(self, tid: uuid.UUID) -> Any:
+        self.looked_up += 1
+        return self.topics[tid]
+
+
+def test_ordering_a_brokers_topics_yields_every_order_step_topics_instead_of_naming_all_in_one_step() -> None:
+    """Contract 3a (issue 24, session 14: a controlled shutdown's first step named and ordered its broker's ~10k
+    topics at 1M partitions, 96 ms of loop CPU): between two chunks given (empty ones included) at most
+    ORDER_STEP topics are named; the non-empty chunks, joined, are still ``keys()``."""
+    image = _image(2_500, 10)  # broker 2 in some ISR of every topic
+    want = partition_index.keys(image, image.isr_index, 2)
+    counting = _CountingTopics(image.topics)
+    view = type("View", (), {"topics": counting})()
+    steps: list[int] = []
+    chunks: list[list[tuple[uuid.UUID, int]]] = []
+    for chunk in partition_index.key_chunks(view, image.isr_index, 2, 100):
+        steps.append(counting.looked_up)
+        counting.looked_up = 0
+        chunks.append(chunk)
+    assert len({t for t, _ in want}) > 2 * partition_index.ORDER_STEP
+    assert max(steps) <= partition_index.ORDER_STEP, steps[:3]  # 2,500 names in the first step before
+    assert [k for c in chunks for k in c] == want
+    assert all(len(c) <= 100 for c in chunks) and sum(1 for c in chunks if not c) >= 2

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 import pytest
 
-from kraftd.core import BugFlags, QuorumConfig, RaftClient, RaftNode, ReplicaKey, Role
+from kraftd.core import BugFlags, QuorumConfig, RaftClient, RaftNode, ReplicaKey, Role, VoterSet
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.batches import data_batch
@@ -248,14 +249,35 @@ def test_describe_quorum_tracks_replicas() -> None:
     assert [o.replica_id for o in info.observers] == [7]
 
 
-def test_follower_fetch_timeout_delays_prevotes_but_grants_meanwhile() -> None:
-    """Election invariant 6: a random pre-vote delay after a fetch timeout; the usual grant rules meanwhile."""
+def test_follower_prevotes_at_once_on_its_fetch_timeout_as_kafkas_do() -> None:
+    """Election invariant 6 (issue 24, session 15): Kafka 4.3.1's follower becomes Prospective on its fetch
+    timeout and sends its pre-votes in the same poll (KafkaRaftClient.pollFollowerAsVoter, pollProspective);
+    ours waited a random 0-150 ms first (a failover at 1M partitions: 99 ms between the fetch timeout and the
+    pre-votes). Invariant 7 keeps two Prospectives from splitting the vote without it."""
     n = node(election_state=ElectionState(1, 2, None))
+    assert n.role is Role.FOLLOWER
+    out = n.step(Tick(2000))  # the fetch timeout
+    assert n.role is Role.PROSPECTIVE
+    assert sorted(e.destination for e in sent(out, m.VoteRequest)) == [2, 3]
+
+
+def test_follower_fetch_timeout_delays_prevotes_but_grants_meanwhile() -> None:
+    """Election invariant 6 with a jitter configured: a random pre-vote delay after a fetch timeout; the usual
+    grant rules meanwhile."""
+    jitter = 150
+    n = RaftNode(
+        local=ReplicaKey(1),
+        voters=VoterSet.of(1, 2, 3),
+        config=QuorumConfig(prospective_jitter_ms=jitter),
+        rng=random.Random(7),
+        cluster_id="c",
+        election_state=ElectionState(1, 2, None),
+    )
     assert n.role is Role.FOLLOWER
     out = n.step(Tick(2000))  # the fetch timeout
     assert n.role is Role.PROSPECTIVE and not sent(out, m.VoteRequest)
     (deadline,) = [e.at_ms for e in out if isinstance(e, fx.SetDeadline)]
-    assert 2000 < deadline < 2000 + QuorumConfig().prospective_jitter_ms
+    assert 2000 < deadline < 2000 + jitter
     req = m.vote_request("c", ReplicaKey(1), 1, ReplicaKey(3), OffsetAndEpoch(0, 0), True)
     assert answer(n.step(RequestReceived(deadline - 1, 9, req))).topics[0].partitions[0].vote_granted
     out = n.step(Tick(deadline))

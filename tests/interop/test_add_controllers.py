@@ -196,8 +196,8 @@ def test_mixed_quorum_grows_to_five_and_back_to_one_under_load(tmp_path: Path, f
             writer.wait_more(10)
         # Five voters: kill -9 leaders until one of the other kind leads (each restarted; 4 of 5 stay up).
         leader = q.wait_leader().leader_id
-        # Kafka's followers pre-vote at once on a fetch timeout, ours after a random 0-150 ms (prospective jitter):
-        # with 3 Kafka voters of 5 a Kafka node often wins, so allow as many rounds as test_snapshots does.
+        # Which follower wins is whichever times out first (both kinds pre-vote at once on a fetch timeout): with
+        # 3 Kafka voters of 5 a Kafka node often wins, so allow as many rounds as test_snapshots does.
         leaders.add(lead_with(q, "kafka" if q.node(leader).kind == "kraftd" else "kraftd", attempts=20))
         wait_voters(q, members, "five voters after the leader moved")
         writer.wait_more(10)

@@ -11,7 +11,7 @@ Contracts:
    (kraftd.controller.brokers.next_check_ms, as Kafka's controller schedules its stale-broker check at
    nextCheckTimeNs) and at least once a second (``CHECK_S``): a killed broker is fenced at its session's end, not
    up to a second later (issue 24: broker failure). A controlled shutdown's moves are written in bounded writes
-   too, before its heartbeat is decided (fencing contract 4).
+   too, pipelined, before its heartbeat is decided (fencing contracts 4, 4a).
 3. Once a second every node makes sure the image holds its own RegisterControllerRecord for this process
    (its incarnation): the active controller writes it, any other node sends ControllerRegistration to the
    leader; this is what DescribeCluster with ``--bootstrap-controller`` reports. Each listener carries the
@@ -126,7 +126,9 @@ class ControllerRpcs:
             self.heartbeats.touch(req.broker_id, self.now_ms())
             return await self.moving.run(
                 req.broker_id,
-                lambda: fencing.shut_down_in_chunks(latest, write, req.broker_id, req.broker_epoch),
+                lambda: fencing.shut_down_in_chunks(
+                    latest, write, req.broker_id, req.broker_epoch, self.node.controller.append_settled
+                ),
             )
         if (
             not req.want_shut_down

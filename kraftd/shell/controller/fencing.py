@@ -31,6 +31,12 @@ Contracts:
    (at most ``CHUNK`` moves, plus any partition that gained the broker meanwhile) and decides the answer, as
    before. So no step computes, encodes or applies all of a broker's moves at once (at 1M partitions and 30
    brokers one broker leads 33k: 1.9 s on the leader's loop as one write).
+4a. With ``append`` (glue contract 10) controlled shutdown's chunks are pipelined as fencing's are (contracts 1,
+   1a): ``PIPELINED_CHUNK`` moves each, the next computed once the last is applied to the latest image, all of
+   them committed before the heartbeat is decided (the first error is the result). Kafka computes a controlled
+   shutdown's moves in the heartbeat that asks for it, one write; waiting for each 1,000-move chunk's commit cost
+   a commit round a chunk, and each such chunk was one 60-100 ms step of loop CPU at 1M partitions (issue 24,
+   session 14: 1M/30, 171 ms wall / 101 ms CPU).
 5. Unfencing likewise (kraftd.controller.brokers 2): when a fenced broker's heartbeat would unfence it and elect it
    in more than ``CHUNK`` leaderless partitions, :func:`unfence_in_chunks` writes the unfencing record with the
    first ``CHUNK`` elections, then the rest ``CHUNK`` at a time (each computed against the latest image); the
@@ -43,14 +49,15 @@ Contracts:
    its broker's loop runs waits for that loop instead (its session is touched first).
 7. The partitions of contracts 1 and 4 are listed ``CHUNK`` at a time as the loop goes
    (kraftd.controller.partition_index.key_chunks), not all before the first write: listing a broker's 100k ISR
-   entries at 1M partitions was itself one 170-220 ms step (CPU, at load 15) of the leader's loop.
+   entries at 1M partitions was itself one 170-220 ms step (CPU, at load 15) of the leader's loop. An empty
+   chunk (kraftd.controller.partition_index contract 3a: the topics are still being ordered) gives the loop a
+   turn and is not a chunk.
 """
 
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any
 
 from generated.broker_registration_change_record import BrokerRegistrationChangeRecord
@@ -75,7 +82,9 @@ async def fence_in_chunks(
     """Contracts 1, 2 (``append``: contract 1's pipelined chunks)."""
     pending: list[asyncio.Future[ErrorCode]] = []
     size = CHUNK if append is None else min(CHUNK, PIPELINED_CHUNK)  # contract 1a
-    for where in _all_but_last(holding_chunks(latest(), broker_id, size)):  # the last: with the fence (2)
+    async for where in _all_but_last(
+        holding_chunks(latest(), broker_id, size)
+    ):  # the last: with the fence (2)
         records = brokers.remove_from_partitions(latest(), broker_id, where=where)
         if append is not None:
             pending.append(await append(records))
@@ -95,13 +104,17 @@ async def shut_down_in_chunks(
     write: Callable[[list[Any]], Awaitable[ErrorCode]],
     broker_id: int,
     broker_epoch: int,
+    append: Callable[[list[Any]], Awaitable[asyncio.Future[ErrorCode]]] | None = None,
 ) -> ErrorCode:
-    """Contract 4: every chunk of moves but the last (that one goes with the heartbeat's own records)."""
-    for where in _all_but_last(holding_chunks(latest(), broker_id, CHUNK)):
+    """Contract 4: every chunk of moves but the last (that one goes with the heartbeat's own records); ``append``:
+    contract 4a."""
+    pending: list[asyncio.Future[ErrorCode]] = []
+    size = CHUNK if append is None else min(CHUNK, PIPELINED_CHUNK)
+    async for where in _all_but_last(holding_chunks(latest(), broker_id, size)):
         image = latest()
         b = image.brokers.get(broker_id)
         if b is None or b.epoch != broker_epoch or b.fenced:
-            return ErrorCode.NONE  # the heartbeat answers this itself
+            break  # the heartbeat answers this itself
         records: list[Any] = []
         if not b.in_controlled_shutdown:
             records.append(
@@ -110,18 +123,40 @@ async def shut_down_in_chunks(
                 )
             )
         records += brokers.remove_from_partitions(image, broker_id, where=where)
+        if append is not None:
+            pending.append(await append(records))
+            failed = next((f.result() for f in pending if f.done() and f.result()), None)
+            if failed:
+                return failed
+            continue
         error = await write(records)
         if error:
             return error
-    return ErrorCode.NONE
+    return next((e for e in [await p for p in pending] if e), ErrorCode.NONE)
 
 
-def _all_but_last(chunks: Iterator[list[Key]]) -> Iterator[list[Key]]:
-    """Contract 7: each chunk once the next one is known to exist (the last goes with the final write)."""
-    held = next(chunks, None)
+async def _listed(chunks: Iterator[list[Key]]) -> AsyncIterator[list[Key]]:
+    """Contract 7: the chunks that are chunks; an empty one gives the loop a turn."""
     for chunk in chunks:
-        assert held is not None
-        yield held
+        if chunk:
+            yield chunk
+        else:
+            await asyncio.sleep(0)
+
+
+async def _next(chunks: AsyncIterator[list[Key]]) -> list[Key] | None:
+    try:
+        return await chunks.__anext__()
+    except StopAsyncIteration:
+        return None
+
+
+async def _all_but_last(chunks: Iterator[list[Key]]) -> AsyncIterator[list[Key]]:
+    """Contract 7: each chunk once the next one is known to exist (the last goes with the final write)."""
+    held: list[Key] | None = None
+    async for chunk in _listed(chunks):
+        if held is not None:
+            yield held
         held = chunk
 
 
@@ -133,11 +168,13 @@ async def unfence_in_chunks(
 ) -> ErrorCode:
     """Contract 5 (the caller checked that the heartbeat would unfence the broker)."""
     image = latest()
-    chunks = partition_index.key_chunks(image, image.leader_index, partition_index.NO_LEADER, CHUNK)
-    first, second = next(chunks, None), next(chunks, None)
+    chunks = _listed(partition_index.key_chunks(image, image.leader_index, partition_index.NO_LEADER, CHUNK))
+    first, second = await _next(chunks), await _next(chunks)
     if first is None or second is None:
         return ErrorCode.NONE  # the heartbeat's own single write, as before
-    for i, where in enumerate(itertools.chain((first, second), chunks)):
+    i = 0
+    where: list[Key] | None = first
+    while where is not None:
         image = latest()
         b = image.brokers.get(broker_id)
         if b is None or b.epoch != broker_epoch or b.in_controlled_shutdown:
@@ -153,6 +190,8 @@ async def unfence_in_chunks(
         error = await write(records)
         if error:
             return error
+        i += 1
+        where = second if i == 1 else await _next(chunks)
     return ErrorCode.NONE
 
 
