@@ -20,7 +20,8 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    (tools.swarm.decoding contract 6), not until the broker's coroutine next ran: a real broker is
    its own process, while here the continuations of every other broker's answers read in the same turn (a wave of
    1,000 Fetch answers) queue before it on the one loop, which is the emulation's cost, not the controller's
-   (docs/SWARM.md, session 13). Every
+   (docs/SWARM.md, session 13). ``loop_rtt`` is the same round trip until the swarm's loop read the answer
+   (tools.swarm.decoding :func:`loop_read_at`), set before each report. Every
    fetch answer that moved the position or the high watermark to ``hooks.progress(broker)``, with
    ``fetch_read`` the time the swarm read that answer (the same rule).
 """
@@ -38,7 +39,7 @@ from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
-from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at
+from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, loop_read_at, read_at
 from tools.swarm.replay import SharedReplay
 
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
@@ -98,6 +99,8 @@ class SwarmBroker:
         self.heartbeats_ok = 0
         self.last_target = -1  # the controller the last controller-channel request went to
         self._heartbeat_read = -1.0  # when the last heartbeat answer was read and decoded (contract 4)
+        self._heartbeat_loop_read = -1.0  # when the swarm's loop read it (contract 4)
+        self.loop_rtt = -1.0  # contract 4
         self.fetch_read = -1.0  # when the last Fetch answer was read and decoded (contract 4)
 
     @property
@@ -161,7 +164,8 @@ class SwarmBroker:
     def _decode_controller(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
         """Contract 4: the time a heartbeat answer was read (one heartbeat in flight per broker)."""
         if api_key == BROKER_HEARTBEAT:
-            self._heartbeat_read = read_at(self._clients.get("controller", (0, None))[1])
+            client = self._clients.get("controller", (0, None))[1]
+            self._heartbeat_read, self._heartbeat_loop_read = read_at(client), loop_read_at(client)
         return self.hooks.decodes.decode(frame, api_key, version)
 
     def _decode_raft(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
@@ -247,7 +251,9 @@ class SwarmBroker:
         if not self.alive:
             return None
         error = -1 if resp is None else resp.error_code
-        read = self._heartbeat_read if resp is not None and self._heartbeat_read >= sent else time.monotonic()
+        answered = resp is not None and self._heartbeat_read >= sent
+        read = self._heartbeat_read if answered else time.monotonic()
+        self.loop_rtt = max(read, self._heartbeat_loop_read) - sent if answered else read - sent
         self.hooks.heartbeat(self, sent, read - sent, error, self.last_target)
         return resp
 
