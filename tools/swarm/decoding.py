@@ -25,7 +25,7 @@ Contracts:
    broker in its own process would not wait for (docs/SWARM.md, sessions 14 and 15). ``KRAFT_SWARM_STAMP`` in the
    environment is the A/B switch for the instrument, the same for either controller kind: ``loop`` for the
    instant the loop read the bytes (session 14's), ``decode`` for the decode itself (session 13's).
-   :func:`loop_read_at` is the ``loop`` instant whatever the switch (the swarm reports both).
+   :func:`read_instants` adds the ``loop`` instant whatever the switch (the swarm reports both).
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ def read_at(client: Any) -> float:
     return at if at > 0 else time.monotonic()
 
 
-def loop_read_at(client: Any) -> float:
-    """Contract 6: when the swarm's loop read the answer's bytes."""
+def read_instants(client: Any) -> tuple[float, float]:
+    """Contract 6: :func:`read_at`, and when the swarm's loop read the answer's bytes whatever the switch."""
     at = arrival.arrived(client, kernel=False) if client is not None else 0.0
-    return at if at > 0 else time.monotonic()
+    return read_at(client), at if at > 0 else time.monotonic()
 
 
 class SharedDecodes:

@@ -128,7 +128,7 @@ class Swarm:
     def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None:
         self.heartbeats.append((sent, rtt, error, broker.id, node))
         if error == ErrorCode.NONE:
-            self.heartbeats_loop.append((sent, broker.loop_rtt))
+            self.heartbeats_loop.append((sent, max(rtt, broker.heartbeat_loop_read - sent)))
 
     def progress(self, broker: SwarmBroker) -> None:
         if not self.watches:
