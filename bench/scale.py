@@ -9,8 +9,8 @@ For each (kind, N, P):
    created one at a time; for each, the delay until each observer has fetched its TopicRecord and seen it
    committed, p50/p99 over every (topic, broker): from the commit on the leader (issue 24 §2's definition,
    ``from_commit_p50``/``from_commit_p99``: the first read showing the commit, the CreateTopics answer or a
-   Fetch answer's high watermark, tools.swarm.swarm contract 3a) and from sending CreateTopics (``p50``/``p99``, which include the commit itself); the mean over topics of
-   send-to-commit and of first-to-last observer;
+   Fetch answer's high watermark, tools.swarm.swarm contract 3a) and from sending CreateTopics (``p50``/``p99``,
+   which include the commit itself); the mean over topics of send-to-commit and of first-to-last observer;
 4. steady: ``--steady`` seconds: heartbeat round trip p50/p99/max, errors, mistaken fences; the leader's CPU
    seconds per 1,000 heartbeats and CPU share; the swarm's own CPU share;
 5. memory: the leader's RSS (/proc VmRSS) and, for Kafka, its heap in use (jcmd GC.heap_info);
