@@ -5,12 +5,12 @@ For each (kind, N, P):
 1. registration: seconds until all N brokers are RUNNING (registered, caught up, unfenced);
 2. CreateTopics of P partitions (P/100 topics x 100 partitions, RF 3, 50 topics per request) with the swarm
    running: partitions/s; the leader's RSS before and after;
-3. propagation: ``--propagation-topics`` one-partition topics created one at a time; for each, the delay until
-   each observer has fetched its TopicRecord and seen it committed, p50/p99 over every (topic, broker): from
-   the commit on the leader (issue 24 §2's definition, ``from_commit_p50``/``from_commit_p99``: the first read
-   showing the commit, the CreateTopics answer or a Fetch answer's high watermark, tools.swarm.swarm contract
-   3a) and from sending CreateTopics (``p50``/``p99``, which include the commit itself); the mean over topics of
-   send-to-commit and of first-to-last observer;
+3. propagation, once every observer fetched what creation wrote: ``--propagation-topics`` one-partition topics
+   created one at a time; for each, the delay until each observer has fetched its TopicRecord and seen it
+   committed, p50/p99 over every (topic, broker): from the commit on the leader (issue 24 §2's definition,
+   ``from_commit_p50``/``from_commit_p99``: the first read showing the commit, the CreateTopics answer or a
+   Fetch answer's high watermark, tools.swarm.swarm contract 3a) and from sending CreateTopics (``p50``/``p99``,
+   which include the commit itself); the mean over topics of send-to-commit and of first-to-last observer;
 4. steady: ``--steady`` seconds: heartbeat round trip p50/p99/max, errors, mistaken fences; the leader's CPU
    seconds per 1,000 heartbeats and CPU share; the swarm's own CPU share;
 5. memory: the leader's RSS (/proc VmRSS) and, for Kafka, its heap in use (jcmd GC.heap_info);
@@ -172,6 +172,9 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     }
     total = lambda: sum(len(t.partitions) for t in swarm.replay.image.topics.values())  # noqa: E731
     wait("the replayed image to hold every created partition", lambda: total() >= created, 300)
+    # every observer at the log's end: propagation measures a commit's fan-out, not the rest of creation's
+    caught_up = lambda: all(b.fetch_end >= swarm.replay.next_offset for b in swarm.running())  # noqa: E731
+    wait("every observer to fetch the created partitions", caught_up, 300)
     out["memory_after_create"] = memory(c)
     stall["create_topics"] = stalls.take("create_topics")
     progress(out, "created")

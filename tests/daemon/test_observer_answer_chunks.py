@@ -1,7 +1,9 @@
 """kraftd.shell.apis.observer_fetches contracts 2, 3, 5: the answers a commit (or the long polls' deadline) wakes
 for a wave of parked observer Fetches are handed over in chunks, so a request read meanwhile (a heartbeat) waits
 for one chunk of them, not the wave. Counted work (answers written before a probe callback), a real one-node
-quorum; with the answers not held (contract 5, the code before) the probe waits for the whole wave."""
+quorum; with the answers not held (contract 5, the code before) the probe waits for the whole wave. Contract 2a: with
+a budget of records bytes per callback, a wave of answers with records is handed over in chunks of that many bytes
+(at least one answer), not of ``REPLY_CHUNK`` answers."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from typing import Any
 import pytest
 
 from generated.request_header import RequestHeader
-from kraftd.shell.apis.observer_fetches import REPLY_CHUNK
+from kraftd.shell.apis.observer_fetches import REPLY_BYTES, REPLY_CHUNK, records_bytes
 from kraftd.shell.net.transport import ConnectionInfo
 from tests.daemon.cluster import CLUSTER_ID
 from tests.helpers.daemon import single_node
@@ -22,14 +24,14 @@ from tools.swarm import frames
 WAVE = 300
 
 
-async def _run(tmp_path: Path, reply_chunk: int) -> dict[str, Any]:
+async def _run(tmp_path: Path, reply_chunk: int, reply_bytes: int = REPLY_BYTES) -> dict[str, Any]:
     node = single_node(tmp_path, "one", "one")
     await node.start()
     try:
         await node.wait_for_leader(10)
         await asyncio.sleep(0.3)  # the first commits of the epoch
         fetches = node.router.fastpath.observer_fetches
-        fetches.reply_chunk = reply_chunk
+        fetches.reply_chunk, fetches.reply_bytes = reply_chunk, reply_bytes
         core, loop = node.core, asyncio.get_running_loop()
         answers: list[Any] = []
         probe: list[int] = []
@@ -57,7 +59,13 @@ async def _run(tmp_path: Path, reply_chunk: int) -> dict[str, Any]:
             await asyncio.sleep(0.01)
             if len(answers) == WAVE and probe:
                 break
-        return {"before": before, "answers": len(answers), "probe": probe[0] if probe else None}
+        sizes = [records_bytes(a) for a in answers[before:]]
+        return {
+            "before": before,
+            "answers": len(answers),
+            "probe": probe[0] if probe else None,
+            "sizes": sizes,
+        }
     finally:
         await node.stop()
 
@@ -71,3 +79,15 @@ def test_a_wave_of_observer_answers_is_written_in_chunks(tmp_path: Path, reply_c
         assert 0 < out["probe"] <= REPLY_CHUNK < woken  # a request read meanwhile waits for one chunk
     else:
         assert out["probe"] == woken  # contract 5 (the code before): the whole wave in the step
+
+
+def test_a_wave_of_answers_with_records_is_handed_over_by_bytes(tmp_path: Path) -> None:
+    """Contract 2a: a budget of 1 byte hands over one answer with records a callback (a 600 KB commit to 1,000
+    observers: 4 MiB, ~7 answers, not 128); answers without records count no bytes."""
+    out = asyncio.run(_run(tmp_path, REPLY_CHUNK, reply_bytes=1))
+    assert out["answers"] == WAVE and out["before"] < WAVE // 4
+    sizes = out["sizes"]
+    # the answers before the first with records
+    empty = next((i for i, n in enumerate(sizes) if n > 0), len(sizes))
+    assert sizes[0] > 0 or empty >= 1  # the wave is a commit's (records) or the long polls' expiry (none)
+    assert out["probe"] == (1 if sizes[0] > 0 else min(REPLY_CHUNK, empty + 1))

@@ -4,6 +4,7 @@ client's read loop next ran (kraft-swarm: the read loops of 1,000 clients on one
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from typing import Any
 
@@ -58,3 +59,53 @@ def test_arrived_is_when_the_bytes_came_in_not_when_they_were_decoded() -> None:
         assert decoded - arrived >= BUSY_S
 
     run(main())
+
+
+def test_arrived_leaves_out_the_wait_for_a_busy_loop_to_read_the_socket() -> None:
+    """Contract 3: the answer reached the socket while this loop was busy elsewhere for ``BUSY_S``; ``arrived`` is
+    the kernel's receive time, ``arrived(kernel=False)`` when the loop read it."""
+    if arrival.SO_TIMESTAMPNS is None:
+        pytest.skip("the kernel's receive stamps are read on Linux (x86-64, arm64) only")
+    ready = threading.Event()
+    port: list[int] = []
+
+    def serve() -> None:  # the controller: another process in the swarm's runs, a thread here
+        async def answer(header: object, request: object, info: object) -> DescribeQuorumResponse:
+            return DescribeQuorumResponse()
+
+        async def main() -> None:
+            async with KafkaServer(answer) as srv:
+                port.append(srv.port)
+                ready.set()
+                await asyncio.sleep(5 * BUSY_S)
+
+        asyncio.run(main())
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    assert ready.wait(10)
+    seen: list[tuple[float, float, float]] = []
+    client: KafkaClient
+
+    def decode(frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
+        seen.append((arrival.arrived(client), arrival.arrived(client, kernel=False), time.monotonic()))
+        return decode_response(frame, api_key, version)
+
+    async def main() -> None:
+        nonlocal client
+        client = KafkaClient("127.0.0.1", port[0], decode=decode)
+        try:
+            await client.connect()
+            sent = time.monotonic()
+            fut = client.start(DescribeQuorumRequest())
+            assert fut is not None
+            time.sleep(BUSY_S)  # the loop busy (1,000 brokers' answers), the server answers meanwhile
+            await fut
+        finally:
+            await client.close()
+        kernel, loop_read, decoded = seen[-1]
+        assert sent - 0.01 < kernel < sent + BUSY_S / 2
+        assert loop_read - sent >= BUSY_S and decoded >= loop_read
+
+    run(main())
+    server.join(10)

@@ -16,13 +16,11 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    (FetchSnapshot) and continue from its end. Records advance the position to the last complete batch and are
    handed to the shared replay. Heartbeats go to the leader the observer knows (the broker's controller channel).
 4. Every heartbeat is reported to ``hooks.heartbeat(broker, sent, rtt_s, error, node)`` (error -1: no answer;
-   node: the controller it went to last). ``rtt_s`` runs from writing the request until the swarm read the answer
-   (tools.swarm.decoding contract 6), not until the broker's coroutine next ran: a real broker is
-   its own process, while here the continuations of every other broker's answers read in the same turn (a wave of
-   1,000 Fetch answers) queue before it on the one loop, which is the emulation's cost, not the controller's
-   (docs/SWARM.md, session 13). Every
-   fetch answer that moved the position or the high watermark to ``hooks.progress(broker)``, with
-   ``fetch_read`` the time the swarm read that answer (the same rule).
+   node: the controller it went to last); ``rtt_s`` ends when the swarm read the answer (tools.swarm.decoding
+   contract 6), not when the broker's coroutine next ran behind the other brokers' continuations on the one loop
+   (a real broker is its own process; docs/SWARM.md, session 13); ``heartbeat_loop_read``: when the swarm's loop
+   read it (decoding.read_instants). Every fetch answer that moved the position or the high watermark goes to
+   ``hooks.progress(broker)``, with ``fetch_read`` the time the swarm read that answer (the same rule).
 """
 
 from __future__ import annotations
@@ -38,7 +36,7 @@ from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
-from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at
+from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants
 from tools.swarm.replay import SharedReplay
 
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
@@ -97,7 +95,7 @@ class SwarmBroker:
         self.registered_at = self.running_at = self.shutdown_at = self.stopped_at = -1.0
         self.heartbeats_ok = 0
         self.last_target = -1  # the controller the last controller-channel request went to
-        self._heartbeat_read = -1.0  # when the last heartbeat answer was read and decoded (contract 4)
+        self._heartbeat_read = self.heartbeat_loop_read = -1.0  # the last heartbeat answer read (contract 4)
         self.fetch_read = -1.0  # when the last Fetch answer was read and decoded (contract 4)
 
     @property
@@ -161,7 +159,8 @@ class SwarmBroker:
     def _decode_controller(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
         """Contract 4: the time a heartbeat answer was read (one heartbeat in flight per broker)."""
         if api_key == BROKER_HEARTBEAT:
-            self._heartbeat_read = read_at(self._clients.get("controller", (0, None))[1])
+            client = self._clients.get("controller", (0, None))[1]
+            self._heartbeat_read, self.heartbeat_loop_read = read_instants(client)
         return self.hooks.decodes.decode(frame, api_key, version)
 
     def _decode_raft(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:

@@ -18,11 +18,14 @@ Contracts:
 5. :meth:`SharedDecodes.batch_ends` is tools.swarm.replay.batch_ends once per shared records section (every broker
    handed the same answer object walks its batch headers once, not once each).
 6. :func:`read_at` is when an answer a broker's client is decoding was read (tools.swarm.broker contract 4): when
-   its bytes reached the swarm's process (kwire.arrival contract 2), not when the client's read loop next ran. In
-   one turn of the loop the swarm takes in the bytes of every ready connection, then runs ~1,000 read loops, each
-   behind the others' decoding and the re-fetches their brokers send, which a broker in its own process would not
-   wait for (docs/SWARM.md, session 14). ``KRAFT_SWARM_STAMP=decode`` in the environment restores session 13's
-   instant (the decode itself): an A/B switch for the instrument, the same for either controller kind.
+   its bytes reached the swarm's socket, by the kernel's receive stamp (kwire.arrival contract 3), not when the
+   swarm's loop read them or the client's read loop next ran. One loop runs all N brokers: in one turn it takes in
+   the bytes of every ready connection, then runs ~1,000 read loops, each behind the others' decoding and the
+   re-fetches their brokers send, and a garbage collection or a wave of answers holds it for tens of ms, which a
+   broker in its own process would not wait for (docs/SWARM.md, sessions 14 and 15). ``KRAFT_SWARM_STAMP`` in the
+   environment is the A/B switch for the instrument, the same for either controller kind: ``loop`` for the
+   instant the loop read the bytes (session 14's), ``decode`` for the decode itself (session 13's).
+   :func:`read_instants` adds the ``loop`` instant whatever the switch (the swarm reports both).
 """
 
 from __future__ import annotations
@@ -38,13 +41,19 @@ from tools.swarm.replay import batch_ends
 FETCH, BROKER_HEARTBEAT = 1, 63
 SHARED_APIS = frozenset((FETCH, BROKER_HEARTBEAT))
 EDGE = 64  # contract 4
-STAMP_ARRIVAL = os.environ.get("KRAFT_SWARM_STAMP", "arrival") != "decode"  # contract 6
+STAMP = os.environ.get("KRAFT_SWARM_STAMP", "kernel")  # contract 6: kernel, loop or decode
 
 
 def read_at(client: Any) -> float:
     """Contract 6 (``client``: the kwire.client.KafkaClient decoding the answer, or None)."""
-    at = arrival.arrived(client) if STAMP_ARRIVAL and client is not None else 0.0
+    at = arrival.arrived(client, STAMP == "kernel") if STAMP != "decode" and client is not None else 0.0
     return at if at > 0 else time.monotonic()
+
+
+def read_instants(client: Any) -> tuple[float, float]:
+    """Contract 6: :func:`read_at`, and when the swarm's loop read the answer's bytes whatever the switch."""
+    at = arrival.arrived(client, kernel=False) if client is not None else 0.0
+    return read_at(client), at if at > 0 else time.monotonic()
 
 
 class SharedDecodes:

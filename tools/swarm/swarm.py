@@ -2,7 +2,8 @@
 
 Contracts:
 1. :class:`Swarm` owns the brokers (ids ``first_id..first_id+N-1``, docs/SWARM.md), one :class:`SharedReplay`,
-   and what they measured: every heartbeat (send time, round trip, error), every fence of a swarm broker that
+   and what they measured: every heartbeat (send time, round trip, error; the round trip also until the swarm's
+   loop read the answer, tools.swarm.decoding contract 6), every fence of a swarm broker that
    the metadata log or a heartbeat answer showed, and its own CPU seconds (``cpu_seconds``).
 2. A fence is *mistaken* when its broker had not been told to stop (:meth:`Swarm.kill`, :meth:`Swarm.shut_down`).
 3. :meth:`Swarm.watch` measures propagation: from the call until each running broker has fetched, committed, the
@@ -113,6 +114,8 @@ class Swarm:
             b: SwarmBroker(self, b, 19000 + (b % 40000), rng) for b in range(first_id, first_id + count)
         }
         self.heartbeats: list[tuple[float, float, int, int, int]] = []  # (sent, rtt s, error, broker, node)
+        # (sent, rtt s until the swarm's loop read the answer) of each answered heartbeat (contract 1)
+        self.heartbeats_loop: list[tuple[float, float]] = []
         self.fences: list[Fence] = []
         self.watches: list[Watch] = []
         self._admin: tuple[int, KafkaClient] | None = None
@@ -124,6 +127,8 @@ class Swarm:
 
     def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None:
         self.heartbeats.append((sent, rtt, error, broker.id, node))
+        if error == ErrorCode.NONE:
+            self.heartbeats_loop.append((sent, max(rtt, broker.heartbeat_loop_read - sent)))
 
     def progress(self, broker: SwarmBroker) -> None:
         if not self.watches:
@@ -219,12 +224,16 @@ class Swarm:
     def heartbeat_stats(self, since: float = 0.0, until: float = float("inf")) -> dict[str, float]:
         window = [h for h in self.heartbeats if since <= h[0] < until]
         rtts = [h[1] * 1000 for h in window if h[2] == ErrorCode.NONE]
+        loop = [rtt * 1000 for sent, rtt in self.heartbeats_loop if since <= sent < until]
         return {
             "count": len(window),
             "errors": sum(1 for h in window if h[2] != ErrorCode.NONE),
             "p50_ms": percentile(rtts, 0.5),
             "p99_ms": percentile(rtts, 0.99),
             "max_ms": max(rtts, default=float("nan")),
+            # contract 1: the same heartbeats until the swarm's loop read each answer (session 14's instrument)
+            "loop_p50_ms": percentile(loop, 0.5),
+            "loop_p99_ms": percentile(loop, 0.99),
         }
 
     def answered_after(self, t: float, exclude_node: int = -1, start: int = 0) -> dict[int, float]:

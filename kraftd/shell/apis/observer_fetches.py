@@ -16,6 +16,12 @@ Contracts:
    it needed to: a later send is still persist-then-send). Held answers go first: a callback hands over up to
    ``reply_chunk`` of them and steps no Fetch; only a callback that finds none held steps up to ``chunk`` queued
    Fetches. So a wave's answers leave as early as the loop allows (propagation), yet in chunks.
+2a. A callback also stops handing over answers once those it handed over carry ``reply_bytes`` of records or more
+   (at least one answer each callback): writing an answer costs about its size (the kernel's copy into the
+   observer's socket and, on loopback, its receive path). A commit of 50 topics x 100 partitions (5,050 records,
+   ~600 KB) answered to 1,000 observers was ~600 MB of writes, 128 answers (~77 MB) a callback: the loop's longest
+   stalls during topic creation at 1,000 brokers (40-100 ms callbacks; logged stalls of 103-330 ms, docs/SWARM.md,
+   session 15). ``KRAFTD_OBSERVER_REPLY_BYTES`` in the environment sets it (an A/B switch for bench/scale.py).
 3. A callback that leaves answers held or Fetches queued schedules the next one behind what the loop has ready
    meanwhile (``call_soon``), so a request read while a wave is answered or stepped waits for at most one chunk
    of it.
@@ -35,14 +41,18 @@ from typing import Any
 CHUNK = 64  # Fetches stepped per callback (contract 2)
 # Answers handed over per callback (contract 2): ~5 ms of writes at 1,000 brokers; 0: not held (contract 5).
 REPLY_CHUNK = int(os.environ.get("KRAFTD_OBSERVER_REPLY_CHUNK", "128"))
+# Records bytes handed over per callback (contract 2a): 4 MiB, ~2-4 ms of socket writes on this machine.
+REPLY_BYTES = int(os.environ.get("KRAFTD_OBSERVER_REPLY_BYTES", str(4 << 20)))
 
 Answer = Callable[[Any], None]
 Step = Callable[[Any, Answer], bool]
 
 
 class ObserverFetches:
-    def __init__(self, step: Step, chunk: int = CHUNK, reply_chunk: int = REPLY_CHUNK) -> None:
-        self.step, self.chunk, self.reply_chunk = step, chunk, reply_chunk
+    def __init__(
+        self, step: Step, chunk: int = CHUNK, reply_chunk: int = REPLY_CHUNK, reply_bytes: int = REPLY_BYTES
+    ) -> None:
+        self.step, self.chunk, self.reply_chunk, self.reply_bytes = step, chunk, reply_chunk, reply_bytes
         self.queue: deque[tuple[Any, Answer]] = deque()
         self.held: deque[tuple[Answer, Any]] = deque()
         self.scheduled = False
@@ -74,11 +84,13 @@ class ObserverFetches:
         self.callbacks += 1
         held, queue = self.held, self.queue
         if held:
-            n = min(self.reply_chunk, len(held))
-            self.most_answered = max(self.most_answered, n)
-            for _ in range(n):
+            n, budget = 0, self.reply_bytes
+            while held and n < self.reply_chunk and budget > 0:  # contracts 2, 2a
                 answer, resp = held.popleft()
                 answer(resp)
+                n += 1
+                budget -= records_bytes(resp)
+            self.most_answered = max(self.most_answered, n)
         else:
             step, hold = self.step, self._hold if self.reply_chunk > 0 else None
             for _ in range(min(self.chunk, len(queue))):
@@ -88,3 +100,13 @@ class ObserverFetches:
             asyncio.get_running_loop().call_soon(self._drain)
         else:
             self.scheduled = False
+
+
+def records_bytes(resp: Any) -> int:
+    """Contract 2a: the bytes of records a Fetch answer carries."""
+    total = 0
+    for topic in getattr(resp, "responses", None) or ():
+        for part in topic.partitions:
+            if part.records is not None:
+                total += len(part.records)
+    return total
