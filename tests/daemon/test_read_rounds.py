@@ -63,7 +63,8 @@ def test_followers_answer_a_leaders_read_round_on_the_fast_path(tmp_path: Path) 
                 int(n.metrics.children("BeginQuorumEpoch")[0].value - f)
                 for n, f in zip(followers, fast, strict=True)
             ]
-            return queued, int(leader.reads.tickets._value.get() - tickets), answered
+            # A copy: stopping the nodes below (the leader resigns, a follower may win) must not add to it.
+            return list(queued), int(leader.reads.tickets._value.get() - tickets), answered
         finally:
             for node in nodes:
                 await node.stop()
