@@ -8,7 +8,7 @@ carry the same response object at the same version share one encoding of its bod
 the frame's size and response header (the correlation id) are built per reply. A Raft leader answering 1,000
 parked observer Fetches with one answer object encodes it once. Entries are dropped at the next turn of the
 loop, so a reply never reuses the bytes of an object changed since.
-Contract 11d (a large shared body written as it is, not copied per reply): kwire.large_frames.
+Contracts 11d, 11e (large bodies written as they are, in pieces as the socket drains): kwire.large_frames.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
-from kwire.large_frames import LARGE, Frame, pieces
+from kwire.large_frames import LARGE, Frame, Outbox, pieces
 from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -83,13 +83,12 @@ def _order_failed(
 
 class Written:
     """Contract 11: responses queued and written on one connection; ``chain`` holds its fast slots not yet
-    written, in request order (contract 11b), each with its frame once replied."""
+    written, in request order (contract 11b), each with its frame once replied; ``out`` writes (contract 11e)."""
 
-    __slots__ = ("queued", "written", "chain")
+    __slots__ = ("queued", "written", "chain", "out")
 
-    def __init__(self) -> None:
-        self.queued = 0
-        self.written = 0
+    def __init__(self, out: Outbox) -> None:
+        self.out, self.queued, self.written = out, 0, 0
         self.chain: deque[list[Any]] = deque()  # [slot, frame or None]
 
     def all_fast(self) -> bool:
@@ -275,7 +274,7 @@ class Answering:
             stagetrace.mark("srv.write")
         for data in pieces(frames):
             self.stats.bytes_out += len(data)
-            writer.write(data)
+            counts.out.write(data)
             self.stats.writes += 1
         counts.written += len(frames)
         if info.connection_id in self._last_done:  # kwire.limits contract 2: it completed a request

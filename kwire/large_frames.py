@@ -1,4 +1,5 @@
-"""Large shared response bodies written as they are (kwire.server contract 11d, issue 24).
+"""Large response bodies: shared bodies written as they are (contract 11d), every write in pieces as the socket
+drains (contract 11e). The numbering is kwire.server's (issue 24).
 
 Contract 11d: a fast reply whose shared body (kwire.answers contract 11a) is ``LARGE`` bytes or more is the
 :data:`Frame` (size and response header, the body itself): the one encoded body is handed to each connection's
@@ -6,12 +7,23 @@ socket write as it is, in a write of its own after that frame's size and header 
 before it, in order), never joined into a frame per reply. A copy of the body per connection (a 600 KB committed
 batch to 100 observers; catch-up answers of up to 8 MiB) was a large part of the leader's fan-out step at 1M
 partitions. Contract 2a (one write for the responses ready together) then holds per piece.
+
+Contract 11e: every write of a connection goes through its :class:`Outbox`, in order. The transport is handed at
+most ``PIECE`` bytes at a time, and only while its buffer is empty; what waits is kept as views of the caller's
+bytes and handed over as the socket drains. asyncio's selector transport (CPython 3.11) copies whatever the socket
+does not take at once into its own buffer, so a shared body (11d) was copied once per slow connection after all:
+up to 8 MiB per observer catching up, 0.9-2.1 GB per controller at 1,000 observers (docs/SWARM.md, session 14).
+Now a connection's transport holds at most one piece (plus small frames) and the body stays the only copy.
 """
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
+
 Frame = bytes | tuple[bytes, bytes]  # a whole frame, or (size and header, a large shared body)
 LARGE = 64 * 1024
+PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
 
 
 def pieces(frames: list[Frame]) -> list[bytes]:
@@ -25,3 +37,66 @@ def pieces(frames: list[Frame]) -> list[bytes]:
             out += [b"".join(small), f[1]]
             small = []
     return [*out, b"".join(small)] if small else out
+
+
+class Outbox:
+    """Contract 11e: one connection's writes, in order, at most ``PIECE`` bytes in its transport's hands."""
+
+    __slots__ = ("writer", "waiting", "pump", "most_buffered")
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer = writer
+        # the protocol pauses while anything is buffered and resumes once it is all sent: drain() waits for that
+        writer.transport.set_write_buffer_limits(high=0)
+        self.waiting: deque[memoryview] = deque()  # views of the callers' bytes not yet handed over, in order
+        self.pump: asyncio.Task[None] | None = None
+        self.most_buffered = 0  # the transport's largest buffer seen right after a write (counted, for tests)
+
+    def write(self, data: bytes) -> None:
+        if not self.waiting and len(data) <= PIECE:
+            self._hand(data)
+            return
+        self.waiting.append(memoryview(data))
+        if self.pump is None:
+            self._feed()
+            if self.waiting:
+                self.pump = asyncio.get_running_loop().create_task(self._run())
+
+    def _hand(self, data: bytes | memoryview) -> None:
+        self.writer.write(data)
+        self.most_buffered = max(self.most_buffered, self.writer.transport.get_write_buffer_size())
+
+    def _feed(self) -> None:
+        """Hand pieces over while the transport's buffer is empty."""
+        transport, waiting = self.writer.transport, self.waiting
+        while waiting and not transport.get_write_buffer_size():
+            if transport.is_closing():
+                waiting.clear()
+                return
+            view = waiting[0]
+            if len(view) > PIECE:
+                waiting[0], view = view[PIECE:], view[:PIECE]
+            else:
+                waiting.popleft()
+            self._hand(view)
+
+    async def _run(self) -> None:
+        try:
+            while self.waiting:
+                await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
+                self._feed()
+        except (ConnectionError, OSError):
+            self.waiting.clear()
+        finally:
+            self.pump = None
+
+    async def drain(self) -> None:
+        """Until everything written so far is in the socket (back-pressure for kwire.server's writer)."""
+        while self.pump is not None:
+            await asyncio.wait({self.pump})
+        await self.writer.drain()
+
+    def close(self) -> None:
+        self.waiting.clear()
+        if self.pump is not None:
+            self.pump.cancel()
