@@ -5,10 +5,9 @@ Public names are re-exported by kwire.server: ``ConnectionInfo``, ``request_prin
 
 Contract 11a (encode-once fan-out, issue 24): within one turn of the loop, fast-path replies (contract 11) that
 carry the same response object at the same version share one encoding of its body (:class:`SharedBodies`); only
-the frame's size and response header (the correlation id) are built per reply. A Raft leader answering 1,000
-parked observer Fetches with one answer object encodes it once. Entries are dropped at the next turn of the
-loop, so a reply never reuses the bytes of an object changed since.
-Contracts 11d, 11e (large bodies written as they are, in pieces as the socket drains): kwire.large_frames.
+the frame's size and response header (the correlation id) are built per reply: 1,000 parked observer Fetches
+answered with one object encode it once. Entries are dropped at the next turn (a reply never reuses the bytes
+of an object changed since), but for large ones (11f). Contracts 11d-11f (large bodies): kwire.large_frames.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
-from kwire.large_frames import LARGE, Frame, Outbox, pieces
+from kwire.large_frames import LARGE, Frame, KeptBodies, Outbox, pieces
 from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -133,21 +132,22 @@ class ServerStats:
 class SharedBodies:
     """Contract 11a: encoded response bodies by (object, api key, version), kept until the loop's next turn."""
 
-    __slots__ = ("entries", "clearing", "encodes")
+    __slots__ = ("entries", "clearing", "encodes", "kept")
 
     def __init__(self) -> None:
         self.entries: dict[tuple[int, int, int], tuple[Any, bytes]] = {}
-        self.clearing = False
-        self.encodes = 0  # bodies encoded (a fan-out of N replies counts 1)
+        self.clearing, self.encodes = False, 0  # encodes: bodies encoded (a fan-out of N replies counts 1)
+        self.kept = KeptBodies()  # contract 11f
 
     def payload(self, api_key: int, version: int, body: Any) -> bytes:
         key = (id(body), api_key, version)
-        hit = self.entries.get(key)
+        hit = self.entries.get(key) or self.kept.get(key)
         if hit is not None and hit[0] is body:
             return hit[1]
         encoded: bytes = body.encode(version)
         self.encodes += 1
         self.entries[key] = (body, encoded)  # holding ``body`` keeps its id from being reused meanwhile
+        self.kept.put(key, body, encoded)
         if not self.clearing:
             self.clearing = True
             asyncio.get_running_loop().call_soon(self.clear)

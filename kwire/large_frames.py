@@ -14,16 +14,25 @@ bytes and handed over as the socket drains. asyncio's selector transport (CPytho
 does not take at once into its own buffer, so a shared body (11d) was copied once per slow connection after all:
 up to 8 MiB per observer catching up, 0.9-2.1 GB per controller at 1,000 observers (docs/SWARM.md, session 14).
 Now a connection's transport holds at most one piece (plus small frames) and the body stays the only copy.
+
+Contract 11f: an encoded body of ``LARGE`` bytes or more is also kept across turns of the loop (contract 11a keeps
+it for one) by (object, api key, version), for at most ``KEPT_S`` seconds and within ``KEPT_BYTES`` in all, the
+newest kept first: observers catching up at the same offset are handed one answer object (kraftd.core.replication
+invariant 2e) over several callbacks (kraftd.shell.apis.observer_fetches), and each encoding would be one more copy
+of up to 8 MiB. A caller never changes a large response object after handing it to ``reply``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections import deque
+import time
+from collections import OrderedDict, deque
+from typing import Any
 
 Frame = bytes | tuple[bytes, bytes]  # a whole frame, or (size and header, a large shared body)
 LARGE = 64 * 1024
 PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
+KEPT_BYTES, KEPT_S = 32 * 1024 * 1024, 1.0  # contract 11f
 
 
 def pieces(frames: list[Frame]) -> list[bytes]:
@@ -100,3 +109,32 @@ class Outbox:
         self.waiting.clear()
         if self.pump is not None:
             self.pump.cancel()
+
+
+class KeptBodies:
+    """Contract 11f: large encoded bodies by (id(object), api key, version); holding the object keeps its id."""
+
+    __slots__ = ("entries", "size")
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[int, int, int], tuple[Any, bytes, float]] = OrderedDict()
+        self.size = 0
+
+    def get(self, key: tuple[int, int, int]) -> tuple[Any, bytes, float] | None:
+        """The kept (object, encoding, when) under ``key``: the caller checks the object is its own."""
+        return self.entries.get(key)
+
+    def put(self, key: tuple[int, int, int], body: Any, encoded: bytes) -> None:
+        """Keeps ``encoded`` if it is ``LARGE`` or more; drops the oldest past ``KEPT_S`` or ``KEPT_BYTES``."""
+        if len(encoded) < LARGE:
+            return
+        now, entries = time.monotonic(), self.entries
+        old = entries.pop(key, None)
+        self.size += len(encoded) - (len(old[1]) if old is not None else 0)
+        entries[key] = (body, encoded, now)
+        while entries:
+            _, (_, oldest, at) = next(iter(entries.items()))
+            if self.size <= KEPT_BYTES and now - at <= KEPT_S:
+                break
+            entries.popitem(last=False)
+            self.size -= len(oldest)

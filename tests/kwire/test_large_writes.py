@@ -60,7 +60,10 @@ def test_slow_readers_of_one_large_body_hold_about_one_piece_each_in_transport_b
                 w.write(encode_frame(encode_request(VOTE, 2, 1000 + i, "raw", VoteRequest())))
                 w.write(encode_frame(encode_request(VOTE, 2, 5000 + i, "raw", VoteRequest())))
             await asyncio.wait_for(taken.wait(), 10)
-            for w, _ in srv._conns.values():  # the kernel's room is small, as with 1,000 connections (tcp_mem)
+            for (
+                w,
+                _,
+            ) in srv._conns.values():  # the kernel's room is small, as with 1,000 connections (tcp_mem)
                 w.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
             big, small = Big(error_code=0), VoteResponse(error_code=7)
             for cid, reply in replies:
@@ -68,7 +71,9 @@ def test_slow_readers_of_one_large_body_hold_about_one_piece_each_in_transport_b
             await asyncio.sleep(0.3)  # the socket takes what it can; nobody reads
             held = [w.transport.get_write_buffer_size() for w, _ in srv._conns.values()]
             assert len(held) == N
-            assert max(held) <= PIECE + 1024, max(held)  # before: ~4 MiB each (the body, copied per connection)
+            assert max(held) <= PIECE + 1024, max(
+                held
+            )  # before: ~4 MiB each (the body, copied per connection)
             assert sum(held) <= N * (PIECE + 1024)
             for i, (r, w) in enumerate(conns):  # every byte arrives, in request order
                 frames = await asyncio.wait_for(_frames(r, 2), 10)
@@ -86,3 +91,44 @@ async def _frames(reader: asyncio.StreamReader, n: int) -> list[bytes]:
         assert data, "connection closed early"
         out += d.feed(data)
     return out
+
+
+class CountedBig(Big):
+    encodes = 0
+
+    def encode(self, version: int) -> bytes:
+        CountedBig.encodes += 1
+        return Big.payload
+
+
+def test_a_large_body_replied_over_several_turns_is_encoded_once() -> None:
+    """Contract 11f: observers at one offset get one answer object (kraftd.core.replication invariant 2e), handed
+    over across callbacks (128 a callback); each encoding of it would be one more copy of up to 8 MiB."""
+    replies: list[Any] = []
+    taken = asyncio.Event()
+
+    def fast(header: Any, body: Any, info: Any, reply: Any) -> bool:
+        replies.append(reply)
+        if len(replies) == 6:
+            taken.set()
+        return True
+
+    async def main() -> None:
+        async with KafkaServer(never, fast=fast) as srv:
+            conns = [await asyncio.open_connection(HOST, srv.port, limit=8 << 20) for _ in range(6)]
+            for i, (_, w) in enumerate(conns):
+                w.write(encode_frame(encode_request(VOTE, 2, 1000 + i, "raw", VoteRequest())))
+            await asyncio.wait_for(taken.wait(), 10)
+            body = CountedBig(error_code=0)
+            CountedBig.encodes = 0
+            for k, reply in enumerate(replies):
+                reply(body)
+                if k % 2:
+                    await asyncio.sleep(0.01)  # the next callbacks, turns of the loop later
+            assert CountedBig.encodes == 1  # before: once per turn (3)
+            for i, (r, w) in enumerate(conns):
+                (frame,) = await asyncio.wait_for(_frames(r, 1), 10)
+                assert frame == response_header(VOTE, 2, 1000 + i) + Big.payload
+                w.close()
+
+    asyncio.run(asyncio.wait_for(main(), 50))
