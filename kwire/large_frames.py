@@ -51,14 +51,22 @@ def pieces(frames: list[Frame]) -> list[bytes]:
 class Outbox:
     """Contract 11e: one connection's writes, in order, at most ``PIECE`` bytes in its transport's hands."""
 
-    __slots__ = ("writer", "waiting", "pump", "most_buffered")
+    __slots__ = ("writer", "transport", "waiting", "most_buffered")
 
     def __init__(self, writer: asyncio.StreamWriter) -> None:
-        self.writer = writer
-        # the protocol pauses while anything is buffered and resumes once it is all sent: drain() waits for that
-        writer.transport.set_write_buffer_limits(high=0)
+        self.writer, self.transport = writer, writer.transport
+        # the protocol is paused while anything is buffered and resumed from inside the transport's own write
+        # callback once it is all sent: the next piece is handed over there, in the same turn of the loop
+        self.transport.set_write_buffer_limits(high=0)
+        protocol = self.transport.get_protocol()
+        resume = protocol.resume_writing
+
+        def resumed() -> None:
+            resume()
+            self._feed()
+
+        protocol.resume_writing = resumed  # type: ignore[method-assign]
         self.waiting: deque[memoryview] = deque()  # views of the callers' bytes not yet handed over, in order
-        self.pump: asyncio.Task[None] | None = None
         self.most_buffered = 0  # the transport's largest buffer seen right after a write (counted, for tests)
 
     def write(self, data: bytes) -> None:
@@ -66,18 +74,16 @@ class Outbox:
             self._hand(data)
             return
         self.waiting.append(memoryview(data))
-        if self.pump is None:
+        if not self.transport.get_write_buffer_size():
             self._feed()
-            if self.waiting:
-                self.pump = asyncio.get_running_loop().create_task(self._run())
 
     def _hand(self, data: bytes | memoryview) -> None:
         self.writer.write(data)
-        self.most_buffered = max(self.most_buffered, self.writer.transport.get_write_buffer_size())
+        self.most_buffered = max(self.most_buffered, self.transport.get_write_buffer_size())
 
     def _feed(self) -> None:
         """Hand pieces over while the transport's buffer is empty."""
-        transport, waiting = self.writer.transport, self.waiting
+        transport, waiting = self.transport, self.waiting
         while waiting and not transport.get_write_buffer_size():
             if transport.is_closing():
                 waiting.clear()
@@ -89,26 +95,19 @@ class Outbox:
                 waiting.popleft()
             self._hand(view)
 
-    async def _run(self) -> None:
-        try:
-            while self.waiting:
-                await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
-                self._feed()
-        except (ConnectionError, OSError):
-            self.waiting.clear()
-        finally:
-            self.pump = None
-
     async def drain(self) -> None:
         """Until everything written so far is in the socket (back-pressure for kwire.server's writer)."""
-        while self.pump is not None:
-            await asyncio.wait({self.pump})
-        await self.writer.drain()
+        transport = self.transport
+        while True:
+            if transport.is_closing():
+                self.waiting.clear()
+            self._feed()
+            if not transport.get_write_buffer_size():  # and so nothing waits either
+                return
+            await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
 
     def close(self) -> None:
         self.waiting.clear()
-        if self.pump is not None:
-            self.pump.cancel()
 
 
 class KeptBodies:
