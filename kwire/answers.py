@@ -5,10 +5,9 @@ Public names are re-exported by kwire.server: ``ConnectionInfo``, ``request_prin
 
 Contract 11a (encode-once fan-out, issue 24): within one turn of the loop, fast-path replies (contract 11) that
 carry the same response object at the same version share one encoding of its body (:class:`SharedBodies`); only
-the frame's size and response header (the correlation id) are built per reply. A Raft leader answering 1,000
-parked observer Fetches with one answer object encodes it once. Entries are dropped at the next turn of the
-loop, so a reply never reuses the bytes of an object changed since.
-Contract 11d (a large shared body written as it is, not copied per reply): kwire.large_frames.
+the frame's size and response header (the correlation id) are built per reply: 1,000 parked observer Fetches
+answered with one object encode it once. Entries are dropped at the next turn (a reply never reuses the bytes
+of an object changed since), but for large ones (11f). Contracts 11d-11f (large bodies): kwire.large_frames.
 """
 
 from __future__ import annotations
@@ -38,7 +37,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
-from kwire.large_frames import LARGE, Frame, pieces
+from kwire.large_frames import LARGE, Frame, KeptBodies, Outbox, pieces
 from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -83,13 +82,12 @@ def _order_failed(
 
 class Written:
     """Contract 11: responses queued and written on one connection; ``chain`` holds its fast slots not yet
-    written, in request order (contract 11b), each with its frame once replied."""
+    written, in request order (contract 11b), each with its frame once replied; ``out`` writes (contract 11e)."""
 
-    __slots__ = ("queued", "written", "chain")
+    __slots__ = ("queued", "written", "chain", "out")
 
-    def __init__(self) -> None:
-        self.queued = 0
-        self.written = 0
+    def __init__(self, out: Outbox) -> None:
+        self.out, self.queued, self.written = out, 0, 0
         self.chain: deque[list[Any]] = deque()  # [slot, frame or None]
 
     def all_fast(self) -> bool:
@@ -134,21 +132,22 @@ class ServerStats:
 class SharedBodies:
     """Contract 11a: encoded response bodies by (object, api key, version), kept until the loop's next turn."""
 
-    __slots__ = ("entries", "clearing", "encodes")
+    __slots__ = ("entries", "clearing", "encodes", "kept")
 
     def __init__(self) -> None:
         self.entries: dict[tuple[int, int, int], tuple[Any, bytes]] = {}
-        self.clearing = False
-        self.encodes = 0  # bodies encoded (a fan-out of N replies counts 1)
+        self.clearing, self.encodes = False, 0  # encodes: bodies encoded (a fan-out of N replies counts 1)
+        self.kept = KeptBodies()  # contract 11f
 
     def payload(self, api_key: int, version: int, body: Any) -> bytes:
         key = (id(body), api_key, version)
-        hit = self.entries.get(key)
+        hit = self.entries.get(key) or self.kept.get(key)
         if hit is not None and hit[0] is body:
             return hit[1]
         encoded: bytes = body.encode(version)
         self.encodes += 1
         self.entries[key] = (body, encoded)  # holding ``body`` keeps its id from being reused meanwhile
+        self.kept.put(key, body, encoded)
         if not self.clearing:
             self.clearing = True
             asyncio.get_running_loop().call_soon(self.clear)
@@ -275,7 +274,7 @@ class Answering:
             stagetrace.mark("srv.write")
         for data in pieces(frames):
             self.stats.bytes_out += len(data)
-            writer.write(data)
+            counts.out.write(data)
             self.stats.writes += 1
         counts.written += len(frames)
         if info.connection_id in self._last_done:  # kwire.limits contract 2: it completed a request

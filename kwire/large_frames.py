@@ -1,4 +1,5 @@
-"""Large shared response bodies written as they are (kwire.server contract 11d, issue 24).
+"""Large response bodies: shared bodies written as they are (contract 11d), every write in pieces as the socket
+drains (contract 11e). The numbering is kwire.server's (issue 24).
 
 Contract 11d: a fast reply whose shared body (kwire.answers contract 11a) is ``LARGE`` bytes or more is the
 :data:`Frame` (size and response header, the body itself): the one encoded body is handed to each connection's
@@ -6,12 +7,32 @@ socket write as it is, in a write of its own after that frame's size and header 
 before it, in order), never joined into a frame per reply. A copy of the body per connection (a 600 KB committed
 batch to 100 observers; catch-up answers of up to 8 MiB) was a large part of the leader's fan-out step at 1M
 partitions. Contract 2a (one write for the responses ready together) then holds per piece.
+
+Contract 11e: every write of a connection goes through its :class:`Outbox`, in order. The transport is handed at
+most ``PIECE`` bytes at a time, and only while its buffer is empty; what waits is kept as views of the caller's
+bytes and handed over as the socket drains. asyncio's selector transport (CPython 3.11) copies whatever the socket
+does not take at once into its own buffer, so a shared body (11d) was copied once per slow connection after all:
+up to 8 MiB per observer catching up, 0.9-2.1 GB per controller at 1,000 observers (docs/SWARM.md, session 14).
+Now a connection's transport holds at most one piece (plus small frames) and the body stays the only copy.
+
+Contract 11f: an encoded body of ``LARGE`` bytes or more is also kept across turns of the loop (contract 11a keeps
+it for one) by (object, api key, version), for at most ``KEPT_S`` seconds and within ``KEPT_BYTES`` in all, the
+newest kept first: observers catching up at the same offset are handed one answer object (kraftd.core.replication
+invariant 2e) over several callbacks (kraftd.shell.apis.observer_fetches), and each encoding would be one more copy
+of up to 8 MiB. A caller never changes a large response object after handing it to ``reply``.
 """
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections import OrderedDict, deque
+from typing import Any
+
 Frame = bytes | tuple[bytes, bytes]  # a whole frame, or (size and header, a large shared body)
 LARGE = 64 * 1024
+PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
+KEPT_BYTES, KEPT_S = 32 * 1024 * 1024, 1.0  # contract 11f
 
 
 def pieces(frames: list[Frame]) -> list[bytes]:
@@ -25,3 +46,94 @@ def pieces(frames: list[Frame]) -> list[bytes]:
             out += [b"".join(small), f[1]]
             small = []
     return [*out, b"".join(small)] if small else out
+
+
+class Outbox:
+    """Contract 11e: one connection's writes, in order, at most ``PIECE`` bytes in its transport's hands."""
+
+    __slots__ = ("writer", "transport", "waiting", "most_buffered")
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self.writer, self.transport = writer, writer.transport
+        # the protocol is paused while anything is buffered and resumed from inside the transport's own write
+        # callback once it is all sent: the next piece is handed over there, in the same turn of the loop
+        self.transport.set_write_buffer_limits(high=0)
+        protocol = self.transport.get_protocol()
+        resume = protocol.resume_writing
+
+        def resumed() -> None:
+            resume()
+            self._feed()
+
+        protocol.resume_writing = resumed  # type: ignore[method-assign]
+        self.waiting: deque[memoryview] = deque()  # views of the callers' bytes not yet handed over, in order
+        self.most_buffered = 0  # the transport's largest buffer seen right after a write (counted, for tests)
+
+    def write(self, data: bytes) -> None:
+        if not self.waiting and len(data) <= PIECE:
+            self._hand(data)
+            return
+        self.waiting.append(memoryview(data))
+        if not self.transport.get_write_buffer_size():
+            self._feed()
+
+    def _hand(self, data: bytes | memoryview) -> None:
+        self.writer.write(data)
+        self.most_buffered = max(self.most_buffered, self.transport.get_write_buffer_size())
+
+    def _feed(self) -> None:
+        """Hand pieces over while the transport's buffer is empty."""
+        transport, waiting = self.transport, self.waiting
+        while waiting and not transport.get_write_buffer_size():
+            if transport.is_closing():
+                waiting.clear()
+                return
+            view = waiting[0]
+            if len(view) > PIECE:
+                waiting[0], view = view[PIECE:], view[:PIECE]
+            else:
+                waiting.popleft()
+            self._hand(view)
+
+    async def drain(self) -> None:
+        """Until everything written so far is in the socket (back-pressure for kwire.server's writer)."""
+        transport = self.transport
+        while True:
+            if transport.is_closing():
+                self.waiting.clear()
+            self._feed()
+            if not transport.get_write_buffer_size():  # and so nothing waits either
+                return
+            await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
+
+    def close(self) -> None:
+        self.waiting.clear()
+
+
+class KeptBodies:
+    """Contract 11f: large encoded bodies by (id(object), api key, version); holding the object keeps its id."""
+
+    __slots__ = ("entries", "size")
+
+    def __init__(self) -> None:
+        self.entries: OrderedDict[tuple[int, int, int], tuple[Any, bytes, float]] = OrderedDict()
+        self.size = 0
+
+    def get(self, key: tuple[int, int, int]) -> tuple[Any, bytes, float] | None:
+        """The kept (object, encoding, when) under ``key``: the caller checks the object is its own."""
+        return self.entries.get(key)
+
+    def put(self, key: tuple[int, int, int], body: Any, encoded: bytes) -> None:
+        """Keeps ``encoded`` if it is ``LARGE`` or more; drops the oldest past ``KEPT_S`` or ``KEPT_BYTES``."""
+        if len(encoded) < LARGE:
+            return
+        now, entries = time.monotonic(), self.entries
+        old = entries.pop(key, None)
+        self.size += len(encoded) - (len(old[1]) if old is not None else 0)
+        entries[key] = (body, encoded, now)
+        while entries:
+            _, (_, oldest, at) = next(iter(entries.items()))
+            if self.size <= KEPT_BYTES and now - at <= KEPT_S:
+                break
+            entries.popitem(last=False)
+            self.size -= len(oldest)

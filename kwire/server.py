@@ -87,6 +87,7 @@ from kwire.authz import ANONYMOUS, Authorizer, Gate, tls_principal
 from kwire.errors import KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import parse_request
+from kwire.large_frames import Outbox
 from kwire.limits import DEFAULT_MAX_IN_FLIGHT, IdleWatch, ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -256,7 +257,7 @@ class KafkaServer(Answering):
         decoder = FrameDecoder(self._max_frame)
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
-        counts = Written()
+        counts = Written(Outbox(writer))  # contract 11e
         session = ServerSession(self._sasl) if self._sasl is not None else None
         versioned = False  # contract 10: this connection's handshake ApiVersions has arrived
         tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
@@ -346,6 +347,7 @@ class KafkaServer(Answering):
             pass
         finally:
             watch.cancel()
+            counts.out.close()
             for t in list(in_flight):
                 t.cancel()
             write_task.cancel()
@@ -384,11 +386,11 @@ class KafkaServer(Answering):
             if out:
                 if stagetrace.ON:
                     stagetrace.mark("srv.write")
-                writer.write(b"".join(out) if len(out) > 1 else out[0])
+                counts.out.write(b"".join(out) if len(out) > 1 else out[0])
                 self.stats.writes += 1
                 counts.written += len(out)
                 out.clear()
-            await writer.drain()
+            await counts.out.drain()
             if session is not None and session.close_after_response:
                 writer.close()  # contract 7: a refused SASL exchange ends the connection after its answer
                 return

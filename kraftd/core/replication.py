@@ -27,6 +27,12 @@ Invariants:
    instead of one with the records and a second with the high watermark. An observer applies only committed
    records (a broker's metadata image), so it learns them no later than before, and a commit costs the leader one
    wave of observer answers and re-fetches, not two (1,000 brokers: docs/SWARM.md, session 13).
+2e. An answer with records is shared by every Fetch at the same fetch offset and max bytes while the log end and
+   the high watermark it carries are unchanged (the same records and fields, so the same object: the shell
+   encodes it once, kwire.server contract 11f). Observers catching up (1,000 brokers behind the log end at 1M
+   partitions) re-fetch from where one answer ended, so a wave of them asks at the same offsets: each such answer
+   of up to 8 MiB is read from the log, joined and encoded once, not once per observer. At most
+   ``ANSWERS_KEPT_BYTES`` of records are kept, and none past a change of the log end or high watermark.
 3. A replica's progress (fetched offset, last fetch time, last caught-up time) is updated only from a
    Fetch that validated against the leader's log; only voters count for the HWM and check-quorum.
 4. A follower sends its next Fetch only when its whole log is flushed, so every fetch offset it reports
@@ -79,6 +85,8 @@ from kraftd.core.parked import ParkedFetch
 from kraftd.core.states import Follower, Leader, ReplicaProgress
 from kraftd.core.types import ElectionState, OffsetRange, Role
 from kwire.errors import ErrorCode, KraftError
+
+ANSWERS_KEPT_BYTES = 32 * 1024 * 1024  # invariant 2e
 
 
 class NotLeaderError(KraftError):
@@ -261,10 +269,24 @@ def reported_high_watermark(node: NodeContext, d: Leader) -> int:
     return node.high_watermark if known else -1
 
 
-def _fetch_data(node: NodeContext, d: Leader, offset: int, max_bytes: int) -> Any:
-    found = node.log.read(offset, min(max_bytes, node.config.fetch_max_bytes))
+def _fetch_data(node: NodeContext, d: Leader, offset: int, max_bytes: int, parkable: bool = False) -> Any:
+    """The answer to a Fetch at ``offset``, shared (invariant 2e); None when ``parkable`` and it has no records."""
     hwm = reported_high_watermark(node, d)
-    return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
+    if d.answers_at != (at := (node.log.end_offset, hwm)):
+        d.answers.clear()
+        d.answers_at, d.answers_bytes = at, 0
+    key = (offset, min(max_bytes, node.config.fetch_max_bytes))
+    msg = d.answers.get(key)
+    if msg is None:
+        found = node.log.read(offset, key[1])
+        if not found and parkable:
+            return None
+        msg = m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
+        size = sum(len(b.data) for b in found)
+        if found and d.answers_bytes + size <= ANSWERS_KEPT_BYTES:
+            d.answers[key] = msg
+            d.answers_bytes += size
+    return msg
 
 
 def _answer_parked(node: NodeContext, d: Leader, taken: list[tuple[int, ParkedFetch]]) -> None:
@@ -320,10 +342,12 @@ def handle_fetch_request(node: NodeContext, token: int, msg: Any) -> Any | None:
     rid = m.fetch_replica_id(msg)
     if rid >= 0:  # a negative id is no replica (a tool, a consumer): never an observer (Kafka LeaderState)
         _track_replica(node, d, m.key_of(rid, part.replica_directory_id), offset)
-    found = node.log.read(offset, min(msg.max_bytes, node.config.fetch_max_bytes))
-    hwm = reported_high_watermark(node, d)  # this fetch's own acknowledgement may just have advanced it
-    if found or msg.max_wait_ms <= 0 or offset > node.log.end_offset:
-        return m.fetch_response(ErrorCode.NONE, ErrorCode.NONE, node.local.id, node.epoch, hwm, found)
+    # the high watermark is read after this fetch's own acknowledgement, which may just have advanced it
+    parkable = msg.max_wait_ms > 0 and offset <= node.log.end_offset
+    answer = _fetch_data(node, d, offset, msg.max_bytes, parkable)
+    if answer is not None:
+        return answer
+    hwm = reported_high_watermark(node, d)
     behind = m.fetch_known_high_watermark(part) < hwm  # invariant 2a, coalesced (2b)
     due = node.steps + 1 if behind else -1
     voter = node.voters.has_id(rid)  # invariant 2d

@@ -10,6 +10,7 @@ Invariants:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.parked import ParkedFetches
@@ -87,6 +88,10 @@ class Leader:
     voter_change: PendingVoterChange | None = None  # at most one (KIP-853)
     resign_requested: bool = False  # removed from the committed voter set (KIP-853)
     drain_deadline: int | None = None  # a graceful shutdown resigns by then (replication invariant 8)
+    # replication invariant 2e: Fetch answers with records by (fetch offset, max bytes), for (log end, HWM)
+    answers: dict[tuple[int, int], Any] = field(default_factory=dict)
+    answers_at: tuple[int, int] = (-1, -1)
+    answers_bytes: int = 0
 
 
 @dataclass(slots=True)

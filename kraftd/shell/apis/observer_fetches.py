@@ -28,6 +28,11 @@ Contracts:
 4. A queued Fetch whose node is stopping meanwhile is not answered (the listener closes its connection).
 5. ``KRAFTD_OBSERVER_REPLY_CHUNK=0`` in the environment (an A/B switch for bench/scale.py, not a setting) hands each
    answer over from inside the step that makes it, as before contract 2.
+6. A callback that steps Fetches also stops once the answers they made carry ``BYTES`` of records (each answer
+   object counted once: a commit's wave shares one; handing answers over is bounded by contract 2a): a wave of
+   catch-up answers (observers behind the log end, up to 8 MiB each, each read, joined and encoded) is 4 of them a
+   callback, not 64 stepped (1,000 x 1M: stalls of 0.3-1.1 s of loop CPU and the followers' fetch timeout,
+   docs/SWARM.md, session 15).
 """
 
 from __future__ import annotations
@@ -44,6 +49,8 @@ REPLY_CHUNK = int(os.environ.get("KRAFTD_OBSERVER_REPLY_CHUNK", "128"))
 # Records bytes handed over per callback (contract 2a): 4 MiB, ~2-4 ms of socket writes on this machine.
 REPLY_BYTES = int(os.environ.get("KRAFTD_OBSERVER_REPLY_BYTES", str(4 << 20)))
 
+BYTES = 32 * 1024 * 1024  # records per callback (contract 6)
+
 Answer = Callable[[Any], None]
 Step = Callable[[Any, Answer], bool]
 
@@ -58,6 +65,7 @@ class ObserverFetches:
         self.scheduled = False
         self.callbacks = 0  # drain callbacks run (counted work)
         self.most_answered = 0  # the most answers one callback handed over (counted work)
+        self.made, self.seen = 0, set[int]()  # contract 6: records made in this callback, of these answers
 
     def offer(self, body: Any, answer: Answer) -> None:
         """Contract 1."""
@@ -75,13 +83,21 @@ class ObserverFetches:
 
         def hold(resp: Any) -> None:
             held.append((answer, resp))
+            self._count(resp)
             self._schedule()
 
         return hold
 
+    def _count(self, resp: Any) -> None:
+        """Contract 6."""
+        if id(resp) not in self.seen:
+            self.seen.add(id(resp))
+            self.made += records_bytes(resp)
+
     def _drain(self) -> None:
-        """Contracts 2 and 3."""
+        """Contracts 2, 2a, 3 and 6."""
         self.callbacks += 1
+        self.made, self.seen = 0, set()
         held, queue = self.held, self.queue
         if held:
             n, budget = 0, self.reply_bytes
@@ -94,6 +110,8 @@ class ObserverFetches:
         else:
             step, hold = self.step, self._hold if self.reply_chunk > 0 else None
             for _ in range(min(self.chunk, len(queue))):
+                if self.made >= BYTES:
+                    break
                 body, answer = queue.popleft()
                 step(body, hold(answer) if hold is not None else answer)  # False: stopping (contract 4)
         if held or queue:
