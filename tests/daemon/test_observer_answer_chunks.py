@@ -70,9 +70,21 @@ async def _run(tmp_path: Path, reply_chunk: int, reply_bytes: int = REPLY_BYTES)
         await node.stop()
 
 
+def _parked_run(tmp_path: Path, reply_chunk: int, reply_bytes: int = REPLY_BYTES) -> dict[str, Any]:
+    """A run whose wave was parked: most of it answered by one step after parking, not while it was offered. A
+    commit (or a loop stall past the long polls' wait) while the 300 Fetches are offered answers them at once,
+    which is no wave: such a run is tried again, up to three times in all."""
+    for attempt in range(3):
+        (tmp_path / str(attempt)).mkdir()
+        out = asyncio.run(_run(tmp_path / str(attempt), reply_chunk, reply_bytes))
+        if out["before"] < WAVE // 4:
+            break
+    return out
+
+
 @pytest.mark.parametrize("reply_chunk", [REPLY_CHUNK, 0])
 def test_a_wave_of_observer_answers_is_written_in_chunks(tmp_path: Path, reply_chunk: int) -> None:
-    out = asyncio.run(_run(tmp_path, reply_chunk))
+    out = _parked_run(tmp_path, reply_chunk)
     assert out["answers"] == WAVE and out["before"] < WAVE // 4
     woken = WAVE - out["before"]
     if reply_chunk:
@@ -84,7 +96,7 @@ def test_a_wave_of_observer_answers_is_written_in_chunks(tmp_path: Path, reply_c
 def test_a_wave_of_answers_with_records_is_handed_over_by_bytes(tmp_path: Path) -> None:
     """Contract 2a: a budget of 1 byte hands over one answer with records a callback (a 600 KB commit to 1,000
     observers: 4 MiB, ~7 answers, not 128); answers without records count no bytes."""
-    out = asyncio.run(_run(tmp_path, REPLY_CHUNK, reply_bytes=1))
+    out = _parked_run(tmp_path, REPLY_CHUNK, reply_bytes=1)
     assert out["answers"] == WAVE and out["before"] < WAVE // 4
     sizes = out["sizes"]
     # the answers before the first with records
