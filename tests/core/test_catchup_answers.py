@@ -14,6 +14,7 @@ from kraftd.core import QuorumConfig, RaftNode, ReplicaKey
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.events import LogFlushed, RequestReceived, Tick
+from tests.helpers.core import count_calls
 from tests.helpers.core import leader as core_leader
 
 N = 200
@@ -44,28 +45,20 @@ def test_observers_catching_up_at_one_offset_share_one_answer(monkeypatch: pytes
     at = 10
     for i in range(40):
         at = committed(n, at, b"v%d" % i * 50)
-    built = 0
-    original = m.fetch_response
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        nonlocal built
-        built += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(m, "fetch_response", counted)
+    built = count_calls(monkeypatch, m, "fetch_response")
     start = n.log.batches[1].base_offset  # past the leader's first control batch: records of its epoch
     first = [fetch(n, 100 + b, at, start, 2048) for b in range(N)]
-    assert built == 1, f"{built} answers built for {N} catch-up Fetches at one offset"  # before: one each
+    assert built.n == 1, f"{built.n} answers built for {N} catch-up Fetches at one offset"  # before: one each
     assert len({id(a) for a in first}) == 1
     part = m.single_partition(first[0])
     assert part is not None and part.records and part.high_watermark == n.high_watermark
     assert len(part.records) <= 2048 + max(len(b.data) for b in n.log.batches)
     other = fetch(n, 999, at, n.log.batches[2].base_offset, 2048)  # another offset: its own answer
-    assert other is not first[0] and built == 2
+    assert other is not first[0] and built.n == 2
     # The log end and high watermark move: the next Fetch at that offset gets a fresh answer, never the old one.
     at = committed(n, at, b"later")
     again = fetch(n, 100, at, start, 2048)
-    assert again is not first[0] and built == 3
+    assert again is not first[0] and built.n == 3
     fresh = m.single_partition(again)
     assert fresh is not None and fresh.high_watermark == n.high_watermark > part.high_watermark
 

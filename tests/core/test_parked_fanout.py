@@ -17,6 +17,7 @@ from kraftd.core import messages as m
 from kraftd.core.events import LogFlushed, RequestReceived, Tick
 from kraftd.core.states import Leader
 from tests.core.pump import commit, three_voters
+from tests.helpers.core import count_calls
 from tests.helpers.core import leader as core_leader
 
 WAIT_MS = 500
@@ -89,15 +90,7 @@ def test_a_commit_wakes_every_parked_observer_with_one_answer(monkeypatch: pytes
     for b in range(100, 100 + N):
         park(n, b, 10)
     park(n, 5000, 10, max_bytes=1 << 10)  # another max bytes: its own answer
-    built = 0
-    original = m.fetch_response
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        nonlocal built
-        built += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(m, "fetch_response", counted)
+    built = count_calls(monkeypatch, m, "fetch_response")
     n.append([b"record"])
     at = 10 + n.config.append_linger_ms
     # Invariant 2d: the append wakes no observer; the high watermark that commits it (the sole voter's flush)
@@ -106,7 +99,7 @@ def test_a_commit_wakes_every_parked_observer_with_one_answer(monkeypatch: pytes
     woken = answers(n.step(LogFlushed(at, n.log.end_offset)))
     woken += answers(n.step(Tick(at + 1)))
     assert len(woken) == N + 1
-    assert built == 2, f"{built} answers built for {N + 1} parked Fetches at one offset"
+    assert built.n == 2, f"{built.n} answers built for {N + 1} parked Fetches at one offset"
     shared = {id(e.message) for e in woken if e.token != 5000}
     assert len(shared) == 1
     part = m.single_partition(woken[0].message)

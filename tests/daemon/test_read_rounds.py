@@ -35,16 +35,22 @@ def three_voters(tmp_path: Path) -> list[ControllerNode]:
     return nodes
 
 
+async def started_leader(nodes: list[ControllerNode]) -> ControllerNode:
+    """Starts ``nodes`` and returns the leader, once it has committed in its epoch (a read answered)."""
+    for node in nodes:
+        await node.start()
+    leader_id = (await nodes[0].wait_for_leader(20)).leader_id
+    leader = nodes[leader_id - 1]
+    await leader.reads.describe_configs(REQUEST)
+    return leader
+
+
 def test_followers_answer_a_leaders_read_round_on_the_fast_path(tmp_path: Path) -> None:
     async def run() -> tuple[list[str], int, list[int]]:
         nodes = three_voters(tmp_path)
-        for node in nodes:
-            await node.start()
         try:
-            leader_id = (await nodes[0].wait_for_leader(20)).leader_id
-            leader = nodes[leader_id - 1]
+            leader = await started_leader(nodes)
             followers = [n for n in nodes if n is not leader]
-            await leader.reads.describe_configs(REQUEST)  # the leader has committed in its epoch
             queued: list[str] = []  # requests the followers' cores got through a handler task
             for node in followers:
                 real = node.driver.ask_core
@@ -81,13 +87,9 @@ def test_a_leader_answers_a_voters_read_offset_without_stepping_its_core(tmp_pat
 
     async def run() -> tuple[list[str], int, int]:
         nodes = three_voters(tmp_path)
-        for node in nodes:
-            await node.start()
         try:
-            leader_id = (await nodes[0].wait_for_leader(20)).leader_id
-            leader = nodes[leader_id - 1]
+            leader = await started_leader(nodes)
             follower = next(n for n in nodes if n is not leader)
-            await leader.reads.describe_configs(REQUEST)  # the leader has committed in its epoch
             await follower.reads.describe_configs(REQUEST)  # and the follower knows it: its ask is answered
             stepped: list[str] = []
             real = leader.client.step

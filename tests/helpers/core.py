@@ -103,3 +103,21 @@ def elect(n: RaftNode) -> list[fx.Effect]:
     out = n.step(ResponseReceived(2001, 2, pre.request_id, vote_resp(True, n.epoch)))
     (real,) = [e for e in sent(out, m.VoteRequest) if e.destination == 2]
     return n.step(ResponseReceived(2002, 2, real.request_id, vote_resp(True, n.epoch)))
+
+
+class Calls:
+    """How often a patched function was called (:func:`count_calls`); it still does what it did."""
+
+    n = 0
+
+
+def count_calls(monkeypatch: Any, owner: Any, name: str) -> Calls:
+    """Patches ``owner.name`` with a wrapper that counts its calls (counted-work tests)."""
+    calls, original = Calls(), getattr(owner, name)
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.n += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
