@@ -82,21 +82,15 @@ async def fence_in_chunks(
     """Contracts 1, 2 (``append``: contract 1's pipelined chunks)."""
     pending: list[asyncio.Future[ErrorCode]] = []
     size = CHUNK if append is None else min(CHUNK, PIPELINED_CHUNK)  # contract 1a
-    async for where in _all_but_last(
-        holding_chunks(latest(), broker_id, size)
-    ):  # the last: with the fence (2)
-        records = brokers.remove_from_partitions(latest(), broker_id, where=where)
-        if append is not None:
-            pending.append(await append(records))
-            failed = next((f.result() for f in pending if f.done() and f.result()), None)
-            if failed:
-                return failed  # contract 3
-            continue
-        error = await write(records)
+    # the last chunk goes with the fence (contract 2)
+    async for where in _all_but_last(holding_chunks(latest(), broker_id, size)):
+        error = await _put(
+            brokers.remove_from_partitions(latest(), broker_id, where=where), write, append, pending
+        )
         if error:
-            return error
+            return error  # contract 3
     last = await write(brokers.fence(latest(), broker_id))  # commits after every pending chunk (log order)
-    return next((e for e in [*[await p for p in pending], last] if e), ErrorCode.NONE)
+    return await _settled(pending, last)
 
 
 async def shut_down_in_chunks(
@@ -123,16 +117,29 @@ async def shut_down_in_chunks(
                 )
             )
         records += brokers.remove_from_partitions(image, broker_id, where=where)
-        if append is not None:
-            pending.append(await append(records))
-            failed = next((f.result() for f in pending if f.done() and f.result()), None)
-            if failed:
-                return failed
-            continue
-        error = await write(records)
+        error = await _put(records, write, append, pending)
         if error:
             return error
-    return next((e for e in [await p for p in pending] if e), ErrorCode.NONE)
+    return await _settled(pending)
+
+
+async def _put(
+    records: list[Any],
+    write: Callable[[list[Any]], Awaitable[ErrorCode]],
+    append: Callable[[list[Any]], Awaitable[asyncio.Future[ErrorCode]]] | None,
+    pending: list[asyncio.Future[ErrorCode]],
+) -> ErrorCode:
+    """One chunk: written and committed, or (``append``, contracts 1a and 4a) appended with its commit added to
+    ``pending``; the first error known so far."""
+    if append is None:
+        return await write(records)
+    pending.append(await append(records))
+    return next((f.result() for f in pending if f.done() and f.result()), ErrorCode.NONE)
+
+
+async def _settled(pending: list[asyncio.Future[ErrorCode]], *more: ErrorCode) -> ErrorCode:
+    """The first error of the pipelined chunks' commits (all awaited), then of ``more``."""
+    return next((e for e in [*[await p for p in pending], *more] if e), ErrorCode.NONE)
 
 
 async def _listed(chunks: Iterator[list[Key]]) -> AsyncIterator[list[Key]]:
@@ -142,13 +149,6 @@ async def _listed(chunks: Iterator[list[Key]]) -> AsyncIterator[list[Key]]:
             yield chunk
         else:
             await asyncio.sleep(0)
-
-
-async def _next(chunks: AsyncIterator[list[Key]]) -> list[Key] | None:
-    try:
-        return await chunks.__anext__()
-    except StopAsyncIteration:
-        return None
 
 
 async def _all_but_last(chunks: Iterator[list[Key]]) -> AsyncIterator[list[Key]]:
@@ -169,12 +169,11 @@ async def unfence_in_chunks(
     """Contract 5 (the caller checked that the heartbeat would unfence the broker)."""
     image = latest()
     chunks = _listed(partition_index.key_chunks(image, image.leader_index, partition_index.NO_LEADER, CHUNK))
-    first, second = await _next(chunks), await _next(chunks)
+    first, second = await anext(chunks, None), await anext(chunks, None)
     if first is None or second is None:
         return ErrorCode.NONE  # the heartbeat's own single write, as before
     i = 0
-    where: list[Key] | None = first
-    while where is not None:
+    async for where in _chained([first, second], chunks):
         image = latest()
         b = image.brokers.get(broker_id)
         if b is None or b.epoch != broker_epoch or b.in_controlled_shutdown:
@@ -191,8 +190,14 @@ async def unfence_in_chunks(
         if error:
             return error
         i += 1
-        where = second if i == 1 else await _next(chunks)
     return ErrorCode.NONE
+
+
+async def _chained(head: list[list[Key]], rest: AsyncIterator[list[Key]]) -> AsyncIterator[list[Key]]:
+    for chunk in head:
+        yield chunk
+    async for chunk in rest:
+        yield chunk
 
 
 class OneAtATime:
