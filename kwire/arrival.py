@@ -13,8 +13,10 @@ Contracts:
    bytes waited in the socket until this process's loop read them. One loop running 1,000 brokers is busy for tens
    of milliseconds at a time (a wave of Fetch answers, a garbage collection), which a broker in its own process
    would not be; against Kafka's controllers the swarm's loop was busy for 87% of the round trip of the heartbeats
-   slower than 30 ms (docs/SWARM.md, session 15). ``arrived(client, kernel=False)`` is contract 1's instant. Else
-   (TLS, a host name, another loop) both are contract 1's.
+   slower than 30 ms (docs/SWARM.md, session 15). ``arrived(client, kernel=False)`` is contract 1's instant. Only
+   a connection opened with ``stamp`` is stamped (kwire.client contract 10: the swarm's clients), so the
+   controllers' own connections read with plain ``recv``. Else (TLS, a host name, another loop) both are
+   contract 1's.
 """
 
 from __future__ import annotations
@@ -76,13 +78,17 @@ def _stampable(host: str, ssl: SSLContext | None, loop: asyncio.AbstractEventLoo
 
 
 async def open_connection(
-    host: str, port: int, *, ssl: SSLContext | None = None, server_hostname: str | None = None
+    host: str,
+    port: int,
+    ssl: SSLContext | None = None,
+    server_hostname: str | None = None,
+    stamp: bool = False,
 ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     """Contracts 1 and 3."""
     loop = asyncio.get_running_loop()
     reader = _StampedReader(limit=2**16, loop=loop)
     protocol = asyncio.StreamReaderProtocol(reader, loop=loop)
-    family = _stampable(host, ssl, loop)
+    family = _stampable(host, ssl, loop) if stamp else 0
     if family:
         sock = _StampedSocket(family, socket.SOCK_STREAM)
         try:

@@ -36,7 +36,8 @@ Contracts:
    outcome (timeout, disconnect, close) as a done callback. An exception ``f`` raises goes to the loop's
    exception handler, as a done callback's would, and never ends the read loop.
 10. ``decode(frame, api_key, version) -> (correlation id, body)``, if given, decodes every response instead of
-   kwire.headers.decode_response (kraft-swarm shares the decoding of identical answers among its clients).
+   kwire.headers.decode_response (kraft-swarm shares the decoding of identical answers among its clients); such
+   a client's connections are stamped by the kernel (kwire.arrival contract 3), no other's.
 11. Cancelling a caller of ``send``/``connect`` always cancels it, even with its response already there: timeouts
    use ``asyncio.timeout``, not 3.11's ``wait_for`` (it returns a result that arrived with the cancel).
 """
@@ -173,9 +174,9 @@ class KafkaClient:
 
     async def _open_and_negotiate(self) -> NegotiatedVersions:
         hostname = (self._server_hostname or self.host) if self._ssl is not None else None
-        opening = arrival.open_connection(self.host, self.port, ssl=self._ssl, server_hostname=hostname)
+        stamp = self._decode is not decode_response  # contract 10
         async with asyncio.timeout(self.connect_timeout):  # contract 11
-            reader, writer = await opening
+            reader, writer = await arrival.open_connection(self.host, self.port, self._ssl, hostname, stamp)
         conn = _Connection(reader, writer, self._max_frame)
         conn.reader_task = asyncio.create_task(self._read_loop(conn))
         self._conn = conn

@@ -109,3 +109,27 @@ def test_arrived_leaves_out_the_wait_for_a_busy_loop_to_read_the_socket() -> Non
 
     run(main())
     server.join(10)
+
+
+def test_only_a_client_with_its_own_decode_hook_reads_with_kernel_stamps() -> None:
+    """Contract 3 (kwire.client contract 10): the swarm's clients are stamped; a controller's or a tool's client
+    reads with plain ``recv`` (no ancillary data, no stamp arithmetic per read on the commit path)."""
+
+    async def answer(header: object, request: object, info: object) -> DescribeQuorumResponse:
+        return DescribeQuorumResponse()
+
+    async def main() -> list[bool]:
+        stamped = []
+        async with KafkaServer(answer) as srv:
+            own: Any = lambda frame, api_key, version: decode_response(frame, api_key, version)  # noqa: E731
+            for hook in (None, own):
+                client = KafkaClient("127.0.0.1", srv.port, decode=hook)
+                try:
+                    await client.connect()
+                    assert client._conn is not None
+                    stamped.append(getattr(client._conn.reader, "sock", None) is not None)
+                finally:
+                    await client.close()
+        return stamped
+
+    assert run(main()) == [False, arrival.SO_TIMESTAMPNS is not None]
