@@ -7,7 +7,7 @@ Contract 11a (encode-once fan-out, issue 24): within one turn of the loop, fast-
 carry the same response object at the same version share one encoding of its body (:class:`SharedBodies`); only
 the frame's size and response header (the correlation id) are built per reply: 1,000 parked observer Fetches
 answered with one object encode it once. Entries are dropped at the next turn (a reply never reuses the bytes
-of an object changed since), but for large ones (11f). Contracts 11d-11f (large bodies): kwire.large_frames.
+of an object changed since), but for large ones (11f). Contracts 11d-11h (large bodies): kwire.large_frames.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
-from kwire.large_frames import LARGE, Frame, KeptBodies, Outbox, pieces
+from kwire.large_frames import LARGE, Frame, KeptBodies, Outbox, Spliced, pieces, spliced
 from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -135,19 +135,20 @@ class SharedBodies:
     __slots__ = ("entries", "clearing", "encodes", "kept")
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[int, int, int], tuple[Any, bytes]] = {}
+        self.entries: dict[tuple[int, int, int], tuple[Any, bytes | Spliced]] = {}
         self.clearing, self.encodes = False, 0  # encodes: bodies encoded (a fan-out of N replies counts 1)
         self.kept = KeptBodies()  # contract 11f
 
-    def payload(self, api_key: int, version: int, body: Any) -> bytes:
+    def payload(self, api_key: int, version: int, body: Any) -> bytes | Spliced:
         key = (id(body), api_key, version)
         hit = self.entries.get(key) or self.kept.get(key)
         if hit is not None and hit[0] is body:
             return hit[1]
-        encoded: bytes = body.encode(version)
+        if (encoded := spliced(body, version)) is None:  # contract 11h
+            encoded = body.encode(version)
+            self.kept.put(key, body, encoded)
         self.encodes += 1
         self.entries[key] = (body, encoded)  # holding ``body`` keeps its id from being reused meanwhile
-        self.kept.put(key, body, encoded)
         if not self.clearing:
             self.clearing = True
             asyncio.get_running_loop().call_soon(self.clear)
@@ -161,12 +162,13 @@ class SharedBodies:
         """The response frame of ``req``: size, response header, the shared body (contract 11d from LARGE)."""
         payload = self.payload(req.api_key, req.api_version, body)
         header = response_header(req.api_key, req.api_version, req.correlation_id)
-        n = len(header) + len(payload)
+        n = len(header) + (sum(map(len, payload)) if isinstance(payload, tuple) else len(payload))
         if n > DEFAULT_MAX_FRAME_SIZE:
             raise LocalProtocolError(f"frame of {n} bytes exceeds the {DEFAULT_MAX_FRAME_SIZE} limit")
-        if len(payload) >= LARGE:
-            return (n.to_bytes(4, "big") + header, payload)
-        return b"".join((n.to_bytes(4, "big"), header, payload))
+        head = n.to_bytes(4, "big") + header
+        if isinstance(payload, tuple):  # contract 11h
+            return (head + payload[0], payload[1], payload[2])
+        return (head, payload) if len(payload) >= LARGE else head + payload
 
 
 class Answering:

@@ -20,6 +20,19 @@ it for one) by (object, api key, version), for at most ``KEPT_S`` seconds and wi
 newest kept first: observers catching up at the same offset are handed one answer object (kraftd.core.replication
 invariant 2e) over several callbacks (kraftd.shell.apis.observer_fetches), and each encoding would be one more copy
 of up to 8 MiB. A caller never changes a large response object after handing it to ``reply``.
+
+Contract 11g: the bytes waiting in a server's outboxes (:class:`Waiting`, ``KafkaServer.waiting``) are counted per
+underlying buffer, each buffer once however many connections wait on views of it (a commit's one answer to 1,000
+observers is one buffer), from the write that queues a view of it until its last view is handed to a transport or
+its connection closes. It is the memory the server's writers hold beyond at most one ``PIECE`` per transport, and
+what a caller bounds (kraftd.shell.apis.observer_fetches contract 7: observers' catch-up answers wait for it).
+
+Contract 11h: a Fetch response (flexible versions) whose one partition carries ``LARGE`` bytes of records or more
+is encoded around them (:func:`spliced`): the encoding before the records (with their length), the records object
+itself, the encoding after (the partition's tagged fields and what follows), byte for byte the whole encoding,
+written as three pieces (11d), so the records are never copied into a body. Kafka sends a fetch answer's records
+from its log (FileRecords) the same way. A catch-up answer of 8 MiB was two heap copies (the records joined, then
+the body encoded); it is one (the records joined by kraftd.core.messages.fetch_response).
 """
 
 from __future__ import annotations
@@ -29,7 +42,13 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
-Frame = bytes | tuple[bytes, bytes]  # a whole frame, or (size and header, a large shared body)
+from kwire.varint import encode_unsigned_varint
+
+# a whole frame, or (size and header, a large shared body), or (size, header and the body's head, records, its tail)
+Frame = bytes | tuple[bytes, bytes] | tuple[bytes, bytes, bytes]
+Spliced = tuple[
+    bytes, bytes, bytes
+]  # contract 11h: (the encoding before the records, the records, after them)
 LARGE = 64 * 1024
 PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
 KEPT_BYTES, KEPT_S = 32 * 1024 * 1024, 1.0  # contract 11f
@@ -44,17 +63,72 @@ def pieces(frames: list[Frame]) -> list[bytes]:
         small.append(f[0] if isinstance(f, tuple) else f)
         if isinstance(f, tuple):
             out += [b"".join(small), f[1]]
-            small = []
+            small = [f[2]] if len(f) == 3 else []
     return [*out, b"".join(small)] if small else out
+
+
+def spliced(body: Any, version: int) -> Spliced | None:
+    """Contract 11h: ``body``'s encoding at ``version`` around its records, or None (encode it whole)."""
+    topics = getattr(body, "responses", None)
+    if not topics or len(topics) != 1 or len(topics[0].partitions) != 1:
+        return None
+    part = topics[0].partitions[0]
+    records = part.records
+    if type(records) is not bytes or len(records) < LARGE:
+        return None
+    try:  # the encodings with no records and with one byte differ only there: that is where records go
+        part.records = b""
+        empty = body.encode(version)
+        part.records = b"\x00"
+        one = body.encode(version)
+    finally:
+        part.records = records
+    i = next((i for i, (a, b) in enumerate(zip(empty, one, strict=False)) if a != b), len(empty))
+    if len(one) != len(empty) + 1 or empty[i : i + 1] != b"\x01" or one[i : i + 2] != b"\x02\x00":
+        return None  # not a compact (flexible) records field
+    if one[i + 2 :] != empty[i + 1 :]:
+        return None
+    return (empty[:i] + encode_unsigned_varint(len(records) + 1), records, empty[i + 1 :])
+
+
+class Waiting:
+    """Contract 11g: buffers that outboxes' views wait on, by id, with the number of views waiting on each."""
+
+    __slots__ = ("held", "bytes")
+
+    def __init__(self) -> None:
+        self.held: dict[int, tuple[Any, int]] = {}  # id(buffer) -> (buffer, views waiting)
+        self.bytes = 0  # the distinct buffers' sizes
+
+    def add(self, view: memoryview) -> None:
+        obj = view.obj
+        entry = self.held.get(id(obj))
+        if entry is None:
+            self.bytes += memoryview(obj).nbytes
+            self.held[id(obj)] = (obj, 1)
+        else:
+            self.held[id(obj)] = (obj, entry[1] + 1)
+
+    def done(self, view: memoryview) -> None:
+        obj = view.obj
+        entry = self.held.get(id(obj))
+        if entry is None:
+            return
+        if entry[1] > 1:
+            self.held[id(obj)] = (obj, entry[1] - 1)
+        else:
+            del self.held[id(obj)]
+            self.bytes -= memoryview(obj).nbytes
 
 
 class Outbox:
     """Contract 11e: one connection's writes, in order, at most ``PIECE`` bytes in its transport's hands."""
 
-    __slots__ = ("writer", "transport", "waiting", "most_buffered")
+    __slots__ = ("writer", "transport", "waiting", "most_buffered", "counted")
 
-    def __init__(self, writer: asyncio.StreamWriter) -> None:
+    def __init__(self, writer: asyncio.StreamWriter, counted: Waiting | None = None) -> None:
         self.writer, self.transport = writer, writer.transport
+        self.counted = counted if counted is not None else Waiting()  # contract 11g
         # the protocol is paused while anything is buffered and resumed from inside the transport's own write
         # callback once it is all sent: the next piece is handed over there, in the same turn of the loop
         self.transport.set_write_buffer_limits(high=0)
@@ -70,10 +144,14 @@ class Outbox:
         self.most_buffered = 0  # the transport's largest buffer seen right after a write (counted, for tests)
 
     def write(self, data: bytes) -> None:
+        if self.transport.is_closing():  # nothing more is sent (_feed); never counted (contract 11g)
+            return
         if not self.waiting and len(data) <= PIECE:
             self._hand(data)
             return
-        self.waiting.append(memoryview(data))
+        view = memoryview(data)
+        self.waiting.append(view)
+        self.counted.add(view)
         if not self.transport.get_write_buffer_size():
             self._feed()
 
@@ -86,13 +164,14 @@ class Outbox:
         transport, waiting = self.transport, self.waiting
         while waiting and not transport.get_write_buffer_size():
             if transport.is_closing():
-                waiting.clear()
+                self.close()
                 return
             view = waiting[0]
             if len(view) > PIECE:
                 waiting[0], view = view[PIECE:], view[:PIECE]
             else:
                 waiting.popleft()
+                self.counted.done(view)
             self._hand(view)
 
     async def drain(self) -> None:
@@ -100,14 +179,15 @@ class Outbox:
         transport = self.transport
         while True:
             if transport.is_closing():
-                self.waiting.clear()
+                self.close()
             self._feed()
             if not transport.get_write_buffer_size():  # and so nothing waits either
                 return
             await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
 
     def close(self) -> None:
-        self.waiting.clear()
+        while self.waiting:
+            self.counted.done(self.waiting.popleft())
 
 
 class KeptBodies:

@@ -87,7 +87,7 @@ from kwire.authz import ANONYMOUS, Authorizer, Gate, tls_principal
 from kwire.errors import KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import parse_request
-from kwire.large_frames import Outbox
+from kwire.large_frames import Outbox, Waiting
 from kwire.limits import DEFAULT_MAX_IN_FLIGHT, IdleWatch, ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -181,6 +181,9 @@ class KafkaServer(Answering):
         self._ids = itertools.count(1)
         self.stats = ServerStats()
         self.shared = SharedBodies()  # contract 11a (kwire.answers)
+        self.waiting = (
+            Waiting()
+        )  # contract 11g (kwire.large_frames): bytes waiting in every connection's outbox
         self._held_depth = 0  # contract 11c
         self._held: dict[int, Any] = {}
 
@@ -257,7 +260,7 @@ class KafkaServer(Answering):
         decoder = FrameDecoder(self._max_frame)
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
-        counts = Written(Outbox(writer))  # contract 11e
+        counts = Written(Outbox(writer, self.waiting))  # contracts 11e, 11g
         session = ServerSession(self._sasl) if self._sasl is not None else None
         versioned = False  # contract 10: this connection's handshake ApiVersions has arrived
         tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None

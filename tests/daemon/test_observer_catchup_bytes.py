@@ -57,3 +57,43 @@ def test_a_wave_sharing_one_answer_is_not_held_back_by_its_size() -> None:
     assert max(stepped.values()) == observer_fetches.CHUNK
     # Handing over is bounded by each answer's bytes (contract 2a: writing an answer costs about its size).
     assert max(handed.values()) <= -(-observer_fetches.REPLY_BYTES // (4 * MIB)), handed
+
+
+def _run_bounded(pending: int) -> tuple[int, int, int]:
+    """200 catch-up Fetches answered with 4 MiB each, to readers that take 1 MiB a turn of the loop; the listener's
+    waiting bytes (kwire.large_frames contract 11g) grow by each answer handed over. Returns (most waiting when a
+    Fetch was stepped, most waiting, answered)."""
+    waiting, most, most_stepping, answered = [0], [0], [0], [0]
+
+    async def main() -> None:
+        def step(body: Any, answer: Any) -> bool:
+            most_stepping[0] = max(most_stepping[0], waiting[0])
+            answer(_answer(bytes(bytearray(4 * MIB))))
+            return True
+
+        def handed(resp: Any) -> None:
+            waiting[0] += 4 * MIB
+            most[0] = max(most[0], waiting[0])
+            answered[0] += 1
+
+        of = ObserverFetches(step, waiting=lambda: waiting[0], pending=pending)
+        for i in range(200):
+            of.offer(i, handed)
+        while answered[0] < 200:
+            await asyncio.sleep(0)
+            waiting[0] = max(0, waiting[0] - MIB)  # the observers read, slower than answers are made
+
+    asyncio.run(main())
+    return most_stepping[0], most[0], answered[0]
+
+
+def test_catch_up_waits_while_the_listener_holds_its_bound_of_answers() -> None:
+    """Contract 7: no Fetch is stepped while the bound is reached, so what waits stays within the bound plus one
+    callback's answers (contract 6). Without the bound (0): 200 x 4 MiB handed over as fast as they are made."""
+    pending = 16 * MIB
+    stepping, most, n = _run_bounded(pending)
+    assert n == 200
+    assert stepping < pending
+    assert most <= pending + BYTES, most // MIB
+    _, unbounded, n = _run_bounded(0)
+    assert n == 200 and unbounded > pending + BYTES, unbounded // MIB  # the same readers, no bound

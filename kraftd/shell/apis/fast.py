@@ -40,7 +40,8 @@ class FastPath:
         """``node``: the router's port (kraftd.shell.apis.routing.RouterPort)."""
         self.node = node
         self.observer_fetches = ObserverFetches(
-            lambda body, answer: bool(self.node.ask_core_now(body, answer))
+            lambda body, answer: bool(self.node.ask_core_now(body, answer)),
+            waiting=lambda: self.node.server.waiting.bytes,  # observer_fetches contract 7
         )
 
     def offer(

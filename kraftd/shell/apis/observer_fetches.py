@@ -33,6 +33,15 @@ Contracts:
    catch-up answers (observers behind the log end, up to 8 MiB each, each read, joined and encoded) is 4 of them a
    callback, not 64 stepped (1,000 x 1M: stalls of 0.3-1.1 s of loop CPU and the followers' fetch timeout,
    docs/SWARM.md, session 15).
+7. A callback steps no queued Fetch while the bytes waiting in the listener's outboxes (kwire.large_frames contract
+   11g: each buffer counted once, however many observers it goes to) are ``PENDING`` or more; it looks again
+   ``RETRY_S`` later (held answers are still handed over: they are made already). Observers' Fetches wait in the
+   queue meanwhile; a voter's is never queued (contract 1), so the commit path never waits for this bound. A new
+   leader meets 1,000 observers behind by more than one answer, at offsets of their own: each answered at once
+   with up to 8 MiB, each waiting for its slow reader, was up to 8 GB held (a new leader grew to 14.7 GB at
+   1,000 x 1M, docs/SWARM.md, session 15). So the leader holds at most about ``PENDING`` plus one callback's
+   answers (contract 6) of observer answers, and serves the catch-up at the pace the observers read it.
+   ``KRAFTD_OBSERVER_PENDING_BYTES`` in the environment sets it (0: no bound; an A/B switch for bench/scale.py).
 """
 
 from __future__ import annotations
@@ -50,6 +59,8 @@ REPLY_CHUNK = int(os.environ.get("KRAFTD_OBSERVER_REPLY_CHUNK", "128"))
 REPLY_BYTES = int(os.environ.get("KRAFTD_OBSERVER_REPLY_BYTES", str(4 << 20)))
 
 BYTES = 32 * 1024 * 1024  # records per callback (contract 6)
+PENDING = int(os.environ.get("KRAFTD_OBSERVER_PENDING_BYTES", str(64 << 20)))  # contract 7
+RETRY_S = 0.005  # contract 7
 
 Answer = Callable[[Any], None]
 Step = Callable[[Any, Answer], bool]
@@ -57,9 +68,18 @@ Step = Callable[[Any, Answer], bool]
 
 class ObserverFetches:
     def __init__(
-        self, step: Step, chunk: int = CHUNK, reply_chunk: int = REPLY_CHUNK, reply_bytes: int = REPLY_BYTES
+        self,
+        step: Step,
+        chunk: int = CHUNK,
+        reply_chunk: int = REPLY_CHUNK,
+        reply_bytes: int = REPLY_BYTES,
+        waiting: Callable[[], int] = lambda: 0,
+        pending: int = PENDING,
     ) -> None:
+        """``waiting``: the bytes waiting in the listener's outboxes (contract 7)."""
         self.step, self.chunk, self.reply_chunk, self.reply_bytes = step, chunk, reply_chunk, reply_bytes
+        self.waiting, self.pending = waiting, pending
+        self.deferred = 0  # callbacks that found the bound reached (counted work)
         self.queue: deque[tuple[Any, Answer]] = deque()
         self.held: deque[tuple[Answer, Any]] = deque()
         self.scheduled = False
@@ -95,7 +115,7 @@ class ObserverFetches:
             self.made += records_bytes(resp)
 
     def _drain(self) -> None:
-        """Contracts 2, 2a, 3 and 6."""
+        """Contracts 2, 2a, 3, 6 and 7."""
         self.callbacks += 1
         self.made, self.seen = 0, set()
         held, queue = self.held, self.queue
@@ -107,6 +127,10 @@ class ObserverFetches:
                 n += 1
                 budget -= records_bytes(resp)
             self.most_answered = max(self.most_answered, n)
+        elif queue and 0 < self.pending <= self.waiting():  # contract 7
+            self.deferred += 1
+            asyncio.get_running_loop().call_later(RETRY_S, self._drain)
+            return
         else:
             step, hold = self.step, self._hold if self.reply_chunk > 0 else None
             for _ in range(min(self.chunk, len(queue))):
