@@ -27,12 +27,13 @@ observers is one buffer), from the write that queues a view of it until its last
 its connection closes. It is the memory the server's writers hold beyond at most one ``PIECE`` per transport, and
 what a caller bounds (kraftd.shell.apis.observer_fetches contract 7: observers' catch-up answers wait for it).
 
-Contract 11h: a Fetch response (flexible versions) whose one partition carries ``LARGE`` bytes of records or more
-is encoded around them (:func:`spliced`): the encoding before the records (with their length), the records object
-itself, the encoding after (the partition's tagged fields and what follows), byte for byte the whole encoding,
-written as three pieces (11d), so the records are never copied into a body. Kafka sends a fetch answer's records
-from its log (FileRecords) the same way. A catch-up answer of 8 MiB was two heap copies (the records joined, then
-the body encoded); it is one (the records joined by kraftd.core.messages.fetch_response).
+Contract 11h: a Fetch or FetchSnapshot response (flexible versions) whose one partition carries ``LARGE`` bytes of
+records or more is encoded around them (:func:`spliced`): the encoding before the records (with their length), the
+records object itself, the encoding after (the partition's tagged fields and what follows), byte for byte the whole
+encoding, written as three pieces (11d), so the records are never copied into a body. Kafka sends a fetch answer's
+records from its log (FileRecords) the same way. A catch-up answer of 8 MiB was two heap copies (the records
+joined, then the body encoded); it is one (the records joined by kraftd.core.messages.fetch_response; a snapshot
+chunk sliced by kraftd.core.snapshotting).
 """
 
 from __future__ import annotations
@@ -69,20 +70,21 @@ def pieces(frames: list[Frame]) -> list[bytes]:
 
 def spliced(body: Any, version: int) -> Spliced | None:
     """Contract 11h: ``body``'s encoding at ``version`` around its records, or None (encode it whole)."""
-    topics = getattr(body, "responses", None)
+    topics = getattr(body, "responses", None) or getattr(body, "topics", None)
     if not topics or len(topics) != 1 or len(topics[0].partitions) != 1:
         return None
     part = topics[0].partitions[0]
-    records = part.records
+    name = "records" if hasattr(part, "records") else "unaligned_records"  # Fetch, FetchSnapshot
+    records = getattr(part, name, None)
     if type(records) is not bytes or len(records) < LARGE:
         return None
     try:  # the encodings with no records and with one byte differ only there: that is where records go
-        part.records = b""
+        setattr(part, name, b"")
         empty = body.encode(version)
-        part.records = b"\x00"
+        setattr(part, name, b"\x00")
         one = body.encode(version)
     finally:
-        part.records = records
+        setattr(part, name, records)
     i = next((i for i, (a, b) in enumerate(zip(empty, one, strict=False)) if a != b), len(empty))
     if len(one) != len(empty) + 1 or empty[i : i + 1] != b"\x01" or one[i : i + 2] != b"\x02\x00":
         return None  # not a compact (flexible) records field

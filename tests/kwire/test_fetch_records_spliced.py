@@ -16,7 +16,7 @@ import generated.fetch_response as FRESP
 from generated.fetch_request import FetchRequest
 from generated.fetch_response import FetchResponse
 from kraftd.core import messages as m
-from kraftd.core.log import LogBatch
+from kraftd.core.log import LogBatch, OffsetAndEpoch
 from kwire.errors import ErrorCode
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import encode_request, response_header
@@ -61,6 +61,30 @@ def test_spliced_encoding_is_the_whole_encoding_with_the_records_object_itself(
     assert len(got[0]) + len(got[2]) < 200
     decoded = FetchResponse.decode(b"".join(got), version).responses[0].partitions[0]
     assert decoded.records == part.records and decoded.high_watermark == hwm
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    st.binary(min_size=1, max_size=64),
+    st.integers(0, 2 * LARGE),
+    st.integers(0, 2**40),
+    st.integers(0, 2**30),
+)
+def test_a_snapshot_chunk_is_spliced_byte_for_byte(seed: bytes, pad: int, offset: int, position: int) -> None:
+    chunk = seed * ((LARGE + pad) // len(seed) + 1)
+    body = m.fetch_snapshot_response(
+        ErrorCode.NONE,
+        ErrorCode.NONE,
+        1,
+        3,
+        OffsetAndEpoch(offset, 2),
+        position + len(chunk),
+        position,
+        chunk,
+    )
+    got = spliced(body, 0)
+    assert got is not None and got[1] is chunk
+    assert b"".join(got) == body.encode(0)
 
 
 def test_unsplittable_answers_are_encoded_whole() -> None:

@@ -42,6 +42,9 @@ Contracts:
    1,000 x 1M, docs/SWARM.md, session 15). So the leader holds at most about ``PENDING`` plus one callback's
    answers (contract 6) of observer answers, and serves the catch-up at the pace the observers read it.
    ``KRAFTD_OBSERVER_PENDING_BYTES`` in the environment sets it (0: no bound; an A/B switch for bench/scale.py).
+7a. An observer's FetchSnapshot (an observer behind the log start after retention, KIP-630: at 1M partitions every
+   lagging broker, each chunk up to 8 MiB sliced from the snapshot) waits in :func:`below_bound` for the same bound
+   before the core is asked (kraftd.shell.apis.routing contract 6); a voter's never waits.
 """
 
 from __future__ import annotations
@@ -142,6 +145,12 @@ class ObserverFetches:
             asyncio.get_running_loop().call_soon(self._drain)
         else:
             self.scheduled = False
+
+
+async def below_bound(waiting: Callable[[], int], pending: int = PENDING) -> None:
+    """Contract 7a: returns once the listener's waiting bytes are below ``pending`` (at once with no bound)."""
+    while 0 < pending <= waiting():
+        await asyncio.sleep(RETRY_S)
 
 
 def records_bytes(resp: Any) -> int:
