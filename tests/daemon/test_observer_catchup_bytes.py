@@ -97,24 +97,3 @@ def test_catch_up_waits_while_the_listener_holds_its_bound_of_answers() -> None:
     assert most <= pending + BYTES, most // MIB
     _, unbounded, n = _run_bounded(0)
     assert n == 200 and unbounded > pending + BYTES, unbounded // MIB  # the same readers, no bound
-
-
-def test_an_observers_fetch_snapshot_waits_below_the_bound() -> None:
-    """Contract 7a: it returns once the waiting bytes fall below the bound (at once without a bound)."""
-    waiting = [64 * MIB]
-    seen: list[int] = []
-
-    async def main() -> None:
-        async def reader() -> None:
-            while waiting[0]:
-                await asyncio.sleep(0)
-                waiting[0] -= MIB
-
-        task = asyncio.create_task(reader())
-        await observer_fetches.below_bound(lambda: waiting[0], 16 * MIB)
-        seen.append(waiting[0])
-        await observer_fetches.below_bound(lambda: waiting[0], 0)
-        await task
-
-    asyncio.run(main())
-    assert seen and seen[0] < 16 * MIB

@@ -1,9 +1,10 @@
 """The controller listener's fast path (kraftd.shell.apis.routing contracts 6a-6c; kwire.server contract 11).
 
 Contracts:
-1. A Fetch, ReadOffset or BeginQuorumEpoch is stepped at once and answered from inside the step that produces its
-   answer, with what the coroutine path adds (the leader's endpoints, the network log) and the request metrics;
-   an observer's Fetch is queued first and stepped in chunks (kraftd.shell.apis.observer_fetches).
+1. A Fetch, FetchSnapshot, ReadOffset or BeginQuorumEpoch is stepped at once and answered from inside the step that
+   produces its answer, with what the coroutine path adds (the leader's endpoints, the network log) and the request
+   metrics; an observer's Fetch or FetchSnapshot is queued first and stepped in chunks
+   (kraftd.shell.apis.observer_fetches).
 1a. A voter's ReadOffset that the leader's state confirms on arrival (kraftd.core.reads invariant 7a: the
    follower's reads, issue 25) is answered between steps, without stepping the core: the answer the step would
    send, without the driver's step around it; any other ReadOffset is stepped as in contract 1.
@@ -29,8 +30,14 @@ from kraftd.shell.net.transport import ConnectionInfo
 # Contract 1: the Raft RPCs stepped on the fast path, by the name their request metrics carry.
 FAST_CORE: dict[int, str] = {
     ApiKey.FETCH: "Fetch",
+    ApiKey.FETCH_SNAPSHOT: "FetchSnapshot",
     ApiKey.READ_OFFSET: "ReadOffset",
     ApiKey.BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
+}
+# Contract 1: the requests an observer's are queued of, with their replica id.
+OBSERVED: dict[int, Callable[[Any], int]] = {
+    ApiKey.FETCH: fetch_replica_id,
+    ApiKey.FETCH_SNAPSHOT: lambda body: int(body.replica_id),
 }
 log = logging.getLogger("kraftd.routing")
 
@@ -72,8 +79,8 @@ class FastPath:
 
         if key == ApiKey.READ_OFFSET and node.answer_read_offset(body, answer):
             return True  # contract 1a
-        if key == ApiKey.FETCH and not node.core.voters.has_id(fetch_replica_id(body)):
-            self.observer_fetches.offer(body, answer)  # kraftd.shell.apis.observer_fetches
+        if key in OBSERVED and not node.core.voters.has_id(OBSERVED[key](body)):
+            self.observer_fetches.offer(body, answer)  # kraftd.shell.apis.observer_fetches contracts 1, 8
             return True
         return bool(node.ask_core_now(body, answer))
 

@@ -2,14 +2,13 @@
 
 Contracts:
 6. Vote, BeginQuorumEpoch, EndQuorumEpoch, Fetch, FetchSnapshot and the KIP-853 voter RPCs go to the Raft core
-   and are answered with its SendResponse (an observer's FetchSnapshot first waits for the bound on the bytes
-   waiting in the listener's outboxes, kraftd.shell.apis.observer_fetches contract 7a); each controller RPC goes to the one method the table names for it
+   and are answered with its SendResponse; each controller RPC goes to the one method the table names for it
    (kraftd.shell.apis.table contract 4) on its part (kraftd.shell.controller.broker_rpcs, topic_admin,
    partition_admin, security_admin), which answers with a ControllerResult; the rest are answered by
    kraftd.shell.apis.handlers from the node's cluster view.
-6a. The listener's fast path (:meth:`RequestRouter.fast`, kraftd.shell.apis.fast): Fetch, ReadOffset and
-   BeginQuorumEpoch (a leader's read round, issue 25) answered from inside the step; an observer's Fetch is queued
-   first and stepped in chunks (kraftd.shell.apis.observer_fetches).
+6a. The listener's fast path (:meth:`RequestRouter.fast`, kraftd.shell.apis.fast): Fetch, FetchSnapshot, ReadOffset
+   and BeginQuorumEpoch (a leader's read round, issue 25) answered from inside the step; an observer's Fetch or
+   FetchSnapshot is queued first and stepped in chunks (kraftd.shell.apis.observer_fetches).
 6b. A BrokerHeartbeat that changes nothing is answered on the fast path too, at once, without a task, a core
    step or a ControllerResult (kraftd.shell.controller.broker_rpcs contract 4); any other takes contract 6's path.
 6c. A DescribeConfigs is answered on the fast path too, without a task (kraftd.shell.raft.reads contract 7).
@@ -46,7 +45,6 @@ from kraftd.controller.features import supported_ranges
 from kraftd.core.replication import NotLeaderError
 from kraftd.shell.apis import append, denials, handlers, not_controller, table
 from kraftd.shell.apis.fast import FastPath
-from kraftd.shell.apis.observer_fetches import below_bound
 from kraftd.shell.apis.table import Part
 from kraftd.shell.controller import security_admin
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
@@ -215,8 +213,6 @@ class RequestRouter:
         key = header.request_api_key
         if key == ApiKey.END_QUORUM_EPOCH or key == ApiKey.VOTE:
             membership.warm(node, _election_peers(key, body))
-        if key == ApiKey.FETCH_SNAPSHOT and not node.core.voters.has_id(body.replica_id):
-            await below_bound(lambda: node.server.waiting.bytes)  # observer_fetches contract 7a
         started = time.perf_counter()
         resp = await node.ask_core(body)
         if key in _ELECTION_APIS and log.isEnabledFor(logging.DEBUG):
