@@ -105,19 +105,19 @@ def test_a_frame_with_spliced_records_leaves_in_pieces_byte_for_byte() -> None:
     assert out[2] == b"tail" + small
 
 
-async def _connect(port: int) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
-    """A client that reads little: a 16 KiB receive buffer, set before connecting."""
+async def _connect(port: int) -> socket.socket:
+    """A client that reads nothing until told: a 16 KiB receive buffer, set before connecting, and no reader."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
     sock.setblocking(False)
     await asyncio.get_running_loop().sock_connect(sock, (HOST, port))
-    return await asyncio.open_connection(sock=sock, limit=64 * 1024 * 1024)
+    return sock
 
 
-async def _frames(reader: asyncio.StreamReader, n: int) -> list[bytes]:
+async def _frames(sock: socket.socket, n: int) -> list[bytes]:
     d, out = FrameDecoder(max_frame_size=64 * 1024 * 1024), []
     while len(out) < n:
-        data = await reader.read(1 << 20)
+        data = await asyncio.get_running_loop().sock_recv(sock, 1 << 20)
         assert data, "connection closed early"
         out += d.feed(data)
     return out
@@ -143,8 +143,10 @@ def test_bytes_waiting_count_each_buffer_once_and_none_once_written() -> None:
     async def main() -> None:
         async with KafkaServer(never, fast=fast) as srv:
             conns = [await _connect(srv.port) for _ in range(N)]
-            for i, (_, w) in enumerate(conns):
-                w.write(encode_frame(encode_request(FETCH, V, i, "raw", FetchRequest())))
+            for i, sock in enumerate(conns):
+                await asyncio.get_running_loop().sock_sendall(
+                    sock, encode_frame(encode_request(FETCH, V, i, "raw", FetchRequest()))
+                )
             await asyncio.wait_for(taken.wait(), 10)
             for w, _ in srv._conns.values():
                 w.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 * 1024)
@@ -158,15 +160,15 @@ def test_bytes_waiting_count_each_buffer_once_and_none_once_written() -> None:
             distinct = (1 + N // 2) * len(records)
             assert distinct <= srv.waiting.bytes <= distinct + N * 1024, srv.waiting.bytes
             assert srv.waiting.bytes < N * len(records) * 3 // 4
-            for i, (r, _) in enumerate(conns):  # every byte arrives, byte for byte the whole encoding
-                (frame,) = await asyncio.wait_for(_frames(r, 1), 10)
+            for i, sock in enumerate(conns):  # every byte arrives, byte for byte the whole encoding
+                (frame,) = await asyncio.wait_for(_frames(sock, 1), 10)
                 assert frame == response_header(FETCH, V, i) + sent[i].encode(V)
             for _ in range(50):
                 if not srv.waiting.bytes:
                     break
                 await asyncio.sleep(0.01)
             assert srv.waiting.bytes == 0 and not srv.waiting.held
-            for _, w in conns:
-                w.close()
+            for sock in conns:
+                sock.close()
 
     asyncio.run(asyncio.wait_for(main(), 50))
