@@ -8,13 +8,21 @@ Contracts:
    this node leads.
 3. ``perf --bootstrap-controller host:port`` is a client of a running quorum (tools.perf_client): it appends
    NoOpRecords through the leader over the wire and prints commit throughput and latency percentiles.
+4. ``start`` fixes glibc's mmap threshold (:func:`unpooled_large_buffers`) at ``KRAFTD_MMAP_THRESHOLD`` bytes (1 MiB
+   unless set; 0 leaves glibc's default) before anything else, so a freed buffer of 1 MiB or more (an observer's
+   catch-up answer or snapshot chunk, up to 8 MiB) goes back to the system. glibc raises its threshold to the size
+   of the largest mmapped block freed (up to 32 MiB), after which such buffers come from the heap and are kept
+   there: a leader answering 1,000 brokers catching up at 1,000 x 1M grew from 1.3 to 2.3 GB in 300 s (followers
+   flat); with the threshold fixed its RSS went up and down between 0.7 and 1.3 GB (docs/SWARM.md, session 16).
 """
 
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import json
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -74,6 +82,18 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int, bool] | No
     return 2 if node.fatal is not None else 0
 
 
+def unpooled_large_buffers() -> bool:
+    """Contract 4: True once glibc's mmap threshold is fixed (False: not glibc, or ``KRAFTD_MMAP_THRESHOLD=0``)."""
+    threshold = int(os.environ.get("KRAFTD_MMAP_THRESHOLD", str(1 << 20)))
+    if threshold <= 0 or not sys.platform.startswith("linux"):
+        return False
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return False
+    return bool(mallopt(-3, threshold))  # M_MMAP_THRESHOLD (malloc.h); 1 on success
+
+
 @main.command(help="Start a controller from a server.properties file.")
 @click.argument("config_path", metavar="SERVER_PROPERTIES")
 @click.option("--log-level", default="INFO", show_default=True)
@@ -101,6 +121,7 @@ def start(
     load_batch: int,
     load_noop_records: bool,
 ) -> None:
+    unpooled_large_buffers()
     configure_logging(log_level, log_dir)
     try:
         config = load_config(config_path)
