@@ -47,9 +47,8 @@ from kwire.varint import encode_unsigned_varint
 
 # a whole frame, or (size and header, a large shared body), or (size, header and the body's head, records, its tail)
 Frame = bytes | tuple[bytes, bytes] | tuple[bytes, bytes, bytes]
-Spliced = tuple[
-    bytes, bytes, bytes
-]  # contract 11h: (the encoding before the records, the records, after them)
+# contract 11h: (the encoding before the records, the records, after them)
+Spliced = tuple[bytes, bytes, bytes]
 LARGE = 64 * 1024
 PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
 KEPT_BYTES, KEPT_S = 32 * 1024 * 1024, 1.0  # contract 11f

@@ -181,9 +181,8 @@ class KafkaServer(Answering):
         self._ids = itertools.count(1)
         self.stats = ServerStats()
         self.shared = SharedBodies()  # contract 11a (kwire.answers)
-        self.waiting = (
-            Waiting()
-        )  # contract 11g (kwire.large_frames): bytes waiting in every connection's outbox
+        # contract 11g (kwire.large_frames): the bytes waiting in every connection's outbox
+        self.waiting = Waiting()
         self._held_depth = 0  # contract 11c
         self._held: dict[int, Any] = {}
 
