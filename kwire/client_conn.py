@@ -88,13 +88,17 @@ def expire_later(
 ) -> None:
     """Contract 4: ``expire()`` once ``wait`` seconds pass without ``fut`` done; contract 4a with ``conn`` (a
     patient client's): each time it fires while ``conn`` is delivering bytes, it waits ``wait`` seconds more."""
+    if conn is None:  # contract 4 alone: one timer, as before contract 4a
+        plain = loop.call_later(wait, _expire_unless_done, fut, expire)
+        fut.add_done_callback(lambda _: plain.cancel())
+        return
     armed = [time.monotonic()]
     timer: list[asyncio.TimerHandle] = []
 
     def fire() -> None:
         if fut.done():
             return
-        if conn is not None and not conn.closed and conn.delivering(armed[0]):
+        if not conn.closed and conn.delivering(armed[0]):
             armed[0] = time.monotonic()
             timer[0] = loop.call_later(wait, fire)
             return
@@ -102,3 +106,8 @@ def expire_later(
 
     timer.append(loop.call_later(wait, fire))
     fut.add_done_callback(lambda _: timer[0].cancel())
+
+
+def _expire_unless_done(fut: asyncio.Future[Any], expire: Callable[[], None]) -> None:
+    if not fut.done():
+        expire()
