@@ -16,6 +16,8 @@ Contracts:
    guarantee) — anything else is a RemoteProtocolError and closes the connection.
 4. A request not answered within its timeout raises RequestTimeoutError and closes the connection (Kafka's
    NetworkClient disconnects on request timeout); every other in-flight request then fails with NetworkError.
+4a. ``patient=True`` (kraft-swarm's): ``start``'s timeout firing while the connection delivers bytes (queued in the
+   kernel, or read since sent or last checked) waits again: the peer answered, the reader is slower than the wire.
 5. Reconnects back off exponentially like Kafka's reconnect.backoff.ms / reconnect.backoff.max.ms: after the
    n-th consecutive failed attempt the next waits base·2^(n-1), capped at max, with ±20% jitter; a successful
    negotiation resets it. ``send`` on a closed connection reconnects (waiting out the backoff).
@@ -45,6 +47,7 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import random
 import time
 from collections.abc import Callable, Mapping
@@ -58,6 +61,7 @@ from kwire import arrival, stagetrace
 from kwire.apiversions import API_VERSIONS_KEY, NegotiatedVersions, VersionRange, negotiate
 from kwire.client_conn import Connection as _Connection
 from kwire.client_conn import call_eager as _call_eager
+from kwire.client_conn import expire_later as _expire_later
 from kwire.client_conn import once as _once
 from kwire.client_conn import retrieve as _retrieve
 from kwire.errors import (
@@ -100,6 +104,7 @@ class KafkaClient:
         server_hostname: str | None = None,
         sasl: SaslClientConfig | None = None,
         decode: Callable[[bytes, int, int], tuple[int, Any]] | None = None,
+        patient: bool = False,
     ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
@@ -115,6 +120,7 @@ class KafkaClient:
         self._server_hostname = server_hostname
         self._sasl = sasl
         self._decode = decode or decode_response  # contract 10
+        self._patient = patient  # contract 4a
         self._reauth_at: float | None = None
         self._conn: _Connection | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
@@ -284,17 +290,14 @@ class KafkaClient:
             return fut
         wait = self.request_timeout if timeout is None else timeout
 
-        def expire() -> None:
-            if not fut.done():
-                conn.pending.pop(cid, None)
-                conn.eager.pop(cid, None)
-                self._disconnect(conn, NetworkError("connection closed after a request timed out"))
-                fut.set_exception(
-                    RequestTimeoutError(f"{API_SPECS[api_key].name} v{version} got no response in {wait}s")
-                )
+        def expire() -> None:  # fut not done (kwire.client_conn.expire_later)
+            conn.pending.pop(cid, None)
+            conn.eager.pop(cid, None)
+            self._disconnect(conn, NetworkError("connection closed after a request timed out"))
+            name = API_SPECS[api_key].name
+            fut.set_exception(RequestTimeoutError(f"{name} v{version} got no response in {wait}s"))
 
-        timer = loop.call_later(wait, expire)
-        fut.add_done_callback(lambda _: timer.cancel())
+        _expire_later(loop, wait, fut, expire, conn if self._patient else None)
         return fut
 
     async def _request(self, conn: _Connection, request: Any, version: int, timeout: float) -> Any:
@@ -370,14 +373,10 @@ class KafkaClient:
             conn.fail_all(NetworkError("client closed"))
             if conn.reader_task is not None:
                 conn.reader_task.cancel()
-                try:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await conn.reader_task
-                except (asyncio.CancelledError, Exception):
-                    pass
-            try:
+            with contextlib.suppress(ConnectionError, OSError):
                 await conn.writer.wait_closed()
-            except (ConnectionError, OSError):
-                pass
 
 
 async def request_once(

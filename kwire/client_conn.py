@@ -4,6 +4,10 @@ kwire.client, which owns these)."""
 from __future__ import annotations
 
 import asyncio
+import fcntl
+import struct
+import termios
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +26,17 @@ class Connection:
         self.eager: dict[int, Callable[[asyncio.Future[Any]], None]] = {}  # contract 9a, by correlation id
         self.closed = False
         self.reader_task: asyncio.Task[None] | None = None
+
+    def delivering(self, since: float) -> bool:
+        """Contract 4a: bytes wait in the kernel's receive queue, or reached the reader after ``since``."""
+        if getattr(self.reader, "received", 0.0) > since:
+            return True
+        sock = self.writer.get_extra_info("socket")
+        try:
+            queued = fcntl.ioctl(sock.fileno(), termios.FIONREAD, b"\0\0\0\0") if sock is not None else b""
+        except (OSError, ValueError):
+            return False
+        return len(queued) == 4 and struct.unpack("i", queued)[0] > 0
 
     def fail_all(self, exc: KraftError) -> None:
         self.closed = True
@@ -62,3 +77,37 @@ def call_eager(once: Callable[[asyncio.Future[Any]], None], fut: asyncio.Future[
 def retrieve(fut: asyncio.Future[Any]) -> None:
     if not fut.cancelled():
         fut.exception()
+
+
+def expire_later(
+    loop: asyncio.AbstractEventLoop,
+    wait: float,
+    fut: asyncio.Future[Any],
+    expire: Callable[[], None],
+    conn: Connection | None,
+) -> None:
+    """Contract 4: ``expire()`` once ``wait`` seconds pass without ``fut`` done; contract 4a with ``conn`` (a
+    patient client's): each time it fires while ``conn`` is delivering bytes, it waits ``wait`` seconds more."""
+    if conn is None:  # contract 4 alone: one timer, as before contract 4a
+        plain = loop.call_later(wait, _expire_unless_done, fut, expire)
+        fut.add_done_callback(lambda _: plain.cancel())
+        return
+    armed = [time.monotonic()]
+    timer: list[asyncio.TimerHandle] = []
+
+    def fire() -> None:
+        if fut.done():
+            return
+        if not conn.closed and conn.delivering(armed[0]):
+            armed[0] = time.monotonic()
+            timer[0] = loop.call_later(wait, fire)
+            return
+        expire()
+
+    timer.append(loop.call_later(wait, fire))
+    fut.add_done_callback(lambda _: timer[0].cancel())
+
+
+def _expire_unless_done(fut: asyncio.Future[Any], expire: Callable[[], None]) -> None:
+    if not fut.done():
+        expire()

@@ -88,3 +88,42 @@ def test_an_oversized_frame_that_is_not_tls_is_not_called_tls() -> None:
     with pytest.raises(FrameSizeError) as info:
         FrameDecoder().feed(b"\x7f\x03\x03\x00")
     assert "TLS" not in str(info.value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    payloads=st.lists(st.binary(max_size=300), max_size=12),
+    cuts=st.lists(st.integers(0, 10**6), max_size=40),
+    pieces_at=st.sampled_from([0, 1, 7, 64]),
+    kind=st.sampled_from([bytes, bytearray, memoryview]),
+)
+def test_large_frames_kept_as_pieces_reassemble_exactly(payloads, cuts, pieces_at, kind):
+    """Contract 6: with the threshold lowered, every frame at or above it goes through the pieces path (its bytes
+    kept as given, joined once): whatever the chunking and the chunks' type, the same frames and ``buffered``."""
+    import kwire.framing as framing
+
+    saved = framing.PIECES_AT
+    try:
+        stream = b"".join(encode_frame(p) for p in payloads)
+        d, plain = FrameDecoder(), FrameDecoder()
+        out: list[bytes] = []
+        for chunk in _chunks(stream, cuts):
+            framing.PIECES_AT = pieces_at
+            got = d.feed(kind(bytearray(chunk)) if kind is not bytes else chunk)
+            framing.PIECES_AT = saved
+            assert got == plain.feed(chunk) and all(type(f) is bytes for f in got)
+            assert d.buffered == plain.buffered
+            out += got
+        assert out == payloads
+        assert d.buffered == 0
+    finally:
+        framing.PIECES_AT = saved
+
+
+def test_an_8_mib_answer_read_64_kib_at_a_time_is_one_frame_and_the_next_follows():
+    """Contract 6 at its real size: an 8 MiB frame fed in 64 KiB reads, the next frame's start in its last read."""
+    big, small = bytes(range(256)) * (8 * 4096), b"next"
+    stream = encode_frame(big) + encode_frame(small)
+    d = FrameDecoder()
+    out = [f for i in range(0, len(stream), 65536) for f in d.feed(stream[i : i + 65536])]
+    assert out == [big, small] and d.buffered == 0

@@ -21,6 +21,10 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    (a real broker is its own process; docs/SWARM.md, session 13); ``heartbeat_loop_read``: when the swarm's loop
    read it (decoding.read_instants). Every fetch answer that moved the position or the high watermark goes to
    ``hooks.progress(broker)``, with ``fetch_read`` the time the swarm read that answer (the same rule).
+5. Requests wait out the swarm's own reading (kwire.client contract 4a): one loop reads 1,000 brokers' 8 MiB
+   catch-up answers, the last seconds after it arrived (a broker in its own process reads it at once); timing them
+   out closed the connections and fetched the same bytes again, and the swarm never caught up (docs/SWARM.md,
+   session 16). A controller that stops sending still times out, as in Kafka's NetworkClient.
 """
 
 from __future__ import annotations
@@ -37,6 +41,7 @@ from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
 from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants
+from tools.swarm.observer import on_fetch
 from tools.swarm.replay import SharedReplay
 
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
@@ -152,6 +157,7 @@ class SwarmBroker:
             connect_timeout=self.cfg.request_timeout_s,
             reconnect_backoff_ms=self.cfg.retry_backoff_ms,
             decode=self._decode_controller if channel == "controller" else self._decode_raft,
+            patient=True,  # contract 5
         )
         self._clients[channel] = (node, client)
         return client
@@ -282,7 +288,7 @@ class SwarmBroker:
         self._next_voter = (self._next_voter + 1) % len(self._voter_ids)
         return self._voter_ids[self._next_voter]
 
-    def _learn_leader(self, leader_id: int, leader_epoch: int) -> None:
+    def learn_leader(self, leader_id: int, leader_epoch: int) -> None:
         if leader_epoch > self.leader_epoch or (
             leader_epoch == self.leader_epoch and self.leader_id < 0 and leader_id >= 0
         ):
@@ -309,37 +315,12 @@ class SwarmBroker:
                     self.leader_id = -1
                 await asyncio.sleep(backoff)
                 continue
-            if not resp.responses or not resp.responses[0].partitions:
+            step = on_fetch(self, node, resp)
+            del resp  # tools.swarm.observer contract 2
+            if isinstance(step, OffsetAndEpoch):
+                await self._fetch_snapshot(node, step)
+            elif step:
                 await asyncio.sleep(backoff)
-                continue
-            part = resp.responses[0].partitions[0]
-            self._learn_leader(part.current_leader.leader_id, part.current_leader.leader_epoch)
-            if resp.error_code != ErrorCode.NONE or part.error_code != ErrorCode.NONE:
-                if node == self.leader_id and part.current_leader.leader_id != node:
-                    self.leader_id = -1
-                await asyncio.sleep(backoff)
-                continue
-            if part.diverging_epoch.epoch >= 0:
-                self.fetch_end = min(self.fetch_end, part.diverging_epoch.end_offset)
-                self.last_epoch = part.diverging_epoch.epoch
-                continue
-            if part.snapshot_id.end_offset >= 0:
-                await self._fetch_snapshot(
-                    node, OffsetAndEpoch(part.snapshot_id.end_offset, part.snapshot_id.epoch)
-                )
-                continue
-            moved = part.high_watermark != self.hwm
-            records = part.records
-            if records:
-                ends = self.hooks.decodes.batch_ends(records)
-                if ends is not None:
-                    if self.hooks.replay.next_offset < ends[0]:
-                        self.hooks.replay.feed(records)
-                    self.fetch_end, self.last_epoch = ends
-                    moved = True
-            self.hwm = part.high_watermark
-            if moved:
-                self.hooks.progress(self)
 
     async def _fetch_snapshot(self, node: int, snapshot: OffsetAndEpoch) -> None:
         chunks: list[bytes] = []
@@ -350,7 +331,7 @@ class SwarmBroker:
                 self.cfg.cluster_id, self.id, self.metadata_dir, self.leader_epoch, snapshot, position
             )
             try:
-                resp = await client.send(req, timeout=self.cfg.request_timeout_s)
+                resp = await _send(client, req, self.cfg.request_timeout_s)
             except (NetworkError, RequestTimeoutError, OSError):
                 return
             if resp.error_code != ErrorCode.NONE or not resp.topics or not resp.topics[0].partitions:

@@ -41,6 +41,7 @@ from tools.swarm.replay import batch_ends
 FETCH, BROKER_HEARTBEAT = 1, 63
 SHARED_APIS = frozenset((FETCH, BROKER_HEARTBEAT))
 EDGE = 64  # contract 4
+ENDS_KEPT = 8  # contract 5: the records sections whose ends are kept (each kept alive: up to 8 MiB)
 STAMP = os.environ.get("KRAFT_SWARM_STAMP", "kernel")  # contract 6: kernel, loop or decode
 
 
@@ -99,7 +100,7 @@ class SharedDecodes:
             return hit[1]
         self.walks += 1
         ends = batch_ends(records)
-        if len(self.ends) >= self.limit:
+        if len(self.ends) >= ENDS_KEPT:
             del self.ends[next(iter(self.ends))]
         self.ends[id(records)] = (records, ends)
         return ends

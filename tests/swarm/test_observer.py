@@ -1,0 +1,70 @@
+"""tools.swarm.observer: a swarm broker's observer takes one Fetch answer and keeps nothing of it."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import uuid
+import weakref
+from typing import Any
+
+import pytest
+
+import tools.swarm.broker as broker_mod
+from generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from generated.topic_record import TopicRecord
+from kraftd.core.batches import data_batch
+from kwire.errors import NetworkError
+from kwire.metadata_frame import encode_record
+from tools.swarm.broker import STOPPED, SwarmBroker, SwarmConfig
+from tools.swarm.decoding import SharedDecodes
+from tools.swarm.replay import SharedReplay
+
+
+class Hooks:
+    def __init__(self) -> None:
+        self.config = SwarmConfig("c", {1: ("127.0.0.1", 1)})
+        self.replay = SharedReplay()
+        self.decodes = SharedDecodes()
+        self.progressed = 0
+
+    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None:
+        pass
+
+    def progress(self, broker: SwarmBroker) -> None:
+        self.progressed += 1
+
+    def fenced_while_running(self, broker: SwarmBroker) -> None:
+        pass
+
+
+class Answer(FetchResponse):
+    """A Fetch answer that can be watched with a weak reference."""
+
+
+def test_a_broker_holds_no_fetch_answer_while_it_waits_for_the_next(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 2: once a Fetch answer is taken (position advanced, records replayed), the broker's next Fetch is
+    in flight with no reference to the answer left (before: the observer's loop held the last answer, up to 8 MiB
+    of records per broker, across its next long poll: 1,000 brokers x 8 MiB)."""
+    hooks = Hooks()
+    broker = SwarmBroker(hooks, 100, 19100, random.Random(0))  # type: ignore[arg-type]
+    broker.leader_id, broker.leader_epoch = 1, 1
+    records = data_batch(0, 1, [encode_record(TopicRecord(name="t", topic_id=uuid.uuid4()), 0)], 0).data
+    answers: list[weakref.ref[Answer]] = []
+    alive_during_next: list[bool] = []
+
+    async def send(client: Any, request: Any, timeout: float) -> Any:
+        if not answers:
+            part = PartitionData(partition_index=0, high_watermark=1, records=records)
+            answer = Answer(responses=[FetchableTopicResponse(partitions=[part])])
+            answers.append(weakref.ref(answer))
+            return answer
+        alive_during_next.append(answers[0]() is not None)
+        broker.state = STOPPED
+        raise NetworkError("stop")
+
+    monkeypatch.setattr(broker_mod, "_send", send)
+    monkeypatch.setattr(broker, "_client", lambda channel, node: None)
+    asyncio.run(broker._observe())
+    assert broker.fetch_end == 1 and hooks.replay.topic_offset == {"t": 0} and hooks.progressed == 1
+    assert alive_during_next == [False]
