@@ -11,11 +11,11 @@ Contracts:
    decoder is then unusable: every later ``feed`` raises the same error (the connection must close).
 3. A zero-size frame is legal framing; what it means is up to the layer above.
 4. :func:`encode_frame` is the inverse; a payload over the limit is our own misuse (LocalProtocolError).
+5. When the rejected prefix is a TLS record header (content type 20-23, protocol version 3.x: a ClientHello or
+   an alert from a TLS peer), the error says so: the two ends disagree about the connection's security protocol.
 6. A frame of at least ``PIECES_AT`` bytes is kept as the pieces ``feed`` was given and joined once complete (one
    copy of its bytes, not a growing buffer's reallocations and a copy out of it: kraft-swarm's 1,000 clients
    each reading 8 MiB Fetch answers, 64 KiB at a time).
-5. When the rejected prefix is a TLS record header (content type 20-23, protocol version 3.x: a ClientHello or
-   an alert from a TLS peer), the error says so: the two ends disagree about the connection's security protocol.
 """
 
 from __future__ import annotations
