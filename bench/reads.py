@@ -168,6 +168,12 @@ def main() -> None:
     ap.add_argument("--warmup", type=float, default=1.0, help="seconds of unmeasured spread load first")
     ap.add_argument("--workers", type=int, default=2, help="client processes for throughput")
     ap.add_argument("--in-flight", type=int, default=256, help="reads outstanding per client process")
+    ap.add_argument(
+        "--client",
+        choices=("stream", "protocol"),
+        default="stream",
+        help="the load client (reads_load contract 5)",
+    )
     ap.add_argument("--samples", type=int, default=2000, help="latency samples per consistency")
     ap.add_argument("--per-read", type=int, default=0, help="only the CPU cost of N reads (see above)")
     args = ap.parse_args()

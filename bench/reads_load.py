@@ -18,6 +18,9 @@ Contracts:
    queue; a phase bound by waiting (barriers) leaves cores idle. A neighbour holding one core leaves the leader
    alone its core but takes the spread's second one, so ``others_cores`` > ~0.1 marks a phase (and a ratio) that
    measured the neighbour (issue 25, session 14).
+5. ``--client stream`` (the default) reads each connection with a stream reader in its own task and splits the
+   frames; ``--client protocol`` counts the responses by their length prefixes in the protocol's callback and
+   sends the next requests once per turn of the loop: the same reads for less client CPU (issue 25, session 16).
 """
 
 from __future__ import annotations
@@ -43,7 +46,75 @@ DESCRIBE = DescribeConfigsRequest(
 LEAD_IN = 0.3  # seconds between a phase's order and its window's start: the clients connect meanwhile
 
 
-async def _hammer(ports: list[int], in_flight: int, start_at: float, seconds: float) -> dict[str, float]:
+class _Pipeline(asyncio.Protocol):
+    """Contract 5: one connection's pipelined reads, counted from the length prefixes in the protocol's callback
+    (no stream reader, task wake-up or frame copy per response); every 64th response is decoded to check its
+    error code."""
+
+    def __init__(
+        self, frame: bytes, depth: int, end: float, out: dict[str, float], done: asyncio.Future[None]
+    ):
+        self.frame, self.depth, self.end, self.out, self.done = frame, depth, end, out, done
+        self.buf = bytearray()
+        self.outstanding = self.seen = self.due = 0
+        self.transport: asyncio.Transport | None = None
+        self.cpu0 = 0.0
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def start(self) -> None:
+        assert self.transport is not None
+        self.transport.write(self.frame * self.depth)
+        self.outstanding = self.depth
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf
+        buf += data
+        pos, have, n, failed = 0, len(buf), 0, 0
+        while have - pos >= 4:
+            end = pos + 4 + int.from_bytes(buf[pos : pos + 4], "big")
+            if end > have:
+                break
+            self.seen += 1
+            if self.seen % 64 == 0:
+                _, resp = decode_response(bytes(buf[pos + 4 : end]), 32, DESCRIBE_VERSION)
+                failed += resp.results[0].error_code != 0
+            n += 1
+            pos = end
+        if not n:
+            return
+        del buf[:pos]
+        self.outstanding -= n
+        out = self.out
+        out["failed"] += failed
+        if time.monotonic() < self.end:  # contract 2: only the window's responses count
+            out["ok"] += n - failed
+            if (
+                not self.due
+            ):  # the next requests leave once per turn of the loop, as a stream reader's task would
+                asyncio.get_running_loop().call_soon(self._send)
+            self.due += n
+            return
+        if not out["cpu"]:
+            out["cpu"] = time.process_time() - out["cpu0"]
+        if not self.outstanding and not self.done.done():
+            self.done.set_result(None)
+
+    def _send(self) -> None:
+        assert self.transport is not None
+        self.transport.write(self.frame * self.due)
+        self.outstanding += self.due
+        self.due = 0
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if not self.done.done():
+            self.done.set_exception(SystemExit(f"a controller closed the connection ({exc})"))
+
+
+async def _hammer_stream(
+    ports: list[int], in_flight: int, start_at: float, seconds: float
+) -> dict[str, float]:
     """A lean pipelined client, so the servers and not the client's codec bound throughput: the request is
     encoded once, responses are counted by frame and every 64th is decoded to check its error code."""
     frame = encode_frame(encode_request(32, DESCRIBE_VERSION, 1, "bench-reads", DESCRIBE))
@@ -87,8 +158,39 @@ async def _hammer(ports: list[int], in_flight: int, start_at: float, seconds: fl
     return out
 
 
-def worker(args: tuple[list[int], int, float, float]) -> dict[str, float]:
-    return asyncio.run(_hammer(*args))
+async def _hammer_protocol(
+    ports: list[int], in_flight: int, start_at: float, seconds: float
+) -> dict[str, float]:
+    """A lean pipelined client, so the servers and not the client bound throughput: the request is encoded
+    once, responses are counted by frame in the protocol's callback (contract 5)."""
+    frame = encode_frame(encode_request(32, DESCRIBE_VERSION, 1, "bench-reads", DESCRIBE))
+    end = start_at + seconds
+    out = {"ok": 0, "failed": 0, "cpu": 0.0, "late": 0.0, "cpu0": 0.0}
+    per = max(1, in_flight // len(ports))
+    conns = -(-per // MAX_IN_FLIGHT)  # a server handles 16 requests of a connection at once (kwire.limits)
+    loop = asyncio.get_running_loop()
+    pipes = []
+    for p in ports:
+        for _ in range(conns):
+            pipe = _Pipeline(frame, max(1, per // conns), end, out, loop.create_future())
+            await loop.create_connection(lambda pipe=pipe: pipe, "127.0.0.1", p)
+            pipes.append(pipe)
+    await asyncio.sleep(max(0.0, start_at - time.monotonic()))
+    out["late"] = time.monotonic() - start_at
+    out["cpu0"] = time.process_time()
+    for pipe in pipes:
+        pipe.start()
+    await asyncio.gather(*(pipe.done for pipe in pipes))
+    out["cpu"] = out["cpu"] or time.process_time() - out["cpu0"]
+    for pipe in pipes:
+        assert pipe.transport is not None
+        pipe.transport.close()
+    return out
+
+
+def worker(args: tuple[list[int], int, float, float, str]) -> dict[str, float]:
+    *rest, client = args
+    return asyncio.run((_hammer_protocol if client == "protocol" else _hammer_stream)(*rest))
 
 
 def ready(_: object = None) -> int:
@@ -117,11 +219,17 @@ def _sleep_until(t: float) -> None:
 
 
 def phase(
-    pool: Pool, ports: list[int], workers: int, in_flight: int, seconds: float, servers: list[int]
+    pool: Pool,
+    ports: list[int],
+    workers: int,
+    in_flight: int,
+    seconds: float,
+    servers: list[int],
+    client: str = "stream",
 ) -> dict:
     """Contract 2: one measured window."""
     start_at = time.monotonic() + LEAD_IN
-    pending = pool.map_async(worker, [(ports, in_flight, start_at, seconds)] * workers)
+    pending = pool.map_async(worker, [(ports, in_flight, start_at, seconds, client)] * workers)
     _sleep_until(start_at)
     cpu0, wait0, idle0, steal0, busy0 = _sample(servers)
     _sleep_until(start_at + seconds)
@@ -149,13 +257,17 @@ def rounds(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """Contracts 1 and 3: the warm-up, then ``args.rounds`` ABBA rounds; (summary, alone phases, spread phases)."""
     pool.map(ready, range(args.workers))
-    phase(pool, ports, args.workers, args.in_flight, args.warmup, servers)  # contract 1: unmeasured
+    phase(
+        pool, ports, args.workers, args.in_flight, args.warmup, servers, args.client
+    )  # contract 1: unmeasured
     alone: list[dict[str, Any]] = []
     spread: list[dict[str, Any]] = []
     for i in range(args.rounds):
         order = [(alone, [lead_port]), (spread, ports)]
         for into, targets in order if i % 2 == 0 else order[::-1]:
-            into.append(phase(pool, targets, args.workers, args.in_flight, args.seconds, servers))
+            into.append(
+                phase(pool, targets, args.workers, args.in_flight, args.seconds, servers, args.client)
+            )
     a = [p["reads_per_s"] for p in alone]
     s = [p["reads_per_s"] for p in spread]
     each = [round(y / x, 2) for x, y in zip(a, s, strict=True)]

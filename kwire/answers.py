@@ -222,11 +222,17 @@ class Answering:
                     self._emit(writer, info, counts, frames, slots)
 
     def _offer(
-        self, req: ParsedRequest, writer: asyncio.StreamWriter, info: ConnectionInfo, counts: Written
+        self,
+        req: ParsedRequest,
+        writer: asyncio.StreamWriter,
+        info: ConnectionInfo,
+        counts: Written,
+        loop: asyncio.AbstractEventLoop,
     ) -> asyncio.Future[bytes | None] | None:
-        """Contract 11: a future resolved with None once ``reply`` wrote the response, or None if declined."""
+        """Contract 11: a future resolved with None once ``reply`` wrote the response, or None if declined;
+        ``loop``: the connection's (contract 11g: no lookup, hence no system call, per request)."""
         assert self._fast is not None
-        slot: asyncio.Future[bytes | None] = asyncio.get_running_loop().create_future()
+        slot: asyncio.Future[bytes | None] = loop.create_future()
         entry: list[Any] = [slot, None]
 
         def reply(body: Any) -> None:

@@ -138,14 +138,28 @@ def test_stale_reads_answer_from_the_image_and_say_so(tmp_path: Path) -> None:
         q.stop_all()
 
 
-def test_reads_bench_runs_end_to_end() -> None:
-    """``bench/reads.py`` at a tiny size: every read answered without error in both phases, server CPU measured."""
+@pytest.mark.parametrize("client", ["stream", "protocol"])
+def test_reads_bench_runs_end_to_end(client: str) -> None:
+    """``bench/reads.py`` at a tiny size: every read answered without error in both phases, server CPU measured;
+    with either load client (bench.reads_load contract 5)."""
     import json
     import subprocess
     import sys
 
     root = Path(__file__).resolve().parents[2]
-    args = ["--json", "--seconds", "1", "--samples", "40", "--workers", "1", "--in-flight", "32"]
+    args = [
+        "--json",
+        "--seconds",
+        "1",
+        "--samples",
+        "40",
+        "--workers",
+        "1",
+        "--in-flight",
+        "32",
+        "--client",
+        client,
+    ]
     done = subprocess.run(
         [sys.executable, "bench/reads.py", *args], cwd=root, capture_output=True, text=True, timeout=100
     )
@@ -154,3 +168,4 @@ def test_reads_bench_runs_end_to_end() -> None:
     assert res["failed_reads"] == 0, res
     assert res["leader_alone_reads_per_s"] > 0 and res["three_controllers_reads_per_s"] > 0, res
     assert res["leader_alone_server_cpu_per_s"] > 0 and res["samples"] == 40, res
+    assert res["three_controllers_client_cpu_per_s"] > 0, res

@@ -110,3 +110,40 @@ def test_a_fast_request_behind_a_slow_one_is_not_offered(monkeypatch: pytest.Mon
             ]
 
     assert run(main()) == [1, 2, 3]
+
+
+def test_fast_requests_look_the_loop_up_once_per_connection_not_per_request(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Contract 11g: CPython 3.11's get_running_loop makes a getpid system call, so a lookup per fast request
+    was a system call per read (issue 25). Before: one lookup per request (32 here) besides the rest."""
+    lookups: list[int] = []
+    real = asyncio.get_running_loop
+
+    def counted() -> asyncio.AbstractEventLoop:
+        lookups.append(1)
+        return real()
+
+    async def main() -> tuple[int, list[int]]:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            w.write(votes(0, 1))  # the connection's task is running (its one lookup made)
+            await parked_n(parked, 1)
+            parked.replies[0](VoteResponse(error_code=0))
+            await read_frames(r, 1)
+            with monkeypatch.context() as m:
+                m.setattr(asyncio, "get_running_loop", counted)
+                m.setattr(asyncio.events, "get_running_loop", counted)
+                for k in range(2):  # two bursts of 16 (a connection's in-flight limit)
+                    w.write(votes(1 + 16 * k, 16))
+                    await parked_n(parked, 1 + 16 * (k + 1))
+                    for reply in parked.replies[1 + 16 * k :]:
+                        reply(VoteResponse(error_code=0))
+                    frames = await read_frames(r, 16)
+            w.close()
+            return len(lookups), [decode_response(f, VOTE, 2)[0] for f in frames]
+
+    n, corr = run(main())
+    assert corr == list(range(17, 33))
+    assert n < 16, n  # the test's own awaits and the turn's shared bodies look it up (8); before: 40
