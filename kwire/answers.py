@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -37,7 +36,7 @@ from kwire.authz import ANONYMOUS, Gate
 from kwire.errors import ErrorCode, KraftError, LocalProtocolError
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE
 from kwire.headers import ParsedRequest, encode_response, response_header
-from kwire.large_frames import LARGE, Frame, KeptBodies, Outbox, Spliced, pieces, spliced
+from kwire.large_frames import LARGE, Frame, KeptBodies, Spliced, Written, pieces, spliced
 from kwire.limits import ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -78,21 +77,6 @@ def _order_failed(
         unordered.remove(slot)
         if not slot.cancelled() and slot.exception() is not None:
             order.put_nowait(slot)
-
-
-class Written:
-    """Contract 11: responses queued and written on one connection; ``chain`` holds its fast slots not yet
-    written, in request order (contract 11b), each with its frame once replied; ``out`` writes (contract 11e)."""
-
-    __slots__ = ("queued", "written", "chain", "out")
-
-    def __init__(self, out: Outbox) -> None:
-        self.out, self.queued, self.written = out, 0, 0
-        self.chain: deque[list[Any]] = deque()  # [slot, frame or None]
-
-    def all_fast(self) -> bool:
-        """Contract 11b: every response not yet written is a fast slot's (the writer task holds none)."""
-        return self.queued == self.written + len(self.chain)
 
 
 _PRINCIPAL: ContextVar[str] = ContextVar("kwire_request_principal", default=ANONYMOUS)
@@ -222,17 +206,11 @@ class Answering:
                     self._emit(writer, info, counts, frames, slots)
 
     def _offer(
-        self,
-        req: ParsedRequest,
-        writer: asyncio.StreamWriter,
-        info: ConnectionInfo,
-        counts: Written,
-        loop: asyncio.AbstractEventLoop,
+        self, req: ParsedRequest, writer: asyncio.StreamWriter, info: ConnectionInfo, counts: Written
     ) -> asyncio.Future[bytes | None] | None:
-        """Contract 11: a future resolved with None once ``reply`` wrote the response, or None if declined;
-        ``loop``: the connection's (contract 11g: no lookup, hence no system call, per request)."""
+        """Contract 11: a future resolved with None once ``reply`` wrote the response, or None if declined."""
         assert self._fast is not None
-        slot: asyncio.Future[bytes | None] = loop.create_future()
+        slot: asyncio.Future[bytes | None] = counts.loop.create_future()  # kwire.server contract 11i
         entry: list[Any] = [slot, None]
 
         def reply(body: Any) -> None:

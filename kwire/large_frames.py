@@ -218,3 +218,19 @@ class KeptBodies:
                 break
             entries.popitem(last=False)
             self.size -= len(oldest)
+
+
+class Written:
+    """Contract 11: responses queued and written on one connection; ``chain`` holds its fast slots not yet
+    written, in request order (contract 11b), each with its frame once replied; ``out`` writes (contract 11e);
+    ``loop``: the connection's, looked up once (kwire.server contract 11i)."""
+
+    __slots__ = ("queued", "written", "chain", "out", "loop")
+
+    def __init__(self, out: Outbox, loop: asyncio.AbstractEventLoop) -> None:
+        self.out, self.loop, self.queued, self.written = out, loop, 0, 0
+        self.chain: deque[list[Any]] = deque()  # [slot, frame or None]
+
+    def all_fast(self) -> bool:
+        """Contract 11b: every response not yet written is a fast slot's (the writer task holds none)."""
+        return self.queued == self.written + len(self.chain)

@@ -55,9 +55,7 @@ Contracts:
    they are made, then the replied prefix leaves in one write, in request order.
 11c. Inside ``with server.coalesced():`` fast replies are held and leave at its (outermost) exit in one write per
    connection: a caller answering many requests at once (the reads of one barrier) writes each connection once.
-11g. A fast request makes no system call of its own: its slot's future comes from the loop the connection
-   looked up once (CPython 3.11's ``asyncio.get_running_loop`` calls ``getpid``, so one lookup per request was
-   a system call per read: 58,351 ``getpid`` for ~56,000 reads at a leader under ``strace -c``, issue 25).
+11i. A fast request makes no system call: its connection's loop is looked up once (3.11's lookup calls getpid).
 """
 
 from __future__ import annotations
@@ -79,7 +77,6 @@ from kwire.answers import (
     Handler,
     ServerStats,
     SharedBodies,
-    Written,
     _order_failed,
     _releaser,
     acting_as,
@@ -90,7 +87,7 @@ from kwire.authz import ANONYMOUS, Authorizer, Gate, tls_principal
 from kwire.errors import KraftError, LocalProtocolError
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import parse_request
-from kwire.large_frames import Outbox, Waiting
+from kwire.large_frames import Outbox, Waiting, Written
 from kwire.limits import DEFAULT_MAX_IN_FLIGHT, IdleWatch, ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
 
@@ -107,8 +104,8 @@ __all__ = [
     "request_principal",
 ]
 
-# (split(api key, request, refused entry indexes) -> (authorized part, refused part) | None,
-#  merge(api key, handler's response, refusal response) -> response): contract 8's per-entry decisions.
+# contract 8's per-entry decisions: (split(api key, request, refused entry indexes) -> (authorized, refused) | None,
+#  merge(api key, handler's response, refusal response) -> response)
 PerEntry = tuple[
     Callable[[int, Any, frozenset[int]], tuple[Any, Any] | None],
     Callable[[int, Any, Any], Any],
@@ -184,8 +181,7 @@ class KafkaServer(Answering):
         self._ids = itertools.count(1)
         self.stats = ServerStats()
         self.shared = SharedBodies()  # contract 11a (kwire.answers)
-        # contract 11g (kwire.large_frames): the bytes waiting in every connection's outbox
-        self.waiting = Waiting()
+        self.waiting = Waiting()  # contract 11g (kwire.large_frames)
         self._held_depth = 0  # contract 11c
         self._held: dict[int, Any] = {}
 
@@ -262,7 +258,8 @@ class KafkaServer(Answering):
         decoder = FrameDecoder(self._max_frame)
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
-        counts = Written(Outbox(writer, self.waiting))  # contracts 11e, 11g
+        loop = asyncio.get_running_loop()  # contract 11i
+        counts = Written(Outbox(writer, self.waiting), loop)  # contracts 11e, 11g
         session = ServerSession(self._sasl) if self._sasl is not None else None
         versioned = False  # contract 10: this connection's handshake ApiVersions has arrived
         tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
@@ -272,7 +269,6 @@ class KafkaServer(Answering):
                 return f"User:{session.principal}"
             return tls_user or ANONYMOUS
 
-        loop = asyncio.get_running_loop()  # contract 11g
         write_task = loop.create_task(self._write_in_order(order, writer, info, session, counts))
         in_flight: set[asyncio.Future[bytes | None]] = set()
         # contract 11: a fast request's slot, not in ``order``
@@ -329,7 +325,7 @@ class KafkaServer(Answering):
                     await slots.acquire()
                     t: asyncio.Future[bytes | None] | None = None
                     if self._fast is not None and counts.all_fast() and not handshake:  # contracts 11, 11b
-                        t = self._offer(parsed, writer, info, counts, loop)
+                        t = self._offer(parsed, writer, info, counts)
                     if t is not None:  # contract 11: ordered only once a later request must wait for it
                         counts.queued += 1
                         if t.done() and t.exception() is None:  # written inside the offer

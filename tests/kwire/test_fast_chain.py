@@ -115,7 +115,7 @@ def test_a_fast_request_behind_a_slow_one_is_not_offered(monkeypatch: pytest.Mon
 def test_fast_requests_look_the_loop_up_once_per_connection_not_per_request(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Contract 11g: CPython 3.11's get_running_loop makes a getpid system call, so a lookup per fast request
+    """Contract 11i: CPython 3.11's get_running_loop makes a getpid system call, so a lookup per fast request
     was a system call per read (issue 25). Before: one lookup per request (32 here) besides the rest."""
     lookups: list[int] = []
     real = asyncio.get_running_loop
