@@ -155,3 +155,19 @@ def test_a_cancelled_encode_kills_and_reaps_its_child(
     with pytest.raises(ChildProcessError):  # reaped: no longer our child
         os.waitpid(forked[0], os.WNOHANG)
     assert snapshots.list_snapshots(tmp_path) == []
+
+
+def test_the_child_encodes_at_the_lowest_cpu_priority(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen = tmp_path / "priority"
+
+    def noted(image: MetadataImage) -> list[bytes]:
+        seen.write_text(str(os.getpriority(os.PRIO_PROCESS, 0)))
+        return snapshot_values(image)
+
+    monkeypatch.setattr(snapshot_child, "snapshot_values", noted)
+    image = _image(2, 2)
+    asyncio.run(encode_in_child(image, _plan(image), tmp_path, fsync=False))
+    assert int(seen.read_text()) == snapshot_child.CHILD_NICE == 19
+    assert os.getpriority(os.PRIO_PROCESS, 0) < 19  # the parent's own priority is untouched
