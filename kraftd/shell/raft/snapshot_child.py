@@ -35,6 +35,7 @@ import ctypes
 import gc
 import os
 import signal
+import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
@@ -59,9 +60,10 @@ class SnapshotChildError(Exception):
 
 @dataclass(frozen=True, slots=True)
 class ChildUsage:
-    """What the child cost, from ``wait4``: its CPU seconds and its peak resident set (which counts the parent's
-    pages it touched, copied or not)."""
+    """What the child cost: the parent's time in ``fork`` (on the loop), and from ``wait4`` the child's CPU seconds
+    and its peak resident set (which counts the parent's pages it touched, copied or not)."""
 
+    fork_ms: float
     cpu_s: float
     max_rss_mib: float
 
@@ -76,11 +78,13 @@ async def encode_in_child(
 ) -> tuple[Snapshot, ChildUsage]:
     """Contract 1."""
     parent = os.getpid()
+    started = time.perf_counter()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, which never returns (contract 2)
         _child(parent, image, plan, partition_dir, fsync)
+    fork_ms = (time.perf_counter() - started) * 1000
     try:
-        usage = await _exited(pid)
+        cpu_s, max_rss_mib = await _exited(pid)
     except BaseException:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
@@ -89,10 +93,10 @@ async def encode_in_child(
         raise
     path = partition_dir / snapshots.snapshot_name(plan.sid)
     data = await asyncio.to_thread(path.read_bytes)
-    return plan.adopt(data), usage
+    return plan.adopt(data), ChildUsage(fork_ms, cpu_s, max_rss_mib)
 
 
-async def _exited(pid: int) -> ChildUsage:
+async def _exited(pid: int) -> tuple[float, float]:
     loop = asyncio.get_running_loop()
     fd = os.pidfd_open(pid)
     done: asyncio.Future[None] = loop.create_future()
@@ -115,7 +119,7 @@ async def _exited(pid: int) -> ChildUsage:
     if code != 0:
         how = f"killed by signal {-code}" if code < 0 else f"exit code {code}"
         raise SnapshotChildError(f"the snapshot's child process {pid} failed: {how}")
-    return ChildUsage(usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024)
+    return usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024
 
 
 def _child(parent: int, image: MetadataImage, plan: SnapshotPlan, partition_dir: Path, fsync: bool) -> None:
