@@ -7,6 +7,9 @@ from __future__ import annotations
 import asyncio
 import ctypes
 import os
+import subprocess
+import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -171,3 +174,52 @@ def test_the_child_encodes_at_the_lowest_cpu_priority(
     asyncio.run(encode_in_child(image, _plan(image), tmp_path, fsync=False))
     assert int(seen.read_text()) == snapshot_child.CHILD_NICE == 19
     assert os.getpriority(os.PRIO_PROCESS, 0) < 19  # the parent's own priority is untouched
+
+
+_ORPHAN = """
+import asyncio, os, sys, time
+from pathlib import Path
+from kraftd.shell.raft import snapshot_child
+from tests.controller.test_snapshot_child import _image, _plan
+
+d = Path(sys.argv[1])
+
+def blocked(image):
+    (d / "child.part").write_text(str(os.getpid()))
+    os.replace(d / "child.part", d / "child")
+    time.sleep(3600)
+    return []
+
+snapshot_child.snapshot_values = blocked
+image = _image(2, 2)
+asyncio.run(snapshot_child.encode_in_child(image, _plan(image), d, fsync=False))
+"""
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except FileNotFoundError:
+        return "gone"
+
+
+def test_the_child_dies_with_its_parent(tmp_path: Path) -> None:
+    """A node killed with SIGKILL leaves no encoder behind (contract 2: PR_SET_PDEATHSIG)."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    proc = subprocess.Popen([sys.executable, "-c", _ORPHAN, str(tmp_path)], cwd=root, env=env)
+    try:
+        for _ in range(600):  # up to 60 s for the interpreter to start and fork
+            if (tmp_path / "child").exists() or proc.poll() is not None:
+                break
+            time.sleep(0.1)
+        child = int((tmp_path / "child").read_text())
+        assert _state(child) not in ("gone", "Z")
+    finally:
+        proc.kill()
+        proc.wait()
+    for _ in range(600):
+        if _state(child) in ("gone", "Z"):
+            break
+        time.sleep(0.1)
+    assert _state(child) in ("gone", "Z")
