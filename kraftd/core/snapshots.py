@@ -94,6 +94,13 @@ def build_snapshot(
     )
     out.append(footer)
     data = b"".join(b.data for b in out)
+    return snapshot_of(snapshot_id, data, kraft_version=kraft_version, voters=voters, now_ms=now_ms)
+
+
+def snapshot_of(
+    snapshot_id: OffsetAndEpoch, data: bytes, *, kraft_version: int, voters: VoterSet, now_ms: int
+) -> Snapshot:
+    """The :class:`Snapshot` :func:`build_snapshot` returns for ``data``, the bytes it built with these arguments."""
     return Snapshot(snapshot_id, data, kraft_version, voters if kraft_version >= 1 else None, now_ms)
 
 

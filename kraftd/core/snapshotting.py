@@ -31,7 +31,7 @@ from kraftd.core import messages as m
 from kraftd.core.context import NodeContext
 from kraftd.core.effects import DeleteLogBefore, InstallSnapshot, WriteSnapshot
 from kraftd.core.log import OffsetAndEpoch
-from kraftd.core.snapshots import Snapshot, build_snapshot, read_snapshot
+from kraftd.core.snapshots import Snapshot, build_snapshot, read_snapshot, snapshot_of
 from kraftd.core.states import Follower, Leader
 from kraftd.core.types import VoterSet
 from kwire.errors import CorruptRecordError, ErrorCode, LocalProtocolError
@@ -64,6 +64,12 @@ class SnapshotPlan:
             voters=self.voters,
             now_ms=self.now_ms,
             max_batch_bytes=self.max_batch_bytes,
+        )
+
+    def adopt(self, data: bytes) -> Snapshot:
+        """The snapshot :meth:`build` gave, from its bytes (built and written by another process)."""
+        return snapshot_of(
+            self.sid, data, kraft_version=self.kraft_version, voters=self.voters, now_ms=self.now_ms
         )
 
 

@@ -34,11 +34,12 @@ Contracts:
    full collection scanned a quarter of the image's objects (issue 24: 400-1,500 ms of CPU per full collection at
    1M partitions, py-spy samples stuck on one allocating line of replay); now each one scans what was promoted
    since the last, and freezes again once that takes over ``GC_FREEZE_MS``.
-7. The GIL's switch interval (:func:`tune_switch`): ``SWITCH_S`` (0.5 ms) instead of Python's 5 ms. The snapshot
-   writer encodes the image in a worker thread (kraftd.shell.raft.snapshot_writer contract 1); while it runs, each
-   system call of the loop (a socket write to one of N observers, a read, the selector) releases the GIL and then
-   waits up to the switch interval to get it back: at 1M partitions the committed batch's writes to 100 observers
-   made 750-820 ms stalls with 165 ms of the loop's CPU while a snapshot was being encoded (session 13).
+7. The GIL's switch interval (:func:`tune_switch`): ``SWITCH_S`` (0.5 ms) instead of Python's 5 ms. While a worker
+   thread runs Python code (the log's flushes, a snapshot read back; a snapshot encoded in a thread where no child
+   process can be forked, kraftd.shell.raft.snapshot_writer contract 1), each system call of the loop (a socket
+   write to one of N observers, a read, the selector) releases the GIL and then waits up to the switch interval to
+   get it back: at 1M partitions the committed batch's writes to 100 observers made 750-820 ms stalls with 165 ms
+   of the loop's CPU while a snapshot was being encoded in a thread (session 13).
 """
 
 from __future__ import annotations

@@ -4,9 +4,11 @@ Contracts:
 1. When the core says a snapshot is due (record bytes or interval), the state machine is past the latest
    snapshot and no metadata transaction is open, :meth:`SnapshotWriter.poll` takes the committed image as it is
    (``MetadataImage.copy``: O(1), and the persistent image never changes under it, kraftd.controller.image 3)
-   with the end offset it holds and the core's plan for a snapshot there (``RaftClient.plan_snapshot``), and in a
-   worker thread encodes it as records, builds the snapshot's batches and writes its file durably (every
-   O(image) part: at 1M partitions the batches took ~0.8 s and the write and fsync ~0.6 s on the loop).
+   with the end offset it holds and the core's plan for a snapshot there (``RaftClient.plan_snapshot``), and
+   off the loop encodes it as records, builds the snapshot's batches and writes its file durably (every
+   O(image) part: at 1M partitions the batches took ~0.8 s and the write and fsync ~0.6 s on the loop). A node
+   with storage does that in a forked child process (kraftd.shell.raft.snapshot_child: the encoding never holds
+   the loop's interpreter lock); without storage, or where a fork is not available, in a worker thread.
 2. The core is touched only by its driver (kraftd.shell.node contract 4): the built snapshot is handed to
    ``RaftClient.add_snapshot`` by the next :meth:`SnapshotWriter.poll` on the driver, which then steps the
    core with a Tick so the WriteSnapshot effect runs; the DiskMirror knows the file is already written and
@@ -26,6 +28,7 @@ from kraftd.core.snapshots import Snapshot
 from kraftd.core.snapshotting import SnapshotOffsetError, SnapshotPlan
 from kraftd.shell.controller.glue import ControllerPort
 from kraftd.shell.raft.persistence import DiskMirror
+from kraftd.shell.raft.snapshot_child import can_fork, encode_in_child
 from kraftd.storage import snapshots
 
 log = logging.getLogger("kraftd.node")
@@ -78,8 +81,22 @@ class SnapshotWriter:
         return snap
 
     async def _encode(self, end: int, image: MetadataImage, plan: SnapshotPlan) -> None:
+        storage = self.node.storage
         try:
-            self._ready = await asyncio.to_thread(self._build, image, plan)
+            if storage is not None and can_fork():
+                self._ready, usage = await encode_in_child(
+                    image, plan, storage.partition_dir, fsync=storage.log.fsync_enabled
+                )
+                log.info(
+                    "node %d: snapshot at offset %d encoded by a child process: fork %.1f ms, %.2f s of CPU, peak RSS %.1f MiB",
+                    self.node.config.node_id,
+                    end,
+                    usage.fork_ms,
+                    usage.cpu_s,
+                    usage.max_rss_mib,
+                )
+            else:
+                self._ready = await asyncio.to_thread(self._build, image, plan)
             self.node.queue_tick()
         except Exception as exc:  # noqa: BLE001 - contract 3
             log.warning("node %d: snapshot at offset %d not written: %s", self.node.config.node_id, end, exc)
