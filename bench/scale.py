@@ -54,6 +54,7 @@ from scale_table import table  # noqa: E402
 from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
 from kraftd.testing.swarm import SwarmCluster  # noqa: E402
+from tools.heap import unpooled_large_buffers  # noqa: E402
 from tools.swarm.broker import STOPPED  # noqa: E402
 from tools.swarm.swarm import cpu_seconds, percentile  # noqa: E402
 
@@ -314,6 +315,7 @@ def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, 
 
 
 def main() -> None:
+    unpooled_large_buffers()  # tools.heap: the swarm runs in this process (its 8 MiB answers, as the leader's)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vs-kafka", action="store_true", help="also run Kafka 4.3.1's controllers (same swarm)")
     ap.add_argument("--json", action="store_true", help="print every point as one JSON object")

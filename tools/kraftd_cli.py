@@ -8,7 +8,7 @@ Contracts:
    this node leads.
 3. ``perf --bootstrap-controller host:port`` is a client of a running quorum (tools.perf_client): it appends
    NoOpRecords through the leader over the wire and prints commit throughput and latency percentiles.
-4. ``start`` fixes glibc's mmap threshold (:func:`unpooled_large_buffers`) at ``KRAFTD_MMAP_THRESHOLD`` bytes (1 MiB
+4. ``start`` fixes glibc's mmap threshold (:func:`tools.heap.unpooled_large_buffers`) at ``KRAFTD_MMAP_THRESHOLD`` bytes (1 MiB
    unless set; 0 leaves glibc's default) before anything else, so a freed buffer of 1 MiB or more (an observer's
    catch-up answer or snapshot chunk, up to 8 MiB) goes back to the system. glibc raises its threshold to the size
    of the largest mmapped block freed (up to 32 MiB), after which such buffers come from the heap and are kept
@@ -19,10 +19,8 @@ Contracts:
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import json
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -36,6 +34,7 @@ from kraftd.shell.node import ControllerNode
 from kraftd.shell.observe.logging_setup import configure as configure_logging
 from kraftd.storage.errors import LogIOError, StorageError
 from kwire.errors import KraftError
+from tools.heap import unpooled_large_buffers
 from tools.perf_client import run_perf
 from tools.quorum_cli import parse_hosts
 
@@ -80,18 +79,6 @@ async def _run(node: ControllerNode, load: tuple[Path, int, int, int, bool] | No
     if stopped.done() and not stopped.cancelled():
         stopped.exception()  # retrieved: node.fatal already holds it
     return 2 if node.fatal is not None else 0
-
-
-def unpooled_large_buffers() -> bool:
-    """Contract 4: True once glibc's mmap threshold is fixed (False: not glibc, or ``KRAFTD_MMAP_THRESHOLD=0``)."""
-    threshold = int(os.environ.get("KRAFTD_MMAP_THRESHOLD", str(1 << 20)))
-    if threshold <= 0 or not sys.platform.startswith("linux"):
-        return False
-    try:
-        mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
-        return False
-    return bool(mallopt(-3, threshold))  # M_MMAP_THRESHOLD (malloc.h); 1 on success
 
 
 @main.command(help="Start a controller from a server.properties file.")

@@ -1,4 +1,4 @@
-"""tools.kraftd_cli contract 4: ``kraftd start`` fixes glibc's mmap threshold, so a freed buffer of 1 MiB or more goes
+"""tools.heap contract 1 (``kraftd start``, ``kraft-swarm`` and bench/scale.py call it): it fixes glibc's mmap threshold, so a freed buffer of 1 MiB or more goes
 back to the system instead of staying in the heap (issue 24, 1,000 x 1M: a leader answering 1,000 brokers catching
 up grew from 1.3 to 2.3 GB in 300 s with glibc's dynamic threshold, docs/SWARM.md session 16). Each case runs in a
 fresh interpreter: the allocator's state is per process."""
@@ -14,7 +14,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 PROBE = """
 import sys
-from tools.kraftd_cli import unpooled_large_buffers
+from tools.heap import unpooled_large_buffers
 fixed = unpooled_large_buffers() if sys.argv[1] == "1" else False
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096

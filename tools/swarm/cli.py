@@ -20,6 +20,7 @@ from typing import Any
 
 import click
 
+from tools.heap import unpooled_large_buffers
 from tools.swarm.broker import SwarmConfig
 from tools.swarm.swarm import Swarm, cpu_seconds
 
@@ -134,6 +135,7 @@ async def run(opts: dict[str, Any]) -> dict[str, Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON object.")
 def main(**kw: Any) -> None:
     kw["json"] = kw.pop("as_json")
+    unpooled_large_buffers()  # tools.heap: the brokers' 8 MiB Fetch answers go back to the system once read
     try:
         summary = asyncio.run(run(kw))
     except KeyboardInterrupt:
