@@ -17,9 +17,10 @@ Contracts:
 2. The child does nothing else: it runs at the lowest CPU priority (``CHILD_NICE``: on a machine whose cores
    are busy, the loops of this node and of its peers come first; at 1M partitions on 2 cores the three
    controllers' children at the default priority made the loops wait 2-5x their own CPU time), its collector
-   is off (a collection would touch every object's header and copy the parent's pages), its signals are the defaults and the loop's wake-up fd is dropped (a signal to the child
-   never reaches the parent's loop), it dies with its parent (``PR_SET_PDEATHSIG``), it never logs, and it never
-   returns into the parent's code: every path ends in ``os._exit`` (no finalizers, no flushed buffers).
+   is off (a collection would touch every object's header and copy the parent's pages), its signals are the
+   defaults and the loop's wake-up fd is dropped (a signal to the child never reaches the parent's loop), it dies
+   with its parent (``PR_SET_PDEATHSIG``), it never logs, and it never returns into the parent's code: every path
+   ends in ``os._exit`` (no finalizers, no flushed buffers).
 3. A child that fails (an exception: its traceback on stderr, exit 1; or killed) raises
    :class:`SnapshotChildError` in the parent; its ``.part`` file is deleted at the next open
    (kraftd.storage.snapshots contract 1). Cancelled (the node stops), the parent kills and reaps the child.
