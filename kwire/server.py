@@ -106,10 +106,7 @@ __all__ = [
 
 # contract 8's per-entry decisions: (split(api key, request, refused entry indexes) -> (authorized, refused) | None,
 #  merge(api key, handler's response, refusal response) -> response)
-PerEntry = tuple[
-    Callable[[int, Any, frozenset[int]], tuple[Any, Any] | None],
-    Callable[[int, Any, Any], Any],
-]
+PerEntry = tuple[Callable[[int, Any, frozenset[int]], tuple[Any, Any] | None], Callable[[int, Any, Any], Any]]
 
 
 class KafkaServer(Answering):
