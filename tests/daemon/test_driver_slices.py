@@ -15,17 +15,14 @@ from kraftd.core.events import RequestReceived
 from kraftd.shell.raft import driver as driver_mod
 from kraftd.shell.raft.clock import now_ms
 from tests.daemon.cluster import CLUSTER_ID
-from tests.helpers.daemon import single_node
+from tests.helpers.daemon import leading_single_node
 from tools.swarm import frames
 
 WAVE = 200
 
 
 async def _run(tmp_path: Path) -> dict[str, Any]:
-    node = single_node(tmp_path, "one", "one")
-    await node.start()
-    try:
-        await node.wait_for_leader(10)
+    async with leading_single_node(tmp_path) as node:
         core, drv = node.core, node.driver
         answers: list[Any] = []
         yields = getattr(drv, "yields", 0)
@@ -44,8 +41,6 @@ async def _run(tmp_path: Path) -> dict[str, Any]:
             if len(answers) == WAVE and waited:
                 break
         return {"answers": len(answers), "waited": waited[0], "yields": getattr(drv, "yields", 0) - yields}
-    finally:
-        await node.stop()
 
 
 def test_a_queued_wave_is_stepped_over_many_turns_of_the_loop(

@@ -18,17 +18,14 @@ from generated.request_header import RequestHeader
 from kraftd.shell.apis.observer_fetches import REPLY_BYTES, REPLY_CHUNK, records_bytes
 from kraftd.shell.net.transport import ConnectionInfo
 from tests.daemon.cluster import CLUSTER_ID
-from tests.helpers.daemon import single_node
+from tests.helpers.daemon import leading_single_node
 from tools.swarm import frames
 
 WAVE = 300
 
 
 async def _run(tmp_path: Path, reply_chunk: int, reply_bytes: int = REPLY_BYTES) -> dict[str, Any]:
-    node = single_node(tmp_path, "one", "one")
-    await node.start()
-    try:
-        await node.wait_for_leader(10)
+    async with leading_single_node(tmp_path) as node:
         await asyncio.sleep(0.3)  # the first commits of the epoch
         fetches = node.router.fastpath.observer_fetches
         fetches.reply_chunk, fetches.reply_bytes = reply_chunk, reply_bytes
@@ -66,8 +63,6 @@ async def _run(tmp_path: Path, reply_chunk: int, reply_bytes: int = REPLY_BYTES)
             "probe": probe[0] if probe else None,
             "sizes": sizes,
         }
-    finally:
-        await node.stop()
 
 
 def _parked_run(tmp_path: Path, reply_chunk: int, reply_bytes: int = REPLY_BYTES) -> dict[str, Any]:

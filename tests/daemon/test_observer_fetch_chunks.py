@@ -12,17 +12,14 @@ from generated.request_header import RequestHeader
 from kraftd.shell.apis.observer_fetches import CHUNK
 from kraftd.shell.net.transport import ConnectionInfo
 from tests.daemon.cluster import CLUSTER_ID
-from tests.helpers.daemon import single_node
+from tests.helpers.daemon import leading_single_node
 from tools.swarm import frames
 
 WAVE = 300
 
 
 async def _run(tmp_path: Path) -> dict[str, Any]:
-    node = single_node(tmp_path, "one", "one")
-    await node.start()
-    try:
-        await node.wait_for_leader(10)
+    async with leading_single_node(tmp_path) as node:
         core = node.core
         answers: list[Any] = []
         before = core.steps
@@ -49,8 +46,6 @@ async def _run(tmp_path: Path) -> dict[str, Any]:
             + [p.error_code for a in answers for r in a.responses for p in r.partitions if p.error_code],
             "callbacks": node.router.fastpath.observer_fetches.callbacks,
         }
-    finally:
-        await node.stop()
 
 
 def test_a_wave_of_observer_fetches_is_stepped_in_chunks(tmp_path: Path) -> None:

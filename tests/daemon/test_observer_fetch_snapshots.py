@@ -17,16 +17,13 @@ from kraftd.shell.apis.observer_fetches import records_bytes
 from kraftd.shell.net.transport import ConnectionInfo
 from kwire.errors import ErrorCode
 from tests.daemon.cluster import CLUSTER_ID
-from tests.helpers.daemon import single_node
+from tests.helpers.daemon import leading_single_node
 
 N = 50
 
 
 async def _run(tmp_path: Path) -> dict[str, Any]:
-    node = single_node(tmp_path, "one", "one")
-    await node.start()
-    try:
-        await node.wait_for_leader(10)
+    async with leading_single_node(tmp_path) as node:
         core = node.core
         answers: list[Any] = []
         offered, before = [], core.steps
@@ -48,8 +45,6 @@ async def _run(tmp_path: Path) -> dict[str, Any]:
             "answers": answers,
             "callbacks": node.router.fastpath.observer_fetches.callbacks,
         }
-    finally:
-        await node.stop()
 
 
 def test_observers_fetch_snapshots_are_queued_and_stepped_in_chunks(tmp_path: Path) -> None:

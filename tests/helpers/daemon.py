@@ -6,7 +6,8 @@ import asyncio
 import re
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -109,3 +110,15 @@ def single_node(tmp_path: Path, name: str = "s", data: str = "d") -> ControllerN
     write_properties(cfg, 1, port, tmp_path / data, voters=f"1@127.0.0.1:{port}")
     format_directory(load_config(cfg), CLUSTER_ID)
     return ControllerNode(load_config(cfg), seed=1)
+
+
+@asynccontextmanager
+async def leading_single_node(tmp_path: Path) -> AsyncIterator[ControllerNode]:
+    """:func:`single_node`, started and leading (within 10 s); stopped on exit."""
+    node = single_node(tmp_path, "one", "one")
+    await node.start()
+    try:
+        await node.wait_for_leader(10)
+        yield node
+    finally:
+        await node.stop()
