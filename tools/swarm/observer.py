@@ -13,16 +13,38 @@ Contracts:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from kraftd.core.log import OffsetAndEpoch
 from kwire.errors import ErrorCode
+from tools.swarm.decoding import SharedDecodes
+from tools.swarm.replay import SharedReplay
 
-if TYPE_CHECKING:
-    from tools.swarm.broker import SwarmBroker
+
+class ObserverHooks(Protocol):
+    """What an answer reaches beyond its broker (tools.swarm.broker.Hooks has these)."""
+
+    replay: SharedReplay
+    decodes: SharedDecodes
+
+    def progress(self, broker: Any) -> None: ...
 
 
-def on_fetch(b: SwarmBroker, node: int, resp: Any) -> bool | OffsetAndEpoch:
+class Observer(Protocol):
+    """The observer's state an answer moves (tools.swarm.broker.SwarmBroker has it; no import of it here)."""
+
+    leader_id: int
+    fetch_end: int
+    last_epoch: int
+    hwm: int
+
+    @property
+    def hooks(self) -> ObserverHooks: ...
+
+    def learn_leader(self, leader_id: int, leader_epoch: int) -> None: ...
+
+
+def on_fetch(b: Observer, node: int, resp: Any) -> bool | OffsetAndEpoch:
     """Contract 1: True to back off, a snapshot to fetch, else False (fetch again at once)."""
     if not resp.responses or not resp.responses[0].partitions:
         return True
