@@ -90,9 +90,8 @@ class _Pipeline(asyncio.Protocol):
         out["failed"] += failed
         if time.monotonic() < self.end:  # contract 2: only the window's responses count
             out["ok"] += n - failed
-            if (
-                not self.due
-            ):  # the next requests leave once per turn of the loop, as a stream reader's task would
+            # the next requests leave once per turn of the loop, as a stream reader's task would
+            if not self.due:
                 asyncio.get_running_loop().call_soon(self._send)
             self.due += n
             return
@@ -257,9 +256,8 @@ def rounds(
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     """Contracts 1 and 3: the warm-up, then ``args.rounds`` ABBA rounds; (summary, alone phases, spread phases)."""
     pool.map(ready, range(args.workers))
-    phase(
-        pool, ports, args.workers, args.in_flight, args.warmup, servers, args.client
-    )  # contract 1: unmeasured
+    # contract 1: unmeasured
+    phase(pool, ports, args.workers, args.in_flight, args.warmup, servers, args.client)
     alone: list[dict[str, Any]] = []
     spread: list[dict[str, Any]] = []
     for i in range(args.rounds):

@@ -88,7 +88,8 @@ class SnapshotWriter:
                     image, plan, storage.partition_dir, fsync=storage.log.fsync_enabled
                 )
                 log.info(
-                    "node %d: snapshot at offset %d encoded by a child process: fork %.1f ms, %.2f s of CPU, peak RSS %.1f MiB",
+                    "node %d: snapshot at offset %d encoded by a child process: fork %.1f ms, %.2f s of CPU, "
+                    "peak RSS %.1f MiB",
                     self.node.config.node_id,
                     end,
                     usage.fork_ms,
