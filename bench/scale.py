@@ -24,7 +24,9 @@ For kraftd, each step also records the longest event loop stall any controller l
 (``event loop stalled for N ms``, kraftd.shell.observe.looplag: logged above 100 ms, so "<100" means none was),
 and the most CPU time the loop's thread used during a logged stall (``loop_stall_cpu_ms``: on a loaded machine a
 stall far longer than its CPU time was other processes, not the loop's work).
-Each kraftd/Kafka ratio is printed. Cold start and restart on the P-partition log are bench/startup.py's.
+Each phase also records the brokers' closed connections by channel and reason (``disconnects``: request timeouts on
+``raft-client`` are observers' Fetches the leader held past their timeout; tools.swarm.swarm contract 6), also for
+a point that stopped early (phase ``stopped``). Each kraftd/Kafka ratio is printed. Cold start and restart on the P-partition log are bench/startup.py's.
 
 Usage: .venv/bin/python bench/scale.py [--vs-kafka] [--json] [--brokers 100,300] [--partitions 10000,100000]
        [--steady 60] [--propagation-topics 10] [--kills 1]
@@ -142,21 +144,33 @@ def on_sigterm(signum: int, frame: Any) -> None:
     raise Stopped("stopped by SIGTERM")
 
 
-def progress(out: dict[str, Any], phase: str) -> None:
-    """Each phase's end, seconds from the point's start, in ``phases_s`` and on stderr as it happens."""
+def progress(out: dict[str, Any], phase: str, swarm: Any) -> None:
+    """Each phase's end, seconds from the point's start, in ``phases_s`` and on stderr as it happens, and the
+    disconnects counted in it."""
     at = round(time.monotonic() - out["started"], 1)
     out.setdefault("phases_s", {})[phase] = at
+    disconnects(out, phase, swarm)
     print(
-        f"# {out['kind']} N={out['brokers']} P={out['partitions']}: {phase} at {at} s",
+        f"# {out['kind']} N={out['brokers']} P={out['partitions']}: {phase} at {at} s, "
+        f"disconnects {out['disconnects'][phase]}",
         file=sys.stderr,
         flush=True,
     )
 
 
+def disconnects(out: dict[str, Any], phase: str, swarm: Any) -> None:
+    """The brokers' connections closed since the previous phase, by ``"channel: reason"`` (issue 24: what a
+    broker operator watches; tools.swarm.swarm contract 6)."""
+    before: Counter[str] = Counter()
+    for counts in out.setdefault("disconnects", {}).values():
+        before.update(counts)
+    out["disconnects"][phase] = dict(sorted((Counter(swarm.disconnects) - before).items()))
+
+
 def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[str, Any]) -> None:
     swarm = c.swarm
     out["registered_s"] = round(c.run(swarm.wait_running(600), 610), 2)
-    progress(out, "registered")
+    progress(out, "registered", swarm)
     out["memory_before"] = memory(c)
     stalls = Stalls(c)
     out["loop_stall_ms"] = stall = {}
@@ -178,7 +192,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     wait("every observer to fetch the created partitions", caught_up, 300)
     out["memory_after_create"] = memory(c)
     stall["create_topics"] = stalls.take("create_topics")
-    progress(out, "created")
+    progress(out, "created", swarm)
 
     delays: list[float] = []
     from_commit: list[float] = []
@@ -201,7 +215,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         "send_to_commit_mean": round(sum(to_commit) / max(1, len(to_commit)), 1),
         "first_to_last_mean": round(sum(spreads) / max(1, len(spreads)), 1),
     }
-    progress(out, "propagation")
+    progress(out, "propagation", swarm)
 
     pid = leader_pid(c)
     cpu0, swarm0, t0 = proc_cpu_s(pid), cpu_seconds(), time.monotonic()
@@ -221,7 +235,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["steady"]["swarm_cpu_pct"] = round((cpu_seconds() - swarm0) / (t1 - t0) * 100, 1)
     out["memory_steady"] = memory(c)
     stall["steady"] = stalls.take("steady")
-    progress(out, "steady")
+    progress(out, "steady", swarm)
 
     victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
     led = swarm.replay.led_by(victim.id)
@@ -234,7 +248,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     )
     out["controlled_shutdown"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
     stall["controlled_shutdown"] = stalls.take("controlled_shutdown")
-    progress(out, "controlled_shutdown")
+    progress(out, "controlled_shutdown", swarm)
 
     victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
     led = swarm.replay.led_by(victim.id)
@@ -248,7 +262,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     )
     out["broker_failure"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
     stall["broker_failure"] = stalls.take("broker_failure")
-    progress(out, "broker_failure")
+    progress(out, "broker_failure", swarm)
 
     kills: list[dict[str, Any]] = []
     for k in range(args.kills):
@@ -269,6 +283,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
         )
     out["controller_failover"] = failover_summary(kills)
     stall["controller_failover"] = stalls.take("controller_failover")
+    progress(out, "controller_failover", swarm)
     out["mistaken_fences"] = len(swarm.mistaken_fences())
     out["loop_stall_cpu_ms"] = stalls.cpu
 
@@ -299,6 +314,7 @@ def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, 
         steps(c, n, p, args, out)
     except (TimeoutError, AssertionError) as exc:
         out["error"] = str(exc)[:500]
+        disconnects(out, "stopped", c.swarm)
     finally:
         out["load_after"] = os.getloadavg()[0]
         out["seconds"] = round(time.monotonic() - out.pop("started"), 1)

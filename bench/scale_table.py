@@ -62,6 +62,8 @@ def table(points: list[dict[str, Any]]) -> str:
             )
             lines.append(f"  {label:34} kraftd {a!s:>10}  kafka {b!s:>10}  ratio {ratio}")
         for kind, pt in by_kind.items():
+            for phase, counts in pt.get("disconnects", {}).items():  # bench/scale.py: closed, by reason
+                lines.append(f"  {kind} disconnects, {phase}: {counts or 'none'}")
             if "error" in pt:
                 lines.append(f"  {kind} stopped early: {pt['error']}")
     return "\n".join(lines)

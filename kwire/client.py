@@ -42,6 +42,7 @@ Contracts:
    a client's connections are stamped by the kernel (kwire.arrival contract 3), no other's.
 11. Cancelling a caller of ``send``/``connect`` always cancels it, even with its response already there: timeouts
    use ``asyncio.timeout``, not 3.11's ``wait_for`` (it returns a result that arrived with the cancel).
+12. ``on_disconnect(reason)`` runs once per connection closed, with why (kwire.client_conn.reason).
 """
 
 from __future__ import annotations
@@ -105,6 +106,7 @@ class KafkaClient:
         sasl: SaslClientConfig | None = None,
         decode: Callable[[bytes, int, int], tuple[int, Any]] | None = None,
         patient: bool = False,
+        on_disconnect: Callable[[str], None] | None = None,
     ) -> None:
         self.host, self.port = host, port
         self.client_id = client_id
@@ -120,7 +122,7 @@ class KafkaClient:
         self._server_hostname = server_hostname
         self._sasl = sasl
         self._decode = decode or decode_response  # contract 10
-        self._patient = patient  # contract 4a
+        self._patient, self._on_disconnect = patient, on_disconnect  # contracts 4a, 12
         self._reauth_at: float | None = None
         self._conn: _Connection | None = None
         self._connecting: asyncio.Lock = asyncio.Lock()
@@ -183,7 +185,7 @@ class KafkaClient:
         stamp = self._decode is not decode_response  # contract 10
         async with asyncio.timeout(self.connect_timeout):  # contract 11
             reader, writer = await arrival.open_connection(self.host, self.port, self._ssl, hostname, stamp)
-        conn = _Connection(reader, writer, self._max_frame)
+        conn = _Connection(reader, writer, self._max_frame, self._on_disconnect)
         conn.reader_task = asyncio.create_task(self._read_loop(conn))
         self._conn = conn
         lo, hi = self._ours.get(API_VERSIONS_KEY, (0, 4))

@@ -18,8 +18,14 @@ from kwire.framing import FrameDecoder
 class Connection:
     """One negotiated socket of a KafkaClient: its frames, correlation ids and in-flight requests."""
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, max_frame: int) -> None:
-        self.reader, self.writer = reader, writer
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        max_frame: int,
+        on_close: Callable[[str], None] | None = None,
+    ) -> None:
+        self.reader, self.writer, self.on_close = reader, writer, on_close
         self.decoder = FrameDecoder(max_frame)
         self.next_id = 0
         self.pending: dict[int, tuple[int, int, asyncio.Future[Any]]] = {}
@@ -39,6 +45,8 @@ class Connection:
         return len(queued) == 4 and struct.unpack("i", queued)[0] > 0
 
     def fail_all(self, exc: KraftError) -> None:
+        if not self.closed and self.on_close is not None:  # kwire.client contract 12: once per connection
+            self.on_close(reason(exc))
         self.closed = True
         for _, _, fut in self.pending.values():
             if not fut.done():
@@ -46,6 +54,25 @@ class Connection:
         self.pending.clear()
         self.eager.clear()
         self.writer.close()
+
+
+# kwire.client contract 12: why a connection closed, by the start of its NetworkError's text
+REASONS = (
+    ("connection closed after a request timed out", "request timeout"),
+    ("peer closed", "peer closed"),
+    ("client closed", "client closed"),
+    ("connection lost", "connection lost"),
+    ("write failed", "write failed"),
+    ("connection failed", "connect failed"),
+    ("connecting was cancelled", "connect cancelled"),
+    ("re-authentication failed", "re-authentication failed"),
+)
+
+
+def reason(exc: KraftError) -> str:
+    """Contract 12: one of REASONS' names, or "protocol error" (an answer out of order, a frame refused)."""
+    text = str(exc)
+    return next((name for start, name in REASONS if text.startswith(start)), "protocol error")
 
 
 def once(

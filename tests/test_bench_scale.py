@@ -7,6 +7,7 @@ import argparse
 import os
 import signal
 import time
+from collections import Counter
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -29,6 +30,7 @@ class FakeCluster:
             alive=lambda: True,
         )
         self.q = SimpleNamespace(node=lambda node_id: me, nodes=[me])
+        self.swarm = SimpleNamespace(disconnects=Counter({"raft-client: request timeout": 3}))
         self.closed = False
 
     def quorum(self, timeout_ms: int = 1000) -> Any:
@@ -50,7 +52,8 @@ def test_a_point_stopped_by_sigterm_keeps_what_it_measured(
 ) -> None:
     def steps(c: Any, n: int, p: int, args: argparse.Namespace, out: dict[str, Any]) -> None:
         out["registered_s"] = 1.5
-        scale.progress(out, "registered")
+        scale.progress(out, "registered", c.swarm)
+        c.swarm.disconnects["raft-client: request timeout"] += 2
         os.kill(os.getpid(), signal.SIGTERM)
         time.sleep(5)
         out["never"] = True
@@ -68,6 +71,11 @@ def test_a_point_stopped_by_sigterm_keeps_what_it_measured(
     assert time.monotonic() - started < 4
     assert out["error"] == "stopped by SIGTERM" and "never" not in out
     assert out["registered_s"] == 1.5 and "registered" in out["phases_s"] and out["seconds"] < 4
+    # each phase's disconnects, and those of the phase the point stopped in
+    assert out["disconnects"] == {
+        "registered": {"raft-client: request timeout": 3},
+        "stopped": {"raft-client: request timeout": 2},
+    }
     assert (
         out["memory_at_end"]["swarm_rss_mib"] > 10
         and clusters[0].closed

@@ -34,6 +34,9 @@ class Hooks:
     def fenced_while_running(self, broker: SwarmBroker) -> None:
         pass
 
+    def disconnected(self, channel: str, reason: str) -> None:
+        pass
+
 
 def test_the_round_trip_ends_when_the_answer_was_read() -> None:
     hooks = Hooks()

@@ -37,6 +37,9 @@ class Hooks:
     def fenced_while_running(self, broker: SwarmBroker) -> None:
         pass
 
+    def disconnected(self, channel: str, reason: str) -> None:
+        pass
+
 
 class Answer(FetchResponse):
     """A Fetch answer that can be watched with a weak reference."""

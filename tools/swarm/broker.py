@@ -25,11 +25,14 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    catch-up answers, the last seconds after it arrived (a broker in its own process reads it at once); timing them
    out closed the connections and fetched the same bytes again, and the swarm never caught up (docs/SWARM.md,
    session 16). A controller that stops sending still times out, as in Kafka's NetworkClient.
+6. Every connection a channel's client closes goes to ``hooks.disconnected(channel, reason)`` (``raft-client``:
+   Fetch and FetchSnapshot; ``broker-to-controller``: the rest), with why (kwire.client contract 12).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import random
 import time
 import uuid
@@ -76,6 +79,8 @@ class Hooks(Protocol):
     def progress(self, broker: SwarmBroker) -> None: ...
 
     def fenced_while_running(self, broker: SwarmBroker) -> None: ...
+
+    def disconnected(self, channel: str, reason: str) -> None: ...
 
 
 class SwarmBroker:
@@ -158,6 +163,7 @@ class SwarmBroker:
             reconnect_backoff_ms=self.cfg.retry_backoff_ms,
             decode=self._decode_controller if channel == "controller" else self._decode_raft,
             patient=True,  # contract 5
+            on_disconnect=functools.partial(self.hooks.disconnected, name),  # contract 6
         )
         self._clients[channel] = (node, client)
         return client

@@ -25,6 +25,8 @@ Contracts:
    and runs its maintenance every ``GC_MAINTAIN_S`` on the swarm's loop. Without it, a full collection of the swarm's process (the replayed
    image, 1,000 brokers' clients) took 117-143 ms every ~5 s at 1,000 brokers and 10k partitions, and most
    heartbeats slower than 100 ms, on either controller kind, spanned one (docs/SWARM.md, session 13).
+6. :attr:`Swarm.disconnects` counts the brokers' closed connections by ``"channel: reason"`` (tools.swarm.broker
+   contract 6; kwire.client contract 12): what a broker operator watches when a controller lets requests time out.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ import gc
 import random
 import resource
 import time
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -117,6 +120,7 @@ class Swarm:
         # (sent, rtt s until the swarm's loop read the answer) of each answered heartbeat (contract 1)
         self.heartbeats_loop: list[tuple[float, float]] = []
         self.fences: list[Fence] = []
+        self.disconnects: Counter[str] = Counter()  # contract 6
         self.watches: list[Watch] = []
         self._admin: tuple[int, KafkaClient] | None = None
         self._admin_read = -1.0  # when the admin client last read an answer (contract 3a)
@@ -129,6 +133,9 @@ class Swarm:
         self.heartbeats.append((sent, rtt, error, broker.id, node))
         if error == ErrorCode.NONE:
             self.heartbeats_loop.append((sent, max(rtt, broker.heartbeat_loop_read - sent)))
+
+    def disconnected(self, channel: str, reason: str) -> None:
+        self.disconnects[f"{channel}: {reason}"] += 1
 
     def progress(self, broker: SwarmBroker) -> None:
         if not self.watches:
