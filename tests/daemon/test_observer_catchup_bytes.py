@@ -76,7 +76,8 @@ def _run_bounded(pending: int) -> tuple[int, int, int]:
             most[0] = max(most[0], waiting[0])
             answered[0] += 1
 
-        of = ObserverFetches(step, waiting=lambda: waiting[0], pending=pending)
+        # the clock stands still: contract 7's bound alone (contract 7a's due time is tests/daemon/test_observer_fetch_due.py)
+        of = ObserverFetches(step, waiting=lambda: waiting[0], pending=pending, clock=lambda: 0.0)
         for i in range(200):
             of.offer(i, handed)
         while answered[0] < 200:

@@ -42,6 +42,22 @@ Contracts:
    1,000 x 1M, docs/SWARM.md, session 15). So the leader holds at most about ``PENDING`` plus one callback's
    answers (contract 6) of observer answers, and serves the catch-up at the pace the observers read it.
    ``KRAFTD_OBSERVER_PENDING_BYTES`` in the environment sets it (0: no bound; an A/B switch for bench/scale.py).
+7a. No queued Fetch waits for that bound past its due time: its own long poll (``max_wait_ms``, a broker's 500 ms,
+   at most ``DUE_MS``) from when it was offered; a FetchSnapshot (no long poll) ``DUE_MS``. A callback that finds
+   the bound reached steps the due Fetches at the queue's head anyway, shaped: ``max_bytes`` at most
+   ``DUE_BYTES`` (the log read still gives at least one whole batch, kraftd.core.log.read, so the observer makes
+   progress) and ``max_wait_ms`` 0 (an observer at the log end is answered at once with no records and the high
+   watermark: its long poll is spent). A broker's Fetch times out after its long poll plus
+   ``controller.quorum.request.timeout.ms`` (2 s) and then closes its connection; held in the queue with no limit,
+   observers' Fetches timed out ~200 a second at 1,000 x 1M and the brokers reconnected as fast (docs/SWARM.md,
+   session 16). ``DUE_MS`` (1 s) is half of that timeout's 2 s, so an answer made at its due time still has the
+   rest to be written. Kafka 4.3.1's leader answers every Fetch when it comes due: KafkaRaftClient
+   handleFetchRequest reads ``log.read(fetchOffset, UNCOMMITTED, request.maxBytes())`` (KafkaRaftLog.read:
+   UnifiedLog.read with minOneMessage, at least one batch), answers at once when it has records, and otherwise
+   parks it in its fetch purgatory for ``maxWaitMs``, then answers with what the log has (javap of
+   kafka-raft-4.3.1.jar); it has no such bound (its records are sent from the log's file, not held per answer).
+   What the leader holds is then ``PENDING``, one callback's answers, and at most one shaped answer per observer
+   (each has one Fetch in flight): ``DUE_BYTES`` or one batch each. ``due`` counts the Fetches so stepped.
 8. An observer's FetchSnapshot is queued, stepped and answered as its Fetch is (contracts 1-7; its records are
    the chunk it carries): at 1M partitions the log start moves past lagging brokers (retention, KIP-630), and 1,000
    of them fetching the snapshot in 8 MiB chunks, each sliced and encoded at once on the coroutine path, grew a
@@ -65,6 +81,10 @@ REPLY_BYTES = int(os.environ.get("KRAFTD_OBSERVER_REPLY_BYTES", str(4 << 20)))
 BYTES = 32 * 1024 * 1024  # records per callback (contract 6)
 PENDING = int(os.environ.get("KRAFTD_OBSERVER_PENDING_BYTES", str(64 << 20)))  # contract 7
 RETRY_S = 0.005  # contract 7
+DUE_MS = (
+    1000  # contract 7a: the longest a queued Fetch waits for the bound; half a broker's 2 s request timeout
+)
+DUE_BYTES = 64 * 1024  # contract 7a: a due Fetch's max_bytes (one batch when a batch is larger)
 
 Answer = Callable[[Any], None]
 Step = Callable[[Any, Answer], bool]
@@ -79,12 +99,15 @@ class ObserverFetches:
         reply_bytes: int = REPLY_BYTES,
         waiting: Callable[[], int] = lambda: 0,
         pending: int = PENDING,
+        clock: Callable[[], float] | None = None,
     ) -> None:
-        """``waiting``: the bytes waiting in the listener's outboxes (contract 7)."""
+        """``waiting``: the bytes waiting in the listener's outboxes (contract 7); ``clock``: seconds, the loop's
+        time unless given (contract 7a)."""
         self.step, self.chunk, self.reply_chunk, self.reply_bytes = step, chunk, reply_chunk, reply_bytes
-        self.waiting, self.pending = waiting, pending
+        self.waiting, self.pending, self.clock = waiting, pending, clock
         self.deferred = 0  # callbacks that found the bound reached (counted work)
-        self.queue: deque[tuple[Any, Answer]] = deque()
+        self.due = 0  # Fetches stepped shaped at their due time (contract 7a, counted work)
+        self.queue: deque[tuple[Any, Answer, float]] = deque()  # (body, answer, due time)
         self.held: deque[tuple[Answer, Any]] = deque()
         self.scheduled = False
         self.callbacks = 0  # drain callbacks run (counted work)
@@ -92,9 +115,13 @@ class ObserverFetches:
         self.made, self.seen = 0, set[int]()  # contract 6: records made in this callback, of these answers
 
     def offer(self, body: Any, answer: Answer) -> None:
-        """Contract 1."""
-        self.queue.append((body, answer))
+        """Contracts 1, 7a."""
+        wait_ms = min(getattr(body, "max_wait_ms", DUE_MS), DUE_MS)
+        self.queue.append((body, answer, self._now() + max(0, wait_ms) / 1000))
         self._schedule()
+
+    def _now(self) -> float:
+        return self.clock() if self.clock is not None else asyncio.get_running_loop().time()
 
     def _schedule(self) -> None:
         if not self.scheduled:
@@ -119,7 +146,7 @@ class ObserverFetches:
             self.made += records_bytes(resp)
 
     def _drain(self) -> None:
-        """Contracts 2, 2a, 3, 6 and 7."""
+        """Contracts 2, 2a, 3, 6, 7 and 7a."""
         self.callbacks += 1
         self.made, self.seen = 0, set()
         held, queue = self.held, self.queue
@@ -133,19 +160,41 @@ class ObserverFetches:
             self.most_answered = max(self.most_answered, n)
         elif queue and 0 < self.pending <= self.waiting():  # contract 7
             self.deferred += 1
-            asyncio.get_running_loop().call_later(RETRY_S, self._drain)
-            return
+            self._step_due()  # contract 7a
+            if queue:
+                asyncio.get_running_loop().call_later(RETRY_S, self._drain)
+                return
         else:
             step, hold = self.step, self._hold if self.reply_chunk > 0 else None
             for _ in range(min(self.chunk, len(queue))):
                 if self.made >= BYTES:
                     break
-                body, answer = queue.popleft()
+                body, answer, _ = queue.popleft()
                 step(body, hold(answer) if hold is not None else answer)  # False: stopping (contract 4)
         if held or queue:
             asyncio.get_running_loop().call_soon(self._drain)
         else:
             self.scheduled = False
+
+    def _step_due(self) -> None:
+        """Contract 7a: the due Fetches at the queue's head, shaped, within contract 6's bytes. Each is due at most
+        ``DUE_MS`` after it was offered, and those ahead of it were offered before it, so none waits longer."""
+        queue, now, hold = self.queue, self._now(), self._hold if self.reply_chunk > 0 else None
+        for _ in range(min(self.chunk, len(queue))):
+            if self.made >= BYTES or queue[0][2] > now:
+                break
+            body, answer, _ = queue.popleft()
+            shape(body)
+            self.due += 1
+            self.step(body, hold(answer) if hold is not None else answer)  # False: stopping (contract 4)
+
+
+def shape(body: Any) -> None:
+    """Contract 7a: a due Fetch (or FetchSnapshot) asks for at most ``DUE_BYTES`` and no more long poll."""
+    if hasattr(body, "max_bytes"):
+        body.max_bytes = min(body.max_bytes, DUE_BYTES)
+    if hasattr(body, "max_wait_ms"):
+        body.max_wait_ms = 0
 
 
 def records_bytes(resp: Any) -> int:
