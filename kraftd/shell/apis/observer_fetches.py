@@ -58,6 +58,7 @@ Contracts:
    kafka-raft-4.3.1.jar); it has no such bound (its records are sent from the log's file, not held per answer).
    What the leader holds is then ``PENDING``, one callback's answers, and at most one shaped answer per observer
    (each has one Fetch in flight): ``DUE_BYTES`` or one batch each. ``due`` counts the Fetches so stepped.
+   ``KRAFTD_OBSERVER_DUE_MS`` in the environment sets ``DUE_MS`` (0: never due, contract 7 alone; an A/B switch).
 8. An observer's FetchSnapshot is queued, stepped and answered as its Fetch is (contracts 1-7; its records are
    the chunk it carries): at 1M partitions the log start moves past lagging brokers (retention, KIP-630), and 1,000
    of them fetching the snapshot in 8 MiB chunks, each sliced and encoded at once on the coroutine path, grew a
@@ -81,9 +82,9 @@ REPLY_BYTES = int(os.environ.get("KRAFTD_OBSERVER_REPLY_BYTES", str(4 << 20)))
 BYTES = 32 * 1024 * 1024  # records per callback (contract 6)
 PENDING = int(os.environ.get("KRAFTD_OBSERVER_PENDING_BYTES", str(64 << 20)))  # contract 7
 RETRY_S = 0.005  # contract 7
-DUE_MS = (
-    1000  # contract 7a: the longest a queued Fetch waits for the bound; half a broker's 2 s request timeout
-)
+# Contract 7a: the longest a queued Fetch waits for the bound, half a broker's 2 s request timeout;
+# ``KRAFTD_OBSERVER_DUE_MS=0`` in the environment: never due (contract 7 alone; an A/B switch for bench/scale.py).
+DUE_MS = int(os.environ.get("KRAFTD_OBSERVER_DUE_MS", "1000"))
 DUE_BYTES = 64 * 1024  # contract 7a: a due Fetch's max_bytes (one batch when a batch is larger)
 
 Answer = Callable[[Any], None]
@@ -160,7 +161,8 @@ class ObserverFetches:
             self.most_answered = max(self.most_answered, n)
         elif queue and 0 < self.pending <= self.waiting():  # contract 7
             self.deferred += 1
-            self._step_due()  # contract 7a
+            if DUE_MS > 0:
+                self._step_due()  # contract 7a
             if queue:
                 asyncio.get_running_loop().call_later(RETRY_S, self._drain)
                 return
