@@ -42,7 +42,7 @@ Contracts:
    a client's connections are stamped by the kernel (kwire.arrival contract 3), no other's.
 11. Cancelling a caller of ``send``/``connect`` always cancels it, even with its response already there: timeouts
    use ``asyncio.timeout``, not 3.11's ``wait_for`` (it returns a result that arrived with the cancel).
-12. ``on_disconnect(reason)`` runs once per connection closed, with why (kwire.client_conn.reason).
+12. ``on_disconnect(reason)`` runs once per connection closed, with why (kwire.client_conn.reason, naming a timed-out request's API).
 """
 
 from __future__ import annotations
@@ -295,8 +295,8 @@ class KafkaClient:
         def expire() -> None:  # fut not done (kwire.client_conn.expire_later)
             conn.pending.pop(cid, None)
             conn.eager.pop(cid, None)
-            self._disconnect(conn, NetworkError("connection closed after a request timed out"))
             name = API_SPECS[api_key].name
+            self._disconnect(conn, NetworkError(f"connection closed after a request timed out: {name}"))
             fut.set_exception(RequestTimeoutError(f"{name} v{version} got no response in {wait}s"))
 
         _expire_later(loop, wait, fut, expire, conn if self._patient else None)
@@ -324,10 +324,9 @@ class KafkaClient:
                 return await asyncio.shield(fut)
         except TimeoutError:
             conn.pending.pop(cid, None)
-            self._disconnect(conn, NetworkError("connection closed after a request timed out"))
-            raise RequestTimeoutError(
-                f"{API_SPECS[api_key].name} v{version} got no response in {timeout}s"
-            ) from None
+            name = API_SPECS[api_key].name
+            self._disconnect(conn, NetworkError(f"connection closed after a request timed out: {name}"))
+            raise RequestTimeoutError(f"{name} v{version} got no response in {timeout}s") from None
 
     def _disconnect(self, conn: _Connection, exc: KraftError) -> None:
         if not conn.closed:

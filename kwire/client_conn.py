@@ -70,9 +70,11 @@ REASONS = (
 
 
 def reason(exc: KraftError) -> str:
-    """Contract 12: one of REASONS' names, or "protocol error" (an answer out of order, a frame refused)."""
+    """Contract 12: one of REASONS' names (a timeout with its request's API: ``request timeout (Fetch)``), or
+    "protocol error" (an answer out of order, a frame refused)."""
     text = str(exc)
-    return next((name for start, name in REASONS if text.startswith(start)), "protocol error")
+    name = next((name for start, name in REASONS if text.startswith(start)), "protocol error")
+    return f"{name} ({text.rsplit(': ', 1)[1]})" if name == "request timeout" and ": " in text else name
 
 
 def once(

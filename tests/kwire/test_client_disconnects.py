@@ -59,7 +59,7 @@ async def reasons(then: str, request: bool = True) -> list[str]:
 
 
 def test_a_request_timed_out_is_one_disconnect_for_that_reason() -> None:
-    assert asyncio.run(reasons("silent")) == ["request timeout"]
+    assert asyncio.run(reasons("silent")) == ["request timeout (DescribeQuorum)"]
 
 
 def test_a_peer_that_closes_is_one_disconnect_for_that_reason() -> None:

@@ -51,6 +51,6 @@ async def run() -> Swarm:
 def test_a_fetch_held_past_its_timeout_is_a_raft_client_request_timeout() -> None:
     swarm = asyncio.run(run())
     assert swarm.disconnects == {
-        "raft-client: request timeout": 1,
+        "raft-client: request timeout (Fetch)": 1,
         "broker-to-controller: client closed": 1,
     }
