@@ -120,3 +120,67 @@ def test_the_switch_interval_is_short_so_a_worker_thread_does_not_hold_the_loop_
         assert sys.getswitchinterval() == pytest.approx(looplag.SWITCH_S) and looplag.SWITCH_S <= 0.001
     finally:
         sys.setswitchinterval(before)
+
+
+class _CollectionClock:
+    """A fake ``time`` for looplag: every look at the clock is ``step_ms`` after the last, so each collection
+    (one look at its start, one at its end) takes ``step_ms``."""
+
+    def __init__(self, step_ms: float) -> None:
+        self.now, self.step_ms = 0.0, step_ms
+
+    def perf_counter(self) -> float:
+        self.now += self.step_ms / 1000
+        return self.now
+
+
+def _collections_timed(monkeypatch: pytest.MonkeyPatch, step_ms: float) -> tuple[int, ...]:
+    monkeypatch.setattr(looplag, "time", _CollectionClock(step_ms))
+    monkeypatch.setattr(looplag, "_gc_estimate", [0.0], raising=False)
+    before = gc.get_threshold()
+    looplag.tune_gc()
+    gc.set_threshold(10**6, 1000, 1000)  # only the collections the test runs
+    return before
+
+
+def test_a_full_collection_estimated_over_budget_freezes_before_it_scans(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Contract 5a: middle collections promoted enough since the last freeze that the next full collection would
+    exceed ``GC_FULL_MS``: it freezes at its start, so it scans nothing (before, it scanned everything and froze
+    only after a collection longer than ``GC_FREEZE_MS``)."""
+    before = _collections_timed(monkeypatch, 3.0)  # each collection "takes" 3 ms, below GC_FREEZE_MS
+    try:
+        gc.collect(2)  # nothing promoted since: 3 ms, estimate 6 ms
+        frozen = gc.get_freeze_count()
+        kept = [[i] for i in range(1000)]  # promoted by the middle collections below
+        gc.collect(1)
+        gc.collect(1)  # 6 + 2 x 3 x 2 (GC_MID_WEIGHT) ms expected of the next full collection: over budget
+        gc.collect(2)
+        assert gc.get_freeze_count() >= frozen + len(kept), "the full collection scanned its heap"
+        del kept
+    finally:
+        gc.callbacks.remove(looplag._gc_callback)
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def test_a_full_collection_within_budget_collects_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Contract 5a's other side: a full collection expected within budget runs (cyclic garbage is freed) and
+    freezes nothing."""
+    before = _collections_timed(monkeypatch, 1.0)
+    try:
+        gc.collect(2)  # 1 ms: the next is expected at GC_GROWTH ms
+        frozen = gc.get_freeze_count()
+        cycle: list[object] = []
+        cycle.append(cycle)
+        kept = [[i] for i in range(1000)]
+        gc.collect(1)
+        del cycle  # 2 + 1 x 2 ms expected: within budget
+        assert gc.collect(2) >= 1  # the cycle was found
+        assert gc.get_freeze_count() == frozen
+        del kept
+    finally:
+        gc.callbacks.remove(looplag._gc_callback)
+        gc.unfreeze()
+        gc.set_threshold(*before)

@@ -72,8 +72,12 @@ class ControllerPort(RaftPort, Protocol):
 
 log = logging.getLogger("kraftd.controller")
 R = TypeVar("R")
-REPLAY_STEP = 100  # records between two looks at the clock
-SLICE_S = 0.02  # the longest a turn of the loop replays (100-200 us a partition record at 100k partitions)
+REPLAY_STEP = 25  # records between two looks at the clock
+# The longest a turn of the loop replays or computes (contract 9). 10 ms, not 20 (session 17): a timer due during
+# a turn runs its task two turns later (its handle in the next turn, the task's wake-up in the one after, behind
+# the slicers' continuations), so the lag probe's stall is about three turns; with 20 ms slices at 1M partitions
+# those were 20-40 ms each and the stalls logged 100-125 ms.
+SLICE_S = 0.01
 FRAME_STEP = 250  # records encoded between two looks at the clock (contract 8)
 
 
