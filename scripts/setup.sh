@@ -2,7 +2,8 @@
 # Creates (or reuses) ./.venv and installs kraftd with its test extras. Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY=${PYTHON:-python3}
+# $PYTHON, else an interpreter with libpython linked in when the machine has one (scripts/pick_python.sh)
+PY=$(scripts/pick_python.sh)
 if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
