@@ -1,0 +1,268 @@
+"""A scheduler trace of one bench/reads.py throughput phase (issue 25): is a core idle while a server waits?
+
+Contracts:
+1. The run is bench/reads.py's: one linearizable 3-process quorum on loopback, the same pool of clients and the
+   same phase (bench.reads_load contract 2), aimed at the leader alone or spread over the three controllers. For
+   ``--trace-seconds`` inside the phase's window, ``perf record -a`` records the scheduler's tracepoints
+   (sched_switch, sched_waking, sched_wakeup, sched_migrate_task), the one trace that works on this kernel
+   (issue 25, session 17: ``perf sched record`` gave no wake-ups, and CONFIG_SCHEDSTATS is off, so
+   /proc/<pid>/sched has no wake-up counts). Needs perf and the right to trace the whole system.
+2. :func:`analyze` is a pure function of ``perf script`` lines and the run's pids (servers leader first, clients):
+   per CPU the idle seconds per second, and the idle seconds while one of the run's processes was runnable and
+   waiting on the other CPU ("idle beside a waiter"); those idle episodes per second, their durations, and how
+   each ended (a waiter pulled to the idle CPU, or a task woken onto it); the run's wake-ups per second by
+   (woken, waker) kind, placed on the waker's CPU or not, and "stacked": put on a busy CPU while another CPU
+   was idle. A task is tracked as waiting from its wake-up (or its preemption) until it is switched in; a wait
+   older than 100 ms is taken as a lost event and ignored.
+2a. On this VM the switch out of CPU 1's idle task is never traced (perf and tracefs alike; its wake-ups are), so
+   an idle period also ends at the first wake-up aimed at that CPU, a waiter migrated to it, or any event of
+   another task on it, whichever is first.
+3. Per process, from /proc/<pid>/sched and schedstat at the trace's two ends: migrations, voluntary and
+   involuntary switches and run-queue wait per second (these need no CONFIG_SCHEDSTATS).
+
+Usage: .venv/bin/python bench/sched_trace.py [--phase spread|alone] [--seconds S] [--trace-seconds T] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter, defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench.reads import _seed  # noqa: E402
+from bench.reads_load import phase, ready  # noqa: E402
+from tools.local_quorum import LocalQuorum  # noqa: E402
+
+_LINE = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(\w+):\s*(.*)$")
+_FIELD = re.compile(r"(\w+)=(\S+)")
+LOST = 0.1  # contract 2: a wait older than this (seconds) is a lost event
+_SCHED = ("se.nr_migrations", "nr_voluntary_switches", "nr_involuntary_switches")
+
+
+def _kind(names: dict[int, str], pid: int) -> str:
+    """S (a server), C (a client), idle or other."""
+    return names[pid][:1] if pid in names else ("idle" if pid == 0 else "other")
+
+
+class _Cpus:
+    """Contract 2's state: who runs and who waits on each CPU, and each idle CPU's period."""
+
+    def __init__(self, names: dict[int, str]) -> None:
+        self.names = names
+        self.cur: dict[int, int] = {}
+        self.waiting: dict[int, dict[int, float]] = defaultdict(dict)  # cpu -> {pid: waiting since}
+        self.on: dict[int, int] = {}  # pid -> the CPU it waits on
+        self.idle_since: dict[int, float] = {}
+        self.beside_since: dict[int, float] = {}  # idle CPU -> since when one of ours waits elsewhere
+        self.period_beside: dict[int, float] = {}  # idle CPU -> beside-a-waiter seconds in this period
+        self.idle = Counter[int]()
+        self.beside = 0.0
+        self.episodes: list[float] = []
+        self.ended = Counter[str]()
+
+    def wait(self, pid: int, cpu: int, ts: float) -> None:
+        self.unwait(pid)
+        self.waiting[cpu][pid], self.on[pid] = ts, cpu
+
+    def unwait(self, pid: int) -> None:
+        if pid in self.on:
+            self.waiting[self.on.pop(pid)].pop(pid, None)
+
+    def start_idle(self, cpu: int, ts: float) -> None:
+        self.idle_since[cpu], self.period_beside[cpu] = ts, 0.0
+        self.cur[cpu] = 0
+
+    def end_idle(self, cpu: int, ts: float, pid: int, how: str) -> None:
+        self._close(cpu, ts)
+        self.idle[cpu] += ts - self.idle_since.pop(cpu)
+        if (b := self.period_beside.pop(cpu)) > 0:
+            self.episodes.append(b)
+            self.ended[f"{how} {_kind(self.names, pid)}"] += 1
+        self.cur[cpu] = pid
+
+    def _close(self, cpu: int, ts: float) -> None:
+        if cpu in self.beside_since:
+            d = ts - self.beside_since.pop(cpu)
+            self.beside += d
+            self.period_beside[cpu] += d
+
+    def recheck(self, ts: float) -> None:
+        """After each event: each idle CPU is beside a waiter while one of ours waits on another CPU."""
+        for cpu in self.idle_since:
+            now = any(
+                p in self.names and ts - since < LOST
+                for c, q in self.waiting.items()
+                if c != cpu
+                for p, since in q.items()
+            )
+            if now and cpu not in self.beside_since:
+                self.beside_since[cpu] = ts
+            elif not now:
+                self._close(cpu, ts)
+
+
+def analyze(lines: list[str], servers: list[int], clients: list[int]) -> dict[str, Any]:
+    """Contract 2."""
+    names = {p: f"S{i}" for i, p in enumerate(servers)} | {p: "C" for p in clients}
+    st = _Cpus(names)
+    waker: dict[int, tuple[int, int]] = {}
+    wakes = Counter[str]()
+    first = last = None
+    cpus: set[int] = set()
+    for line in lines:
+        m = _LINE.match(line)
+        if not m:
+            continue
+        _, pid_s, cpu_s, ts_s, ev, rest = m.groups()
+        pid, cpu, ts = int(pid_s), int(cpu_s), float(ts_s)
+        first = ts if first is None else first
+        last = ts
+        cpus.add(cpu)
+        f = dict(_FIELD.findall(rest))
+        if pid and cpu in st.idle_since:  # contract 2a: a task runs there, so the CPU's idle ended unseen
+            st.end_idle(cpu, ts, pid, "woken")
+        if ev == "sched_switch":
+            prev, nxt = int(f["prev_pid"]), int(f["next_pid"])
+            if prev and f["prev_state"].startswith("R"):
+                st.wait(prev, cpu, ts)
+            st.unwait(nxt)
+            if nxt == 0:
+                st.start_idle(cpu, ts)
+            elif cpu in st.idle_since:
+                st.end_idle(cpu, ts, nxt, "woken")
+            st.cur[cpu] = nxt
+        elif ev == "sched_waking":
+            waker[int(f["pid"])] = (pid, cpu)
+        elif ev == "sched_wakeup":
+            p, target = int(f["pid"]), int(f["target_cpu"])
+            if p in names:
+                by, by_cpu = waker.pop(p, (-1, -1))
+                wakes[f"{_kind(names, p)}<-{_kind(names, by) if by >= 0 else 'irq'}"] += 1
+                wakes["on the waker's CPU" if by_cpu == target else "elsewhere"] += 1
+                idle_elsewhere = any(st.cur.get(c) == 0 for c in st.cur if c != target)
+                if st.cur.get(target, 0) != 0 and idle_elsewhere:
+                    wakes["stacked (busy target, another CPU idle)"] += 1
+            st.wait(p, target, ts)
+            if target in st.idle_since:
+                st.end_idle(target, ts, p, "woken")
+        elif ev == "sched_migrate_task":
+            p, dst = int(f["pid"]), int(f["dest_cpu"])
+            if p in st.on:
+                st.wait(p, dst, st.waiting[st.on[p]][p])
+                if dst in st.idle_since:
+                    st.end_idle(dst, ts, p, "pulled")
+        st.recheck(ts)
+    span = (last - first) if first is not None and last is not None and last > first else 1.0
+    episodes = sorted(st.episodes)
+
+    def pct(q: float) -> float:
+        return round(episodes[min(len(episodes) - 1, int(len(episodes) * q))] * 1e6) if episodes else 0.0
+
+    return {
+        "span_s": round(span, 3),
+        "idle_cores": round(sum(st.idle.values()) / span, 3),
+        "idle_cores_each_cpu": [round(st.idle[c] / span, 3) for c in sorted(cpus)],
+        "idle_beside_a_waiter_cores": round(st.beside / span, 3),
+        "idle_beside_a_waiter_episodes_per_s": round(len(episodes) / span),
+        "idle_beside_a_waiter_us_p50_p90": [pct(0.5), pct(0.9)],
+        "idle_beside_a_waiter_ended_by_per_s": {k: round(v / span) for k, v in st.ended.most_common()},
+        "wakeups_per_s": {k: round(v / span) for k, v in wakes.most_common()},
+    }
+
+
+def _sched(pid: int) -> dict[str, float]:
+    out = {}
+    for line in Path(f"/proc/{pid}/sched").read_text().splitlines():
+        k, _, v = line.partition(":")
+        if k.strip() in _SCHED:
+            out[k.strip()] = float(v)
+    out["wait_s"] = int(Path(f"/proc/{pid}/schedstat").read_text().split()[1]) / 1e9
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--phase", choices=("spread", "alone"), default="spread")
+    ap.add_argument("--seconds", type=float, default=5.0, help="the phase's window")
+    ap.add_argument("--trace-seconds", type=float, default=2.0, help="traced inside the window, after 1 s")
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--in-flight", type=int, default=256)
+    ap.add_argument("--keep", type=Path, help="keep perf.data and the perf script text here")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="kraftd-sched-trace-"))
+    q = LocalQuorum(work / "quorum", 3, extra={"kraftd.read.consistency": "linearizable"})
+    try:
+        q.start_all()
+        lead = q.wait_leader(30).leader_id
+        asyncio.run(_seed(q.ports[lead - 1]))
+        servers = [q.procs[i].pid for i in sorted(q.procs, key=lambda i: i != lead)]
+        targets = list(q.ports) if args.phase == "spread" else [q.ports[lead - 1]]
+        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+            pool.map(ready, range(args.workers))
+            clients = sorted(p.pid for p in multiprocessing.active_children())
+            phase(pool, list(q.ports), args.workers, args.in_flight, 1.0, servers)  # warm-up, unmeasured
+            out: dict[str, Any] = {}
+            run = threading.Thread(
+                target=lambda: out.update(
+                    phase(pool, targets, args.workers, args.in_flight, args.seconds, servers)
+                )
+            )
+            run.start()
+            time.sleep(1.3)
+            pids = servers + clients
+            before = {p: _sched(p) for p in pids}
+            data = work / "perf.data"
+            events = [
+                "sched:sched_switch",
+                "sched:sched_waking",
+                "sched:sched_wakeup",
+                "sched:sched_migrate_task",
+            ]
+            cmd = ["perf", "record", "-q", "-a", "-o", str(data)]
+            for e in events:
+                cmd += ["-e", e]
+            t0 = time.monotonic()
+            subprocess.run([*cmd, "--", "sleep", str(args.trace_seconds)], check=True, capture_output=True)
+            span = time.monotonic() - t0
+            after = {p: _sched(p) for p in pids}
+            run.join()
+        text = subprocess.run(
+            ["perf", "script", "-i", str(data)], check=True, capture_output=True, text=True
+        ).stdout
+        res = analyze(text.splitlines(), servers, clients)
+        res["phase"] = args.phase
+        res["reads_per_s"] = round(out["reads_per_s"])
+        res["phase_idle_cores"] = out["idle_cores"]
+        res["phase_each_server_cpu_per_s"] = out["each_server_cpu_per_s"]
+        res["phase_others_cores"] = out["others_cores"]
+        res["per_process_per_s"] = {
+            (f"S{servers.index(p)}" if p in servers else f"C{clients.index(p)}"): {
+                k: round((after[p][k] - before[p][k]) / span, 2) for k in after[p]
+            }
+            for p in pids
+        }
+        if args.keep:
+            args.keep.mkdir(parents=True, exist_ok=True)
+            shutil.copy(data, args.keep / "perf.data")
+            (args.keep / "perf.txt").write_text(text)
+    finally:
+        q.stop_all()
+        shutil.rmtree(work, ignore_errors=True)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    main()
