@@ -10,7 +10,8 @@ Contracts:
 2. :func:`analyze` is a pure function of ``perf script`` lines and the run's pids (servers leader first, clients):
    per CPU the idle seconds per second, and the idle seconds while one of the run's processes was runnable and
    waiting on the other CPU ("idle beside a waiter"); those idle episodes per second, their durations, and how
-   each ended (a waiter pulled to the idle CPU, or a task woken onto it); the run's wake-ups per second by
+   each began (whose sleep: S0 the leader, S1-S2, C a client) and ended (a waiter pulled to the idle CPU, or a
+   task woken onto it); the run's wake-ups per second by
    (woken, waker) kind, placed on the waker's CPU or not, and "stacked": put on a busy CPU while another CPU
    was idle. A task is tracked as waiting from its wake-up (or its preemption) until it is switched in; a wait
    older than 100 ms is taken as a lost event and ignored.
@@ -66,12 +67,14 @@ class _Cpus:
         self.waiting: dict[int, dict[int, float]] = defaultdict(dict)  # cpu -> {pid: waiting since}
         self.on: dict[int, int] = {}  # pid -> the CPU it waits on
         self.idle_since: dict[int, float] = {}
+        self.slept: dict[int, int] = {}  # idle CPU -> the task whose sleep began the period
         self.beside_since: dict[int, float] = {}  # idle CPU -> since when one of ours waits elsewhere
         self.period_beside: dict[int, float] = {}  # idle CPU -> beside-a-waiter seconds in this period
         self.idle = Counter[int]()
         self.beside = 0.0
         self.episodes: list[float] = []
         self.ended = Counter[str]()
+        self.began = Counter[str]()
 
     def wait(self, pid: int, cpu: int, ts: float) -> None:
         self.unwait(pid)
@@ -81,8 +84,8 @@ class _Cpus:
         if pid in self.on:
             self.waiting[self.on.pop(pid)].pop(pid, None)
 
-    def start_idle(self, cpu: int, ts: float) -> None:
-        self.idle_since[cpu], self.period_beside[cpu] = ts, 0.0
+    def start_idle(self, cpu: int, ts: float, prev: int) -> None:
+        self.idle_since[cpu], self.period_beside[cpu], self.slept[cpu] = ts, 0.0, prev
         self.cur[cpu] = 0
 
     def end_idle(self, cpu: int, ts: float, pid: int, how: str) -> None:
@@ -91,6 +94,7 @@ class _Cpus:
         if (b := self.period_beside.pop(cpu)) > 0:
             self.episodes.append(b)
             self.ended[f"{how} {_kind(self.names, pid)}"] += 1
+            self.began[self.names.get(self.slept[cpu], "other")] += 1
         self.cur[cpu] = pid
 
     def _close(self, cpu: int, ts: float) -> None:
@@ -140,7 +144,7 @@ def analyze(lines: list[str], servers: list[int], clients: list[int]) -> dict[st
                 st.wait(prev, cpu, ts)
             st.unwait(nxt)
             if nxt == 0:
-                st.start_idle(cpu, ts)
+                st.start_idle(cpu, ts, prev)
             elif cpu in st.idle_since:
                 st.end_idle(cpu, ts, nxt, "woken")
             st.cur[cpu] = nxt
@@ -179,6 +183,9 @@ def analyze(lines: list[str], servers: list[int], clients: list[int]) -> dict[st
         "idle_beside_a_waiter_episodes_per_s": round(len(episodes) / span),
         "idle_beside_a_waiter_us_p50_p90": [pct(0.5), pct(0.9)],
         "idle_beside_a_waiter_ended_by_per_s": {k: round(v / span) for k, v in st.ended.most_common()},
+        "idle_beside_a_waiter_after_the_sleep_of_per_s": {
+            k: round(v / span) for k, v in st.began.most_common()
+        },
         "wakeups_per_s": {k: round(v / span) for k, v in wakes.most_common()},
     }
 

@@ -39,6 +39,7 @@ def test_idle_while_a_server_waits_on_the_other_cpu_is_counted_and_how_it_ended(
     assert out["idle_beside_a_waiter_cores"] == round(0.001 / 0.006, 3)
     assert out["idle_beside_a_waiter_us_p50_p90"] == [1000, 1000]
     assert out["idle_beside_a_waiter_ended_by_per_s"] == {"woken S": round(1 / 0.006)}
+    assert out["idle_beside_a_waiter_after_the_sleep_of_per_s"] == {"S1": round(1 / 0.006)}
     wakes = out["wakeups_per_s"]
     assert wakes["S<-C"] == round(2 / 0.006)
     assert wakes["on the waker's CPU"] == round(1 / 0.006)
