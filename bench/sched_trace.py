@@ -9,12 +9,12 @@ Contracts:
    /proc/<pid>/sched has no wake-up counts). Needs perf and the right to trace the whole system.
 2. :func:`analyze` is a pure function of ``perf script`` lines and the run's pids (servers leader first, clients):
    per CPU the idle seconds per second, and the idle seconds while one of the run's processes was runnable and
-   waiting on the other CPU ("idle beside a waiter"); those idle episodes per second, their durations, and how
-   each began (whose sleep: S0 the leader, S1-S2, C a client) and ended (a waiter pulled to the idle CPU, or a
-   task woken onto it); the run's wake-ups per second by
-   (woken, waker) kind, placed on the waker's CPU or not, and "stacked": put on a busy CPU while another CPU
-   was idle. A task is tracked as waiting from its wake-up (or its preemption) until it is switched in; a wait
-   older than 100 ms is taken as a lost event and ignored.
+   waiting on the other CPU ("idle beside a waiter"); those idle episodes per second, their durations, whose
+   sleep began each (S0 the leader, S1-S2 the followers, C a client) and how each ended (a waiter pulled to the
+   idle CPU, or a task woken onto it); the run's wake-ups per second by (woken, waker) kind, placed on the
+   waker's CPU or not, and "stacked": put on a busy CPU while another CPU was idle. A task is tracked as waiting
+   from its wake-up (or its preemption) until it is switched in; a wait older than 100 ms is taken as a lost
+   event and ignored.
 2a. On this VM the switch out of CPU 1's idle task is never traced (perf and tracefs alike; its wake-ups are), so
    an idle period also ends at the first wake-up aimed at that CPU, a waiter migrated to it, or any event of
    another task on it, whichever is first.
