@@ -7,6 +7,8 @@ Contracts:
    (sched_switch, sched_waking, sched_wakeup, sched_migrate_task), the one trace that works on this kernel
    (issue 25, session 17: ``perf sched record`` gave no wake-ups, and CONFIG_SCHEDSTATS is off, so
    /proc/<pid>/sched has no wake-up counts). Needs perf and the right to trace the whole system.
+1a. ``--phase latency`` traces bench/reads.py's latency samples instead: one linearizable read at a time at a
+   follower, from a thread of this process (the "client" of the analysis); ``read_ms_p50_p99`` over all of them.
 2. :func:`analyze` is a pure function of ``perf script`` lines and the run's pids (servers leader first, clients):
    per CPU the idle seconds per second, and the idle seconds while one of the run's processes was runnable and
    waiting on the other CPU ("idle beside a waiter"); those idle episodes per second, their durations, whose
@@ -15,13 +17,16 @@ Contracts:
    waker's CPU or not, and "stacked": put on a busy CPU while another CPU was idle. A task is tracked as waiting
    from its wake-up (or its preemption) until it is switched in; a wait older than 100 ms is taken as a lost
    event and ignored.
+   ``wakeup_to_run_us_p50_p90_p99_n``: per process, from its wake-up to its switch-in (only the switch-ins traced,
+   see 2a: a wake-up onto an idle CPU 1 is missing from it).
 2a. On this VM the switch out of CPU 1's idle task is never traced (perf and tracefs alike; its wake-ups are), so
    an idle period also ends at the first wake-up aimed at that CPU, a waiter migrated to it, or any event of
    another task on it, whichever is first.
 3. Per process, from /proc/<pid>/sched and schedstat at the trace's two ends: migrations, voluntary and
    involuntary switches and run-queue wait per second (these need no CONFIG_SCHEDSTATS).
 
-Usage: .venv/bin/python bench/sched_trace.py [--phase spread|alone] [--seconds S] [--trace-seconds T] [--keep DIR]
+Usage: .venv/bin/python bench/sched_trace.py [--phase spread|alone|latency] [--seconds S] [--trace-seconds T]
+       [--in-flight N] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -43,8 +48,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.reads import _seed  # noqa: E402
-from bench.reads_load import phase, ready  # noqa: E402
+from bench.reads import _latencies, _seed  # noqa: E402
+from bench.reads_load import DESCRIBE, phase, ready  # noqa: E402
 from tools.local_quorum import LocalQuorum  # noqa: E402
 
 _LINE = re.compile(r"^\s*(.+?)\s+(\d+)\s+\[(\d+)\]\s+([\d.]+):\s+sched:(\w+):\s*(.*)$")
@@ -75,6 +80,8 @@ class _Cpus:
         self.episodes: list[float] = []
         self.ended = Counter[str]()
         self.began = Counter[str]()
+        self.woke: dict[int, float] = {}  # ours, woken and not yet switched in
+        self.delays: dict[str, list[float]] = defaultdict(list)  # by name: wake-up -> switched in, seconds
 
     def wait(self, pid: int, cpu: int, ts: float) -> None:
         self.unwait(pid)
@@ -118,6 +125,11 @@ class _Cpus:
                 self._close(cpu, ts)
 
 
+def _pcts(xs: list[float]) -> list[float]:
+    xs = sorted(xs)
+    return [round(xs[min(len(xs) - 1, int(len(xs) * q))] * 1e6) for q in (0.5, 0.9, 0.99)] + [len(xs)]
+
+
 def analyze(lines: list[str], servers: list[int], clients: list[int]) -> dict[str, Any]:
     """Contract 2."""
     names = {p: f"S{i}" for i, p in enumerate(servers)} | {p: "C" for p in clients}
@@ -143,6 +155,8 @@ def analyze(lines: list[str], servers: list[int], clients: list[int]) -> dict[st
             if prev and f["prev_state"].startswith("R"):
                 st.wait(prev, cpu, ts)
             st.unwait(nxt)
+            if nxt in st.woke:
+                st.delays[names[nxt]].append(ts - st.woke.pop(nxt))
             if nxt == 0:
                 st.start_idle(cpu, ts, prev)
             elif cpu in st.idle_since:
@@ -160,6 +174,8 @@ def analyze(lines: list[str], servers: list[int], clients: list[int]) -> dict[st
                 if st.cur.get(target, 0) != 0 and idle_elsewhere:
                     wakes["stacked (busy target, another CPU idle)"] += 1
             st.wait(p, target, ts)
+            if p in names:
+                st.woke[p] = ts
             if target in st.idle_since:
                 st.end_idle(target, ts, p, "woken")
         elif ev == "sched_migrate_task":
@@ -187,6 +203,7 @@ def analyze(lines: list[str], servers: list[int], clients: list[int]) -> dict[st
             k: round(v / span) for k, v in st.began.most_common()
         },
         "wakeups_per_s": {k: round(v / span) for k, v in wakes.most_common()},
+        "wakeup_to_run_us_p50_p90_p99_n": {k: _pcts(v) for k, v in sorted(st.delays.items())},
     }
 
 
@@ -200,9 +217,22 @@ def _sched(pid: int) -> dict[str, float]:
     return out
 
 
+_EVENTS = ("sched:sched_switch", "sched:sched_waking", "sched:sched_wakeup", "sched:sched_migrate_task")
+
+
+def _record(data: Path, seconds: float) -> float:
+    """Contract 1: ``perf record -a`` of the scheduler's tracepoints for ``seconds``; the seconds it took."""
+    cmd = ["perf", "record", "-q", "-a", "-o", str(data)]
+    for e in _EVENTS:
+        cmd += ["-e", e]
+    t0 = time.monotonic()
+    subprocess.run([*cmd, "--", "sleep", str(seconds)], check=True, capture_output=True)
+    return time.monotonic() - t0
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--phase", choices=("spread", "alone"), default="spread")
+    ap.add_argument("--phase", choices=("spread", "alone", "latency"), default="spread")
     ap.add_argument("--seconds", type=float, default=5.0, help="the phase's window")
     ap.add_argument("--trace-seconds", type=float, default=2.0, help="traced inside the window, after 1 s")
     ap.add_argument("--workers", type=int, default=2)
@@ -210,51 +240,24 @@ def main() -> None:
     ap.add_argument("--keep", type=Path, help="keep perf.data and the perf script text here")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kraftd-sched-trace-"))
+    data = work / "perf.data"
     q = LocalQuorum(work / "quorum", 3, extra={"kraftd.read.consistency": "linearizable"})
+    res: dict[str, Any] = {"phase": args.phase}
     try:
         q.start_all()
         lead = q.wait_leader(30).leader_id
         asyncio.run(_seed(q.ports[lead - 1]))
         servers = [q.procs[i].pid for i in sorted(q.procs, key=lambda i: i != lead)]
-        targets = list(q.ports) if args.phase == "spread" else [q.ports[lead - 1]]
-        with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
-            pool.map(ready, range(args.workers))
-            clients = sorted(p.pid for p in multiprocessing.active_children())
-            phase(pool, list(q.ports), args.workers, args.in_flight, 1.0, servers)  # warm-up, unmeasured
-            out: dict[str, Any] = {}
-            run = threading.Thread(
-                target=lambda: out.update(
-                    phase(pool, targets, args.workers, args.in_flight, args.seconds, servers)
-                )
-            )
-            run.start()
-            time.sleep(1.3)
-            pids = servers + clients
-            before = {p: _sched(p) for p in pids}
-            data = work / "perf.data"
-            events = [
-                "sched:sched_switch",
-                "sched:sched_waking",
-                "sched:sched_wakeup",
-                "sched:sched_migrate_task",
-            ]
-            cmd = ["perf", "record", "-q", "-a", "-o", str(data)]
-            for e in events:
-                cmd += ["-e", e]
-            t0 = time.monotonic()
-            subprocess.run([*cmd, "--", "sleep", str(args.trace_seconds)], check=True, capture_output=True)
-            span = time.monotonic() - t0
-            after = {p: _sched(p) for p in pids}
-            run.join()
+        if args.phase == "latency":
+            follower = next(i for i in q.node_ids() if i != lead)
+            clients, span, before, after = _latency(q.ports[follower - 1], servers, data, args, res)
+        else:
+            clients, span, before, after = _throughput(q, lead, servers, data, args, res)
         text = subprocess.run(
             ["perf", "script", "-i", str(data)], check=True, capture_output=True, text=True
         ).stdout
-        res = analyze(text.splitlines(), servers, clients)
-        res["phase"] = args.phase
-        res["reads_per_s"] = round(out["reads_per_s"])
-        res["phase_idle_cores"] = out["idle_cores"]
-        res["phase_each_server_cpu_per_s"] = out["each_server_cpu_per_s"]
-        res["phase_others_cores"] = out["others_cores"]
+        res.update(analyze(text.splitlines(), servers, clients))
+        pids = servers + clients
         res["per_process_per_s"] = {
             (f"S{servers.index(p)}" if p in servers else f"C{clients.index(p)}"): {
                 k: round((after[p][k] - before[p][k]) / span, 2) for k in after[p]
@@ -269,6 +272,59 @@ def main() -> None:
         q.stop_all()
         shutil.rmtree(work, ignore_errors=True)
     print(json.dumps(res))
+
+
+Samples = tuple[list[int], float, dict[int, dict[str, float]], dict[int, dict[str, float]]]
+
+
+def _throughput(
+    q: LocalQuorum, lead: int, servers: list[int], data: Path, args: Any, res: dict[str, Any]
+) -> Samples:
+    """Contract 1: a throughput phase of bench/reads.py, traced inside its window."""
+    targets = list(q.ports) if args.phase == "spread" else [q.ports[lead - 1]]
+    with multiprocessing.get_context("spawn").Pool(args.workers) as pool:
+        pool.map(ready, range(args.workers))
+        clients = sorted(p.pid for p in multiprocessing.active_children())
+        phase(pool, list(q.ports), args.workers, args.in_flight, 1.0, servers)  # warm-up, unmeasured
+        out: dict[str, Any] = {}
+        run = threading.Thread(
+            target=lambda: out.update(
+                phase(pool, targets, args.workers, args.in_flight, args.seconds, servers)
+            )
+        )
+        run.start()
+        time.sleep(1.3)
+        before = {p: _sched(p) for p in servers + clients}
+        span = _record(data, args.trace_seconds)
+        after = {p: _sched(p) for p in servers + clients}
+        run.join()
+    res["reads_per_s"] = round(out["reads_per_s"])
+    res["phase_idle_cores"] = out["idle_cores"]
+    res["phase_each_server_cpu_per_s"] = out["each_server_cpu_per_s"]
+    res["phase_others_cores"] = out["others_cores"]
+    return clients, span, before, after
+
+
+def _latency(port: int, servers: list[int], data: Path, args: Any, res: dict[str, Any]) -> Samples:
+    """Contract 1a: bench/reads.py's latency samples (one read at a time at a follower), traced."""
+    lat: list[float] = []
+    tid: list[int] = []
+
+    def reads() -> None:
+        tid.append(threading.get_native_id())
+        lat.extend(asyncio.run(_latencies(port, int((args.trace_seconds + 2.0) / 0.0003), DESCRIBE)))
+
+    run = threading.Thread(target=reads)
+    run.start()
+    time.sleep(1.0)
+    before = {p: _sched(p) for p in servers + tid}
+    span = _record(data, args.trace_seconds)
+    after = {p: _sched(p) for p in servers + tid}
+    run.join()
+    lat.sort()
+    res["reads"] = len(lat)
+    res["read_ms_p50_p99"] = [round(lat[len(lat) // 2], 3), round(lat[int(len(lat) * 0.99)], 3)]
+    return tid, span, before, after
 
 
 if __name__ == "__main__":
