@@ -8,7 +8,8 @@ Contracts:
    (issue 25, session 17: ``perf sched record`` gave no wake-ups, and CONFIG_SCHEDSTATS is off, so
    /proc/<pid>/sched has no wake-up counts). Needs perf and the right to trace the whole system.
 1a. ``--phase latency`` traces bench/reads.py's latency samples instead: one linearizable read at a time at a
-   follower, from a thread of this process (the "client" of the analysis); ``read_ms_p50_p99`` over all of them.
+   follower, from a thread of this process (the "client" of the analysis); ``read_ms_p50_p99`` over all of them;
+   ``--consistency stale`` runs the quorum with stale reads, for the same figures without a barrier.
 2. :func:`analyze` is a pure function of ``perf script`` lines and the run's pids (servers leader first, clients):
    per CPU the idle seconds per second, and the idle seconds while one of the run's processes was runnable and
    waiting on the other CPU ("idle beside a waiter"); those idle episodes per second, their durations, whose
@@ -235,14 +236,15 @@ def main() -> None:
     ap.add_argument("--phase", choices=("spread", "alone", "latency"), default="spread")
     ap.add_argument("--seconds", type=float, default=5.0, help="the phase's window")
     ap.add_argument("--trace-seconds", type=float, default=2.0, help="traced inside the window, after 1 s")
+    ap.add_argument("--consistency", choices=("linearizable", "stale"), default="linearizable")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--in-flight", type=int, default=256)
     ap.add_argument("--keep", type=Path, help="keep perf.data and the perf script text here")
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kraftd-sched-trace-"))
     data = work / "perf.data"
-    q = LocalQuorum(work / "quorum", 3, extra={"kraftd.read.consistency": "linearizable"})
-    res: dict[str, Any] = {"phase": args.phase}
+    q = LocalQuorum(work / "quorum", 3, extra={"kraftd.read.consistency": args.consistency})
+    res: dict[str, Any] = {"phase": args.phase, "consistency": args.consistency}
     try:
         q.start_all()
         lead = q.wait_leader(30).leader_id
