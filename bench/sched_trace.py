@@ -243,7 +243,7 @@ def main() -> None:
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kraftd-sched-trace-"))
     data = work / "perf.data"
-    q = LocalQuorum(work / "quorum", 3, extra={"kraftd.read.consistency": args.consistency})
+    q = LocalQuorum(work, 3, extra={"kraftd.read.consistency": args.consistency})
     res: dict[str, Any] = {"phase": args.phase, "consistency": args.consistency}
     try:
         q.start_all()
