@@ -39,7 +39,12 @@ def test_a_missing_or_too_old_candidate_is_passed_over(tmp_path: Path) -> None:
 
 
 def test_an_interpreter_loading_a_shared_libpython_is_passed_over() -> None:
-    shared = [e for e in (sys.executable, shutil.which("python3") or "") if e and links_libpython(e)]
+    found = [sys.executable, *map(str, sorted(Path.home().glob(".pyenv/versions/3.1*/bin/python3")))]
+    on_path = subprocess.run(
+        ["python3", "-c", "import sys; print(sys.executable)"], capture_output=True, text=True
+    )
+    found.append(on_path.stdout.strip())  # the interpreter behind a shim (pyenv's python3 is a script)
+    shared = [e for e in found if e and links_libpython(e)]
     static = [
         e
         for e in ("/usr/bin/python3", "/usr/bin/python3.11")
