@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from typing import Any
 
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
 from generated.vote_response import VoteResponse
+from kwire.apiversions import build_api_versions_response
+from kwire.client import all_apis
 from kwire.framing import FrameDecoder, encode_frame
-from kwire.headers import encode_request
+from kwire.headers import encode_request, encode_response, parse_request
 
 
 # ---- first written for tests/kwire/test_server_client.py ---------------------------------------------------
@@ -57,3 +60,21 @@ class Parked:
         self.replies.append(reply)
         self.taken.set()
         return True
+
+
+# ---- first written for the kwire.client stand-in controllers (test_client_patient, test_client_disconnects) ----
+async def requests_after_api_versions(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+) -> AsyncIterator[tuple[int, int, int]]:
+    """A stand-in controller's read loop: ApiVersions answered at once; every other request yielded as (api key,
+    version, correlation id) for the test to answer or not. Ends when the peer closes."""
+    decoder = FrameDecoder()
+    while data := await reader.read(65536):
+        for frame in decoder.feed(data):
+            req = parse_request(frame, all_apis())
+            key, version, cid = req.spec.api_key, req.header.request_api_version, req.header.correlation_id
+            if req.body is None or key == 18:
+                body = build_api_versions_response(min(version, 3), all_apis())
+                writer.write(encode_frame(encode_response(18, min(version, 3), cid, body)))
+            else:
+                yield key, version, cid

@@ -8,11 +8,9 @@ import asyncio
 import pytest
 
 from generated.describe_quorum_request import DescribeQuorumRequest
-from kwire.apiversions import build_api_versions_response
-from kwire.client import KafkaClient, all_apis
+from kwire.client import KafkaClient
 from kwire.errors import NetworkError, RequestTimeoutError
-from kwire.framing import FrameDecoder, encode_frame
-from kwire.headers import encode_response, parse_request
+from tests.helpers.kwire import requests_after_api_versions
 
 HOST = "127.0.0.1"
 
@@ -21,21 +19,10 @@ def serve(then: str) -> asyncio.base_events.Server:
     """ApiVersions answered; any other request never answered (``then="silent"``) or the connection closed."""
 
     async def conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        decoder = FrameDecoder()
-        while data := await reader.read(65536):
-            for frame in decoder.feed(data):
-                req = parse_request(frame, all_apis())
-                key, version, cid = (
-                    req.spec.api_key,
-                    req.header.request_api_version,
-                    req.header.correlation_id,
-                )
-                if req.body is None or key == 18:
-                    body = build_api_versions_response(min(version, 3), all_apis())
-                    writer.write(encode_frame(encode_response(18, min(version, 3), cid, body)))
-                elif then == "close":
-                    writer.close()
-                    return
+        async for _ in requests_after_api_versions(reader, writer):
+            if then == "close":
+                writer.close()
+                return
         writer.close()
 
     return asyncio.start_server(conn, HOST, 0)  # type: ignore[return-value]

@@ -9,11 +9,11 @@ import pytest
 
 from generated.describe_quorum_request import DescribeQuorumRequest
 from generated.describe_quorum_response import DescribeQuorumResponse
-from kwire.apiversions import build_api_versions_response
-from kwire.client import KafkaClient, all_apis
+from kwire.client import KafkaClient
 from kwire.errors import RequestTimeoutError
-from kwire.framing import FrameDecoder, encode_frame
-from kwire.headers import encode_response, parse_request
+from kwire.framing import encode_frame
+from kwire.headers import encode_response
+from tests.helpers.kwire import requests_after_api_versions
 
 HOST = "127.0.0.1"
 TIMEOUT = 0.3  # the client's request timeout; the slow answer takes about 3 of them
@@ -26,28 +26,16 @@ def serve(stall_after: int | None) -> asyncio.base_events.Server:
     ``3 * TIMEOUT`` in all), or stopping after ``stall_after`` pieces."""
 
     async def conn(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        decoder = FrameDecoder()
-        while data := await reader.read(65536):
-            for frame in decoder.feed(data):
-                req = parse_request(frame, all_apis())
-                key, version, cid = (
-                    req.spec.api_key,
-                    req.header.request_api_version,
-                    req.header.correlation_id,
-                )
-                if req.body is None or key == 18:
-                    body = build_api_versions_response(min(version, 3), all_apis())
-                    writer.write(encode_frame(encode_response(18, min(version, 3), cid, body)))
-                    continue
-                answer = encode_frame(
-                    encode_response(key, version, cid, DescribeQuorumResponse(error_message=ERROR_MESSAGE))
-                )
-                pieces = [answer[i : i + 1000] for i in range(0, len(answer), 1000)]
-                for n, piece in enumerate(pieces):
-                    if stall_after is not None and n == stall_after:
-                        await asyncio.sleep(60)
-                    writer.write(piece)
-                    await asyncio.sleep(STEP * 9 / len(pieces))
+        async for key, version, cid in requests_after_api_versions(reader, writer):
+            answer = encode_frame(
+                encode_response(key, version, cid, DescribeQuorumResponse(error_message=ERROR_MESSAGE))
+            )
+            pieces = [answer[i : i + 1000] for i in range(0, len(answer), 1000)]
+            for n, piece in enumerate(pieces):
+                if stall_after is not None and n == stall_after:
+                    await asyncio.sleep(60)
+                writer.write(piece)
+                await asyncio.sleep(STEP * 9 / len(pieces))
         writer.close()
 
     return asyncio.start_server(conn, HOST, 0)  # type: ignore[return-value]
