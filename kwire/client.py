@@ -43,6 +43,8 @@ Contracts:
 11. Cancelling a caller of ``send``/``connect`` always cancels it, even with its response already there: timeouts
    use ``asyncio.timeout``, not 3.11's ``wait_for`` (it returns a result that arrived with the cancel).
 12. ``on_disconnect(reason)`` runs once per connection closed, with why (kwire.client_conn.reason, naming a timed-out request's API).
+13. The read loop holds no frame or decoded body of a delivered response while it waits for bytes (kraft-swarm's
+   1,000 connections each held their last 8 MiB answer twice: GBs at 1,000 x 300k, docs/SWARM.md session 17).
 """
 
 from __future__ import annotations
@@ -61,7 +63,6 @@ from generated.messages import API_SPECS
 from kwire import arrival, stagetrace
 from kwire.apiversions import API_VERSIONS_KEY, NegotiatedVersions, VersionRange, negotiate
 from kwire.client_conn import Connection as _Connection
-from kwire.client_conn import call_eager as _call_eager
 from kwire.client_conn import expire_later as _expire_later
 from kwire.client_conn import once as _once
 from kwire.client_conn import retrieve as _retrieve
@@ -72,11 +73,10 @@ from kwire.errors import (
     KraftError,
     LocalProtocolError,
     NetworkError,
-    RemoteProtocolError,
     RequestTimeoutError,
 )
 from kwire.framing import DEFAULT_MAX_FRAME_SIZE, encode_frame
-from kwire.headers import decode_response, encode_request, peek_correlation_id
+from kwire.headers import decode_response, encode_request
 from kwire.sasl import SaslClientConfig, client_exchange
 from kwire.version import VERSION
 
@@ -343,22 +343,7 @@ class KafkaClient:
                     raise NetworkError("peer closed the connection")
                 if stagetrace.ON:
                     stagetrace.mark("cli.read")
-                for frame in conn.decoder.feed(data):
-                    cid = peek_correlation_id(frame)
-                    if not conn.pending:
-                        raise RemoteProtocolError(f"response with correlation id {cid} to no request")
-                    expected = next(iter(conn.pending))
-                    if cid != expected:
-                        raise RemoteProtocolError(f"response correlation id {cid}, expected {expected}")
-                    api_key, version, fut = conn.pending.pop(cid)
-                    _, body = self._decode(frame, api_key, version)
-                    if stagetrace.ON:
-                        stagetrace.mark(f"cli.decoded.{api_key}")
-                    if not fut.done():
-                        fut.set_result(body)
-                    eager = conn.eager.pop(cid, None) if conn.eager else None
-                    if eager is not None:
-                        _call_eager(eager, fut)
+                conn.deliver(data, self._decode)  # contract 13
         except KraftError as exc:
             self._disconnect(conn, exc if isinstance(exc, NetworkError) else NetworkError(str(exc)))
         except (ConnectionError, OSError) as exc:

@@ -1,4 +1,4 @@
-"""A KafkaClient's connection state and its response callbacks (kwire.client contracts 6 and 9a; their text is in
+"""A KafkaClient's connection state and its response callbacks (kwire.client contracts 6, 9a and 13; their text is in
 kwire.client, which owns these)."""
 
 from __future__ import annotations
@@ -11,8 +11,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kwire.errors import KraftError
+from kwire import stagetrace
+from kwire.errors import KraftError, RemoteProtocolError
 from kwire.framing import FrameDecoder
+from kwire.headers import peek_correlation_id
 
 
 class Connection:
@@ -32,6 +34,26 @@ class Connection:
         self.eager: dict[int, Callable[[asyncio.Future[Any]], None]] = {}  # contract 9a, by correlation id
         self.closed = False
         self.reader_task: asyncio.Task[None] | None = None
+
+    def deliver(self, data: bytes, decode: Callable[[bytes, int, int], tuple[int, Any]]) -> None:
+        """Every response ``data`` completes goes to its request (contracts 9a, 13: nothing of them outlives this
+        call, so the read loop holds none while it waits for the next bytes)."""
+        for frame in self.decoder.feed(data):
+            cid = peek_correlation_id(frame)
+            if not self.pending:
+                raise RemoteProtocolError(f"response with correlation id {cid} to no request")
+            expected = next(iter(self.pending))
+            if cid != expected:
+                raise RemoteProtocolError(f"response correlation id {cid}, expected {expected}")
+            api_key, version, fut = self.pending.pop(cid)
+            _, body = decode(frame, api_key, version)
+            if stagetrace.ON:
+                stagetrace.mark(f"cli.decoded.{api_key}")
+            if not fut.done():
+                fut.set_result(body)
+            eager = self.eager.pop(cid, None) if self.eager else None
+            if eager is not None:
+                call_eager(eager, fut)
 
     def delivering(self, since: float) -> bool:
         """Contract 4a: bytes wait in the kernel's receive queue, or reached the reader after ``since``."""
