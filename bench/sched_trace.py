@@ -240,6 +240,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--in-flight", type=int, default=256)
     ap.add_argument("--keep", type=Path, help="keep perf.data and the perf script text here")
+    ap.add_argument(
+        "--json", action="store_true", help="one JSON line (the only output; as the other benchmarks)"
+    )
     args = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="kraftd-sched-trace-"))
     data = work / "perf.data"

@@ -28,6 +28,8 @@ SLOWLORIS_SECONDS = float(os.environ.get("KRAFTD_SLOWLORIS_SECONDS", "20"))
 SLOWLORIS_CONNECTIONS = int(os.environ.get("KRAFTD_SLOWLORIS_CONNECTIONS", "200"))
 MAX_CONNECTIONS = 150
 IDLE_MS = 3000
+ATTACK_MB = 16  # leader RSS the attacks may add beyond the load's commits
+COMMIT_KB = 0.85  # leader RSS a commit of the load may add (measured 0.76-0.79)
 LIMITS = {
     "max.connections": str(MAX_CONNECTIONS),
     "connections.max.idle.ms": str(IDLE_MS),
@@ -149,10 +151,15 @@ def test_hostile_clients_do_not_move_the_leader_or_stop_commits(tmp_path: Path) 
         acks_after = len(read_acks(cluster))
         assert acks_after > acks_before + 100, f"commits stalled: {acks_before} -> {acks_after}"
         rss_growth_mb = (rss_kb(pid) - rss_before) / 1024
+        # The load's own commits are kept too: 0.76-0.79 KB of anonymous RSS per commit in five runs (52.5 MB for
+        # 66k commits on pyenv's 3.11.7, 60.7-65.3 MB for 79-84k on Debian's faster 3.11.2), so the bound allows
+        # for them and leaves the attacks ATTACK_MB: a fixed 64 MB failed once a faster interpreter committed more.
+        allowed_mb = ATTACK_MB + (acks_after - acks_before) * COMMIT_KB / 1024
         print(
-            f"\nhostile: acks {acks_before} -> {acks_after}, leader RSS +{rss_growth_mb:.1f} MB, shed {shed}"
+            f"\nhostile: acks {acks_before} -> {acks_after}, leader RSS +{rss_growth_mb:.1f} MB"
+            f" (allowed {allowed_mb:.1f}), shed {shed}"
         )
-        assert rss_growth_mb < 64
+        assert rss_growth_mb < allowed_mb
         assert cluster.procs[leader].poll() is None
     finally:
         cluster.stop_all()
