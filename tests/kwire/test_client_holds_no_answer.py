@@ -10,10 +10,10 @@ import weakref
 from typing import Any
 
 from generated.describe_quorum_request import DescribeQuorumRequest
-from kwire.apiversions import build_api_versions_response
-from kwire.client import KafkaClient, all_apis
-from kwire.framing import FrameDecoder, encode_frame
-from kwire.headers import decode_response, encode_response, parse_request, peek_correlation_id
+from kwire.client import KafkaClient
+from kwire.framing import encode_frame
+from kwire.headers import decode_response, peek_correlation_id
+from tests.helpers.kwire import requests_after_api_versions
 
 HOST = "127.0.0.1"
 ANSWER_BYTES = 2 << 20  # a large frame (kwire.framing contract 6: read as pieces)
@@ -31,16 +31,8 @@ def decode(frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
 
 async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """ApiVersions answered as Kafka does; any other request answered with ``ANSWER_BYTES`` after its id."""
-    decoder = FrameDecoder()
-    while data := await reader.read(65536):
-        for frame in decoder.feed(data):
-            req = parse_request(frame, all_apis())
-            version, cid = req.header.request_api_version, req.header.correlation_id
-            if req.body is None or req.spec.api_key == 18:
-                body = build_api_versions_response(min(version, 3), all_apis())
-                writer.write(encode_frame(encode_response(18, min(version, 3), cid, body)))
-            else:
-                writer.write(encode_frame(cid.to_bytes(4, "big") + bytes(ANSWER_BYTES)))
+    async for _, _, cid in requests_after_api_versions(reader, writer):
+        writer.write(encode_frame(cid.to_bytes(4, "big") + bytes(ANSWER_BYTES)))
     writer.close()
 
 

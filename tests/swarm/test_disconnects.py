@@ -8,11 +8,8 @@ import asyncio
 
 import pytest
 
-from kwire.apiversions import build_api_versions_response
-from kwire.client import all_apis
 from kwire.errors import RequestTimeoutError
-from kwire.framing import FrameDecoder, encode_frame
-from kwire.headers import encode_response, parse_request
+from tests.helpers.kwire import requests_after_api_versions
 from tools.swarm import frames
 from tools.swarm.broker import SwarmConfig
 from tools.swarm.swarm import Swarm
@@ -20,14 +17,8 @@ from tools.swarm.swarm import Swarm
 
 async def silent_controller(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
     """Answers ApiVersions, holds every other request."""
-    decoder = FrameDecoder()
-    while data := await reader.read(65536):
-        for frame in decoder.feed(data):
-            req = parse_request(frame, all_apis())
-            version, cid = req.header.request_api_version, req.header.correlation_id
-            if req.body is None or req.spec.api_key == 18:
-                body = build_api_versions_response(min(version, 3), all_apis())
-                writer.write(encode_frame(encode_response(18, min(version, 3), cid, body)))
+    async for _ in requests_after_api_versions(reader, writer):
+        pass
     writer.close()
 
 
