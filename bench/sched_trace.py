@@ -299,15 +299,22 @@ def _throughput(
         )
         run.start()
         time.sleep(1.3)
-        before = {p: _sched(p) for p in servers + clients}
-        span = _record(data, args.trace_seconds)
-        after = {p: _sched(p) for p in servers + clients}
+        before, span, after = _traced(servers + clients, data, args.trace_seconds)
         run.join()
     res["reads_per_s"] = round(out["reads_per_s"])
     res["phase_idle_cores"] = out["idle_cores"]
     res["phase_each_server_cpu_per_s"] = out["each_server_cpu_per_s"]
     res["phase_others_cores"] = out["others_cores"]
     return clients, span, before, after
+
+
+def _traced(
+    pids: list[int], data: Path, seconds: float
+) -> tuple[dict[int, dict[str, float]], float, dict[int, dict[str, float]]]:
+    """Each pid's scheduler counters before and after ``seconds`` of trace, and the trace's span."""
+    before = {p: _sched(p) for p in pids}
+    span = _record(data, seconds)
+    return before, span, {p: _sched(p) for p in pids}
 
 
 def _latency(port: int, servers: list[int], data: Path, args: Any, res: dict[str, Any]) -> Samples:
@@ -324,9 +331,7 @@ def _latency(port: int, servers: list[int], data: Path, args: Any, res: dict[str
     run = threading.Thread(target=reads)
     run.start()
     time.sleep(1.0)
-    before = {p: _sched(p) for p in servers + tid}
-    span = _record(data, args.trace_seconds)
-    after = {p: _sched(p) for p in servers + tid}
+    before, span, after = _traced(servers + tid, data, args.trace_seconds)
     stop.set()
     run.join()
     lat.sort()
