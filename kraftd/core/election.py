@@ -23,6 +23,15 @@ Invariants:
    cannot grant us, so yielding costs nothing). Of two Prospectives soliciting at once with equal logs exactly
    one grants the other, so they cannot both become Candidates and split the vote, whatever delays their
    requests meet (a rejection is always safe: it delays, never splits).
+7a. A Prospective asks a voter for its pre-vote a second time, once, when that voter rejected its pre-vote and
+   also solicited its own, which this Prospective refused (in either order). The rejection came while that voter
+   still followed the failed leader (a follower that has fetched rejects, invariant 4); its own pre-vote shows it
+   no longer does, so it may now grant. It does: it was refused either for an older log (then ours is newer) or
+   by the tie-break (then our id is lower), so exactly one of the two becomes a Candidate. Without it, the
+   follower whose log is longer (the leader's last batch reached only it) times out first, is rejected by the
+   other, which still follows, then rejects that one's pre-vote for its shorter log: neither can win until both
+   election timeouts and a second fetch timeout have passed (a 5 s failover, CI stop 34). Pre-votes are never
+   persisted (invariant 4), so asking again is safe; Kafka 4.3.1 keeps the rejection.
 """
 
 from __future__ import annotations
@@ -135,6 +144,10 @@ def handle_vote_request(node: NodeContext, msg: Any) -> Any:
     granted = can_grant(node, candidate, last, pre)
     if granted and not pre and node.election.voted_key != candidate:
         node.record_vote(candidate)
+    d = node.data
+    if pre and not granted and isinstance(d, Prospective) and candidate.id in node.voters.ids:
+        d.refused.add(candidate.id)
+        _maybe_resolicit(d, candidate.id)
     return m.vote_response(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch, granted)
 
 
@@ -194,3 +207,12 @@ def handle_vote_response(node: NodeContext, source: int, request: Any, resp: Any
         d.granted.add(source)
     else:
         d.rejected.add(source)
+        if isinstance(d, Prospective):
+            _maybe_resolicit(d, source)
+
+
+def _maybe_resolicit(d: Prospective, voter: int) -> None:
+    """Invariant 7a: the next poll sends ``voter`` our pre-vote again (once per Prospective state)."""
+    if voter in d.rejected and voter in d.refused and voter not in d.resolicited:
+        d.resolicited.add(voter)
+        d.rejected.discard(voter)

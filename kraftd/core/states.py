@@ -30,6 +30,8 @@ class Prospective:
     granted: set[int] = field(default_factory=set)
     rejected: set[int] = field(default_factory=set)
     votes_not_before: int = 0  # no pre-vote leaves before this time (election invariant 6)
+    refused: set[int] = field(default_factory=set)  # voters whose pre-vote this state refused (invariant 7a)
+    resolicited: set[int] = field(default_factory=set)  # voters asked a second time (invariant 7a)
 
 
 @dataclass(slots=True)

@@ -124,8 +124,16 @@ class World:
         self.tokens[token] = (src, None)
         self.step(dst, RequestReceived(self.clock[dst], token, message))
 
-    def deliver(self, to: int | None, frm: int | None) -> None:
-        batch = [w for w in self.queue if (to is None or w.dst == to) and (frm is None or w.src == frm)]
+    def deliver(self, to: int | None, frm: int | None, kind: str | None = None) -> None:
+        """Every queued message matching ``to``/``frm`` and ``kind`` (``request``/``response``: one kind may
+        overtake the other, as on two connections)."""
+        batch = [
+            w
+            for w in self.queue
+            if (to is None or w.dst == to)
+            and (frm is None or w.src == frm)
+            and (kind is None or (w.token is None) == (kind == "request"))
+        ]
         self.queue = [w for w in self.queue if w not in batch]
         for w in batch:
             if w.token is not None:
@@ -198,7 +206,7 @@ def run_command(w: World, line: str) -> str:
         for _ in range(int(args.get("rounds", 1))):
             to = int(args["to"]) if "to" in args else None
             frm = int(args["from"]) if "from" in args else None
-            w.deliver(to, frm)
+            w.deliver(to, frm, args.get("kind"))
     elif cmd == "drop":
         to, frm = args.get("to"), args.get("from")
         w.queue = [

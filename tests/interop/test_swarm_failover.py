@@ -49,6 +49,17 @@ def cluster(
         c.close()
 
 
+def _elections(cluster: SwarmCluster, last: int = 20) -> str:
+    """The last state transitions each controller logged (kraftd's raft lines, Kafka's "Transitioning" and
+    "Completed transition" lines)."""
+    out = []
+    for node in cluster.q.nodes:
+        text = node.log_file.read_text(errors="replace") if node.log_file.exists() else ""
+        lines = [ln for ln in text.splitlines() if "(kraftd.raft)" in ln or "ransition" in ln]
+        out.append(f"--- controller {node.node_id}\n" + "\n".join(lines[-last:]))
+    return "\n".join(out)
+
+
 def test_three_leader_kills_each_fail_over_within_seconds(cluster: SwarmCluster) -> None:
     failures = []
     for kill in range(1, KILLS + 1):
@@ -69,6 +80,7 @@ def test_three_leader_kills_each_fail_over_within_seconds(cluster: SwarmCluster)
             problems.append(f"epoch {f.old_epoch} -> {f.new_epoch} (more elections than allowed)")
         if problems:
             failures.append(f"kill {kill} of leader {f.killed}: " + "; ".join(problems))
+            print(_elections(cluster))  # who waited on what: this failure was seen on CI, not here
             break  # a quorum that did not settle cannot be killed again meaningfully
         cluster.restart(f.killed)
     assert not failures, failures
