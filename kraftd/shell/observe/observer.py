@@ -185,7 +185,10 @@ class NodeObserver:
             if len(c.voters.voters) == 1:
                 return "the only voter elects itself"
             return f"a majority of voters granted the vote ({_sender(event)})"
-        if isinstance(event, Tick):
+        # Entering Prospective is always a timer's doing, whatever event's step polled it (an observer's Fetch,
+        # a heartbeat): the event is not the reason.
+        timer = (before.role, c.role) in _TIMER_ONLY
+        if isinstance(event, Tick) or timer:
             if before.role is Role.LEADER:
                 return f"check-quorum: a majority of voters did not fetch within {cfg.check_quorum_timeout_ms} ms"
             if before.role is Role.FOLLOWER:
@@ -232,6 +235,9 @@ class NodeObserver:
                 c.epoch,
                 c.leader_id(),
             )
+
+
+_TIMER_ONLY = {(r, Role.PROSPECTIVE) for r in (Role.FOLLOWER, Role.UNATTACHED, Role.CANDIDATE)}
 
 
 def log_loaded(node_id: int, where: Path, storage: NodeStorage) -> None:
