@@ -16,7 +16,7 @@ from generated.fetch_snapshot_response import FetchSnapshotResponse, PartitionSn
 from generated.topic_record import TopicRecord
 from kraftd.core.batches import data_batch
 from kraftd.core.log import OffsetAndEpoch
-from kwire.errors import NetworkError
+from kwire.errors import NetworkError, RequestTimeoutError
 from kwire.metadata_frame import encode_record
 from tools.swarm.broker import STOPPED, SwarmBroker, SwarmConfig
 from tools.swarm.decoding import SharedDecodes
@@ -126,3 +126,32 @@ def test_brokers_sent_to_a_snapshot_gather_it_once_and_hold_no_chunk_between_req
     assert hooks.replay.topic_offset == {"t": 0} and hooks.replay.snapshot_taker is None
     assert [b.fetch_end for b in brokers] == [1, 1, 1]
     assert alive_at_next and not any(alive_at_next)
+
+
+def test_a_fetch_to_the_leader_that_times_out_keeps_the_leader_for_heartbeats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tools.swarm.broker contract 3 (KafkaRaftClient.pollFollowerAsObserver): after a Fetch to the leader timed out
+    the next Fetch goes to a voter, and the broker still knows the leader, so its heartbeats go on (before: it forgot
+    the leader and sent no heartbeat until a Fetch named it again; the leader fenced 579 brokers at 1,000 x 1M)."""
+    hooks = Hooks()
+    hooks.config = SwarmConfig("c", {1: ("127.0.0.1", 1), 2: ("127.0.0.1", 2), 3: ("127.0.0.1", 3)})
+    broker = SwarmBroker(hooks, 100, 19100, random.Random(0))  # type: ignore[arg-type]
+    broker.leader_id, broker.leader_epoch = 1, 1
+    targets: list[int] = []
+    known_after_timeout: list[int] = []
+    monkeypatch.setattr(broker, "_client", lambda channel, node: node)
+    voter_in_turn = broker._voter_ids[(broker._next_voter + 1) % 3]
+
+    async def send(client: Any, request: Any, timeout: float) -> Any:
+        targets.append(client)
+        if len(targets) == 1:
+            raise RequestTimeoutError("Fetch got no response")
+        known_after_timeout.append(broker.leader_id)
+        broker.state = STOPPED
+        raise NetworkError("stop")
+
+    monkeypatch.setattr(broker_mod, "_send", send)
+    asyncio.run(broker._observe())
+    assert targets == [1, voter_in_turn]
+    assert known_after_timeout == [1]  # the heartbeats' controller (controller_send) is still the leader
