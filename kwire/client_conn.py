@@ -143,20 +143,40 @@ def expire_later(
         plain = loop.call_later(wait, _expire_unless_done, fut, expire)
         fut.add_done_callback(lambda _: plain.cancel())
         return
-    armed = [time.monotonic()]
-    timer: list[asyncio.TimerHandle] = []
+    _Patience(loop, wait, fut, expire, conn)
 
-    def fire() -> None:
-        if fut.done():
-            return
-        if not conn.closed and conn.delivering(armed[0]):
-            armed[0] = time.monotonic()
-            timer[0] = loop.call_later(wait, fire)
-            return
-        expire()
 
-    timer.append(loop.call_later(wait, fire))
-    fut.add_done_callback(lambda _: timer[0].cancel())
+class _Patience:
+    """Contract 4a's timer. No reference cycle outlives ``fut`` (contract 13): a closure re-arming itself was one
+    (the function held its own cell), so every answer stayed alive until a full collection, and forever once a
+    frozen collector (kraftd.shell.observe.looplag contract 5, the swarm's) had frozen it in flight."""
+
+    __slots__ = ("loop", "wait", "fut", "expire", "conn", "armed", "timer")
+
+    def __init__(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        wait: float,
+        fut: asyncio.Future[Any],
+        expire: Callable[[], None],
+        conn: Connection,
+    ) -> None:
+        self.loop, self.wait, self.fut, self.expire, self.conn = loop, wait, fut, expire, conn
+        self.armed = time.monotonic()
+        self.timer = loop.call_later(wait, self.fire)
+        fut.add_done_callback(self.done)
+
+    def fire(self) -> None:
+        if self.fut.done():
+            return
+        if not self.conn.closed and self.conn.delivering(self.armed):
+            self.armed = time.monotonic()
+            self.timer = self.loop.call_later(self.wait, self.fire)
+            return
+        self.expire()
+
+    def done(self, _: asyncio.Future[Any]) -> None:
+        self.timer.cancel()
 
 
 def _expire_unless_done(fut: asyncio.Future[Any], expire: Callable[[], None]) -> None:

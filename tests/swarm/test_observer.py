@@ -12,9 +12,11 @@ import pytest
 
 import tools.swarm.broker as broker_mod
 from generated.fetch_response import FetchableTopicResponse, FetchResponse, PartitionData
+from generated.fetch_snapshot_response import FetchSnapshotResponse, PartitionSnapshot, TopicSnapshot
 from generated.topic_record import TopicRecord
 from kraftd.core.batches import data_batch
-from kwire.errors import NetworkError
+from kraftd.core.log import OffsetAndEpoch
+from kwire.errors import NetworkError, RequestTimeoutError
 from kwire.metadata_frame import encode_record
 from tools.swarm.broker import STOPPED, SwarmBroker, SwarmConfig
 from tools.swarm.decoding import SharedDecodes
@@ -71,3 +73,85 @@ def test_a_broker_holds_no_fetch_answer_while_it_waits_for_the_next(monkeypatch:
     asyncio.run(broker._observe())
     assert broker.fetch_end == 1 and hooks.replay.topic_offset == {"t": 0} and hooks.progressed == 1
     assert alive_during_next == [False]
+
+
+class ChunkAnswer(FetchSnapshotResponse):
+    """A FetchSnapshot answer that can be watched with a weak reference."""
+
+
+def test_brokers_sent_to_a_snapshot_gather_it_once_and_hold_no_chunk_between_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tools.swarm.broker contract 3a: three brokers fetch every chunk of one snapshot, but one of them gathers its
+    bytes for the shared replay, and no broker holds an answer while it asks for the next chunk (before: each of
+    1,000 brokers gathered the 107 MB snapshot of 1M partitions in memory, and held its last 8 MiB chunk)."""
+    hooks = Hooks()
+    topic = TopicRecord(name="t", topic_id=uuid.uuid4())
+    snapshot = data_batch(0, 1, [encode_record(topic, 0)], 0).data
+    chunk = len(snapshot) // 3 + 1
+    loaded: list[int] = []
+    load = hooks.replay.load_snapshot
+    monkeypatch.setattr(
+        hooks.replay, "load_snapshot", lambda data, end: (loaded.append(len(data)), load(data, end))
+    )
+    answers: list[weakref.ref[ChunkAnswer]] = []
+    alive_at_next: list[bool] = []
+    fetched: dict[int, int] = {}
+
+    async def send(client: Any, request: Any, timeout: float) -> Any:
+        alive_at_next.extend(a() is not None for a in answers)
+        answers.clear()
+        await asyncio.sleep(0)  # the three brokers interleave
+        broker_id = request.replica_id
+        position = request.topics[0].partitions[0].position
+        fetched[broker_id] = fetched.get(broker_id, 0) + 1
+        part = PartitionSnapshot(size=len(snapshot), position=position)
+        part.unaligned_records = snapshot[position : position + chunk]
+        answer = ChunkAnswer(topics=[TopicSnapshot(partitions=[part])])
+        answers.append(weakref.ref(answer))
+        return answer
+
+    brokers = [SwarmBroker(hooks, 100 + i, 19100 + i, random.Random(i)) for i in range(3)]  # type: ignore[arg-type]
+    monkeypatch.setattr(broker_mod, "_send", send)
+    for b in brokers:
+        b.leader_id, b.leader_epoch = 1, 1
+        monkeypatch.setattr(b, "_client", lambda channel, node: None)
+
+    async def fetch_all() -> None:
+        await asyncio.gather(*(b._fetch_snapshot(1, OffsetAndEpoch(1, 1)) for b in brokers))
+
+    asyncio.run(fetch_all())
+    assert fetched == {100: 3, 101: 3, 102: 3}  # every broker fetched every chunk
+    assert loaded == [len(snapshot)]  # one broker gathered the bytes
+    assert hooks.replay.topic_offset == {"t": 0} and hooks.replay.snapshot_taker is None
+    assert [b.fetch_end for b in brokers] == [1, 1, 1]
+    assert alive_at_next and not any(alive_at_next)
+
+
+def test_a_fetch_to_the_leader_that_times_out_keeps_the_leader_for_heartbeats(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tools.swarm.broker contract 3 (KafkaRaftClient.pollFollowerAsObserver): after a Fetch to the leader timed out
+    the next Fetch goes to a voter, and the broker still knows the leader, so its heartbeats go on (before: it forgot
+    the leader and sent no heartbeat until a Fetch named it again; the leader fenced 579 brokers at 1,000 x 1M)."""
+    hooks = Hooks()
+    hooks.config = SwarmConfig("c", {1: ("127.0.0.1", 1), 2: ("127.0.0.1", 2), 3: ("127.0.0.1", 3)})
+    broker = SwarmBroker(hooks, 100, 19100, random.Random(0))  # type: ignore[arg-type]
+    broker.leader_id, broker.leader_epoch = 1, 1
+    targets: list[int] = []
+    known_after_timeout: list[int] = []
+    monkeypatch.setattr(broker, "_client", lambda channel, node: node)
+    voter_in_turn = broker._voter_ids[(broker._next_voter + 1) % 3]
+
+    async def send(client: Any, request: Any, timeout: float) -> Any:
+        targets.append(client)
+        if len(targets) == 1:
+            raise RequestTimeoutError("Fetch got no response")
+        known_after_timeout.append(broker.leader_id)
+        broker.state = STOPPED
+        raise NetworkError("stop")
+
+    monkeypatch.setattr(broker_mod, "_send", send)
+    asyncio.run(broker._observe())
+    assert targets == [1, voter_in_turn]
+    assert known_after_timeout == [1]  # the heartbeats' controller (controller_send) is still the leader

@@ -9,12 +9,16 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
 2. Controlled shutdown (:meth:`SwarmBroker.begin_shutdown`): a heartbeat with WantShutDown goes out at once and
    then every interval until an answer carries ShouldShutDown; the broker then stops (STOPPED).
    :meth:`SwarmBroker.kill` stops everything at once, as kill -9 would (no more heartbeats or fetches).
-3. Observer: Fetch long-polls go to the leader this broker knows; with none known (at start, after the leader's
-   connection failed, or when an answer names no leader) they go to the voters in turn. Every answer's
-   CurrentLeader with a newer epoch (or the same epoch and a leader where none was known) is taken. A diverging
-   epoch truncates the fetch position to it; a snapshot id makes the broker fetch that snapshot chunk by chunk
-   (FetchSnapshot) and continue from its end. Records advance the position to the last complete batch and are
-   handed to the shared replay. Heartbeats go to the leader the observer knows (the broker's controller channel).
+3. Observer: Fetch long-polls go to the leader this broker knows, else (at start, an answer naming no leader) to the
+   voters in turn; after one to the leader failed the next goes to a voter and the leader is kept for heartbeats
+   (KafkaRaftClient.pollFollowerAsObserver; docs/SWARM.md session 18). Every answer's CurrentLeader with a newer
+   epoch (or the same epoch and a leader where none was known) is taken. A diverging epoch truncates the fetch
+   position to it; a snapshot id makes the broker fetch that snapshot chunk by chunk (FetchSnapshot) and continue
+   from its end. Records advance the position to the last complete batch and are handed to the shared replay.
+   Heartbeats go to the leader the observer knows (the broker's controller channel).
+3a. A broker sent to a snapshot fetches every chunk (a real broker's load on the leader) but keeps them only if it
+   took the snapshot (tools.swarm.replay contract 2a), and holds no answer while it asks for the next chunk: 1,000
+   brokers each gathered the 107 MB snapshot of 1M partitions, +1.2 GB every 5 s (docs/SWARM.md, session 18).
 4. Every heartbeat is reported to ``hooks.heartbeat(broker, sent, rtt_s, error, node)`` (error -1: no answer;
    node: the controller it went to last); ``rtt_s`` ends when the swarm read the answer (tools.swarm.decoding
    contract 6), not when the broker's coroutine next ran behind the other brokers' continuations on the one loop
@@ -97,7 +101,7 @@ class SwarmBroker:
         self.fetch_end, self.last_epoch, self.hwm = 0, 0, -1
         self.leader_id, self.leader_epoch = -1, 0
         self._voter_ids = sorted(self.cfg.voters)
-        self._next_voter = rng.randrange(len(self._voter_ids))
+        self._next_voter, self._ask_voter = rng.randrange(len(self._voter_ids)), False  # contract 3
         self._clients: dict[str, tuple[int, KafkaClient]] = {}
         self._wake = False  # begin_shutdown asked for a heartbeat now
         self._waiter: asyncio.Future[None] | None = None
@@ -289,9 +293,9 @@ class SwarmBroker:
     # ---- observer (contract 3) -------------------------------------------------------------------------------
 
     def _fetch_target(self) -> int:
-        if self.leader_id >= 0:
+        if self.leader_id >= 0 and not self._ask_voter:
             return self.leader_id
-        self._next_voter = (self._next_voter + 1) % len(self._voter_ids)
+        self._ask_voter, self._next_voter = False, (self._next_voter + 1) % len(self._voter_ids)
         return self._voter_ids[self._next_voter]
 
     def learn_leader(self, leader_id: int, leader_epoch: int) -> None:
@@ -317,8 +321,7 @@ class SwarmBroker:
             try:
                 resp = await _send(self._client("raft", node), req, timeout)
             except (NetworkError, RequestTimeoutError, OSError):
-                if node == self.leader_id:
-                    self.leader_id = -1
+                self._ask_voter = node == self.leader_id  # contract 3
                 await asyncio.sleep(backoff)
                 continue
             step = on_fetch(self, node, resp)
@@ -328,8 +331,19 @@ class SwarmBroker:
             elif step:
                 await asyncio.sleep(backoff)
 
-    async def _fetch_snapshot(self, node: int, snapshot: OffsetAndEpoch) -> None:
-        chunks: list[bytes] = []
+    async def _fetch_snapshot(self, node: int, snapshot: OffsetAndEpoch) -> None:  # contract 3a
+        replay = self.hooks.replay
+        chunks: list[bytes] | None = [] if replay.take_snapshot(self.id, snapshot.offset) else None
+        try:
+            if await self._snapshot_chunks(node, snapshot, chunks):
+                if chunks is not None:
+                    replay.load_snapshot(b"".join(chunks), snapshot.offset)
+                self.fetch_end, self.last_epoch = snapshot.offset, snapshot.epoch
+        finally:
+            replay.release_snapshot(self.id)
+
+    async def _snapshot_chunks(self, node: int, snapshot: OffsetAndEpoch, chunks: list[bytes] | None) -> bool:
+        """Contract 3a: every chunk fetched in turn, kept in ``chunks`` unless None; True once the last came."""
         position = 0
         client = self._client("raft", node)
         while True:
@@ -339,18 +353,18 @@ class SwarmBroker:
             try:
                 resp = await _send(client, req, self.cfg.request_timeout_s)
             except (NetworkError, RequestTimeoutError, OSError):
-                return
-            if resp.error_code != ErrorCode.NONE or not resp.topics or not resp.topics[0].partitions:
-                return
-            part = resp.topics[0].partitions[0]
-            if part.error_code != ErrorCode.NONE:
-                return
-            chunks.append(bytes(part.unaligned_records))
-            position += len(part.unaligned_records)
-            if position >= part.size or not part.unaligned_records:
-                break
-        self.hooks.replay.load_snapshot(b"".join(chunks), snapshot.offset)
-        self.fetch_end, self.last_epoch = snapshot.offset, snapshot.epoch
+                return False
+            part = resp.topics[0].partitions[0] if resp.topics and resp.topics[0].partitions else None
+            if resp.error_code != ErrorCode.NONE or part is None or part.error_code != ErrorCode.NONE:
+                return False
+            data, size = part.unaligned_records, part.size
+            del resp, part  # contract 3a: no answer held across the next request
+            if chunks is not None:
+                chunks.append(bytes(data))
+            position += len(data)
+            if position >= size or not data:
+                return True
+            del data
 
     # ---- partition leader (AlterPartition) -------------------------------------------------------------------
 

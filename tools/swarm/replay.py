@@ -8,6 +8,9 @@ Contracts:
    applied (a later fetch or snapshot fills it). Control batches only move the offset.
 2. :meth:`SharedReplay.load_snapshot` replaces the image with a snapshot's records when the snapshot ends past the
    image (a broker that fell behind the log start); the image's next offset becomes the snapshot's end offset.
+2a. One broker at a time gathers a snapshot's bytes for it: :meth:`SharedReplay.take_snapshot` is True for a
+   snapshot ending past the image when no other broker holds the turn (which it then holds until
+   :meth:`SharedReplay.release_snapshot`), False otherwise (tools.swarm.broker contract 3a).
 3. Fencing: every FenceBrokerRecord and BrokerRegistrationChangeRecord with fenced = FENCE (1) is reported to
    ``on_fence(broker_id, offset)``; ``topic_offset`` maps each topic name to its TopicRecord's offset.
 4. Leaderships: ``led_by`` and ``leader_counts`` read a count per leader kept as records apply (the partitions a
@@ -67,6 +70,19 @@ class SharedReplay:
         self.topic_offset: dict[str, int] = {}
         self.records_applied = 0
         self.leaders: dict[int, int] = {}  # contract 4: leader id -> partitions it leads
+        self.snapshot_taker: int | None = None  # contract 2a: the broker gathering a snapshot's bytes
+
+    def take_snapshot(self, broker_id: int, end_offset: int) -> bool:
+        """Contract 2a."""
+        if end_offset <= self.next_offset or self.snapshot_taker not in (None, broker_id):
+            return False
+        self.snapshot_taker = broker_id
+        return True
+
+    def release_snapshot(self, broker_id: int) -> None:
+        """Contract 2a (a no-op for a broker that does not hold the turn)."""
+        if self.snapshot_taker == broker_id:
+            self.snapshot_taker = None
 
     def feed(self, data: bytes) -> None:
         """Contract 1."""
