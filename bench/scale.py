@@ -15,8 +15,10 @@ For each (kind, N, P):
    seconds per 1,000 heartbeats and CPU share; the swarm's own CPU share;
 5. memory: the leader's RSS (/proc VmRSS) and, for Kafka, its heap in use (jcmd GC.heap_info);
 6. controlled shutdown of the broker leading the most partitions: until it was told to shut down and leads none;
+   also from its first WantShutDown heartbeat, and the heartbeats it took (bench/scale_phases.py);
 7. broker failure: the swarm stops the next such broker (kill -9 of a broker): until the log fences it and it leads
-   no partition (the controllers' broker.session.timeout.ms is 9 s);
+   no partition (the controllers' broker.session.timeout.ms is 9 s); also from the session's start (its last
+   answered heartbeat), and the fence record's delay after the session's end (bench/scale_phases.py);
 8. controller failover: kill -9 of the leader: a new leader known to the brokers, every broker's heartbeat answered
    again, the epochs it took, mistaken fences; ``--kills K`` kills K leaders in a row (each killed controller
    restarted and caught up before the next kill) and reports the median and max of the times.
@@ -52,6 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from scale_phases import failure_figures, shutdown_figures  # noqa: E402
 from scale_table import table  # noqa: E402
 from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
@@ -239,14 +242,16 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
 
     victim = max(swarm.running(), key=lambda b: swarm.replay.led_by(b.id))
     led = swarm.replay.led_by(victim.id)
-    started = time.monotonic()
+    mark, started = len(swarm.heartbeats), time.monotonic()
     swarm.shut_down(victim.id)
     wait(
         "the controlled shutdown",
         lambda: victim.state == STOPPED and swarm.replay.led_by(victim.id) == 0,
         120,
     )
-    out["controlled_shutdown"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
+    done = time.monotonic()
+    out["controlled_shutdown"] = {"led": led, "seconds": round(done - started, 2)}
+    out["controlled_shutdown"] |= shutdown_figures(swarm.heartbeats[mark:], victim.id, started, done)
     stall["controlled_shutdown"] = stalls.take("controlled_shutdown")
     progress(out, "controlled_shutdown", swarm)
 
@@ -254,13 +259,18 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     led = swarm.replay.led_by(victim.id)
     started = time.monotonic()
     c.run(swarm.kill(victim.id), 30)
-    fenced = lambda: any(f.broker_id == victim.id and f.source == "log" for f in swarm.fences)  # noqa: E731
+    fences = lambda: [f for f in swarm.fences if f.broker_id == victim.id and f.source == "log"]  # noqa: E731
     wait(
         "the killed broker fenced, its partitions moved",
-        lambda: fenced() and swarm.replay.led_by(victim.id) == 0,
+        lambda: bool(fences()) and swarm.replay.led_by(victim.id) == 0,
         120,
     )
-    out["broker_failure"] = {"led": led, "seconds": round(time.monotonic() - started, 2)}
+    done = time.monotonic()  # from before the kill, as before (wait() times from its own start)
+    out["broker_failure"] = {"led": led, "seconds": round(done - started, 2)}
+    session_s = swarm.config.session_timeout_ms / 1000
+    out["broker_failure"] |= failure_figures(
+        swarm.heartbeats, victim.id, started, done, fences()[0].at, session_s
+    )
     stall["broker_failure"] = stalls.take("broker_failure")
     progress(out, "broker_failure", swarm)
 

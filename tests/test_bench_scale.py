@@ -81,3 +81,39 @@ def test_a_point_stopped_by_sigterm_keeps_what_it_measured(
         and clusters[0].closed
         and "TimeoutError" in out["close_error"]
     )
+
+
+def test_controlled_shutdown_is_also_timed_from_the_heartbeat_that_asked_for_it() -> None:
+    hb = [
+        (10.0, 0.01, 0, 7, 1),  # before the ask: not counted
+        (10.5, 0.01, 0, 8, 1),  # another broker
+        (11.2, 0.30, 0, 7, 1),  # the WantShutDown heartbeat, 0.2 s after the swarm asked
+        (11.55, 0.01, 0, 7, 1),  # Kafka's broker: 50 ms after the first answer
+        (13.56, 0.01, 0, 7, 1),  # an interval later: told to shut down
+    ]
+    got = scale.shutdown_figures(hb, 7, asked=11.0, done=13.6)
+    assert got == {"from_want_shut_down_s": 2.4, "heartbeats": 3}
+    assert scale.shutdown_figures(hb, 9, asked=11.0, done=13.6) == {
+        "from_want_shut_down_s": None,
+        "heartbeats": 0,
+    }
+
+
+def test_broker_failure_is_also_timed_from_the_session_start() -> None:
+    hb = [
+        (100.0, 0.01, 0, 7, 1),
+        (102.0, 0.01, 0, 7, 1),  # the last one answered: the session starts here
+        (103.0, 0.01, 0, 8, 1),  # another broker
+        (103.5, 5.0, -1, 7, 1),  # not answered (the kill closed it)
+        (105.0, 0.01, 0, 7, 1),  # sent after the kill: impossible, ignored
+    ]
+    got = scale.failure_figures(hb, 7, killed=103.6, done=111.3, fenced=111.2, session_s=9.0)
+    assert got == {
+        "from_session_start_s": 9.3,
+        "fenced_after_expiry_s": 0.2,
+        "kill_after_session_start_s": 1.6,
+    }
+    assert scale.failure_figures(hb, 9, 103.6, 111.3, 111.2, 9.0) == {"from_session_start_s": None}
+    # the table shows both figures for each kind
+    text = scale.table([{"kind": "kraftd", "brokers": 3, "partitions": 1, "broker_failure": got}])
+    assert "broker failure from session start s" in text and "fenced after expiry" in text

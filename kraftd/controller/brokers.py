@@ -25,6 +25,12 @@ ClusterControlManager / BrokerHeartbeatManager / ReplicationControlManager, redu
    metadata offset at or past the offset of the last records written for its shutdown (Kafka's
    BrokerHeartbeatManager "lowest active offset" rule: the new leaders know they lead before the old one
    stops); at that point it is fenced.
+4a. When only that rule holds a shutdown back (the broker leads nothing), the active controller may decide the
+   heartbeat again when the rule holds rather than at the broker's next heartbeat: :func:`await_shutdown` lists
+   the active brokers whose last reported offset is below the shutdown's, each report (:meth:`Heartbeats.report`)
+   strikes the brokers that reach it, and :meth:`Heartbeats.shutdown_ready` says none is left. The rule is
+   unchanged; only when it is applied moves (Kafka 4.3.1 applies it at each heartbeat: its broker sends the
+   second 50 ms after the first answer, then one an interval, so a shutdown waits for up to two intervals).
 6. With eligible.leader.replicas.version >= 1 (KIP-966), every partition change of 3, 4 and the unfencing of 2
    is built by kraftd.controller.change with ELR upkeep (its contract 5), per partition in topic-name order, as
    Kafka's generateLeaderAndIsrUpdates: fencing or controlled shutdown takes the broker out of each ISR holding
@@ -84,9 +90,25 @@ class Heartbeats:
     # active broker must reach before it may stop (contract 4).
     metadata_offset: dict[int, int] = field(default_factory=dict)
     shutdown_offset: dict[int, int] = field(default_factory=dict)
+    # Contract 4a: per broker whose shutdown answer is held, the active brokers still below its shutdown offset.
+    shutdown_behind: dict[int, set[int]] = field(default_factory=dict)
 
     def touch(self, broker_id: int, now_ms: int) -> None:
         self.last_ms[broker_id] = now_ms
+
+    def report(self, broker_id: int, offset: int) -> None:
+        """The metadata offset a heartbeat of ``broker_id`` reported (contract 4a: it may release a shutdown)."""
+        self.metadata_offset[broker_id] = offset
+        for shutting_down, behind in self.shutdown_behind.items():
+            if broker_id in behind and offset >= self.shutdown_offset.get(shutting_down, 1 << 62):
+                behind.discard(broker_id)
+
+    def shutdown_ready(self, broker_id: int) -> bool:
+        """Contract 4a: no active broker is left below ``broker_id``'s shutdown offset."""
+        return not self.shutdown_behind.get(broker_id, True)
+
+    def stop_waiting(self, broker_id: int) -> None:
+        self.shutdown_behind.pop(broker_id, None)
 
     def alive(self, broker_id: int, now_ms: int) -> bool:
         last = self.last_ms.get(broker_id)
@@ -202,7 +224,7 @@ def _heartbeat_state(
     if b.epoch != req.broker_epoch:
         return Outcome([], ErrorCode.STALE_BROKER_EPOCH)
     hb.touch(req.broker_id, now_ms)
-    hb.metadata_offset[req.broker_id] = req.current_metadata_offset
+    hb.report(req.broker_id, req.current_metadata_offset)
     caught_up = req.current_metadata_offset >= b.registration_offset
     if req.want_shut_down:
         if b.fenced:
@@ -276,6 +298,32 @@ def next_check_ms(image: MetadataImage, hb: Heartbeats) -> int | None:
         if (b := image.brokers.get(bid)) is not None and not b.fenced
     ]
     return min(ends, default=None)
+
+
+def await_shutdown(image: MetadataImage, hb: Heartbeats, broker_id: int) -> bool:
+    """Contract 4a: True (and the brokers to wait for noted) when ``broker_id`` is in controlled shutdown, leads
+    nothing, and only active brokers' reports below its shutdown offset keep it from being told to shut down."""
+    b = image.brokers.get(broker_id)
+    target = hb.shutdown_offset.get(broker_id)
+    if (
+        b is None
+        or b.fenced
+        or not b.in_controlled_shutdown
+        or target is None
+        or _leads_anything(image, broker_id)
+    ):
+        return False
+    behind = {
+        bid
+        for bid, other in image.brokers.items()
+        if bid != broker_id
+        and not other.fenced
+        and not other.in_controlled_shutdown
+        and hb.metadata_offset.get(bid, -1) < target
+    }
+    if behind:
+        hb.shutdown_behind[broker_id] = behind
+    return bool(behind)
 
 
 def _lowest_active_offset(image: MetadataImage, hb: Heartbeats, shutting_down: int) -> int:

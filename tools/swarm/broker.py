@@ -6,8 +6,10 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    ``heartbeat_interval_ms``; a failed heartbeat is retried after an exponential backoff (100 ms doubling, capped at
    the interval). STALE_BROKER_EPOCH and BROKER_ID_NOT_REGISTERED make the broker register again (same
    incarnation id).
-2. Controlled shutdown (:meth:`SwarmBroker.begin_shutdown`): a heartbeat with WantShutDown goes out at once and
-   then every interval until an answer carries ShouldShutDown; the broker then stops (STOPPED).
+2. Controlled shutdown (:meth:`SwarmBroker.begin_shutdown`): a heartbeat with WantShutDown goes out at once; after
+   the first answer without ShouldShutDown the next goes out 50 ms later, then every interval, until an answer
+   carries ShouldShutDown (Kafka 4.3.1 BrokerLifecycleManager: "schedule our next heartbeat a little bit sooner
+   than we usually would" on its first pending controlled shutdown response); the broker then stops (STOPPED).
    :meth:`SwarmBroker.kill` stops everything at once, as kill -9 would (no more heartbeats or fetches).
 3. Observer: Fetch long-polls go to the leader this broker knows, else (at start, an answer naming no leader) to the
    voters in turn; after one to the leader failed the next goes to a voter and the leader is kept for heartbeats
@@ -51,6 +53,7 @@ from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at
 from tools.swarm.observer import on_fetch
 from tools.swarm.replay import SharedReplay
 
+FIRST_PENDING_SHUTDOWN_S = 0.05  # contract 2
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
     "STARTING",
     "RECOVERY",
@@ -104,6 +107,7 @@ class SwarmBroker:
         self._next_voter, self._ask_voter = rng.randrange(len(self._voter_ids)), False  # contract 3
         self._clients: dict[str, tuple[int, KafkaClient]] = {}
         self._wake = False  # begin_shutdown asked for a heartbeat now
+        self._pending_answered = False  # an answer said not yet ShouldShutDown (contract 2)
         self._waiter: asyncio.Future[None] | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.registered_at = self.running_at = self.shutdown_at = self.stopped_at = -1.0
@@ -288,6 +292,9 @@ class SwarmBroker:
         elif self.state == PENDING_SHUTDOWN and resp.should_shut_down:
             self.state, self.stopped_at = STOPPED, time.monotonic()
             asyncio.ensure_future(self.close())
+        elif self.state == PENDING_SHUTDOWN and not self._pending_answered:
+            self._pending_answered = True  # contract 2: the first pending answer
+            return FIRST_PENDING_SHUTDOWN_S
         return interval
 
     # ---- observer (contract 3) -------------------------------------------------------------------------------

@@ -25,6 +25,13 @@ Contracts:
    .brokers contract 2): its session is touched, its metadata offset noted, and the answer is the one
    :meth:`heartbeat` would give (kraftd.controller.ops.brokers contract 3). Every other heartbeat (None) takes
    :meth:`heartbeat`.
+5. A held controlled shutdown (kraftd.controller.brokers contract 4a; issue 24: controlled shutdown took one or two
+   heartbeat intervals by chance): a WantShutDown heartbeat answered "not yet" only because active brokers have
+   not reported its shutdown offset is held, at most ``session timeout / HOLD_DIVISOR`` (2.25 s at Kafka's 9 s;
+   a broker's heartbeat request times out at half the session timeout, Kafka's KAFKA-14392), until the report that
+   brings the last of them there (on either heartbeat path), then decided again with the same request and receipt
+   time and answered (ShouldShutDown and the fencing record, or "not yet" once more). One held answer per broker.
+   The first answer is timed for the metrics, not the hold.
 """
 
 from __future__ import annotations
@@ -68,6 +75,7 @@ log = logging.getLogger("kraftd.controller")
 T = TypeVar("T")
 CHECK_S = 1.0  # contract 2: the longest time between two session checks (and between two registration checks)
 MIN_CHECK_S = 0.01  # contract 2: the shortest (a session ending now is checked in the next loop turns)
+HOLD_DIVISOR = 4  # contract 5
 
 
 class ControllerRpcs:
@@ -77,6 +85,9 @@ class ControllerRpcs:
         self.incarnation_id = uuid.uuid4()
         self._registering: PeerConnection | None = None
         self.moving = fencing.OneAtATime()  # fencing contract 6
+        self._held: dict[
+            int, asyncio.Event
+        ] = {}  # contract 5: per broker, set when its shutdown may be decided
 
     @property
     def machine(self) -> Any:
@@ -99,10 +110,42 @@ class ControllerRpcs:
             error = await self._moves_first(req)
             if error:
                 return ops.heartbeat_failed(error)
-            result = ops.heartbeat(self.machine.latest(), req, self.heartbeats, self.now_ms())
-            return await self.node.controller.run(result)
+            received = self.now_ms()
+            result = ops.heartbeat(self.machine.latest(), req, self.heartbeats, received)
+            self._release_held()
+            answer = await self.node.controller.run(result)
         finally:
             self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
+        if req.want_shut_down and answer.error_code == ErrorCode.NONE and not answer.should_shut_down:
+            return await self._held_shutdown(req, received, answer)
+        return answer
+
+    async def _held_shutdown(self, req: BrokerHeartbeatRequest, received: int, answer: Any) -> Any:
+        """Contract 5."""
+        bid, hb = req.broker_id, self.heartbeats
+        if (
+            not self.machine.active
+            or bid in self._held
+            or not brokers.await_shutdown(self.machine.latest(), hb, bid)
+        ):
+            return answer
+        self._held[bid] = ready = asyncio.Event()
+        try:
+            await asyncio.wait_for(ready.wait(), hb.session_timeout_ms / HOLD_DIVISOR / 1000)
+        except TimeoutError:
+            pass
+        finally:
+            del self._held[bid]
+            hb.stop_waiting(bid)
+        if not self.machine.active:
+            return answer
+        return await self.node.controller.run(ops.heartbeat(self.machine.latest(), req, hb, received))
+
+    def _release_held(self) -> None:
+        """Contract 5: wake each held shutdown that no active broker holds back any longer."""
+        for bid, ready in self._held.items():
+            if self.heartbeats.shutdown_ready(bid):
+                ready.set()
 
     def heartbeat_now(self, req: BrokerHeartbeatRequest) -> Any | None:
         """Contract 4: the answer to a heartbeat that changes nothing, or None (the coroutine path answers)."""
@@ -112,6 +155,8 @@ class ControllerRpcs:
         started = time.perf_counter()
         answer = ops.heartbeat_unchanged(m.latest(), req, self.heartbeats, self.now_ms())
         if answer is not None:
+            if self._held:
+                self._release_held()  # contract 5
             self.node.metrics.heartbeat_done((time.perf_counter() - started) * 1000)
         return answer
 

@@ -1,0 +1,44 @@
+"""bench/scale.py's fair figures for controlled shutdown and broker failure (issue 24 §3): each phase timed also from
+the protocol's own start, read from the swarm's heartbeat records, so that a kraftd/Kafka ratio carries no random term
+from where in a heartbeat interval the swarm happened to act."""
+
+from __future__ import annotations
+
+from typing import Any
+
+Heartbeat = tuple[
+    float, float, int, int, int
+]  # tools.swarm.swarm.Swarm.heartbeats: (sent, rtt s, error, broker, node)
+
+
+def shutdown_figures(
+    heartbeats: list[Heartbeat], broker_id: int, asked: float, done: float
+) -> dict[str, Any]:
+    """Controlled shutdown from the protocol's own start (issue 24 §3, fair figures): ``from_want_shut_down_s``,
+    from sending the first heartbeat that asked WantShutDown (every heartbeat the broker sent from ``asked`` on) to
+    ``done``; ``heartbeats``, how many it sent until then (each answer that did not say ShouldShutDown costs the
+    broker's next heartbeat: Kafka's broker sends the second 50 ms after the first answer, the rest an interval
+    apart)."""
+    sent = [h[0] for h in heartbeats if h[3] == broker_id and asked <= h[0] <= done]
+    if not sent:
+        return {"from_want_shut_down_s": None, "heartbeats": 0}
+    return {"from_want_shut_down_s": round(done - min(sent), 2), "heartbeats": len(sent)}
+
+
+def failure_figures(
+    heartbeats: list[Heartbeat], broker_id: int, killed: float, done: float, fenced: float, session_s: float
+) -> dict[str, Any]:
+    """Broker failure from the protocol's own start (issue 24 §3, fair figures): the session starts with the killed
+    broker's last heartbeat answered without error (its send time: the controller touched the session between that
+    and the answer); ``from_session_start_s`` until ``done``; ``fenced_after_expiry_s``, from the session's end
+    (start + ``session_s``) to the swarm reading the fence record (the controller's check, its fencing write's
+    commit and the record's fetch); ``kill_after_session_start_s``, the random term the kill adds (0 to one
+    heartbeat interval), which the figure from the kill (``seconds``) subtracts."""
+    last = max((h[0] for h in heartbeats if h[3] == broker_id and h[2] == 0 and h[0] <= killed), default=None)
+    if last is None:
+        return {"from_session_start_s": None}
+    return {
+        "from_session_start_s": round(done - last, 2),
+        "fenced_after_expiry_s": round(fenced - last - session_s, 2),
+        "kill_after_session_start_s": round(killed - last, 2),
+    }
