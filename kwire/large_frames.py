@@ -34,6 +34,20 @@ encoding, written as three pieces (11d), so the records are never copied into a 
 records from its log (FileRecords) the same way. A catch-up answer of 8 MiB was two heap copies (the records
 joined, then the body encoded); it is one (the records joined by kraftd.core.messages.fetch_response; a snapshot
 chunk sliced by kraftd.core.snapshotting).
+
+Contract 11j: the pieces a server's outboxes hand to their transports (contract 11e) are paced server-wide: at most
+``ROUND`` bytes of them (plus the piece that crosses it) between two rounds. An outbox that finds the round's
+bytes spent, or other outboxes already waiting for a round, waits in the server's FIFO of paced outboxes; a round is
+a callback of the loop (``call_soon``, behind what the loop has ready) that renews the bytes and feeds the outboxes
+in that order, the one it stops at first in the next round. Each callback of the transport's (its socket writable)
+or of a caller's (a reply) so hands at most about one round of pieces, and a turn of the loop at most about two
+rounds, whatever the number of connections: before, each transport's write callback handed pieces for as long as
+its socket took them at once (several MiB each on loopback), and at 1,000 observers catching up at the same offset
+(one shared 8 MiB answer, contract 11g counts it once) one turn of the loop ran 176 such callbacks of 6-14 ms of
+CPU each: a stall of 1.8 s (session 18, 1,000 brokers x 200k partitions). Small frames (at most ``PIECE``, nothing
+waiting before them: a heartbeat's answer) are handed at once, never paced, and so is everything written to a
+connection whose id is in ``Waiting.urgent`` (the caller's: a Raft voter's, so the commit path never waits behind
+observers' catch-up; kraftd.shell.apis.fast contract 1b).
 """
 
 from __future__ import annotations
@@ -51,6 +65,7 @@ Frame = bytes | tuple[bytes, bytes] | tuple[bytes, bytes, bytes]
 Spliced = tuple[bytes, bytes, bytes]
 LARGE = 64 * 1024
 PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
+ROUND = 8 * 1024 * 1024  # contract 11j: handed over between two rounds, ~10 ms of socket writes
 KEPT_BYTES, KEPT_S = 32 * 1024 * 1024, 1.0  # contract 11f
 
 
@@ -93,13 +108,46 @@ def spliced(body: Any, version: int) -> Spliced | None:
 
 
 class Waiting:
-    """Contract 11g: buffers that outboxes' views wait on, by id, with the number of views waiting on each."""
+    """Contract 11g: buffers that outboxes' views wait on, by id, with the number of views waiting on each; and
+    contract 11j's pacing of the server's outboxes."""
 
-    __slots__ = ("held", "bytes")
+    __slots__ = ("held", "bytes", "left", "paced", "scheduled", "rounds", "round_bytes", "urgent")
 
-    def __init__(self) -> None:
+    def __init__(self, round_bytes: int = ROUND) -> None:
         self.held: dict[int, tuple[Any, int]] = {}  # id(buffer) -> (buffer, views waiting)
         self.bytes = 0  # the distinct buffers' sizes
+        self.round_bytes = round_bytes  # contract 11j
+        self.left = round_bytes  # the bytes this round may still hand over
+        self.paced: deque[Outbox] = deque()  # outboxes waiting for a round, in order
+        self.scheduled = False
+        self.rounds = 0  # rounds run (counted work)
+        self.urgent: set[int] = set()  # contract 11j: connection ids never paced
+
+    def defer(self, box: Outbox) -> None:
+        """Contract 11j: ``box`` waits for a round (once, at the back)."""
+        if not box.paced:
+            box.paced = True
+            self.paced.append(box)
+        if not self.scheduled:
+            self.scheduled = True
+            asyncio.get_running_loop().call_soon(self._round)
+
+    def _round(self) -> None:
+        """Contract 11j: renews the bytes and feeds the paced outboxes in order while they last."""
+        self.rounds += 1
+        self.left, paced = self.round_bytes, self.paced
+        while paced and self.left > 0:
+            box = paced[0]
+            box._feed(paced=True)
+            if box.paced and self.left <= 0 and box.waiting and not box.transport.is_closing():
+                break  # spent within this outbox: it goes first next round
+            if paced and paced[0] is box:
+                paced.popleft()
+                box.paced = False
+        if paced:
+            asyncio.get_running_loop().call_soon(self._round)
+        else:
+            self.scheduled = False
 
     def add(self, view: memoryview) -> None:
         obj = view.obj
@@ -125,10 +173,11 @@ class Waiting:
 class Outbox:
     """Contract 11e: one connection's writes, in order, at most ``PIECE`` bytes in its transport's hands."""
 
-    __slots__ = ("writer", "transport", "waiting", "most_buffered", "counted")
+    __slots__ = ("writer", "transport", "waiting", "most_buffered", "counted", "paced", "cid")
 
-    def __init__(self, writer: asyncio.StreamWriter, counted: Waiting | None = None) -> None:
-        self.writer, self.transport = writer, writer.transport
+    def __init__(self, writer: asyncio.StreamWriter, counted: Waiting | None = None, cid: int = -1) -> None:
+        """``cid``: the connection's id (contract 11j's ``urgent``)."""
+        self.writer, self.transport, self.cid = writer, writer.transport, cid
         self.counted = counted if counted is not None else Waiting()  # contract 11g
         # the protocol is paused while anything is buffered and resumed from inside the transport's own write
         # callback once it is all sent: the next piece is handed over there, in the same turn of the loop
@@ -143,6 +192,7 @@ class Outbox:
         protocol.resume_writing = resumed  # type: ignore[method-assign]
         self.waiting: deque[memoryview] = deque()  # views of the callers' bytes not yet handed over, in order
         self.most_buffered = 0  # the transport's largest buffer seen right after a write (counted, for tests)
+        self.paced = False  # in the server's FIFO of paced outboxes (contract 11j)
 
     def write(self, data: bytes) -> None:
         if self.transport.is_closing():  # nothing more is sent (_feed); never counted (contract 11g)
@@ -160,19 +210,24 @@ class Outbox:
         self.writer.write(data)
         self.most_buffered = max(self.most_buffered, self.transport.get_write_buffer_size())
 
-    def _feed(self) -> None:
-        """Hand pieces over while the transport's buffer is empty."""
-        transport, waiting = self.transport, self.waiting
+    def _feed(self, paced: bool = False) -> None:
+        """Hand pieces over while the transport's buffer is empty, within the round's bytes (contract 11j;
+        ``paced``: called by the round, else it waits behind the outboxes already paced)."""
+        transport, waiting, counted = self.transport, self.waiting, self.counted
         while waiting and not transport.get_write_buffer_size():
             if transport.is_closing():
                 self.close()
+                return
+            if (counted.left <= 0 or (not paced and counted.paced)) and self.cid not in counted.urgent:
+                counted.defer(self)
                 return
             view = waiting[0]
             if len(view) > PIECE:
                 waiting[0], view = view[PIECE:], view[:PIECE]
             else:
                 waiting.popleft()
-                self.counted.done(view)
+                counted.done(view)
+            counted.left -= len(view)
             self._hand(view)
 
     async def drain(self) -> None:
@@ -182,8 +237,11 @@ class Outbox:
             if transport.is_closing():
                 self.close()
             self._feed()
-            if not transport.get_write_buffer_size():  # and so nothing waits either
-                return
+            if not transport.get_write_buffer_size():
+                if not self.waiting:
+                    return
+                await asyncio.sleep(0)  # paced (contract 11j): a round feeds it
+                continue
             await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
 
     def close(self) -> None:

@@ -98,3 +98,34 @@ def test_catch_up_waits_while_the_listener_holds_its_bound_of_answers() -> None:
     assert most <= pending + BYTES, most // MIB
     _, unbounded, n = _run_bounded(0)
     assert n == 200 and unbounded > pending + BYTES, unbounded // MIB  # the same readers, no bound
+
+
+def test_two_broker_sized_catch_up_answers_at_most_are_made_a_callback() -> None:
+    """Contract 6 with a broker's Fetch ``max_bytes`` (8 MiB): observers at offsets of their own each need an answer
+    of their own; a callback makes at most two (before, with 32 MiB: five, up to 44 ms of the loop's CPU at 1,000 x
+    200k), and a wave sharing one such answer is still stepped ``CHUNK`` a callback."""
+    made, shared = _broker_sized(shared=False), _broker_sized(shared=True)
+    assert sum(made.values()) == sum(shared.values()) == 200
+    assert max(made.values()) == 2, made  # before: 5 a callback
+    assert max(shared.values()) == observer_fetches.CHUNK
+
+
+def _broker_sized(shared: bool) -> Counter[int]:
+    made: Counter[int] = Counter()
+    one = _answer(bytes(8 * MIB - 1024))
+
+    async def main() -> None:
+        def step(body: Any, answer: Any) -> bool:
+            made[of.callbacks] += 1
+            answer(one if shared else _answer(bytes(8 * MIB - 1024)))
+            return True
+
+        of = ObserverFetches(step, reply_bytes=1)
+        done: list[Any] = []
+        for i in range(200):
+            of.offer(i, done.append)
+        while len(done) < 200:
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    return made

@@ -132,3 +132,92 @@ def test_a_large_body_replied_over_several_turns_is_encoded_once() -> None:
                 w.close()
 
     asyncio.run(asyncio.wait_for(main(), 50))
+
+
+class _Transport:
+    """A transport whose socket takes every write at once (loopback with room): its buffer is always empty."""
+
+    def __init__(self) -> None:
+        self.protocol = type("P", (), {"resume_writing": lambda self: None})()
+        self.closing = False
+
+    def set_write_buffer_limits(self, high: int) -> None:
+        pass
+
+    def get_protocol(self) -> Any:
+        return self.protocol
+
+    def get_write_buffer_size(self) -> int:
+        return 0
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+
+class _Writer:
+    def __init__(self, log: list[tuple[int, int]], i: int) -> None:
+        self.transport, self.log, self.i, self.got = _Transport(), log, i, bytearray()
+
+    def write(self, data: Any) -> None:
+        self.log.append((self.i, len(data)))
+        self.got += data
+
+
+def test_pieces_handed_to_transports_are_paced_per_round_in_order() -> None:
+    """Contract 11j: three connections each written a 4 MiB body (catch-up answers), sockets that take everything at
+    once. Before: each write handed its whole body to the transport inside the caller's callback (12 MiB in one
+    turn); now at most a round (1 MiB here) plus one piece between rounds, the bodies in the order written, and a
+    small frame (a heartbeat's answer) is handed at once meanwhile."""
+    from kwire.large_frames import Outbox, Waiting
+
+    body = bytes(range(256)) * (16 * 1024)
+    log: list[tuple[int, int]] = []
+
+    async def main() -> None:
+        counted = Waiting(round_bytes=1 << 20)
+        writers = [_Writer(log, i) for i in range(4)]
+        boxes = [Outbox(w, counted) for w in writers]  # type: ignore[arg-type]
+        for box in boxes[:3]:
+            box.write(body)
+        per_turn = [sum(n for _, n in log)]
+        assert per_turn[0] <= (1 << 20) + PIECE, per_turn[0]  # before: 12 MiB in the writes' own callback
+        boxes[3].write(b"heartbeat")  # small, nothing waiting before it: at once
+        assert log[-1] == (3, len(b"heartbeat"))
+        for _ in range(100):
+            seen = len(log)
+            await asyncio.sleep(0)
+            per_turn.append(sum(n for _, n in log[seen:]))
+            if not counted.paced:
+                break
+        assert max(per_turn) <= (1 << 20) + PIECE, max(per_turn)
+        assert counted.rounds >= 10  # 12 MiB at 1 MiB a round
+        assert [bytes(w.got) for w in writers[:3]] == [body] * 3
+        order = [i for i, n in log if n > 100]
+        assert order == sorted(order)  # the bodies in the order written (FIFO), not interleaved
+        assert counted.bytes == 0 and not counted.paced
+
+    asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_an_urgent_connection_is_never_paced() -> None:
+    """Contract 11j: a connection marked urgent (a Raft voter's: the commit path) is handed its whole answer at once,
+    though observers' answers wait for rounds ahead of it."""
+    from kwire.large_frames import Outbox, Waiting
+
+    body = bytes(range(256)) * (16 * 1024)
+    log: list[tuple[int, int]] = []
+
+    async def main() -> None:
+        counted = Waiting(round_bytes=1 << 20)
+        counted.urgent.add(7)
+        observers = [Outbox(_Writer(log, i), counted, cid=i) for i in range(3)]  # type: ignore[arg-type]
+        for box in observers:
+            box.write(body)
+        assert counted.paced
+        voter = _Writer(log, 7)
+        Outbox(voter, counted, cid=7).write(body)  # type: ignore[arg-type]
+        assert bytes(voter.got) == body  # at once, in the caller's callback
+        while counted.paced:
+            await asyncio.sleep(0)
+
+    asyncio.run(asyncio.wait_for(main(), 20))

@@ -8,6 +8,8 @@ Contracts:
 1a. A voter's ReadOffset that the leader's state confirms on arrival (kraftd.core.reads invariant 7a: the
    follower's reads, issue 25) is answered between steps, without stepping the core: the answer the step would
    send, without the driver's step around it; any other ReadOffset is stepped as in contract 1.
+1b. The connection a voter's Fetch arrives on is marked urgent in the listener's pacing of large writes
+   (kwire.large_frames contract 11j): its answers (the commit path) never wait behind observers' catch-up answers.
 2. A BrokerHeartbeat that changes nothing (kraftd.shell.controller.broker_rpcs contract 4) and a DescribeConfigs
    (kraftd.shell.raft.reads contract 7) are answered without a task; False from :meth:`FastPath.offer` hands any
    request to the coroutine path, which answers it (and reports what it finds).
@@ -79,9 +81,11 @@ class FastPath:
 
         if key == ApiKey.READ_OFFSET and node.answer_read_offset(body, answer):
             return True  # contract 1a
-        if key in OBSERVED and not node.core.voters.has_id(OBSERVED[key](body)):
-            self.observer_fetches.offer(body, answer)  # kraftd.shell.apis.observer_fetches contracts 1, 8
-            return True
+        if key in OBSERVED:
+            if not node.core.voters.has_id(OBSERVED[key](body)):
+                self.observer_fetches.offer(body, answer)  # kraftd.shell.apis.observer_fetches contracts 1, 8
+                return True
+            node.server.waiting.urgent.add(info.connection_id)  # contract 1b
         return bool(node.ask_core_now(body, answer))
 
     def _heartbeat_now(self, body: Any, reply: Callable[[Any], None]) -> bool:

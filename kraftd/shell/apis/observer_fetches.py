@@ -30,9 +30,11 @@ Contracts:
    answer over from inside the step that makes it, as before contract 2.
 6. A callback that steps Fetches also stops once the answers they made carry ``BYTES`` of records (each answer
    object counted once: a commit's wave shares one; handing answers over is bounded by contract 2a): a wave of
-   catch-up answers (observers behind the log end, up to 8 MiB each, each read, joined and encoded) is 4 of them a
-   callback, not 64 stepped (1,000 x 1M: stalls of 0.3-1.1 s of loop CPU and the followers' fetch timeout,
-   docs/SWARM.md, session 15).
+   catch-up answers (observers behind the log end, up to 8 MiB each, each read, joined and encoded) is at most two of them
+   a callback, not 64 stepped (1,000 x 1M: stalls of 0.3-1.1 s of loop CPU and the followers' fetch timeout,
+   docs/SWARM.md, session 15). ``BYTES`` is a broker's 8 MiB ``max_bytes``: at 32 MiB a callback made up to four
+   such answers, 16-24 MB read and joined, up to 44 ms of the loop's CPU (session 18, 1,000 x 200k); a wave sharing
+   one answer of up to 8 MiB is still stepped ``chunk`` a callback.
 7. A callback steps no queued Fetch while the bytes waiting in the listener's outboxes (kwire.large_frames contract
    11g: each buffer counted once, however many observers it goes to) are ``PENDING`` or more; it looks again
    ``RETRY_S`` later (held answers are still handed over: they are made already). Observers' Fetches wait in the
@@ -79,7 +81,7 @@ REPLY_CHUNK = int(os.environ.get("KRAFTD_OBSERVER_REPLY_CHUNK", "128"))
 # Records bytes handed over per callback (contract 2a): 4 MiB, ~2-4 ms of socket writes on this machine.
 REPLY_BYTES = int(os.environ.get("KRAFTD_OBSERVER_REPLY_BYTES", str(4 << 20)))
 
-BYTES = 32 * 1024 * 1024  # records per callback (contract 6)
+BYTES = 8 * 1024 * 1024  # records per callback (contract 6)
 PENDING = int(os.environ.get("KRAFTD_OBSERVER_PENDING_BYTES", str(64 << 20)))  # contract 7
 RETRY_S = 0.005  # contract 7
 # Contract 7a: the longest a queued Fetch waits for the bound, half a broker's 2 s request timeout;
