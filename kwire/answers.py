@@ -56,29 +56,6 @@ FastHandler = Callable[[RequestHeader, Any, "ConnectionInfo", Callable[[Any], No
 FinalizedFeatures = Callable[[], tuple[int, Mapping[str, VersionRange]]]
 
 
-def _releaser(
-    slots: asyncio.Semaphore, in_flight: set[asyncio.Future[bytes | None]]
-) -> Callable[[asyncio.Future[bytes | None]], None]:
-    def done(task: asyncio.Future[bytes | None]) -> None:
-        slots.release()
-        in_flight.discard(task)
-
-    return done
-
-
-def _order_failed(
-    slot: asyncio.Future[bytes | None],
-    unordered: list[asyncio.Future[bytes | None]],
-    order: asyncio.Queue[asyncio.Future[bytes | None] | None],
-) -> None:
-    """kwire.server contract 11: a fast request's slot done while not in the writer's order leaves the list; if it
-    failed (contract 3), the writer gets it, closes the connection and logs why."""
-    if slot in unordered:
-        unordered.remove(slot)
-        if not slot.cancelled() and slot.exception() is not None:
-            order.put_nowait(slot)
-
-
 _PRINCIPAL: ContextVar[str] = ContextVar("kwire_request_principal", default=ANONYMOUS)
 
 
@@ -155,6 +132,26 @@ class SharedBodies:
         return (head, payload) if len(payload) >= LARGE else head + payload
 
 
+class _FastReply:
+    """Contract 11's ``reply`` for one fast request: one object, not a closure (kwire.settle, contract 11j)."""
+
+    __slots__ = ("answering", "req", "writer", "info", "counts", "entry")
+
+    def __init__(
+        self,
+        answering: Answering,
+        req: ParsedRequest,
+        w: asyncio.StreamWriter,
+        i: ConnectionInfo,
+        c: Written,
+        e: list[Any],
+    ) -> None:
+        self.answering, self.req, self.writer, self.info, self.counts, self.entry = answering, req, w, i, c, e
+
+    def __call__(self, body: Any) -> None:
+        self.answering._reply(self.req, self.writer, self.info, self.counts, self.entry, body)
+
+
 class Answering:
     """The answering half of KafkaServer (a mixin: KafkaServer.__init__ sets these attributes)."""
 
@@ -212,40 +209,49 @@ class Answering:
         assert self._fast is not None
         slot: asyncio.Future[bytes | None] = counts.loop.create_future()  # kwire.server contract 11i
         entry: list[Any] = [slot, None]
-
-        def reply(body: Any) -> None:
-            if slot.done():  # the connection closed meanwhile
-                return
-            try:
-                if not isinstance(body, req.spec.response):
-                    raise _Close(f"handler for {req.spec.name} returned {type(body).__name__}")
-                entry[1] = self.shared.frame(req, body)  # contract 11a
-            except KraftError as exc:
-                slot.set_exception(_Close(f"cannot encode the {req.spec.name} response: {exc}"))
-                return
-            except _Close as exc:
-                slot.set_exception(exc)
-                return
-            chain = counts.chain
-            frames, slots = [], []
-            while chain and chain[0][1] is not None:  # contract 11b: the replied prefix, in request order
-                done = chain.popleft()
-                slots.append(done[0])
-                frames.append(done[1])
-            if not frames:
-                return
-            if self._held_depth:  # contract 11c
-                held = self._held.setdefault(id(counts), (writer, info, counts, [], []))
-                held[3].extend(frames)
-                held[4].extend(slots)
-            else:
-                self._emit(writer, info, counts, frames, slots)
-
         counts.chain.append(entry)
-        if self._fast(req.header, req.body, info, reply):
+        if self._fast(req.header, req.body, info, _FastReply(self, req, writer, info, counts, entry)):
             return slot
         counts.chain.pop()
         return None
+
+    def _reply(
+        self,
+        req: ParsedRequest,
+        writer: asyncio.StreamWriter,
+        info: ConnectionInfo,
+        counts: Written,
+        entry: list[Any],
+        body: Any,
+    ) -> None:
+        """Contract 11: the reply to the fast request ``req`` whose chain entry is ``entry``."""
+        slot = entry[0]
+        if slot.done():  # the connection closed meanwhile
+            return
+        try:
+            if not isinstance(body, req.spec.response):
+                raise _Close(f"handler for {req.spec.name} returned {type(body).__name__}")
+            entry[1] = self.shared.frame(req, body)  # contract 11a
+        except KraftError as exc:
+            slot.set_exception(_Close(f"cannot encode the {req.spec.name} response: {exc}"))
+            return
+        except _Close as exc:
+            slot.set_exception(exc)
+            return
+        chain = counts.chain
+        frames, slots = [], []
+        while chain and chain[0][1] is not None:  # contract 11b: the replied prefix, in request order
+            done = chain.popleft()
+            slots.append(done[0])
+            frames.append(done[1])
+        if not frames:
+            return
+        if self._held_depth:  # contract 11c
+            held = self._held.setdefault(id(counts), (writer, info, counts, [], []))
+            held[3].extend(frames)
+            held[4].extend(slots)
+        else:
+            self._emit(writer, info, counts, frames, slots)
 
     def _emit(
         self,

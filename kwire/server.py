@@ -56,6 +56,7 @@ Contracts:
 11c. Inside ``with server.coalesced():`` fast replies are held and leave at its (outermost) exit in one write per
    connection: a caller answering many requests at once (the reads of one barrier) writes each connection once.
 11i. A fast request makes no system call: its connection's loop is looked up once (3.11's lookup calls getpid).
+11j. A waiting request holds no closure of its own; its done callback is its connection's (kwire.settle).
 """
 
 from __future__ import annotations
@@ -77,8 +78,6 @@ from kwire.answers import (
     Handler,
     ServerStats,
     SharedBodies,
-    _order_failed,
-    _releaser,
     acting_as,
     request_principal,
 )
@@ -90,6 +89,7 @@ from kwire.headers import parse_request
 from kwire.large_frames import Outbox, Waiting, Written
 from kwire.limits import DEFAULT_MAX_IN_FLIGHT, IdleWatch, ListenerLimits, RateLimitedWarning
 from kwire.sasl import SASL_AUTHENTICATE, SASL_HANDSHAKE, SaslServerConfig, ServerSession
+from kwire.settle import settles
 
 log = logging.getLogger("kwire.server")
 
@@ -270,6 +270,7 @@ class KafkaServer(Answering):
         in_flight: set[asyncio.Future[bytes | None]] = set()
         # contract 11: a fast request's slot, not in ``order``
         unordered: list[asyncio.Future[bytes | None]] = []
+        done, fast_done, context = settles(slots, in_flight, unordered, order)  # contract 11j
         last_active = time.monotonic()
 
         def quiet_since() -> float | None:
@@ -296,7 +297,7 @@ class KafkaServer(Answering):
                         await slots.acquire()
                         raw = loop.create_task(self._raw_token(session, frame, info))
                         in_flight.add(raw)
-                        raw.add_done_callback(_releaser(slots, in_flight))
+                        raw.add_done_callback(done, context=context)
                         counts.queued += 1
                         order.put_nowait(raw)
                         continue
@@ -329,15 +330,14 @@ class KafkaServer(Answering):
                             slots.release()
                             continue
                         in_flight.add(t)
-                        t.add_done_callback(_releaser(slots, in_flight))
                         unordered.append(t)
-                        t.add_done_callback(lambda f: _order_failed(f, unordered, order))
+                        t.add_done_callback(fast_done, context=context)  # contract 11j
                         continue
                     while unordered:  # contract 11b: the fast slots ahead, in request order
                         order.put_nowait(unordered.pop(0))
                     t = loop.create_task(self._respond(parsed, info, session, principal, handshake))
                     in_flight.add(t)
-                    t.add_done_callback(_releaser(slots, in_flight))
+                    t.add_done_callback(done, context=context)
                     counts.queued += 1
                     order.put_nowait(t)
         except KraftError as exc:

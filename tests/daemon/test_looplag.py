@@ -9,6 +9,8 @@ import gc
 import logging
 import sys
 import time
+import weakref
+from collections.abc import Iterator
 
 import pytest
 
@@ -184,3 +186,68 @@ def test_a_full_collection_within_budget_collects_as_before(monkeypatch: pytest.
         gc.callbacks.remove(looplag._gc_callback)
         gc.unfreeze()
         gc.set_threshold(*before)
+
+
+@pytest.fixture
+def counted_gc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """looplag's policy with a small young generation, nothing timed (no freeze by contracts 5/5a), and what
+    existed before frozen, so CPython's quarter rule compares promotions with a near-empty old generation, as in
+    a node after contract 6's freeze."""
+    monkeypatch.setattr(looplag, "GC_FREEZE_MS", 1e9)
+    monkeypatch.setattr(looplag, "GC_FULL_MS", 1e9)
+    before = gc.get_threshold()
+    looplag.tune_gc()
+    gc.set_threshold(100, looplag.MID, looplag.FULL_EVERY)
+    gc.freeze()
+    gc.collect(2)
+    try:
+        yield
+    finally:
+        gc.callbacks.remove(looplag._gc_callback)
+        gc.unfreeze()
+        gc.set_threshold(*before)
+
+
+def _turns(n: int) -> tuple[int, int]:
+    """(middle, full) collections over ``n`` turns, each building a batch of acyclic objects that outlives a few
+    young collections and is then dropped (a turn's pipelined reads)."""
+    start = gc.get_stats()
+    for _ in range(n):
+        batch = [[i] for i in range(400)]
+        del batch
+    end = gc.get_stats()
+    return end[1]["collections"] - start[1]["collections"], end[2]["collections"] - start[2]["collections"]
+
+
+def test_full_collections_back_off_while_they_free_nothing(counted_gc: None) -> None:
+    """Contract 5b: promoted batches that die by reference counting leave nothing for a full collection; the
+    spacing doubles up to FULL_EVERY_MAX middle collections (before: one full collection every second middle one,
+    issue 25's 50-67 a second under read load)."""
+    middle, full = _turns(800)
+    assert middle >= 400
+    assert 1 <= full <= middle // 20, (middle, full)
+    assert gc.get_threshold()[2] == looplag.FULL_EVERY_MAX
+
+
+class _Node:
+    def __init__(self) -> None:
+        self.me = self
+
+
+def test_a_full_collection_that_frees_cyclic_garbage_brings_the_spacing_back(counted_gc: None) -> None:
+    """Contract 5b's other side: once a full collection frees something they come every FULL_EVERY middle
+    collections again."""
+    _turns(800)
+    assert gc.get_threshold()[2] == looplag.FULL_EVERY_MAX
+    cycles = [_Node() for _ in range(400)]  # promoted to the old generation, then garbage there
+    gc.collect(1)
+    gc.collect(1)
+    probe = weakref.ref(cycles[0])
+    del cycles
+    full = gc.get_stats()[2]["collections"]
+    while gc.get_stats()[2]["collections"] == full:
+        _turns(1)
+    assert probe() is None
+    assert gc.get_threshold()[2] == looplag.FULL_EVERY
+    middle, full = _turns(8)
+    assert full >= 1

@@ -5,6 +5,7 @@ task, share a ticket, and their answers leave in request order in one write per 
 from __future__ import annotations
 
 import asyncio
+import gc
 from pathlib import Path
 from typing import Any
 
@@ -147,3 +148,46 @@ def test_a_failed_barrier_answers_the_fast_reads_with_its_error(
             await node.stop()
 
     assert asyncio.run(run()) == [shell_reads.ErrorCode.NOT_CONTROLLER] * 3
+
+
+def test_a_parked_fast_read_holds_few_objects_the_collector_tracks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 7 with kwire.server contract 11j (issue 25): a linearizable fast read waiting on its ticket holds
+    its parsed request, its slot and one reply object per layer, no closures: a turn's batch of waiting reads is
+    alive at the young collections inside that turn, which scan (and promote) every object it holds. Counted
+    with ``gc.get_objects`` (tracked objects alive), 15 reads parked beside a first one (a connection's in-flight limit: 16)."""
+
+    def tracked() -> int:
+        gc.collect()
+        return len(gc.get_objects())
+
+    async def run() -> float:
+        node = single_node(tmp_path)
+        await node.start()
+        try:
+            await node.wait_for_leader(10)
+            await node.reads.describe_configs(DescribeConfigsRequest(resources=[]))
+            reader, writer = await asyncio.open_connection("127.0.0.1", node.server.port)
+            fake = iter(range(1 << 30, 1 << 31))  # tickets that never resolve (the test above)
+            monkeypatch.setattr(node.client, "read_barrier", lambda: next(fake))
+            monkeypatch.setattr(node.reads, "_due", lambda: None)
+            writer.write(frames(1))  # the connection's own objects exist before counting
+            async with asyncio.timeout(10):
+                while sum(len(v) for v in node.reads._fast.values()) < 1:
+                    await asyncio.sleep(0.01)
+            before = tracked()
+            writer.write(frames(N - 1, 1))
+            async with asyncio.timeout(10):
+                while sum(len(v) for v in node.reads._fast.values()) < N:
+                    await asyncio.sleep(0.01)
+            held = (tracked() - before) / (N - 1)
+            node.reads.fail_all()
+            await read_n(reader, N)
+            writer.close()
+            return held
+        finally:
+            await node.stop()
+
+    held = asyncio.run(run())
+    assert held <= 20, held  # before: 41 (five closures' functions, cell tuples and cells; two contexts)

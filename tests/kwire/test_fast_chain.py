@@ -5,6 +5,7 @@ offered to the fast handler and answered in request order whatever the order of 
 from __future__ import annotations
 
 import asyncio
+import gc
 from typing import Any
 
 import pytest
@@ -147,3 +148,38 @@ def test_fast_requests_look_the_loop_up_once_per_connection_not_per_request(
     n, corr = run(main())
     assert corr == list(range(17, 33))
     assert n < 16, n  # the test's own awaits and the turn's shared bodies look it up (8); before: 40
+
+
+def test_a_parked_fast_request_holds_few_objects_the_collector_tracks() -> None:
+    """Contract 11j (issue 25): a fast request waiting for its reply holds its reply object and its slot, not
+    closures (a function, a cell tuple and a cell per captured name each) and a copied context per done callback:
+    a turn's batch of waiting reads is scanned by the young collections inside the turn. Counted with
+    ``gc.get_objects`` (tracked objects alive), 16 requests parked at once (a connection's in-flight limit)."""
+
+    def tracked() -> int:
+        gc.collect()
+        return len(gc.get_objects())
+
+    async def main() -> tuple[float, list[int]]:
+        parked = Parked()
+        async with KafkaServer(slow_handler, fast=parked) as srv:
+            r, w = await asyncio.open_connection(HOST, srv.port)
+            w.write(votes(0, 1))  # the connection's own objects exist before counting
+            await parked_n(parked, 1)
+            parked.replies[0](VoteResponse(error_code=0))
+            await read_frames(r, 1)
+            await asyncio.sleep(0.01)
+            before = tracked()
+            w.write(votes(1, 16))
+            await parked_n(parked, 17)
+            held = (tracked() - before) / 16
+            for reply in parked.replies[1:]:
+                reply(VoteResponse(error_code=0))
+            frames = await read_frames(r, 16)
+            w.close()
+            return held, [decode_response(f, VOTE, 2)[0] for f in frames]
+
+    held, corr = run(main())
+    assert corr == list(range(1, 17))
+    # the parsed request (header, body, ParsedRequest), its slot, its reply, its chain entry; before: 27
+    assert held <= 14, held

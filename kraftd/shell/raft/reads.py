@@ -90,6 +90,31 @@ class ReadUnavailableError(Exception):
         self.code = code
 
 
+class _FastRead:
+    """Contract 7: one fast read waiting on its ticket, one object rather than closures (kwire.settle)."""
+
+    __slots__ = ("barriers", "req", "reply", "count", "latency", "started")
+
+    def __init__(
+        self,
+        barriers: ReadBarriers,
+        req: DescribeConfigsRequest,
+        reply: Callable[[Any], None],
+        count: Any,
+        latency: Any,
+    ) -> None:
+        self.barriers, self.req, self.reply, self.count, self.latency = barriers, req, reply, count, latency
+        self.started = time.perf_counter()
+
+    def __call__(self, code: int) -> None:
+        self.barriers._answer(self.req, self.answered, code)
+
+    def answered(self, resp: Any) -> None:
+        self.reply(resp)
+        self.count.inc()
+        self.latency.observe(time.perf_counter() - self.started)
+
+
 class ReadBarriers:
     def __init__(self, node: ReadsPort) -> None:
         self.node = node
@@ -182,28 +207,17 @@ class ReadBarriers:
     def describe_now(self, req: DescribeConfigsRequest, reply: Callable[[Any], None]) -> bool:
         """Contract 7 (kraftd.shell.apis.routing contract 6c), with the request metrics the coroutine path's
         instrument counts; False: the coroutine path takes it."""
-        count, latency = self.node.metrics.children("DescribeConfigs")
-        started = time.perf_counter()
-
-        def answered(resp: Any) -> None:
-            reply(resp)
-            count.inc()
-            latency.observe(time.perf_counter() - started)
-
+        read = _FastRead(self, req, reply, *self.node.metrics.children("DescribeConfigs"))
         try:
-            self._describe_now(req, answered)
+            if self.stale:
+                self._served_stale.inc()
+                read.answered(self._response(req, ErrorCode.NONE))
+            else:
+                self._join(read)  # answered from the step resolving the ticket
         except Exception:  # noqa: BLE001 - the coroutine path answers it (and reports what it finds)
             log.exception("node %d: the DescribeConfigs short path failed", self.node.config.node_id)
             return False
         return True
-
-    def _describe_now(self, req: DescribeConfigsRequest, reply: Callable[[Any], None]) -> None:
-        """Contract 7: ``reply`` is called with the answer now (stale) or from the step resolving the ticket."""
-        if self.stale:
-            self._served_stale.inc()
-            reply(self._response(req, ErrorCode.NONE))
-            return
-        self._join(lambda code: self._answer(req, reply, code))
 
     def _answer(self, req: DescribeConfigsRequest, reply: Callable[[Any], None], code: int) -> None:
         """Contract 7; an answer that cannot be built closes that connection (kwire.server contract 3)."""
