@@ -35,7 +35,7 @@ records from its log (FileRecords) the same way. A catch-up answer of 8 MiB was 
 joined, then the body encoded); it is one (the records joined by kraftd.core.messages.fetch_response; a snapshot
 chunk sliced by kraftd.core.snapshotting).
 
-Contract 11j: the pieces a server's outboxes hand to their transports (contract 11e) are paced server-wide: at most
+Contract 11k: the pieces a server's outboxes hand to their transports (contract 11e) are paced server-wide: at most
 ``ROUND`` bytes of them (plus the piece that crosses it) between two rounds. An outbox that finds the round's
 bytes spent, or other outboxes already waiting for a round, waits in the server's FIFO of paced outboxes; a round is
 a callback of the loop (``call_soon``, behind what the loop has ready) that renews the bytes and feeds the outboxes
@@ -65,7 +65,7 @@ Frame = bytes | tuple[bytes, bytes] | tuple[bytes, bytes, bytes]
 Spliced = tuple[bytes, bytes, bytes]
 LARGE = 64 * 1024
 PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
-ROUND = 8 * 1024 * 1024  # contract 11j: handed over between two rounds, ~10 ms of socket writes
+ROUND = 8 * 1024 * 1024  # contract 11k: handed over between two rounds, ~10 ms of socket writes
 KEPT_BYTES, KEPT_S = 32 * 1024 * 1024, 1.0  # contract 11f
 
 
@@ -109,22 +109,22 @@ def spliced(body: Any, version: int) -> Spliced | None:
 
 class Waiting:
     """Contract 11g: buffers that outboxes' views wait on, by id, with the number of views waiting on each; and
-    contract 11j's pacing of the server's outboxes."""
+    contract 11k's pacing of the server's outboxes."""
 
     __slots__ = ("held", "bytes", "left", "paced", "scheduled", "rounds", "round_bytes", "urgent")
 
     def __init__(self, round_bytes: int = ROUND) -> None:
         self.held: dict[int, tuple[Any, int]] = {}  # id(buffer) -> (buffer, views waiting)
         self.bytes = 0  # the distinct buffers' sizes
-        self.round_bytes = round_bytes  # contract 11j
+        self.round_bytes = round_bytes  # contract 11k
         self.left = round_bytes  # the bytes this round may still hand over
         self.paced: deque[Outbox] = deque()  # outboxes waiting for a round, in order
         self.scheduled = False
         self.rounds = 0  # rounds run (counted work)
-        self.urgent: set[int] = set()  # contract 11j: connection ids never paced
+        self.urgent: set[int] = set()  # contract 11k: connection ids never paced
 
     def defer(self, box: Outbox) -> None:
-        """Contract 11j: ``box`` waits for a round (once, at the back)."""
+        """Contract 11k: ``box`` waits for a round (once, at the back)."""
         if not box.paced:
             box.paced = True
             self.paced.append(box)
@@ -133,7 +133,7 @@ class Waiting:
             asyncio.get_running_loop().call_soon(self._round)
 
     def _round(self) -> None:
-        """Contract 11j: renews the bytes and feeds the paced outboxes in order while they last."""
+        """Contract 11k: renews the bytes and feeds the paced outboxes in order while they last."""
         self.rounds += 1
         self.left, paced = self.round_bytes, self.paced
         while paced and self.left > 0:
@@ -176,7 +176,7 @@ class Outbox:
     __slots__ = ("writer", "transport", "waiting", "most_buffered", "counted", "paced", "cid")
 
     def __init__(self, writer: asyncio.StreamWriter, counted: Waiting | None = None, cid: int = -1) -> None:
-        """``cid``: the connection's id (contract 11j's ``urgent``)."""
+        """``cid``: the connection's id (contract 11k's ``urgent``)."""
         self.writer, self.transport, self.cid = writer, writer.transport, cid
         self.counted = counted if counted is not None else Waiting()  # contract 11g
         # the protocol is paused while anything is buffered and resumed from inside the transport's own write
@@ -192,7 +192,7 @@ class Outbox:
         protocol.resume_writing = resumed  # type: ignore[method-assign]
         self.waiting: deque[memoryview] = deque()  # views of the callers' bytes not yet handed over, in order
         self.most_buffered = 0  # the transport's largest buffer seen right after a write (counted, for tests)
-        self.paced = False  # in the server's FIFO of paced outboxes (contract 11j)
+        self.paced = False  # in the server's FIFO of paced outboxes (contract 11k)
 
     def write(self, data: bytes) -> None:
         if self.transport.is_closing():  # nothing more is sent (_feed); never counted (contract 11g)
@@ -211,7 +211,7 @@ class Outbox:
         self.most_buffered = max(self.most_buffered, self.transport.get_write_buffer_size())
 
     def _feed(self, paced: bool = False) -> None:
-        """Hand pieces over while the transport's buffer is empty, within the round's bytes (contract 11j;
+        """Hand pieces over while the transport's buffer is empty, within the round's bytes (contract 11k;
         ``paced``: called by the round, else it waits behind the outboxes already paced)."""
         transport, waiting, counted = self.transport, self.waiting, self.counted
         while waiting and not transport.get_write_buffer_size():
@@ -240,7 +240,7 @@ class Outbox:
             if not transport.get_write_buffer_size():
                 if not self.waiting:
                     return
-                await asyncio.sleep(0)  # paced (contract 11j): a round feeds it
+                await asyncio.sleep(0)  # paced (contract 11k): a round feeds it
                 continue
             await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
 

@@ -256,7 +256,7 @@ class KafkaServer(Answering):
         slots = asyncio.Semaphore(self._max_in_flight)
         order: asyncio.Queue[asyncio.Future[bytes | None] | None] = asyncio.Queue()
         loop = asyncio.get_running_loop()  # contract 11i
-        counts = Written(Outbox(writer, self.waiting, info.connection_id), loop)  # contracts 11e, 11g, 11j
+        counts = Written(Outbox(writer, self.waiting, info.connection_id), loop)  # contracts 11e, 11g, 11k
         session = ServerSession(self._sasl) if self._sasl is not None else None
         versioned = False  # contract 10: this connection's handshake ApiVersions has arrived
         tls_user = tls_principal(writer.get_extra_info("peercert")) if self._ssl is not None else None
@@ -347,7 +347,7 @@ class KafkaServer(Answering):
         finally:
             watch.cancel()
             counts.out.close()
-            self.waiting.urgent.discard(info.connection_id)  # contract 11j (kwire.large_frames)
+            self.waiting.urgent.discard(info.connection_id)  # contract 11k (kwire.large_frames)
             for t in list(in_flight):
                 t.cancel()
             write_task.cancel()

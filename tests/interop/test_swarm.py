@@ -19,6 +19,7 @@ import pytest
 from kraftd.testing.swarm import ELECTION_BACKOFF_S, ELECTION_TIMEOUT_S, FETCH_TIMEOUT_S, SwarmCluster
 from tests.interop.kafka import classpath, protocol_complaints
 from tools.swarm.broker import RUNNING, STOPPED
+from tools.swarm.partition_leader import alter_isr
 from tools.swarm.swarm import percentile
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow, pytest.mark.timeout(420)]
@@ -109,12 +110,12 @@ def test_alter_partition_shrinks_and_expands_the_isr(cluster: SwarmCluster) -> N
     leader = swarm.brokers[p.leader]
     full = list(p.isr)
     shrunk = [b for b in full if b != p.replicas[-1]]
-    answer = cluster.run(leader.alter_isr(topic, index, shrunk), 30)
+    answer = cluster.run(alter_isr(leader, topic, index, shrunk), 30)
     assert answer is not None and answer.error_code == 0, answer
     assert sorted(answer.isr) == sorted(shrunk)
     state = lambda: swarm.replay.image.topics[swarm.replay.image.topic_ids[topic]].partitions[index]  # noqa: E731
     wait("the shrunk ISR in the metadata log", lambda: sorted(state().isr) == sorted(shrunk), 15)
-    answer = cluster.run(leader.alter_isr(topic, index, full), 30)
+    answer = cluster.run(alter_isr(leader, topic, index, full), 30)
     assert answer is not None and answer.error_code == 0, answer
     wait("the expanded ISR in the metadata log", lambda: sorted(state().isr) == sorted(full), 15)
     assert state().leader == leader.id

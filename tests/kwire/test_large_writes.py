@@ -164,7 +164,7 @@ class _Writer:
 
 
 def test_pieces_handed_to_transports_are_paced_per_round_in_order() -> None:
-    """Contract 11j: three connections each written a 4 MiB body (catch-up answers), sockets that take everything at
+    """Contract 11k: three connections each written a 4 MiB body (catch-up answers), sockets that take everything at
     once. Before: each write handed its whole body to the transport inside the caller's callback (12 MiB in one
     turn); now at most a round (1 MiB here) plus one piece between rounds, the bodies in the order written, and a
     small frame (a heartbeat's answer) is handed at once meanwhile."""
@@ -200,7 +200,7 @@ def test_pieces_handed_to_transports_are_paced_per_round_in_order() -> None:
 
 
 def test_an_urgent_connection_is_never_paced() -> None:
-    """Contract 11j: a connection marked urgent (a Raft voter's: the commit path) is handed its whole answer at once,
+    """Contract 11k: a connection marked urgent (a Raft voter's: the commit path) is handed its whole answer at once,
     though observers' answers wait for rounds ahead of it."""
     from kwire.large_frames import Outbox, Waiting
 

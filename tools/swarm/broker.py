@@ -373,25 +373,6 @@ class SwarmBroker:
                 return True
             del data
 
-    # ---- partition leader (AlterPartition) -------------------------------------------------------------------
-
-    async def alter_isr(self, topic: str, partition: int, isr: list[int]) -> Any | None:
-        """Propose ``isr`` for a partition this broker leads (as the shared replay knows it); the answer's
-        partition, or None when the controller did not answer."""
-        image = self.hooks.replay.image
-        topic_id = image.topic_ids[topic]
-        p = image.topics[topic_id].partitions[partition]
-        epochs = {b: image.brokers[b].epoch for b in isr if b in image.brokers}
-        req = frames.alter_partition(
-            self.id, self.epoch, topic_id, partition, p.leader_epoch, p.partition_epoch, isr, epochs
-        )
-        resp = await self.controller_send(req)
-        if resp is None:
-            return None
-        if resp.error_code != ErrorCode.NONE or not resp.topics:
-            return resp
-        return resp.topics[0].partitions[0]
-
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():

@@ -9,7 +9,7 @@ Contracts:
    follower's reads, issue 25) is answered between steps, without stepping the core: the answer the step would
    send, without the driver's step around it; any other ReadOffset is stepped as in contract 1.
 1b. The connection a voter's Fetch arrives on is marked urgent in the listener's pacing of large writes
-   (kwire.large_frames contract 11j): its answers (the commit path) never wait behind observers' catch-up answers.
+   (kwire.large_frames contract 11k): its answers (the commit path) never wait behind observers' catch-up answers.
 2. A BrokerHeartbeat that changes nothing (kraftd.shell.controller.broker_rpcs contract 4) and a DescribeConfigs
    (kraftd.shell.raft.reads contract 7) are answered without a task; False from :meth:`FastPath.offer` hands any
    request to the coroutine path, which answers it (and reports what it finds).
