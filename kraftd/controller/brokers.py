@@ -288,6 +288,13 @@ def expired(image: MetadataImage, hb: Heartbeats, now_ms: int) -> list[int]:
     return out
 
 
+def still_expired(image: MetadataImage, hb: Heartbeats, broker_id: int, now_ms: int) -> bool:
+    """``broker_id`` is an unfenced broker whose session has timed out at ``now_ms`` (:func:`expired`'s rule for one
+    broker, without starting a clock)."""
+    b = image.brokers.get(broker_id)
+    return b is not None and not b.fenced and broker_id in hb.last_ms and not hb.alive(broker_id, now_ms)
+
+
 def next_check_ms(image: MetadataImage, hb: Heartbeats) -> int | None:
     """When the first unfenced broker's session times out (:func:`expired` lists it from then on), or None when no
     session runs: Kafka's BrokerHeartbeatManager.nextCheckTimeNs, at which its controller schedules the next
