@@ -5,22 +5,16 @@ takes the coroutine path, and both give the same answers. Counted work, on a rea
 from __future__ import annotations
 
 import asyncio
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from generated.broker_heartbeat_request import BrokerHeartbeatRequest
-from kraftd.config import load_config
 from kraftd.shell.controller.broker_rpcs import ControllerRpcs
-from kraftd.shell.node import ControllerNode
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode
-from tests.daemon.cluster import CLUSTER_ID, free_ports
-from tests.daemon.conftest import write_properties
-from tools.storage_cli import format_directory
-from tools.swarm import frames
+from tests.daemon.one_node import one_node, register
 
 
 def _answer(resp: Any) -> tuple[int, bool, bool, bool]:
@@ -28,10 +22,6 @@ def _answer(resp: Any) -> tuple[int, bool, bool, bool]:
 
 
 async def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    cfg = tmp_path / "one.properties"
-    (port,) = free_ports(1)
-    write_properties(cfg, 1, port, tmp_path / "one", voters=f"1@127.0.0.1:{port}")
-    format_directory(load_config(cfg), CLUSTER_ID)
     slow: list[BrokerHeartbeatRequest] = []  # heartbeats the coroutine path answered
     real = ControllerRpcs.heartbeat
 
@@ -40,20 +30,10 @@ async def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
         return await real(self, req, version, principal)
 
     monkeypatch.setattr(ControllerRpcs, "heartbeat", counted)
-    node = ControllerNode(load_config(cfg), seed=1)
-    await node.start()
     out: dict[str, Any] = {}
-    try:
-        await node.wait_for_leader(10)
-        for _ in range(200):
-            if node.controller.machine.active:
-                break
-            await asyncio.sleep(0.05)
+    async with one_node(tmp_path) as (node, port):
         async with KafkaClient("127.0.0.1", port) as client:
-            reg = frames.registration(7, CLUSTER_ID, uuid.uuid4(), 9007, uuid.UUID(int=507))
-            registered = await client.send(reg)
-            assert registered.error_code == ErrorCode.NONE, registered
-            epoch = registered.broker_epoch
+            epoch = await register(client, 7)
 
             def hb(**kw: Any) -> BrokerHeartbeatRequest:
                 kw.setdefault("current_metadata_offset", 10**9)
@@ -69,8 +49,6 @@ async def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any
             shut = await client.send(hb(want_shut_down=True))
             out["others"] = ([_answer(r) for r in (stale, unknown, shut)], len(slow) - before)
             out["session_touched"] = 7 in node.rpcs.heartbeats.last_ms
-    finally:
-        await node.stop()
     return out
 
 

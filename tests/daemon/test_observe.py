@@ -62,30 +62,13 @@ def test_follower_logs_its_transitions_and_a_truncation(caplog: pytest.LogCaptur
     ]
 
 
-def test_a_fetch_timeout_names_its_reason_and_starts_a_pre_vote(caplog: pytest.LogCaptureFixture) -> None:
-    """Kafka's FollowerState: a follower whose fetch timer expires becomes a (pre-vote) candidate."""
-    core = RaftNode(
-        local=ReplicaKey(2),
-        voters=VoterSet.of(1, 2, 3),
-        config=QuorumConfig(),
-        rng=random.Random(1),
-        cluster_id="c",
-    )
-    obs = NodeObserver(core)
-    caplog.set_level(logging.INFO, logger="kraftd.raft")
-    drive(obs, RequestReceived(0, 1, m.begin_quorum_request("c", ReplicaKey(2), 1, 1)))
-    drive(obs, Tick(10_000))
-    assert (
-        "follower in epoch 1 -> prospective in epoch 1: fetch timeout: no fetch from leader 1" in caplog.text
-    )
-    assert "starting pre-vote (KIP-996) for epoch 2" in caplog.text
-
-
-def test_a_fetch_timeout_noticed_while_stepping_a_request_still_names_the_timeout(
-    caplog: pytest.LogCaptureFixture,
+@pytest.mark.parametrize("late", ["tick", "observer fetch"])
+def test_a_fetch_timeout_names_its_reason_and_starts_a_pre_vote(
+    caplog: pytest.LogCaptureFixture, late: str
 ) -> None:
-    """The timer is polled after every event: an observer's Fetch that arrives after the deadline is not the
-    reason (the log said ``prospective in epoch 1: FetchRequest`` in session 18)."""
+    """Kafka's FollowerState: a follower whose fetch timer expires becomes a (pre-vote) candidate. The timer is
+    polled after every event: when an observer's Fetch after the deadline is the step that notices it, the Fetch is
+    not the reason (the log said ``prospective in epoch 1: FetchRequest`` in session 18)."""
     core = RaftNode(
         local=ReplicaKey(2),
         voters=VoterSet.of(1, 2, 3),
@@ -97,8 +80,11 @@ def test_a_fetch_timeout_noticed_while_stepping_a_request_still_names_the_timeou
     caplog.set_level(logging.INFO, logger="kraftd.raft")
     drive(obs, RequestReceived(0, 1, m.begin_quorum_request("c", ReplicaKey(2), 1, 1)))
     fetch = m.fetch_request("c", ReplicaKey(100), 1, 0, 0, 0, 8 << 20, 0)
-    drive(obs, RequestReceived(10_000, 2, fetch))
-    assert "-> prospective in epoch 1: fetch timeout: no fetch from leader 1 succeeded" in caplog.text
+    drive(obs, Tick(10_000) if late == "tick" else RequestReceived(10_000, 2, fetch))
+    assert (
+        "follower in epoch 1 -> prospective in epoch 1: fetch timeout: no fetch from leader 1" in caplog.text
+    )
+    assert "starting pre-vote (KIP-996) for epoch 2" in caplog.text
 
 
 def test_window_rate_avg_max_forget_old_samples() -> None:
