@@ -119,6 +119,27 @@ def test_pipelined_reads_take_no_task_and_answer_in_order(
         assert tickets == 0
 
 
+async def _never_resolved(
+    node: Any, monkeypatch: pytest.MonkeyPatch
+) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A leader whose read barriers never resolve, and a connection to it. The tickets never reach the core: a
+    ticket the core queued would be resolved by any step (a tick), answering the reads before the barrier fails
+    (the CI hang of stop 31)."""
+    await node.wait_for_leader(10)
+    await node.reads.describe_configs(DescribeConfigsRequest(resources=[]))
+    reader, writer = await asyncio.open_connection("127.0.0.1", node.server.port)
+    fake = iter(range(1 << 30, 1 << 31))
+    monkeypatch.setattr(node.client, "read_barrier", lambda: next(fake))
+    monkeypatch.setattr(node.reads, "_due", lambda: None)
+    return reader, writer
+
+
+async def _parked(node: Any, n: int) -> None:
+    async with asyncio.timeout(10):
+        while sum(len(v) for v in node.reads._fast.values()) < n:
+            await asyncio.sleep(0.01)
+
+
 def test_a_failed_barrier_answers_the_fast_reads_with_its_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -128,18 +149,9 @@ def test_a_failed_barrier_answers_the_fast_reads_with_its_error(
         node = single_node(tmp_path)
         await node.start()
         try:
-            await node.wait_for_leader(10)
-            await node.reads.describe_configs(DescribeConfigsRequest(resources=[]))
-            reader, writer = await asyncio.open_connection("127.0.0.1", node.server.port)
-            # The tickets never reach the core: a ticket the core queued would be resolved by any step (a
-            # tick), answering the reads before the barrier fails (the CI hang of stop 31).
-            fake = iter(range(1 << 30, 1 << 31))
-            monkeypatch.setattr(node.client, "read_barrier", lambda: next(fake))
-            monkeypatch.setattr(node.reads, "_due", lambda: None)
+            reader, writer = await _never_resolved(node, monkeypatch)
             writer.write(frames(3))
-            async with asyncio.timeout(10):
-                while sum(len(v) for v in node.reads._fast.values()) < 3:
-                    await asyncio.sleep(0.01)
+            await _parked(node, 3)
             node.reads.fail_all()
             got = await read_n(reader, 3)
             writer.close()
@@ -166,21 +178,12 @@ def test_a_parked_fast_read_holds_few_objects_the_collector_tracks(
         node = single_node(tmp_path)
         await node.start()
         try:
-            await node.wait_for_leader(10)
-            await node.reads.describe_configs(DescribeConfigsRequest(resources=[]))
-            reader, writer = await asyncio.open_connection("127.0.0.1", node.server.port)
-            fake = iter(range(1 << 30, 1 << 31))  # tickets that never resolve (the test above)
-            monkeypatch.setattr(node.client, "read_barrier", lambda: next(fake))
-            monkeypatch.setattr(node.reads, "_due", lambda: None)
+            reader, writer = await _never_resolved(node, monkeypatch)
             writer.write(frames(1))  # the connection's own objects exist before counting
-            async with asyncio.timeout(10):
-                while sum(len(v) for v in node.reads._fast.values()) < 1:
-                    await asyncio.sleep(0.01)
+            await _parked(node, 1)
             before = tracked()
             writer.write(frames(N - 1, 1))
-            async with asyncio.timeout(10):
-                while sum(len(v) for v in node.reads._fast.values()) < N:
-                    await asyncio.sleep(0.01)
+            await _parked(node, N)
             held = (tracked() - before) / (N - 1)
             node.reads.fail_all()
             await read_n(reader, N)

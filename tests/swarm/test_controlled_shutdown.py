@@ -8,28 +8,8 @@ import random
 from typing import Any
 
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
-from tools.swarm.broker import PENDING_SHUTDOWN, RUNNING, STOPPED, SwarmBroker, SwarmConfig
-from tools.swarm.decoding import SharedDecodes
-from tools.swarm.replay import SharedReplay
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.config = SwarmConfig("c", {1: ("127.0.0.1", 1)})
-        self.replay = SharedReplay()
-        self.decodes = SharedDecodes()
-
-    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None:
-        pass
-
-    def progress(self, broker: SwarmBroker) -> None:
-        pass
-
-    def fenced_while_running(self, broker: SwarmBroker) -> None:
-        pass
-
-    def disconnected(self, channel: str, reason: str) -> None:
-        pass
+from tests.helpers.swarm import Hooks
+from tools.swarm.broker import PENDING_SHUTDOWN, RUNNING, STOPPED, SwarmBroker
 
 
 def test_the_second_shutdown_heartbeat_follows_the_first_answer_after_50_ms() -> None:

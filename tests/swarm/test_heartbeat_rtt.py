@@ -10,32 +10,12 @@ from typing import Any
 
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from kwire.headers import encode_response
+from tests.helpers.swarm import Hooks
 from tools.swarm.broker import RUNNING, SwarmBroker, SwarmConfig
-from tools.swarm.decoding import BROKER_HEARTBEAT, SharedDecodes
-from tools.swarm.replay import SharedReplay
+from tools.swarm.decoding import BROKER_HEARTBEAT
 from tools.swarm.swarm import Swarm
 
 QUEUED_S = 0.2  # other brokers' continuations run between the answer's read and this broker's
-
-
-class Hooks:
-    def __init__(self) -> None:
-        self.config = SwarmConfig("c", {1: ("127.0.0.1", 1)})
-        self.replay = SharedReplay()
-        self.decodes = SharedDecodes()
-        self.rtts: list[tuple[float, int]] = []
-
-    def heartbeat(self, broker: SwarmBroker, sent: float, rtt: float, error: int, node: int) -> None:
-        self.rtts.append((rtt, error))
-
-    def progress(self, broker: SwarmBroker) -> None:
-        pass
-
-    def fenced_while_running(self, broker: SwarmBroker) -> None:
-        pass
-
-    def disconnected(self, channel: str, reason: str) -> None:
-        pass
 
 
 def test_the_round_trip_ends_when_the_answer_was_read() -> None:
