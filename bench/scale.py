@@ -336,8 +336,20 @@ def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, 
             c.close()
         except TimeoutError as exc:
             out["close_error"] = repr(exc)
+        if args.keep_logs:
+            out["logs"] = str(keep_logs(root))
         shutil.rmtree(root, ignore_errors=True)
     return out
+
+
+def keep_logs(root: Path) -> Path:
+    """The point's controller logs (the ``*.log`` files at its top level, not the metadata logs' segments), copied
+    to ``<root>-logs`` beside it before the point's directory is removed (``--keep-logs``)."""
+    dest = root.with_name(root.name + "-logs")
+    dest.mkdir(exist_ok=True)
+    for f in root.glob("*.log"):
+        shutil.copy2(f, dest / f.name)
+    return dest
 
 
 def main() -> None:
@@ -354,6 +366,9 @@ def main() -> None:
     ap.add_argument("--propagation-topics", type=int, default=10)
     ap.add_argument("--kafka-log-level", default="INFO")
     ap.add_argument("--dir", default=None, help="parent of the temporary directories")
+    ap.add_argument(
+        "--keep-logs", action="store_true", help="keep each point's controller logs (<dir>/...-logs)"
+    )
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, on_sigterm)
     kinds = ["kraftd", "kafka"] if args.vs_kafka else ["kraftd"]

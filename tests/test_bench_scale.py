@@ -63,7 +63,7 @@ def test_a_point_stopped_by_sigterm_keeps_what_it_measured(
     monkeypatch.setattr(scale, "steps", steps)
     old = signal.signal(signal.SIGTERM, scale.on_sigterm)
     try:
-        args = argparse.Namespace(dir=str(tmp_path), kafka_log_level="INFO")
+        args = argparse.Namespace(dir=str(tmp_path), kafka_log_level="INFO", keep_logs=False)
         started = time.monotonic()
         out = scale.run_point("kraftd", 3, 100, args)
     finally:
@@ -117,3 +117,14 @@ def test_broker_failure_is_also_timed_from_the_session_start() -> None:
     # the table shows both figures for each kind
     text = scale.table([{"kind": "kraftd", "brokers": 3, "partitions": 1, "broker_failure": got}])
     assert "broker failure from session start s" in text and "fenced after expiry" in text
+
+
+def test_keep_logs_copies_the_controller_logs_and_not_the_metadata_segments(tmp_path: Path) -> None:
+    root = tmp_path / "scale-kraftd-3-abc"
+    (root / "data-1" / "__cluster_metadata-0").mkdir(parents=True)
+    (root / "node-1-kraftd.log").write_text("fencing broker 7")
+    (root / "data-1" / "__cluster_metadata-0" / "00000000000000000000.log").write_bytes(b"x" * 10)
+    kept = scale.keep_logs(root)
+    assert kept == tmp_path / "scale-kraftd-3-abc-logs"
+    assert sorted(p.name for p in kept.iterdir()) == ["node-1-kraftd.log"]
+    assert (kept / "node-1-kraftd.log").read_text() == "fencing broker 7"
