@@ -144,6 +144,8 @@ class Waiting:
             if paced and paced[0] is box:
                 paced.popleft()
                 box.paced = False
+                if box.fed is not None and not box.fed.done():
+                    box.fed.set_result(None)  # its drain looks again
         if paced:
             asyncio.get_running_loop().call_soon(self._round)
         else:
@@ -173,7 +175,7 @@ class Waiting:
 class Outbox:
     """Contract 11e: one connection's writes, in order, at most ``PIECE`` bytes in its transport's hands."""
 
-    __slots__ = ("writer", "transport", "waiting", "most_buffered", "counted", "paced", "cid")
+    __slots__ = ("writer", "transport", "waiting", "most_buffered", "counted", "paced", "cid", "fed")
 
     def __init__(self, writer: asyncio.StreamWriter, counted: Waiting | None = None, cid: int = -1) -> None:
         """``cid``: the connection's id (contract 11k's ``urgent``)."""
@@ -193,6 +195,7 @@ class Outbox:
         self.waiting: deque[memoryview] = deque()  # views of the callers' bytes not yet handed over, in order
         self.most_buffered = 0  # the transport's largest buffer seen right after a write (counted, for tests)
         self.paced = False  # in the server's FIFO of paced outboxes (contract 11k)
+        self.fed: asyncio.Future[None] | None = None  # set by the round that takes it out of that FIFO
 
     def write(self, data: bytes) -> None:
         if self.transport.is_closing():  # nothing more is sent (_feed); never counted (contract 11g)
@@ -240,7 +243,11 @@ class Outbox:
             if not transport.get_write_buffer_size():
                 if not self.waiting:
                     return
-                await asyncio.sleep(0)  # paced (contract 11k): a round feeds it
+                if self.paced:  # contract 11k: wait for the round that feeds it, not a turn at a time
+                    self.fed = asyncio.get_running_loop().create_future()
+                    await self.fed
+                else:
+                    await asyncio.sleep(0)
                 continue
             await self.writer.drain()  # returns once the transport's buffer is empty (high water 0)
 

@@ -221,3 +221,24 @@ def test_an_urgent_connection_is_never_paced() -> None:
             await asyncio.sleep(0)
 
     asyncio.run(asyncio.wait_for(main(), 20))
+
+
+def test_the_drain_of_a_paced_outbox_returns_once_the_rounds_fed_it() -> None:
+    """Contract 11k with kwire.server's writer: ``drain`` of outboxes waiting for rounds returns when everything was
+    handed over, each after the round that took it out of the FIFO (it waits on that, not a turn at a time)."""
+    from kwire.large_frames import Outbox, Waiting
+
+    body = bytes(range(256)) * (16 * 1024)
+    log: list[tuple[int, int]] = []
+
+    async def main() -> None:
+        counted = Waiting(round_bytes=1 << 20)
+        writers = [_Writer(log, i) for i in range(3)]
+        boxes = [Outbox(w, counted) for w in writers]  # type: ignore[arg-type]
+        for box in boxes:
+            box.write(body)
+        await asyncio.gather(*(box.drain() for box in boxes))
+        assert [bytes(w.got) for w in writers] == [body] * 3
+        assert not counted.paced and all(box.fed is None or box.fed.done() for box in boxes)
+
+    asyncio.run(asyncio.wait_for(main(), 20))
