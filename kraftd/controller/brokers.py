@@ -277,15 +277,10 @@ def fence(image: MetadataImage, broker_id: int, bugs: BugFlags = NO_BUGS) -> lis
 
 def expired(image: MetadataImage, hb: Heartbeats, now_ms: int) -> list[int]:
     """Unfenced brokers whose session timed out (a new leader starts their clocks at its first check)."""
-    out = []
-    for bid, b in sorted(image.brokers.items()):
-        if b.fenced:
-            continue
-        if bid not in hb.last_ms:
+    for bid, b in image.brokers.items():
+        if not b.fenced and bid not in hb.last_ms:
             hb.touch(bid, now_ms)
-        elif not hb.alive(bid, now_ms):
-            out.append(bid)
-    return out
+    return [bid for bid in sorted(image.brokers) if still_expired(image, hb, bid, now_ms)]
 
 
 def still_expired(image: MetadataImage, hb: Heartbeats, broker_id: int, now_ms: int) -> bool:
