@@ -42,3 +42,29 @@ def failure_figures(
         "fenced_after_expiry_s": round(fenced - last - session_s, 2),
         "kill_after_session_start_s": round(killed - last, 2),
     }
+
+
+def fence_traces(swarm: Any, started: float, most: int = 40) -> list[dict[str, Any]]:
+    """Each mistaken fence (at most ``most``) with what traces it (tools.swarm.swarm contract 7; issue 24 §3): when
+    the swarm saw it (s from the point's start, and wall-clock for the controllers' "fencing broker" lines), the
+    broker's controller-channel events before it (s from the fence), the swarm's late loop turns in the session
+    timeout before it, and the broker's heartbeats recorded then (sent, round trip s, error, controller)."""
+    out = []
+    for f in swarm.mistaken_fences()[:most]:
+        window = swarm.config.session_timeout_ms / 1000 + 3
+        out.append(
+            {
+                "broker": f.broker_id,
+                "at_s": round(f.at - started, 3),
+                "wall": round(f.wall, 3),
+                "source": f.source,
+                "trace": f.trace,
+                "swarm_loop_late": swarm.loop_lag.within(f.at - window, f.at, f.at),
+                "heartbeats": [
+                    (round(s - f.at, 3), round(rtt, 3), err, node)
+                    for s, rtt, err, b, node in swarm.heartbeats
+                    if b == f.broker_id and f.at - window <= s <= f.at
+                ],
+            }
+        )
+    return out

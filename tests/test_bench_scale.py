@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from bench import scale
+from tools.swarm.trace import LoopLag
 
 
 class FakeCluster:
@@ -30,7 +31,11 @@ class FakeCluster:
             alive=lambda: True,
         )
         self.q = SimpleNamespace(node=lambda node_id: me, nodes=[me])
-        self.swarm = SimpleNamespace(disconnects=Counter({"raft-client: request timeout": 3}))
+        self.swarm = SimpleNamespace(
+            disconnects=Counter({"raft-client: request timeout": 3}),
+            mistaken_fences=lambda: [],
+            loop_lag=LoopLag(),
+        )
         self.closed = False
 
     def quorum(self, timeout_ms: int = 1000) -> Any:

@@ -27,6 +27,8 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    (a real broker is its own process; docs/SWARM.md, session 13); ``heartbeat_loop_read``: when the swarm's loop
    read it (decoding.read_instants). Every fetch answer that moved the position or the high watermark goes to
    ``hooks.progress(broker)``, with ``fetch_read`` the time the swarm read that answer (the same rule).
+4b. The controller channel's last events (a heartbeat sent, each attempt that failed, NOT_CONTROLLER, the answer,
+   the pause after it) are kept in ``trace`` (tools.swarm.trace): what a mistaken fence is traced with.
 5. Requests wait out the swarm's own reading (kwire.client contract 4a): one loop reads 1,000 brokers' 8 MiB
    catch-up answers, the last seconds after it arrived (a broker in its own process reads it at once); timing them
    out closed the connections and fetched the same bytes again, and the swarm never caught up (docs/SWARM.md,
@@ -52,6 +54,7 @@ from tools.swarm import frames
 from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants
 from tools.swarm.observer import on_fetch
 from tools.swarm.replay import SharedReplay
+from tools.swarm.trace import ChannelTrace
 
 FIRST_PENDING_SHUTDOWN_S = 0.05  # contract 2
 STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
@@ -115,6 +118,7 @@ class SwarmBroker:
         self.last_target = -1  # the controller the last controller-channel request went to
         self._heartbeat_read = self.heartbeat_loop_read = -1.0  # the last heartbeat answer read (contract 4)
         self.fetch_read = -1.0  # when the last Fetch answer was read and decoded (contract 4)
+        self.trace = ChannelTrace()  # contract 4b
 
     @property
     def committed_offset(self) -> int:
@@ -197,18 +201,21 @@ class SwarmBroker:
         backoff = self.cfg.retry_backoff_ms / 1000
         while self.alive and time.monotonic() < deadline:
             if self.leader_id < 0:
+                self.trace.note("no-leader")
                 await asyncio.sleep(backoff)
                 continue
             self.last_target = self.leader_id
             try:
                 left = max(0.01, deadline - time.monotonic())
                 resp = await _send(self._client("controller", self.leader_id), request, left)
-            except (NetworkError, RequestTimeoutError, OSError):
+            except (NetworkError, RequestTimeoutError, OSError) as exc:
+                self.trace.note("failed", type(exc).__name__)
                 await asyncio.sleep(backoff)
                 continue
             if getattr(resp, "error_code", 0) != ErrorCode.NOT_CONTROLLER:
                 return resp
             # An elected leader whose controller is not active yet, or a stale view: ask again.
+            self.trace.note("not-controller", self.last_target)
             await asyncio.sleep(backoff)
         return None
 
@@ -247,7 +254,9 @@ class SwarmBroker:
             failures = failures + 1 if delay is None else 0
             if not self.alive:
                 break
-            await self._pause(delay if delay is not None else self._backoff(failures))
+            pause = delay if delay is not None else self._backoff(failures)
+            self.trace.note("pause", round(pause, 3))
+            await self._pause(pause)
 
     def _backoff(self, failures: int) -> float:
         return float(min(0.1 * 2 ** min(failures - 1, 10), self.cfg.session_timeout_ms / 1000))
@@ -262,11 +271,13 @@ class SwarmBroker:
             want_shut_down=shutting,
         )
         sent = time.monotonic()
+        self.trace.note("heartbeat", self.leader_id)
         resp = await self.controller_send(req)
         if not self.alive:
             return None
         error = -1 if resp is None else resp.error_code
         read = self._heartbeat_read if resp is not None and self._heartbeat_read >= sent else time.monotonic()
+        self.trace.note("answer", (error, round(read - sent, 3)))
         self.hooks.heartbeat(self, sent, read - sent, error, self.last_target)
         return resp
 

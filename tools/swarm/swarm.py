@@ -27,6 +27,11 @@ Contracts:
    heartbeats slower than 100 ms, on either controller kind, spanned one (docs/SWARM.md, session 13).
 6. :attr:`Swarm.disconnects` counts the brokers' closed connections by ``"channel: reason"`` (tools.swarm.broker
    contract 6; kwire.client contract 12): what a broker operator watches when a controller lets requests time out.
+7. A mistaken fence carries its broker's controller-channel trace of the ``TRACED_S`` before it (tools.swarm.trace
+   contract 1) and the wall-clock time the swarm saw it; :attr:`Swarm.loop_lag` notes each turn of the swarm's loop
+   that held its periodic GC callback ``LATE_S`` or more (tools.swarm.trace contract 3). Together with the
+   controllers' "fencing broker N" lines they say whether the broker stopped heartbeating or the controller did not
+   hear it (docs/SWARM.md, session 19).
 """
 
 from __future__ import annotations
@@ -50,8 +55,10 @@ from tools.swarm import frames
 from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
 from tools.swarm.decoding import SharedDecodes, read_at
 from tools.swarm.replay import SharedReplay
+from tools.swarm.trace import LoopLag
 
 GC_MAINTAIN_S = 0.05
+TRACED_S = 15.0  # contract 7
 # Contract 5: the youngest generation collects at Python's default size, not the controllers' 10,000 (set for replay
 # throughput): at 10,000 each young collection of the swarm took 20-37 ms at 1,000 brokers, a pause inside the round
 # trips it measures; at 700 about 1 ms.
@@ -105,6 +112,9 @@ class Fence:
     broker_id: int
     source: str  # "log" (a fence record) or "heartbeat" (an answer said fenced while RUNNING)
     mistaken: bool
+    # contract 7: the broker's controller channel in the ``TRACED_S`` before a mistaken fence, timed from it
+    trace: list[tuple[float, str, Any]] = field(default_factory=list)
+    wall: float = 0.0  # time.time() when the swarm saw it (to find it in the controllers' logs)
 
 
 class Swarm:
@@ -125,6 +135,7 @@ class Swarm:
         self._admin: tuple[int, KafkaClient] | None = None
         self._admin_read = -1.0  # when the admin client last read an answer (contract 3a)
         self._gc_task: asyncio.Task[None] | None = None
+        self.loop_lag = LoopLag()  # contract 7
         self.cpu_at_start = cpu_seconds()
 
     # ---- hooks (broker.Hooks) --------------------------------------------------------------------------------
@@ -152,13 +163,17 @@ class Swarm:
                 w.reached[broker.id] = at
 
     def fenced_while_running(self, broker: SwarmBroker) -> None:
-        self.fences.append(Fence(time.monotonic(), broker.id, "heartbeat", True))
+        self._fenced(broker, "heartbeat", True)
 
     def _on_fence_record(self, broker_id: int, offset: int) -> None:
         b = self.brokers.get(broker_id)
         if b is not None:
-            expected = b.state in (KILLED, STOPPED) or b.shutdown_at >= 0
-            self.fences.append(Fence(time.monotonic(), broker_id, "log", not expected))
+            self._fenced(b, "log", not (b.state in (KILLED, STOPPED) or b.shutdown_at >= 0))
+
+    def _fenced(self, b: SwarmBroker, source: str, mistaken: bool) -> None:
+        now = time.monotonic()
+        trace = b.trace.since(now - TRACED_S, now) if mistaken else []  # contract 7
+        self.fences.append(Fence(now, b.id, source, mistaken, trace, time.time()))
 
     # ---- running -----------------------------------------------------------------------------------------------
 
@@ -173,7 +188,9 @@ class Swarm:
     async def _maintain_gc(self) -> None:
         while True:
             gc_maintain()
+            due = time.monotonic() + GC_MAINTAIN_S
             await asyncio.sleep(GC_MAINTAIN_S)
+            self.loop_lag.ran(due)  # contract 7
 
     async def wait_running(self, timeout: float) -> float:
         """Seconds until every broker is RUNNING; TimeoutError naming the states otherwise."""
