@@ -54,7 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale_phases import failure_figures, fence_traces, shutdown_figures  # noqa: E402
+from scale_phases import failure_figures, fence_traces, shutdown_figures, swarm_pauses  # noqa: E402
 from scale_table import table  # noqa: E402
 from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
@@ -327,7 +327,7 @@ def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, 
         disconnects(out, "stopped", c.swarm)
     finally:
         out["mistaken_fence_traces"] = fence_traces(c.swarm, out["started"])
-        out["swarm_loop_late_max_s"] = max((late for _, late in c.swarm.loop_lag.late), default=0.0)
+        out["swarm_pauses"] = swarm_pauses(c.swarm, out["started"])
         out["load_after"] = os.getloadavg()[0]
         out["seconds"] = round(time.monotonic() - out.pop("started"), 1)
         try:

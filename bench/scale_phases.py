@@ -68,3 +68,15 @@ def fence_traces(swarm: Any, started: float, most: int = 40) -> list[dict[str, A
             }
         )
     return out
+
+
+def swarm_pauses(swarm: Any, started: float, most: int = 12) -> dict[str, Any]:
+    """The swarm's own pauses (tools.swarm.swarm contract 7, tools.swarm.replay contract 6), the longest ``most`` of
+    each, timed from the point's start: late turns of its loop (s from start, late s) and slow replays (s from
+    start, s, what)."""
+    late = sorted(swarm.loop_lag.late, key=lambda x: -x[1])[:most]
+    slow = sorted(swarm.replay.slow, key=lambda x: -x[1])[:most]
+    return {
+        "loop_late": [(round(due - started, 2), round(s, 3)) for due, s in sorted(late)],
+        "replay_slow": [(round(at - started, 2), round(s, 3), what) for at, s, what in sorted(slow)],
+    }

@@ -35,6 +35,7 @@ class FakeCluster:
             disconnects=Counter({"raft-client: request timeout": 3}),
             mistaken_fences=lambda: [],
             loop_lag=LoopLag(),
+            replay=SimpleNamespace(slow=[]),
         )
         self.closed = False
 

@@ -19,10 +19,13 @@ Contracts:
    waits (at 1,000 brokers and 1M partitions a walk each was 10^9 steps, holding the swarm's GIL).
 5. :func:`batch_ends` walks the batch headers of a records section only (no decoding): the end offset (last + 1)
    and the epoch of the last complete batch, or None when the section holds none.
+6. A feed or snapshot load that took ``SLOW_S`` or more is noted in ``slow`` (it ran on the swarm's one loop, holding
+   every broker's heartbeat back meanwhile; docs/SWARM.md, session 19).
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +38,7 @@ from kraftd.storage.batches import HEADER_SIZE, peek
 REGISTER_BROKER, TOPIC, PARTITION, PARTITION_CHANGE, FENCE_BROKER, REMOVE_TOPIC = 0, 2, 3, 5, 7, 9
 REGISTRATION_CHANGE, END_TXN = 17, 24
 FENCE = 1  # BrokerRegistrationFencingChange.FENCE
+SLOW_S = 0.1  # contract 6
 
 
 def batches(data: bytes) -> list[LogBatch]:
@@ -71,6 +75,7 @@ class SharedReplay:
         self.records_applied = 0
         self.leaders: dict[int, int] = {}  # contract 4: leader id -> partitions it leads
         self.snapshot_taker: int | None = None  # contract 2a: the broker gathering a snapshot's bytes
+        self.slow: list[tuple[float, float, str]] = []  # contract 6: (started, seconds, what)
 
     def take_snapshot(self, broker_id: int, end_offset: int) -> bool:
         """Contract 2a."""
@@ -84,8 +89,20 @@ class SharedReplay:
         if self.snapshot_taker == broker_id:
             self.snapshot_taker = None
 
+    def _timed(self, started: float, what: str) -> None:
+        took = time.monotonic() - started
+        if took >= SLOW_S:
+            self.slow.append((started, took, what))
+
     def feed(self, data: bytes) -> None:
         """Contract 1."""
+        started, applied = time.monotonic(), self.records_applied
+        try:
+            self._feed(data)
+        finally:
+            self._timed(started, f"feed {len(data)} bytes, {self.records_applied - applied} records")
+
+    def _feed(self, data: bytes) -> None:
         for b in batches(data):
             if b.last_offset < self.next_offset:
                 continue
@@ -101,6 +118,7 @@ class SharedReplay:
         """Contract 2."""
         if end_offset <= self.next_offset:
             return
+        started, applied = time.monotonic(), self.records_applied
         self.image = MetadataImage()
         self.topic_offset.clear()
         for b in batches(data):
@@ -112,6 +130,7 @@ class SharedReplay:
         for t in self.image.topics.values():
             for p in t.partitions.values():
                 self.leaders[p.leader] = self.leaders.get(p.leader, 0) + 1
+        self._timed(started, f"snapshot {len(data)} bytes, {self.records_applied - applied} records")
 
     def _touched(self, key: int, record: Any) -> list[tuple[Any, int]]:
         """Contract 4: the partitions whose leader applying this record may change."""
