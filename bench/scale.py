@@ -190,8 +190,12 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     }
     total = lambda: sum(len(t.partitions) for t in swarm.replay.image.topics.values())  # noqa: E731
     wait("the replayed image to hold every created partition", lambda: total() >= created, 300)
+
     # every observer at the log's end: propagation measures a commit's fan-out, not the rest of creation's
-    caught_up = lambda: all(b.fetch_end >= swarm.replay.next_offset for b in swarm.running())  # noqa: E731
+    # (and the swarm's replay idle: tools.swarm.replay contract 7 applies in slices)
+    def caught_up() -> bool:
+        return swarm.replay.idle and all(b.fetch_end >= swarm.replay.next_offset for b in swarm.running())
+
     wait("every observer to fetch the created partitions", caught_up, 300)
     out["memory_after_create"] = memory(c)
     stall["create_topics"] = stalls.take("create_topics")

@@ -46,7 +46,7 @@ def status_line(swarm: Swarm, since: float, cpu_since: float, wall: float) -> st
     return (
         f"brokers {states} | heartbeats {hb['count']} p50 {hb['p50_ms']:.1f} p99 {hb['p99_ms']:.1f} "
         f"max {hb['max_ms']:.1f} ms, errors {hb['errors']} | mistaken fences {len(swarm.mistaken_fences())} | "
-        f"replayed offset {swarm.replay.next_offset - 1} | swarm CPU {cpu:.1f}%"
+        f"replayed offset {swarm.replay.applied_offset - 1} | swarm CPU {cpu:.1f}%"
     )
 
 
@@ -103,7 +103,7 @@ async def run(opts: dict[str, Any]) -> dict[str, Any]:
         wall = time.monotonic() - started
         summary["swarm_cpu_s"] = cpu_seconds() - cpu0
         summary["swarm_cpu_pct"] = summary["swarm_cpu_s"] / wall * 100
-        summary["replayed_offset"] = swarm.replay.next_offset - 1
+        summary["replayed_offset"] = swarm.replay.applied_offset - 1
         await swarm.close()
     return summary
 

@@ -19,14 +19,23 @@ Contracts:
    waits (at 1,000 brokers and 1M partitions a walk each was 10^9 steps, holding the swarm's GIL).
 5. :func:`batch_ends` walks the batch headers of a records section only (no decoding): the end offset (last + 1)
    and the epoch of the last complete batch, or None when the section holds none.
-6. A feed or snapshot load that took ``SLOW_S`` or more is noted in ``slow`` (it ran on the swarm's one loop, holding
-   every broker's heartbeat back meanwhile; docs/SWARM.md, session 19).
+6. A turn of the swarm's loop in which the replay worked ``SLOW_S`` or more is noted in ``slow`` (it held every
+   broker's heartbeat back meanwhile).
+7. The work of 1 and 2 is done in slices of about ``SLICE_S`` on the swarm's one loop, in the order it was handed in
+   (each slice a callback behind what the loop has ready), never all at once: applying a snapshot of 1M
+   partitions, or an 8 MiB catch-up answer, in one turn held every broker's heartbeat back for seconds, and a
+   real broker's heartbeats (BrokerLifecycleManager's own event queue) never wait for its metadata replay
+   (docs/SWARM.md, session 19). ``next_offset`` is the next offset past what was handed in (what a broker need not
+   feed again), ``applied_offset`` past what the image holds; :attr:`idle` says they are the same. A snapshot is
+   built aside and becomes the image whole. Called with no running loop, the work is done at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import time
-from collections.abc import Callable
+from collections import deque
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from kraftd.controller.apply import apply_record
@@ -39,6 +48,9 @@ REGISTER_BROKER, TOPIC, PARTITION, PARTITION_CHANGE, FENCE_BROKER, REMOVE_TOPIC 
 REGISTRATION_CHANGE, END_TXN = 17, 24
 FENCE = 1  # BrokerRegistrationFencingChange.FENCE
 SLOW_S = 0.1  # contract 6
+SLICE_S = 0.005  # contract 7: the longest turn of the swarm's loop the replay takes (about)
+CHECK_EVERY = 32  # contract 7: records applied between two looks at the clock
+_DONE = object()
 
 
 def batches(data: bytes) -> list[LogBatch]:
@@ -69,13 +81,22 @@ def batch_ends(data: bytes) -> tuple[int, int] | None:
 class SharedReplay:
     def __init__(self, on_fence: Callable[[int, int], None] | None = None) -> None:
         self.image = MetadataImage()
-        self.next_offset = 0
+        self.next_offset = 0  # contract 7: the next offset past what was handed in (applied or queued)
+        self.applied_offset = 0  # contract 7: the next offset past what the image holds
         self.on_fence = on_fence
         self.topic_offset: dict[str, int] = {}
         self.records_applied = 0
         self.leaders: dict[int, int] = {}  # contract 4: leader id -> partitions it leads
         self.snapshot_taker: int | None = None  # contract 2a: the broker gathering a snapshot's bytes
         self.slow: list[tuple[float, float, str]] = []  # contract 6: (started, seconds, what)
+        self._queued: deque[LogBatch | tuple[bytes, int]] = deque()  # contract 7: batches and snapshots
+        self._work: Iterator[None] | None = None
+        self._slices: asyncio.AbstractEventLoop | None = None  # the loop a slice is scheduled on
+
+    @property
+    def idle(self) -> bool:
+        """Contract 7: everything handed in is applied."""
+        return self._work is None and not self._queued
 
     def take_snapshot(self, broker_id: int, end_offset: int) -> bool:
         """Contract 2a."""
@@ -89,48 +110,80 @@ class SharedReplay:
         if self.snapshot_taker == broker_id:
             self.snapshot_taker = None
 
-    def _timed(self, started: float, what: str) -> None:
-        took = time.monotonic() - started
-        if took >= SLOW_S:
-            self.slow.append((started, took, what))
-
     def feed(self, data: bytes) -> None:
-        """Contract 1."""
-        started, applied = time.monotonic(), self.records_applied
-        try:
-            self._feed(data)
-        finally:
-            self._timed(started, f"feed {len(data)} bytes, {self.records_applied - applied} records")
-
-    def _feed(self, data: bytes) -> None:
+        """Contract 1 (applied as contract 7 says)."""
         for b in batches(data):
             if b.last_offset < self.next_offset:
                 continue
             if b.base_offset > self.next_offset:
-                return  # a gap: wait for the missing batches
-            for d in metadata_records(b):
-                if d.offset >= self.next_offset:
-                    self._apply(d.offset, d.api_key, d.version, d.record)
+                break  # a gap: wait for the missing batches
+            self._queued.append(b)
             self.next_offset = b.last_offset + 1
-            self.image.offset = b.last_offset
+        self._run()
 
     def load_snapshot(self, data: bytes, end_offset: int) -> None:
-        """Contract 2."""
+        """Contract 2 (applied as contract 7 says)."""
         if end_offset <= self.next_offset:
             return
-        started, applied = time.monotonic(), self.records_applied
-        self.image = MetadataImage()
-        self.topic_offset.clear()
+        self._queued.append((data, end_offset))
+        self.next_offset = end_offset
+        self._run()
+
+    # ---- contract 7: the work, in slices of the swarm's loop ----------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a caller of its own): all of it now
+            loop = None
+        if self._slices is not None:
+            return  # a slice is scheduled: it goes on from where the work is
+        self._slice(loop)
+
+    def _slice(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        self._slices = None
+        started = time.perf_counter()
+        deadline = started + SLICE_S if loop is not None else float("inf")
+        steps = 0
+        while self._work is not None or self._queued:
+            if self._work is None:
+                self._work = self._steps(self._queued.popleft())
+            if next(self._work, _DONE) is _DONE:
+                self._work = None
+            steps += 1
+            if steps % CHECK_EVERY == 0 and time.perf_counter() >= deadline:
+                assert loop is not None
+                self._slices = loop
+                loop.call_soon(self._slice, loop)
+                break
+        took = time.perf_counter() - started
+        if took >= SLOW_S:
+            self.slow.append((time.monotonic() - took, took, f"one slice: {steps} steps"))
+
+    def _steps(self, item: LogBatch | tuple[bytes, int]) -> Iterator[None]:
+        """One batch's records (those past the image), or one snapshot built aside then taken as the image."""
+        if isinstance(item, LogBatch):
+            if item.last_offset < self.applied_offset:
+                return
+            for d in metadata_records(item):
+                if d.offset >= self.applied_offset:
+                    self._apply(d.offset, d.api_key, d.version, d.record)
+                    yield
+            self.applied_offset = item.last_offset + 1
+            self.image.offset = item.last_offset
+            return
+        data, end_offset = item
+        if end_offset <= self.applied_offset:
+            return
+        aside = SharedReplay(self.on_fence)
         for b in batches(data):
             for d in metadata_records(b):
-                self._apply(end_offset - 1, d.api_key, d.version, d.record)
-        self.next_offset = end_offset
+                aside._apply(end_offset - 1, d.api_key, d.version, d.record)
+                yield
+        self.image, self.topic_offset, self.leaders = aside.image, aside.topic_offset, aside.leaders
+        self.records_applied += aside.records_applied
+        self.applied_offset = end_offset
         self.image.offset = end_offset - 1
-        self.leaders = {}
-        for t in self.image.topics.values():
-            for p in t.partitions.values():
-                self.leaders[p.leader] = self.leaders.get(p.leader, 0) + 1
-        self._timed(started, f"snapshot {len(data)} bytes, {self.records_applied - applied} records")
 
     def _touched(self, key: int, record: Any) -> list[tuple[Any, int]]:
         """Contract 4: the partitions whose leader applying this record may change."""
