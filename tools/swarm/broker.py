@@ -4,8 +4,8 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
 1. Lifecycle: STARTING (registered, WantFence) -> RECOVERY once a heartbeat answer says IsCaughtUp -> RUNNING
    once an answer says not fenced. STARTING heartbeats again after 10 ms, the other states after
    ``heartbeat_interval_ms``; a failed heartbeat is retried after an exponential backoff (100 ms doubling, capped at
-   the interval). STALE_BROKER_EPOCH and BROKER_ID_NOT_REGISTERED make the broker register again (same
-   incarnation id).
+   the session timeout: Kafka's ExponentialBackoff(100, 2, broker.session.timeout.ms)). STALE_BROKER_EPOCH and
+   BROKER_ID_NOT_REGISTERED make the broker register again (same incarnation id).
 2. Controlled shutdown (:meth:`SwarmBroker.begin_shutdown`): a heartbeat with WantShutDown goes out at once; after
    the first answer without ShouldShutDown the next goes out 50 ms later, then every interval, until an answer
    carries ShouldShutDown (Kafka 4.3.1 BrokerLifecycleManager: "schedule our next heartbeat a little bit sooner
