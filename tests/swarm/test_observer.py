@@ -16,11 +16,12 @@ from generated.fetch_snapshot_response import FetchSnapshotResponse, PartitionSn
 from generated.topic_record import TopicRecord
 from kraftd.core.batches import data_batch
 from kraftd.core.log import OffsetAndEpoch
-from kwire.errors import NetworkError, RequestTimeoutError
+from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from kwire.metadata_frame import encode_record
 from tools.swarm.broker import STOPPED, SwarmBroker, SwarmConfig
 from tools.swarm.decoding import SharedDecodes
 from tools.swarm.replay import SharedReplay
+from tools.swarm.snapshot_fetch import SnapshotTransfer
 
 
 class Hooks:
@@ -118,13 +119,15 @@ def test_brokers_sent_to_a_snapshot_gather_it_once_and_hold_no_chunk_between_req
         monkeypatch.setattr(b, "_client", lambda channel, node: None)
 
     async def fetch_all() -> None:
-        await asyncio.gather(*(b._fetch_snapshot(1, OffsetAndEpoch(1, 1)) for b in brokers))
+        for b in brokers:
+            b.transfer = SnapshotTransfer(b.id, OffsetAndEpoch(1, 1), hooks.replay)
+        await asyncio.gather(*(b._fetch_snapshot(1) for b in brokers))
 
     asyncio.run(fetch_all())
     assert fetched == {100: 3, 101: 3, 102: 3}  # every broker fetched every chunk
     assert loaded == [len(snapshot)]  # one broker gathered the bytes
     assert hooks.replay.topic_offset == {"t": 0} and hooks.replay.snapshot_taker is None
-    assert [b.fetch_end for b in brokers] == [1, 1, 1]
+    assert [b.fetch_end for b in brokers] == [1, 1, 1] and [b.transfer for b in brokers] == [None] * 3
     assert alive_at_next and not any(alive_at_next)
 
 
@@ -155,3 +158,95 @@ def test_a_fetch_to_the_leader_that_times_out_keeps_the_leader_for_heartbeats(
     asyncio.run(broker._observe())
     assert targets == [1, voter_in_turn]
     assert known_after_timeout == [1]  # the heartbeats' controller (controller_send) is still the leader
+
+
+def _snapshot_run(
+    monkeypatch: pytest.MonkeyPatch, voter_after_timeout: int
+) -> tuple[list[tuple[str, int, int]], SharedReplay, SwarmBroker, bytes]:
+    """A broker behind the log start of leader 1 (voters 1-3): its first Fetch is answered with a snapshot of
+    three chunks; the second chunk's first FetchSnapshot times out; the voter in turn after it is
+    ``voter_after_timeout``; the broker is stopped at its Fetch from the snapshot's end. Returns the requests
+    (kind, node, position or fetch offset)."""
+    hooks = Hooks()
+    hooks.config = SwarmConfig("c", {1: ("127.0.0.1", 1), 2: ("127.0.0.1", 2), 3: ("127.0.0.1", 3)})
+    broker = SwarmBroker(hooks, 100, 19100, random.Random(0))  # type: ignore[arg-type]
+    broker.leader_id, broker.leader_epoch = 1, 1
+    broker._next_voter = broker._voter_ids.index(voter_after_timeout) - 1
+    snapshot = data_batch(0, 1, [encode_record(TopicRecord(name="t", topic_id=uuid.uuid4()), 0)], 0).data
+    chunk = len(snapshot) // 3 + 1
+    sent: list[tuple[str, int, int]] = []
+    monkeypatch.setattr(broker, "_client", lambda channel, node: node)
+
+    async def send(node: Any, request: Any, timeout: float) -> Any:
+        if hasattr(request.topics[0].partitions[0], "position"):  # FetchSnapshot
+            position = request.topics[0].partitions[0].position
+            sent.append(("snapshot", node, position))
+            if position == chunk and ("snapshot", 1, chunk) not in sent[:-1]:
+                raise RequestTimeoutError("FetchSnapshot got no response")
+            part = PartitionSnapshot(size=len(snapshot), position=position)
+            part.unaligned_records = snapshot[position : position + chunk]
+            return FetchSnapshotResponse(topics=[TopicSnapshot(partitions=[part])])
+        offset = request.topics[0].partitions[0].fetch_offset
+        sent.append(("fetch", node, offset))
+        if offset >= 1:
+            broker.state = STOPPED
+            raise NetworkError("stop")
+        part = PartitionData(partition_index=0, high_watermark=1)
+        part.current_leader.leader_id, part.current_leader.leader_epoch = 1, 1
+        if node != 1:  # a voter that is not the leader names it
+            return FetchResponse(
+                error_code=ErrorCode.NOT_LEADER_OR_FOLLOWER,
+                responses=[FetchableTopicResponse(partitions=[part])],
+            )
+        part.snapshot_id.end_offset, part.snapshot_id.epoch = 1, 1
+        return FetchResponse(responses=[FetchableTopicResponse(partitions=[part])])
+
+    monkeypatch.setattr(broker_mod, "_send", send)
+    monkeypatch.setattr(broker_mod.asyncio, "sleep", _no_sleep)
+    asyncio.run(broker._observe())
+    return sent, hooks.replay, broker, snapshot
+
+
+async def _no_sleep(seconds: float) -> None:
+    return None
+
+
+def test_a_snapshot_chunk_that_times_out_is_fetched_again_from_its_position(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tools.swarm.snapshot_fetch contract 3 (KafkaRaftClient 4.3.1: FollowerState.fetchingSnapshot survives a
+    timed-out FetchSnapshot; the next request is a Fetch to any voter, and a voter that is not the leader names the
+    leader): the transfer resumes at the position reached (before: every timeout started the snapshot again at
+    chunk 0, 1,602 times at 1,000 x 1M)."""
+    sent, replay, broker, snapshot = _snapshot_run(monkeypatch, voter_after_timeout=2)
+    chunk = len(snapshot) // 3 + 1
+    assert sent == [
+        ("fetch", 1, 0),
+        ("snapshot", 1, 0),
+        ("snapshot", 1, chunk),  # no answer
+        ("fetch", 2, 0),  # a voter in turn: not the leader
+        ("snapshot", 1, chunk),  # resumed
+        ("snapshot", 1, 2 * chunk),
+        ("fetch", 1, 1),  # from the snapshot's end
+    ]
+    assert replay.topic_offset == {"t": 0} and replay.snapshot_taker is None and broker.transfer is None
+
+
+def test_a_snapshot_transfer_starts_again_when_the_leader_names_the_snapshot(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tools.swarm.snapshot_fetch contract 1: after the timeout the voter in turn is the leader, whose answer names
+    the snapshot again: a new transfer from position 0 (Kafka's createNewSnapshotUnchecked), gathered whole."""
+    sent, replay, broker, snapshot = _snapshot_run(monkeypatch, voter_after_timeout=1)
+    chunk = len(snapshot) // 3 + 1
+    assert sent == [
+        ("fetch", 1, 0),
+        ("snapshot", 1, 0),
+        ("snapshot", 1, chunk),  # no answer
+        ("fetch", 1, 0),  # the voter in turn is the leader: the snapshot again
+        ("snapshot", 1, 0),
+        ("snapshot", 1, chunk),
+        ("snapshot", 1, 2 * chunk),
+        ("fetch", 1, 1),
+    ]
+    assert replay.topic_offset == {"t": 0} and replay.snapshot_taker is None and broker.transfer is None

@@ -16,7 +16,8 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    (KafkaRaftClient.pollFollowerAsObserver; docs/SWARM.md session 18). Every answer's CurrentLeader with a newer
    epoch (or the same epoch and a leader where none was known) is taken. A diverging epoch truncates the fetch
    position to it; a snapshot id makes the broker fetch that snapshot chunk by chunk (FetchSnapshot) and continue
-   from its end. Records advance the position to the last complete batch and are handed to the shared replay.
+   from its end; a chunk that gets no answer is asked for again from its position after a Fetch to a voter in turn
+   (tools.swarm.snapshot_fetch, as Kafka's FollowerState.fetchingSnapshot). Records advance the position to the last complete batch and are handed to the shared replay.
    Heartbeats go to the leader the observer knows (the broker's controller channel).
 3a. A broker sent to a snapshot fetches every chunk (a real broker's load on the leader) but keeps them only if it
    took the snapshot (tools.swarm.replay contract 2a), and holds no answer while it asks for the next chunk: 1,000
@@ -51,9 +52,10 @@ from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
-from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants
+from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants, send
 from tools.swarm.observer import on_fetch
 from tools.swarm.replay import SharedReplay
+from tools.swarm.snapshot_fetch import DONE, LOST, SnapshotTransfer
 from tools.swarm.trace import ChannelTrace
 
 FIRST_PENDING_SHUTDOWN_S = 0.05  # contract 2
@@ -109,6 +111,7 @@ class SwarmBroker:
         self._voter_ids = sorted(self.cfg.voters)
         self._next_voter, self._ask_voter = rng.randrange(len(self._voter_ids)), False  # contract 3
         self._clients: dict[str, tuple[int, KafkaClient]] = {}
+        self.transfer: SnapshotTransfer | None = None  # contract 3a: Kafka's FollowerState.fetchingSnapshot
         self._wake = False  # begin_shutdown asked for a heartbeat now
         self._pending_answered = False  # an answer said not yet ShouldShutDown (contract 2)
         self._waiter: asyncio.Future[None] | None = None
@@ -151,6 +154,7 @@ class SwarmBroker:
         for t in self._tasks:
             if t is not current:
                 t.cancel()
+        self._end_transfer()
         for _, client in self._clients.values():
             await client.close()
         self._clients.clear()
@@ -207,7 +211,7 @@ class SwarmBroker:
             self.last_target = self.leader_id
             try:
                 left = max(0.01, deadline - time.monotonic())
-                resp = await _send(self._client("controller", self.leader_id), request, left)
+                resp = await send(self._client("controller", self.leader_id), request, left)
             except (NetworkError, RequestTimeoutError, OSError) as exc:
                 self.trace.note("failed", type(exc).__name__)
                 await asyncio.sleep(backoff)
@@ -326,6 +330,10 @@ class SwarmBroker:
         backoff = self.cfg.retry_backoff_ms / 1000
         timeout = frames.FETCH_MAX_WAIT_MS / 1000 + self.cfg.quorum_request_timeout_s
         while self.alive:
+            if self.transfer is not None and self.leader_id >= 0 and not self._ask_voter:
+                if not await self._fetch_snapshot(self.leader_id):
+                    await asyncio.sleep(backoff)
+                continue
             node = self._fetch_target()
             req = frames.observer_fetch(
                 self.cfg.cluster_id,
@@ -337,7 +345,7 @@ class SwarmBroker:
                 self.hwm,
             )
             try:
-                resp = await _send(self._client("raft", node), req, timeout)
+                resp = await send(self._client("raft", node), req, timeout)
             except (NetworkError, RequestTimeoutError, OSError):
                 self._ask_voter = node == self.leader_id  # contract 3
                 await asyncio.sleep(backoff)
@@ -345,54 +353,41 @@ class SwarmBroker:
             step = on_fetch(self, node, resp)
             del resp  # tools.swarm.observer contract 2
             if isinstance(step, OffsetAndEpoch):
-                await self._fetch_snapshot(node, step)
+                self._end_transfer()  # tools.swarm.snapshot_fetch contract 1
+                self.transfer = SnapshotTransfer(self.id, step, self.hooks.replay)
             elif step:
                 await asyncio.sleep(backoff)
 
-    async def _fetch_snapshot(self, node: int, snapshot: OffsetAndEpoch) -> None:  # contract 3a
-        replay = self.hooks.replay
-        chunks: list[bytes] | None = [] if replay.take_snapshot(self.id, snapshot.offset) else None
-        try:
-            if await self._snapshot_chunks(node, snapshot, chunks):
-                if chunks is not None:
-                    replay.load_snapshot(b"".join(chunks), snapshot.offset)
-                self.fetch_end, self.last_epoch = snapshot.offset, snapshot.epoch
-        finally:
-            replay.release_snapshot(self.id)
+    def _end_transfer(self) -> None:
+        if self.transfer is not None:
+            self.transfer.release()
+            self.transfer = None
 
-    async def _snapshot_chunks(self, node: int, snapshot: OffsetAndEpoch, chunks: list[bytes] | None) -> bool:
-        """Contract 3a: every chunk fetched in turn, kept in ``chunks`` unless None; True once the last came."""
-        position = 0
-        client = self._client("raft", node)
-        while True:
+    async def _fetch_snapshot(self, node: int) -> bool:
+        """Contract 3a; tools.swarm.snapshot_fetch contracts 2-4: the held transfer from its position; False when
+        no answer came (the transfer is kept and the next request is a Fetch to a voter in turn)."""
+        transfer = self.transfer
+        assert transfer is not None
+        client, snapshot = self._client("raft", node), transfer.snapshot
+
+        def send(position: int) -> Any:
             req = frames.snapshot_fetch(
                 self.cfg.cluster_id, self.id, self.metadata_dir, self.leader_epoch, snapshot, position
             )
-            try:
-                resp = await _send(client, req, self.cfg.request_timeout_s)
-            except (NetworkError, RequestTimeoutError, OSError):
-                return False
-            part = resp.topics[0].partitions[0] if resp.topics and resp.topics[0].partitions else None
-            if resp.error_code != ErrorCode.NONE or part is None or part.error_code != ErrorCode.NONE:
-                return False
-            data, size = part.unaligned_records, part.size
-            del resp, part  # contract 3a: no answer held across the next request
-            if chunks is not None:
-                chunks.append(bytes(data))
-            position += len(data)
-            if position >= size or not data:
-                return True
-            del data
+            return send(client, req, self.cfg.request_timeout_s)
+
+        outcome = await transfer.fetch(send)
+        if outcome == LOST:
+            self._ask_voter = True
+            return False
+        if outcome == DONE:
+            transfer.load()
+            if snapshot.offset > self.fetch_end:
+                self.fetch_end, self.last_epoch = snapshot.offset, snapshot.epoch
+        self._end_transfer()
+        return True
 
 
 def _resolve(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():
         waiter.set_result(None)
-
-
-async def _send(client: KafkaClient, request: Any, timeout: float) -> Any:
-    """``client.send`` without its task and shield on an open connection (kwire.client contract 9)."""
-    fut = client.start(request, timeout=timeout)
-    if fut is None:
-        return await client.send(request, timeout=timeout)
-    return await fut

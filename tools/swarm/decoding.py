@@ -35,6 +35,7 @@ import time
 from typing import Any
 
 from kwire import arrival
+from kwire.client import KafkaClient
 from kwire.headers import decode_response, peek_correlation_id
 from tools.swarm.replay import batch_ends
 
@@ -104,3 +105,11 @@ class SharedDecodes:
             del self.ends[next(iter(self.ends))]
         self.ends[id(records)] = (records, ends)
         return ends
+
+
+async def send(client: KafkaClient, request: Any, timeout: float) -> Any:
+    """``client.send`` without its task and shield on an open connection (kwire.client contract 9)."""
+    fut = client.start(request, timeout=timeout)
+    if fut is None:
+        return await client.send(request, timeout=timeout)
+    return await fut

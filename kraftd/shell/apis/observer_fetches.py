@@ -17,11 +17,16 @@ Contracts:
    ``reply_chunk`` of them and steps no Fetch; only a callback that finds none held steps up to ``chunk`` queued
    Fetches. So a wave's answers leave as early as the loop allows (propagation), yet in chunks.
 2a. A callback also stops handing over answers once those it handed over carry ``reply_bytes`` of records or more
-   (at least one answer each callback): writing an answer costs about its size (the kernel's copy into the
-   observer's socket and, on loopback, its receive path). A commit of 50 topics x 100 partitions (5,050 records,
-   ~600 KB) answered to 1,000 observers was ~600 MB of writes, 128 answers (~77 MB) a callback: the loop's longest
-   stalls during topic creation at 1,000 brokers (40-100 ms callbacks; logged stalls of 103-330 ms, docs/SWARM.md,
-   session 15). ``KRAFTD_OBSERVER_REPLY_BYTES`` in the environment sets it (an A/B switch for bench/scale.py).
+   (at least one answer each callback), each answer object counted once: writing an answer costs about its size
+   (the kernel's copy into the observer's socket and, on loopback, its receive path). A commit of 50 topics x 100
+   partitions (5,050 records, ~600 KB) answered to 1,000 observers was ~600 MB of writes, 128 answers (~77 MB) a
+   callback: the loop's longest stalls during topic creation at 1,000 brokers (40-100 ms callbacks; logged stalls
+   of 103-330 ms, docs/SWARM.md, session 15). Those writes are now paced per round of the loop whoever hands them
+   over (kwire.large_frames contract 11k), so a handed-over copy of a shared answer only queues a view of its one
+   encoding; counted per observer, a commit's wave of ~600 KB was handed over ~7 a callback, ~143 callbacks each
+   behind what the loop had ready, and the last observers of the wave waited seconds for their first byte during
+   a fast creation (docs/SWARM.md, session 19). ``KRAFTD_OBSERVER_REPLY_BYTES`` in the environment sets it (an A/B
+   switch for bench/scale.py).
 3. A callback that leaves answers held or Fetches queued schedules the next one behind what the loop has ready
    meanwhile (``call_soon``), so a request read while a wave is answered or stepped waits for at most one chunk
    of it.
@@ -154,12 +159,17 @@ class ObserverFetches:
         self.made, self.seen = 0, set()
         held, queue = self.held, self.queue
         if held:
-            n, budget = 0, self.reply_bytes
-            while held and n < self.reply_chunk and budget > 0:  # contracts 2, 2a
-                answer, resp = held.popleft()
+            n, budget, counted = 0, self.reply_bytes, set[int]()
+            while held and n < self.reply_chunk:  # contracts 2, 2a
+                answer, resp = held[0]
+                if id(resp) not in counted:
+                    if budget <= 0:
+                        break
+                    counted.add(id(resp))
+                    budget -= records_bytes(resp)
+                held.popleft()
                 answer(resp)
                 n += 1
-                budget -= records_bytes(resp)
             self.most_answered = max(self.most_answered, n)
         elif queue and 0 < self.pending <= self.waiting():  # contract 7
             self.deferred += 1
