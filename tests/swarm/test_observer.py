@@ -69,7 +69,7 @@ def test_a_broker_holds_no_fetch_answer_while_it_waits_for_the_next(monkeypatch:
         broker.state = STOPPED
         raise NetworkError("stop")
 
-    monkeypatch.setattr(broker_mod, "_send", send)
+    monkeypatch.setattr(broker_mod, "send_request", send)
     monkeypatch.setattr(broker, "_client", lambda channel, node: None)
     asyncio.run(broker._observe())
     assert broker.fetch_end == 1 and hooks.replay.topic_offset == {"t": 0} and hooks.progressed == 1
@@ -113,7 +113,7 @@ def test_brokers_sent_to_a_snapshot_gather_it_once_and_hold_no_chunk_between_req
         return answer
 
     brokers = [SwarmBroker(hooks, 100 + i, 19100 + i, random.Random(i)) for i in range(3)]  # type: ignore[arg-type]
-    monkeypatch.setattr(broker_mod, "_send", send)
+    monkeypatch.setattr(broker_mod, "send_request", send)
     for b in brokers:
         b.leader_id, b.leader_epoch = 1, 1
         monkeypatch.setattr(b, "_client", lambda channel, node: None)
@@ -154,7 +154,7 @@ def test_a_fetch_to_the_leader_that_times_out_keeps_the_leader_for_heartbeats(
         broker.state = STOPPED
         raise NetworkError("stop")
 
-    monkeypatch.setattr(broker_mod, "_send", send)
+    monkeypatch.setattr(broker_mod, "send_request", send)
     asyncio.run(broker._observe())
     assert targets == [1, voter_in_turn]
     assert known_after_timeout == [1]  # the heartbeats' controller (controller_send) is still the leader
@@ -201,7 +201,7 @@ def _snapshot_run(
         part.snapshot_id.end_offset, part.snapshot_id.epoch = 1, 1
         return FetchResponse(responses=[FetchableTopicResponse(partitions=[part])])
 
-    monkeypatch.setattr(broker_mod, "_send", send)
+    monkeypatch.setattr(broker_mod, "send_request", send)
     monkeypatch.setattr(broker_mod.asyncio, "sleep", _no_sleep)
     asyncio.run(broker._observe())
     return sent, hooks.replay, broker, snapshot

@@ -52,7 +52,7 @@ from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from tools.swarm import frames
-from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants, send
+from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants, send_request
 from tools.swarm.observer import on_fetch
 from tools.swarm.replay import SharedReplay
 from tools.swarm.snapshot_fetch import DONE, LOST, SnapshotTransfer
@@ -211,7 +211,7 @@ class SwarmBroker:
             self.last_target = self.leader_id
             try:
                 left = max(0.01, deadline - time.monotonic())
-                resp = await send(self._client("controller", self.leader_id), request, left)
+                resp = await send_request(self._client("controller", self.leader_id), request, left)
             except (NetworkError, RequestTimeoutError, OSError) as exc:
                 self.trace.note("failed", type(exc).__name__)
                 await asyncio.sleep(backoff)
@@ -345,7 +345,7 @@ class SwarmBroker:
                 self.hwm,
             )
             try:
-                resp = await send(self._client("raft", node), req, timeout)
+                resp = await send_request(self._client("raft", node), req, timeout)
             except (NetworkError, RequestTimeoutError, OSError):
                 self._ask_voter = node == self.leader_id  # contract 3
                 await asyncio.sleep(backoff)
@@ -374,7 +374,7 @@ class SwarmBroker:
             req = frames.snapshot_fetch(
                 self.cfg.cluster_id, self.id, self.metadata_dir, self.leader_epoch, snapshot, position
             )
-            return send(client, req, self.cfg.request_timeout_s)
+            return send_request(client, req, self.cfg.request_timeout_s)
 
         outcome = await transfer.fetch(send)
         if outcome == LOST:

@@ -107,7 +107,7 @@ class SharedDecodes:
         return ends
 
 
-async def send(client: KafkaClient, request: Any, timeout: float) -> Any:
+async def send_request(client: KafkaClient, request: Any, timeout: float) -> Any:
     """``client.send`` without its task and shield on an open connection (kwire.client contract 9)."""
     fut = client.start(request, timeout=timeout)
     if fut is None:
