@@ -114,3 +114,40 @@ def test_a_leader_answers_a_voters_read_offset_without_stepping_its_core(tmp_pat
     assert answered == READS  # each read asked the leader once, answered on the fast path
     assert stepped == [], stepped  # before: one RequestReceived step per ReadOffset
     assert applied >= 0
+
+
+def test_followers_answer_a_leaders_read_round_without_stepping_their_cores(tmp_path: Path) -> None:
+    """kraftd.shell.apis.fast contract 1a (kraftd.core.quorum_rpcs invariant 5): a read at the leader costs its
+    followers no core step, only the answer to the round's BeginQuorumEpoch."""
+
+    async def run() -> tuple[list[str], list[int]]:
+        nodes = three_voters(tmp_path)
+        try:
+            leader = await started_leader(nodes)
+            followers = [n for n in nodes if n is not leader]
+            stepped: list[str] = []
+            for node in followers:
+                real = node.client.step
+
+                def step(event: Any, real: Any = real) -> Any:
+                    if isinstance(getattr(event, "message", None), m.BeginQuorumEpochRequest):
+                        stepped.append(type(event).__name__)
+                    return real(event)
+
+                node.client.step = step  # type: ignore[method-assign]
+            fast = [n.metrics.children("BeginQuorumEpoch")[0].value for n in followers]
+            for _ in range(READS):  # one at a time: each is its own round
+                resp = await leader.reads.describe_configs(REQUEST)
+                assert resp.results[0].error_code == 0
+            answered = [
+                int(n.metrics.children("BeginQuorumEpoch")[0].value - f)
+                for n, f in zip(followers, fast, strict=True)
+            ]
+            return list(stepped), answered
+        finally:
+            for node in nodes:
+                await node.stop()
+
+    stepped, answered = asyncio.run(run())
+    assert sum(answered) >= READS, answered  # each round reached a follower and was answered
+    assert stepped == [], stepped  # before: one RequestReceived step per BeginQuorumEpoch answered
