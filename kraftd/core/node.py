@@ -136,16 +136,6 @@ class RaftNode(NodeContext):
         """A voter's ReadOffset answered from the state alone, or None: step it (kraftd.core.reads invariant 7a)."""
         return reads.answer_on_arrival(self, msg)
 
-    def answer_on_arrival(self, msg: Any) -> Any | None:
-        """A request the state alone answers, or None: step it. A voter's ReadOffset at the leader
-        (kraftd.core.reads invariant 7a) or a BeginQuorumEpoch from the leader a follower follows
-        (kraftd.core.quorum_rpcs invariant 5)."""
-        if isinstance(msg, m.BeginQuorumEpochRequest):
-            return quorum_rpcs.answer_on_arrival(self, msg)
-        if isinstance(msg, reads.ReadOffsetRequest):
-            return reads.answer_on_arrival(self, msg)
-        return None
-
     def create_snapshot(self, end_offset: int, values: list[bytes]) -> Snapshot:
         """The state machine's snapshot of every record below ``end_offset`` (a committed batch boundary);
         effects (WriteSnapshot, maybe DeleteLogBefore) follow on the next poll."""

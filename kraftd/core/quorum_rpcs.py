@@ -15,11 +15,6 @@ Invariants:
 4a. One that is the only voter (a restarted single-voter leader) becomes Prospective at once in its epoch, as
    Kafka 4.3.1's KafkaRaftClient.initialize does: nobody else can lead, so waiting out the timeout only delays
    (the dispatcher, kraftd.core.node, decides it before polling the Resigned state).
-5. A BeginQuorumEpoch from the leader a follower already follows, in its epoch (every one of a leader's read
-   confirmation rounds, kraftd.core.reads invariant 1), changes nothing (``maybe_transition`` keeps that state:
-   no fetch deadline moves, as in Kafka 4.3.1's handleBeginQuorumEpochRequest); :func:`answer_on_arrival` gives
-   its answer from the state alone, so the shell may answer it between two steps without stepping the core
-   (kraftd.shell.apis.fast contract 1a, issue 25), the answer the step would send.
 """
 
 from __future__ import annotations
@@ -74,38 +69,19 @@ def _check(node: NodeContext, msg: Any, build: Any) -> tuple[Any, Any]:
     return None, part
 
 
-def _names_us(node: NodeContext, msg: Any, part: Any) -> bool:
-    """The request's voter key is ours (or left unset)."""
-    dir_ok = part.voter_directory_id == ZERO_UUID or node.local.directory_id in (
-        None,
-        part.voter_directory_id,
-    )
-    return not (msg.voter_id >= 0 and msg.voter_id != node.local.id) and dir_ok
-
-
 def handle_begin_quorum(node: NodeContext, msg: Any) -> Any:
     build = m.begin_quorum_response
     early, part = _check(node, msg, build)
     if early is not None:
         return early
-    if not _names_us(node, msg, part):
+    dir_ok = part.voter_directory_id == ZERO_UUID or node.local.directory_id in (
+        None,
+        part.voter_directory_id,
+    )
+    if (msg.voter_id >= 0 and msg.voter_id != node.local.id) or not dir_ok:
         return build(ErrorCode.NONE, ErrorCode.INVALID_VOTER_KEY, node.leader_id(), node.epoch)
     node.maybe_transition(part.leader_id, part.leader_epoch)
     return build(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch)
-
-
-def answer_on_arrival(node: NodeContext, msg: Any) -> Any | None:
-    """Invariant 5: the answer to a BeginQuorumEpoch from the leader this follower follows in its epoch, or None
-    (the request then takes a step). Reads the node's state only, so the shell may call it between steps."""
-    d = node.data
-    if not isinstance(d, Follower):
-        return None
-    early, part = _check(node, msg, m.begin_quorum_response)
-    if early is not None or part.leader_id != d.leader_id or part.leader_epoch != node.epoch:
-        return None
-    if not _names_us(node, msg, part):
-        return None
-    return m.begin_quorum_response(ErrorCode.NONE, ErrorCode.NONE, node.leader_id(), node.epoch)
 
 
 def end_epoch_backoff_ms(node: NodeContext, preferred: list[ReplicaKey]) -> int:

@@ -256,9 +256,9 @@ class ControllerNode:
         """Contract 12 (kraftd.shell.raft.driver)."""
         return self.driver.ask_core_now(body, answer)
 
-    def answer_on_arrival(self, body: Any, answer: Any) -> bool:
+    def answer_read_offset(self, body: Any, answer: Any) -> bool:
         """kraftd.shell.apis.fast contract 1a (kraftd.shell.raft.driver)."""
-        return self.driver.answer_on_arrival(body, answer)
+        return self.driver.answer_read_offset(body, answer)
 
     async def ask_core(self, body: Any) -> Any:
         """A request for the Raft core: answered with the core's SendResponse (kraftd.shell.apis.routing 6)."""

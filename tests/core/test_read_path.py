@@ -138,25 +138,3 @@ def test_the_answer_between_steps_is_the_one_the_step_sends() -> None:
     assert leader.steps == steps and not leader.reads.queued
     stepped = answer_of(leader.step(RequestReceived(p.now, 4244, fresh)), 4244)
     assert now == stepped and m.single_partition(now).high_watermark == leader.high_watermark > 0
-
-
-def test_a_followers_answer_to_its_leaders_round_between_steps_is_the_one_the_step_sends() -> None:
-    """kraftd.core.quorum_rpcs invariant 5: a BeginQuorumEpoch from the followed leader in its epoch (a read
-    confirmation round's) changes nothing when stepped, so ``answer_on_arrival`` may answer it without a step;
-    any other BeginQuorumEpoch takes the step."""
-    p, leader = three_voters()
-    f = follower_of(p, leader)
-    msg = m.begin_quorum_request(leader.cluster_id, f.local, leader.local.id, leader.epoch)
-    state = (f.role, f.epoch, f.leader_id(), repr(f.data))
-    steps = f.steps
-    now = f.answer_on_arrival(msg)
-    assert f.steps == steps and (f.role, f.epoch, f.leader_id(), repr(f.data)) == state
-    stepped = answer_of(f.step(RequestReceived(p.now, 77, msg)), 77)
-    assert now == stepped and m.single_partition(now).error_code == ErrorCode.NONE
-    assert (f.role, f.epoch, f.leader_id(), repr(f.data)) == state  # the step changed nothing either
-    newer = m.begin_quorum_request(leader.cluster_id, f.local, leader.local.id, leader.epoch + 1)
-    other = next(n for n in p.nodes.values() if n is not leader and n is not f)
-    not_us = m.begin_quorum_request(leader.cluster_id, other.local, leader.local.id, leader.epoch)
-    assert f.answer_on_arrival(newer) is None  # a new epoch: the step follows it
-    assert f.answer_on_arrival(not_us) is None  # INVALID_VOTER_KEY: the step answers that
-    assert leader.answer_on_arrival(msg) is None  # not a follower

@@ -6,10 +6,8 @@ Contracts:
    metrics; an observer's Fetch or FetchSnapshot is queued first and stepped in chunks
    (kraftd.shell.apis.observer_fetches).
 1a. A voter's ReadOffset that the leader's state confirms on arrival (kraftd.core.reads invariant 7a: the
-   follower's reads, issue 25), and at a follower a BeginQuorumEpoch from the leader it follows in its epoch (a
-   leader's read confirmation round, kraftd.core.quorum_rpcs invariant 5), are answered between steps, without
-   stepping the core: the answer the step would send, without the driver's step around it; any other ReadOffset
-   or BeginQuorumEpoch is stepped as in contract 1.
+   follower's reads, issue 25) is answered between steps, without stepping the core: the answer the step would
+   send, without the driver's step around it; any other ReadOffset is stepped as in contract 1.
 1b. The connection a voter's Fetch arrives on is marked urgent in the listener's pacing of large writes
    (kwire.large_frames contract 11k): its answers (the commit path) never wait behind observers' catch-up answers.
 2. A BrokerHeartbeat that changes nothing (kraftd.shell.controller.broker_rpcs contract 4) and a DescribeConfigs
@@ -38,8 +36,6 @@ FAST_CORE: dict[int, str] = {
     ApiKey.READ_OFFSET: "ReadOffset",
     ApiKey.BEGIN_QUORUM_EPOCH: "BeginQuorumEpoch",
 }
-# Contract 1a: the requests answered between steps when the core's state alone answers them.
-ON_ARRIVAL = (ApiKey.READ_OFFSET, ApiKey.BEGIN_QUORUM_EPOCH)
 # Contract 1: the requests an observer's are queued of, with their replica id.
 OBSERVED: dict[int, Callable[[Any], int]] = {
     ApiKey.FETCH: fetch_replica_id,
@@ -83,7 +79,7 @@ class FastPath:
             count.inc()
             latency.observe(time.perf_counter() - started)
 
-        if key in ON_ARRIVAL and node.answer_on_arrival(body, answer):
+        if key == ApiKey.READ_OFFSET and node.answer_read_offset(body, answer):
             return True  # contract 1a
         if key in OBSERVED:
             if not node.core.voters.has_id(OBSERVED[key](body)):

@@ -236,13 +236,12 @@ class RaftDriver:
         self.step_now(RequestReceived(now_ms(), token, body))
         return True
 
-    def answer_on_arrival(self, body: Any, answer: Any) -> bool:
+    def answer_read_offset(self, body: Any, answer: Any) -> bool:
         """kraftd.shell.apis.fast contract 1a: a voter's ReadOffset that the core's state confirms on arrival
-        (kraftd.core.reads invariant 7a), or a BeginQuorumEpoch from the leader a follower follows
-        (kraftd.core.quorum_rpcs invariant 5), answered now, between steps, without one; False: step it."""
+        (kraftd.core.reads invariant 7a) answered now, between steps, without one; False: step it."""
         if self.stepping or self.batching or self.node.stopping:
             return False
-        resp = self.node.core.answer_on_arrival(body)
+        resp = self.node.core.read_offset_answer(body)
         if resp is None:
             return False
         answer(resp)
