@@ -12,6 +12,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ from kraftd.core.snapshotting import SnapshotPlan
 from kraftd.core.types import ReplicaKey, VoterSet
 from kraftd.shell.raft import snapshot_child
 from kraftd.shell.raft.snapshot_child import SnapshotChildError, encode_in_child
+from kraftd.shell.raft.snapshot_writer import SnapshotWriter
 from kraftd.storage import snapshots
 from tests.helpers.controller import apply_records, cluster
 
@@ -105,6 +107,28 @@ def test_the_loop_keeps_turning_while_the_encoder_holds_its_interpreter_lock(
         os.close(w)
     assert turns == 100
     assert snap == plan.build(snapshot_values(image))
+
+
+def test_once_forked_the_parent_holds_no_reference_to_the_image(tmp_path: Path) -> None:
+    """Contract 1a, through the snapshot writer's task: right after its first step (the fork; the child not yet
+    reaped) neither the writer's frame nor ``encode_in_child``'s holds the image (before: both did, until the
+    child exited and its file was read back), and the snapshot is still adopted."""
+    image = _image()
+    plan = _plan(image)
+    storage = SimpleNamespace(partition_dir=tmp_path, log=SimpleNamespace(fsync_enabled=False))
+    node = SimpleNamespace(storage=storage, config=SimpleNamespace(node_id=1), queue_tick=lambda: None)
+    writer = SnapshotWriter(node, None)  # type: ignore[arg-type]
+
+    async def run() -> int:
+        unheld = sys.getrefcount(image)
+        task = asyncio.ensure_future(writer._encode(plan.sid.offset, image, plan))
+        await asyncio.sleep(0)  # the task's first step ran: forked, waiting for the child's exit
+        held = sys.getrefcount(image) - unheld
+        await task
+        return held
+
+    assert asyncio.run(run()) == 0
+    assert writer._ready == plan.build(snapshot_values(image))
 
 
 def test_a_failing_child_raises_and_leaves_no_snapshot(

@@ -84,9 +84,9 @@ class SnapshotWriter:
         storage = self.node.storage
         try:
             if storage is not None and can_fork():
-                self._ready, usage = await encode_in_child(
-                    image, plan, storage.partition_dir, fsync=storage.log.fsync_enabled
-                )
+                child = encode_in_child(image, plan, storage.partition_dir, fsync=storage.log.fsync_enabled)
+                del image  # snapshot_child contract 1a: only the child keeps it once forked
+                self._ready, usage = await child
                 log.info(
                     "node %d: snapshot at offset %d encoded by a child process: fork %.1f ms, %.2f s of CPU, "
                     "peak RSS %.1f MiB",
