@@ -46,7 +46,7 @@ Contracts:
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,22 +113,21 @@ def decode_batches(batches: Iterable[LogBatch]) -> list[Decoded]:
     return out
 
 
-def metadata_records(b: LogBatch) -> list[Decoded]:
-    """Replay's decode of one batch: only its framed metadata records become objects (image invariant 2a); the
-    other values are checked with the records section and skipped, as apply_record would skip them."""
+def metadata_records(b: LogBatch) -> Iterator[Decoded]:
+    """Replay's decode of one batch, one record at a time (a caller may stop between two: tools.swarm.replay
+    contract 7): only its framed metadata records become objects (image invariant 2a); the other values are
+    checked with the records section and skipped, as apply_record would skip them."""
     if b.is_control:
-        return []
+        return
     hdr, values = framed_values(b.data, FRAME_VERSION)
     if hdr.attributes & ATTR_CONTROL:
-        return []
-    out: list[Decoded] = []
+        return
     for offset, value in values:
         try:
             key, version, obj = decode_metadata_record(value)
         except KraftError:
             continue
-        out.append(Decoded(offset, key, version, obj))
-    return out
+        yield Decoded(offset, key, version, obj)
 
 
 class MetadataController:

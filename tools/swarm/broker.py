@@ -17,7 +17,8 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    epoch (or the same epoch and a leader where none was known) is taken. A diverging epoch truncates the fetch
    position to it; a snapshot id makes the broker fetch that snapshot chunk by chunk (FetchSnapshot) and continue
    from its end; a chunk that gets no answer is asked for again from its position after a Fetch to a voter in turn
-   (tools.swarm.snapshot_fetch, as Kafka's FollowerState.fetchingSnapshot). Records advance the position to the last complete batch and are handed to the shared replay.
+   (tools.swarm.snapshot_fetch, as Kafka's FollowerState.fetchingSnapshot). Records advance the position to the last
+   complete batch and are handed to the shared replay.
    Heartbeats go to the leader the observer knows (the broker's controller channel).
 3a. A broker sent to a snapshot fetches every chunk (a real broker's load on the leader) but keeps them only if it
    took the snapshot (tools.swarm.replay contract 2a), and holds no answer while it asks for the next chunk: 1,000

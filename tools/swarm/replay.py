@@ -41,11 +41,9 @@ from typing import Any
 
 from kraftd.controller.apply import apply_record
 from kraftd.controller.image import MetadataImage, PartitionState
+from kraftd.controller.machine import metadata_records
 from kraftd.core.log import LogBatch
 from kraftd.storage.batches import HEADER_SIZE, peek
-from kwire.errors import KraftError
-from kwire.metadata_frame import FRAME_VERSION, decode_metadata_record
-from kwire.records import ATTR_CONTROL, framed_values
 
 REGISTER_BROKER, TOPIC, PARTITION, PARTITION_CHANGE, FENCE_BROKER, REMOVE_TOPIC = 0, 2, 3, 5, 7, 9
 REGISTRATION_CHANGE, END_TXN = 17, 24
@@ -79,22 +77,6 @@ def batch_ends(data: bytes) -> tuple[int, int] | None:
         last = (h.last_offset + 1, h.epoch)
         pos += h.size
     return last
-
-
-def _records(b: LogBatch) -> Iterator[tuple[int, int, int, Any]]:
-    """kraftd.controller.machine.metadata_records, one record decoded at a time (contract 7: a batch of
-    20,000 records decoded at once was a turn of about 0.1 s): (offset, api key, version, record)."""
-    if b.is_control:
-        return
-    hdr, values = framed_values(b.data, FRAME_VERSION)
-    if hdr.attributes & ATTR_CONTROL:
-        return
-    for offset, value in values:
-        try:
-            key, version, record = decode_metadata_record(value)
-        except KraftError:
-            continue
-        yield offset, key, version, record
 
 
 class SharedReplay:
@@ -151,12 +133,12 @@ class SharedReplay:
     # ---- contract 7: the work, in slices of the swarm's loop ----------------------------------------------------
 
     def _run(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # no loop (a caller of its own): all of it now
-            loop = None
         if self._slices is not None:
             return  # a slice is scheduled: it goes on from where the work is
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # no loop (a caller of its own): all of it now
+            loop = None
         self._slice(loop)
 
     def _slice(self, loop: asyncio.AbstractEventLoop | None) -> None:
@@ -184,9 +166,11 @@ class SharedReplay:
         if isinstance(item, LogBatch):
             if item.last_offset < self.applied_offset:
                 return
-            for offset, key, version, record in _records(item):
-                if offset >= self.applied_offset:
-                    self._apply(offset, key, version, record)
+            for d in metadata_records(
+                item
+            ):  # one record decoded at a time (a batch of 20,000 was a 0.1 s turn)
+                if d.offset >= self.applied_offset:
+                    self._apply(d.offset, d.api_key, d.version, d.record)
                 yield
             self.applied_offset = item.last_offset + 1
             self.image.offset = item.last_offset
@@ -197,8 +181,8 @@ class SharedReplay:
         self.image, self.leaders = MetadataImage(), {}  # the old image goes now, as a broker's would
         self.topic_offset.clear()
         for b in batches(data):
-            for _, key, version, record in _records(b):
-                self._apply(end_offset - 1, key, version, record)
+            for d in metadata_records(b):
+                self._apply(end_offset - 1, d.api_key, d.version, d.record)
                 yield
         self.applied_offset = end_offset
         self.image.offset = end_offset - 1
