@@ -21,7 +21,9 @@ For each (kind, N, P):
    answered heartbeat), and the fence record's delay after the session's end (bench/scale_phases.py);
 8. controller failover: kill -9 of the leader: a new leader known to the brokers, every broker's heartbeat answered
    again, the epochs it took, mistaken fences; ``--kills K`` kills K leaders in a row (each killed controller
-   restarted and caught up before the next kill) and reports the median and max of the times.
+   restarted and caught up before the next kill) and reports the median and max of the times; each kill comes
+   ``scale_phases.kill_delay_s`` (1-1.5 s, the same for both kinds) after the phase before it; also when the brokers'
+   observers knew the new leader (median and last).
 For kraftd, each step also records the longest event loop stall any controller logged during it
 (``event loop stalled for N ms``, kraftd.shell.observe.looplag: logged above 100 ms, so "<100" means none was),
 and the most CPU time the loop's thread used during a logged stall (``loop_stall_cpu_ms``: on a loaded machine a
@@ -54,7 +56,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale_phases import failure_figures, fence_traces, shutdown_figures, swarm_pauses  # noqa: E402
+from scale_phases import (  # noqa: E402
+    failure_figures,
+    fence_traces,
+    kill_delay_s,
+    shutdown_figures,
+    swarm_pauses,
+)
 from scale_table import table  # noqa: E402
 from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
@@ -282,12 +290,15 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     for k in range(args.kills):
         if k:  # the previous kill's controller back and caught up: every kill starts from three voters
             c.restart(kills[-1]["killed"], 600)
-        f = c.fail_over(settle=args.settle)
+        f = c.fail_over(settle=args.settle, wait_before_kill_s=kill_delay_s(k))
         kills.append(
             {
                 "killed": f.killed,
                 "new_leader_s": round(f.leader_after_s, 2),
                 "all_heartbeats_answered_s": round(f.all_answered_s, 2),
+                # kill -> the brokers' observers knew the new leader: median, last (issue 24 §3's stages)
+                "observers_learned_p50_s": round(f.learned_p50_s, 2),
+                "observers_learned_max_s": round(f.learned_max_s, 2),
                 "elections": f.new_epoch - f.old_epoch,
                 "unanswered": len(f.unanswered),
                 "mistaken_fences": f.mistaken_fences,
@@ -308,8 +319,15 @@ def failover_summary(kills: list[dict[str, Any]]) -> dict[str, Any]:
     if len(kills) == 1:
         return {k: v for k, v in kills[0].items() if k != "killed"}
     out: dict[str, Any] = {}
-    for key in ("new_leader_s", "all_heartbeats_answered_s"):
-        values = [kill[key] for kill in kills]
+    for key in (
+        "new_leader_s",
+        "all_heartbeats_answered_s",
+        "observers_learned_p50_s",
+        "observers_learned_max_s",
+    ):
+        values = [kill[key] for kill in kills if key in kill]
+        if not values:
+            continue
         out[key], out[f"{key}_max"] = round(statistics.median(values), 2), max(values)
     for key in ("elections", "unanswered", "mistaken_fences"):
         out[key] = max(kill[key] for kill in kills)

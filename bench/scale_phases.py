@@ -4,6 +4,7 @@ from where in a heartbeat interval the swarm happened to act."""
 
 from __future__ import annotations
 
+import random
 from typing import Any
 
 Heartbeat = tuple[
@@ -80,3 +81,15 @@ def swarm_pauses(swarm: Any, started: float, most: int = 12) -> dict[str, Any]:
         "loop_late": [(round(due - started, 2), round(s, 3)) for due, s in sorted(late)],
         "replay_slow": [(round(at - started, 2), round(s, 3), what) for at, s, what in sorted(slow)],
     }
+
+
+def kill_delay_s(kill: int) -> float:
+    """How long the controller failover waits before its ``kill``-th kill -9 (the same sequence for both kinds): one
+    second, so the previous phase's writes (the broker failure's fence and moves, a restarted controller's catch-up)
+    are over, plus a part of the leaders' 500 ms idle-write cadence (metadata.max.idle.interval.ms) drawn from a
+    generator seeded by ``kill``. The fetch timeout runs from a follower's last Fetch answer, so kill -> new leader is
+    the fetch timeout minus that answer's age at the kill. Killed at once after the phase before, kraftd's leader was
+    always killed 70-290 ms after its last write, which pushed its survivors' timeout to 1.7-1.93 s after the kill,
+    while Kafka's, killed later after its single fence write, timed out 1.39-1.50 s after it (docs/SWARM.md, session
+    20): a term from the bench's order, not from either controller."""
+    return 1.0 + 0.5 * random.Random(kill).random()

@@ -36,6 +36,8 @@ ROWS = [
     ("failover: heartbeats answered s", ("controller_failover", "all_heartbeats_answered_s")),
     ("failover: new leader s (max)", ("controller_failover", "new_leader_s_max")),
     ("failover: answered s (max)", ("controller_failover", "all_heartbeats_answered_s_max")),
+    ("failover: observers knew the new leader p50 s", ("controller_failover", "observers_learned_p50_s")),
+    ("failover: observers knew the new leader last s", ("controller_failover", "observers_learned_max_s")),
     ("failover: elections", ("controller_failover", "elections")),
     ("mistaken fences", ("mistaken_fences",)),
     *((f"loop stall ms: {k}", ("loop_stall_ms", k)) for k in PHASES),

@@ -134,3 +134,44 @@ def test_keep_logs_copies_the_controller_logs_and_not_the_metadata_segments(tmp_
     assert kept == tmp_path / "scale-kraftd-3-abc-logs"
     assert sorted(p.name for p in kept.iterdir()) == ["node-1-kraftd.log"]
     assert (kept / "node-1-kraftd.log").read_text() == "fencing broker 7"
+
+
+def test_each_kill_waits_the_same_random_part_of_the_idle_cadence_on_both_kinds() -> None:
+    """Killed at once after the phase before, kraftd's leader died right after its own last write (its followers'
+    fetch timers had just been re-armed) and Kafka's did not: each kill now waits 1-1.5 s, the same for both kinds."""
+    delays = [scale.kill_delay_s(k) for k in range(5)]
+    assert delays == [scale.kill_delay_s(k) for k in range(5)]  # both kinds get this sequence
+    assert all(1.0 <= d < 1.5 for d in delays) and len(set(delays)) == 5
+    kills = [
+        {
+            "new_leader_s": 1.9,
+            "all_heartbeats_answered_s": 3.4,
+            "observers_learned_p50_s": 2.0,
+            "observers_learned_max_s": 2.6,
+            "elections": 1,
+            "unanswered": 0,
+            "mistaken_fences": 0,
+        },
+        {
+            "new_leader_s": 1.7,
+            "all_heartbeats_answered_s": 3.3,
+            "observers_learned_p50_s": 1.8,
+            "observers_learned_max_s": 2.5,
+            "elections": 1,
+            "unanswered": 0,
+            "mistaken_fences": 0,
+        },
+        {
+            "new_leader_s": 2.1,
+            "all_heartbeats_answered_s": 3.6,
+            "observers_learned_p50_s": 2.2,
+            "observers_learned_max_s": 2.9,
+            "elections": 2,
+            "unanswered": 0,
+            "mistaken_fences": 0,
+        },
+    ]
+    got = scale.failover_summary(kills)
+    assert got["observers_learned_p50_s"] == 2.0 and got["observers_learned_max_s_max"] == 2.9
+    text = scale.table([{"kind": "kraftd", "brokers": 3, "partitions": 1, "controller_failover": got}])
+    assert "observers knew the new leader last s" in text

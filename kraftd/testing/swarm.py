@@ -8,7 +8,8 @@ Contracts:
    the swarm, the loop and every controller process.
 2. :meth:`SwarmCluster.quorum` asks DescribeQuorum of the live controllers (None when none answers in time);
    :meth:`SwarmCluster.fail_over` kill -9s the leader and measures issue 22's failover: the time until a new
-   leader is known to a broker, until every running broker had a heartbeat answered, and the epochs it took.
+   leader is known to a broker (and to each broker: median and last), until every running broker had a heartbeat
+   answered, and the epochs it took.
 3. :meth:`SwarmCluster.restart` returns once the restarted controller's state machine has replayed what the quorum
    committed (its log's MetadataLoader line since the start), not only once its log caught up: a controller elected
    while still replaying answers NOT_CONTROLLER until it is done (20 s for 200k records at 1M partitions, load 12),
@@ -51,6 +52,13 @@ class Failover:
     mistaken_fences: int
     # The last-answered broker's heartbeats after the kill: (sent, round trip, error).
     slowest: list[tuple[float, float, int]]
+    # kill -> each running broker's observer knew the new epoch (sampled every 20 ms): median and last (inf: never)
+    learned_p50_s: float = float("inf")
+    learned_max_s: float = float("inf")
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2] if values else float("inf")
 
 
 class SwarmCluster:
@@ -106,29 +114,36 @@ class SwarmCluster:
         result = self.run(self.swarm.create_topics(names, partitions, rf, batch=50, timeout=600), 660)
         return result, time.monotonic() - started
 
-    def fail_over(self, settle: float = 10.0, answered_within: float = 30.0) -> Failover:
-        """Contract 2: kill -9 the leader, wait ``settle`` seconds, report what happened."""
+    def fail_over(
+        self, settle: float = 10.0, answered_within: float = 30.0, wait_before_kill_s: float = 0.0
+    ) -> Failover:
+        """Contract 2: kill -9 the leader ``wait_before_kill_s`` after asking who leads, wait ``settle`` seconds,
+        report what happened."""
         before = self.quorum(3000)
         assert before is not None and before.leader_id > 0, "no leader before the kill"
+        time.sleep(wait_before_kill_s)
         leader = self.q.node(before.leader_id)
         mark = len(self.swarm.heartbeats)  # answered_after reads only the heartbeats recorded since
         killed_at = time.monotonic()
         leader.stop(signal.SIGKILL)
         new_leader, leader_after = -1, float("inf")
-        while time.monotonic() - killed_at < max(settle, answered_within):
-            # The brokers' view (CurrentLeader in Fetch answers): a leader that serves its observers.
-            seen, epoch = self.swarm.leader()
-            if seen > 0 and epoch > before.leader_epoch:
-                new_leader, leader_after = seen, time.monotonic() - killed_at
-                break
-            time.sleep(0.02)
+        learned: dict[int, float] = {}  # broker -> kill to the first sample that saw it know the new epoch
         deadline = killed_at + answered_within
         running = {b.id for b in self.swarm.running()}
-        while (
-            time.monotonic() < deadline
-            and not running <= self.swarm.answered_after(killed_at, before.leader_id, mark).keys()
-        ):
-            time.sleep(0.1)
+        checked = 0.0
+        while time.monotonic() < deadline:
+            # The brokers' view (CurrentLeader in Fetch answers): a leader that serves its observers.
+            now = time.monotonic()
+            for b in self.swarm.running():
+                if b.id not in learned and b.leader_epoch > before.leader_epoch and b.leader_id > 0:
+                    learned[b.id] = now - killed_at
+                    if new_leader < 0:
+                        new_leader, leader_after = b.leader_id, now - killed_at
+            if now - checked >= 0.1:
+                checked = now
+                if running <= self.swarm.answered_after(killed_at, before.leader_id, mark).keys():
+                    break
+            time.sleep(0.02)
         answered = self.swarm.answered_after(killed_at, before.leader_id, mark)
         time.sleep(max(0.0, killed_at + settle - time.monotonic()))
         after = self.quorum(3000)
@@ -148,6 +163,8 @@ class SwarmCluster:
             unanswered=sorted(running - answered.keys()),
             mistaken_fences=len(self.swarm.mistaken_fences()),
             slowest=trace[:6],
+            learned_p50_s=_median([learned.get(b, float("inf")) for b in running]),
+            learned_max_s=max((learned.get(b, float("inf")) for b in running), default=float("inf")),
         )
 
     def restart(self, node_id: int, timeout: float = 120) -> None:
