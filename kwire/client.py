@@ -144,6 +144,10 @@ class KafkaClient:
     def connected(self) -> bool:
         return self._conn is not None and not self._conn.closed
 
+    def reconnect_wait(self) -> float:
+        """Contract 5: seconds before a send on this client may try to connect again (0: connected, or it may now)."""
+        return 0.0 if self.connected else max(0.0, self._next_attempt - time.monotonic())
+
     def backoff_delay(self, failures: int) -> float:
         """Seconds to wait after ``failures`` consecutive failures (contract 5)."""
         if failures <= 0:

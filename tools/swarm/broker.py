@@ -6,6 +6,12 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    ``heartbeat_interval_ms``; a failed heartbeat is retried after an exponential backoff (100 ms doubling, capped at
    the session timeout: Kafka's ExponentialBackoff(100, 2, broker.session.timeout.ms)). STALE_BROKER_EPOCH and
    BROKER_ID_NOT_REGISTERED make the broker register again (same incarnation id).
+1a. A controller request is never handed to the connection of a controller in its reconnect backoff: it waits
+   ``retry_backoff_ms`` and looks up the active controller again, as Kafka's NodeToControllerRequestThread does (a
+   node in backoff is not ready; each poll rebuilds the request for the controller the metadata names then). Handed
+   to that connection, a heartbeat waited out the dead controller's backoff (up to 1 s +20%) after the broker's
+   observer had learned the new leader: 0.7-1.0 s of "every heartbeat answered" after a failover, on both kinds
+   (docs/SWARM.md, session 20).
 2. Controlled shutdown (:meth:`SwarmBroker.begin_shutdown`): a heartbeat with WantShutDown goes out at once; after
    the first answer without ShouldShutDown the next goes out 50 ms later, then every interval, until an answer
    carries ShouldShutDown (Kafka 4.3.1 BrokerLifecycleManager: "schedule our next heartbeat a little bit sooner
@@ -210,9 +216,14 @@ class SwarmBroker:
                 await asyncio.sleep(backoff)
                 continue
             self.last_target = self.leader_id
+            client = self._client("controller", self.leader_id)
+            if client.reconnect_wait() > 0:  # contract 1a
+                self.trace.note("backoff", self.last_target)
+                await asyncio.sleep(backoff)
+                continue
             try:
                 left = max(0.01, deadline - time.monotonic())
-                resp = await send_request(self._client("controller", self.leader_id), request, left)
+                resp = await send_request(client, request, left)
             except (NetworkError, RequestTimeoutError, OSError) as exc:
                 self.trace.note("failed", type(exc).__name__)
                 await asyncio.sleep(backoff)
