@@ -70,7 +70,7 @@ def test_a_broker_holds_no_fetch_answer_while_it_waits_for_the_next(monkeypatch:
         raise NetworkError("stop")
 
     monkeypatch.setattr(broker_mod, "send_request", send)
-    monkeypatch.setattr(broker, "_client", lambda channel, node: None)
+    monkeypatch.setattr(broker, "_client", lambda channel, node: _Node(node))
     asyncio.run(broker._observe())
     assert broker.fetch_end == 1 and hooks.replay.topic_offset == {"t": 0} and hooks.progressed == 1
     assert alive_during_next == [False]
@@ -143,7 +143,7 @@ def test_a_fetch_to_the_leader_that_times_out_keeps_the_leader_for_heartbeats(
     broker.leader_id, broker.leader_epoch = 1, 1
     targets: list[int] = []
     known_after_timeout: list[int] = []
-    monkeypatch.setattr(broker, "_client", lambda channel, node: node)
+    monkeypatch.setattr(broker, "_client", lambda channel, node: _Node(node))
     voter_in_turn = broker._voter_ids[(broker._next_voter + 1) % 3]
 
     async def send(client: Any, request: Any, timeout: float) -> Any:
@@ -175,7 +175,7 @@ def _snapshot_run(
     snapshot = data_batch(0, 1, [encode_record(TopicRecord(name="t", topic_id=uuid.uuid4()), 0)], 0).data
     chunk = len(snapshot) // 3 + 1
     sent: list[tuple[str, int, int]] = []
-    monkeypatch.setattr(broker, "_client", lambda channel, node: node)
+    monkeypatch.setattr(broker, "_client", lambda channel, node: _Node(node))
 
     async def send(node: Any, request: Any, timeout: float) -> Any:
         if hasattr(request.topics[0].partitions[0], "position"):  # FetchSnapshot
@@ -250,3 +250,50 @@ def test_a_snapshot_transfer_starts_again_when_the_leader_names_the_snapshot(
         ("fetch", 1, 1),
     ]
     assert replay.topic_offset == {"t": 0} and replay.snapshot_taker is None and broker.transfer is None
+
+
+class _Node(int):
+    """A voter's id standing for its connection (always ready)."""
+
+    def reconnect_wait(self) -> float:
+        return 0.0
+
+
+def test_the_observer_keeps_a_connection_per_voter_and_skips_one_in_backoff(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """tools.swarm.broker contract 3b (Kafka's NetworkClient, one connection per node): after a kill -9 the observer
+    turns between the dead leader and the survivors; each turn opened a new connection (ApiVersions first), and a
+    Fetch went to the dead leader again at every turn. Now a survivor's connection is kept, and the dead leader is
+    not asked while its connection backs off."""
+    hooks = Hooks()
+    hooks.config = SwarmConfig("c", {1: ("127.0.0.1", 1), 2: ("127.0.0.1", 2), 3: ("127.0.0.1", 3)})
+    broker = SwarmBroker(hooks, 100, 19100, random.Random(0))  # type: ignore[arg-type]
+    first = broker._client("raft", 2)
+    broker._client("raft", 1)
+    assert broker._client("raft", 2) is first  # kept, not a new connection
+    assert not first._closed  # type: ignore[attr-defined]
+
+    class Dead(_Node):
+        def reconnect_wait(self) -> float:
+            return 1.0
+
+    broker.leader_id, broker.leader_epoch = 1, 1
+    monkeypatch.setattr(broker, "_client", lambda channel, node: Dead(node) if node == 1 else _Node(node))
+    targets: list[int] = []
+
+    async def send(client: Any, request: Any, timeout: float) -> Any:
+        targets.append(int(client))
+        if len(targets) == 3:
+            broker.state = STOPPED
+        raise NetworkError("not the leader")
+
+    monkeypatch.setattr(broker_mod, "send_request", send)
+    monkeypatch.setattr(broker_mod.asyncio, "sleep", _no_sleep)
+    asyncio.run(broker._observe())
+    assert targets and 1 not in targets  # never handed to the dead leader's connection in its backoff
+
+    async def close() -> None:
+        await first.close()
+
+    asyncio.run(close())
