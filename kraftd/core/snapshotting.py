@@ -20,6 +20,12 @@ Invariants:
    start; chunks must arrive in order for the same id; any error abandons the transfer and backs off
    (replication invariant 6). A complete, valid snapshot replaces the whole log (InstallSnapshot) and
    is loaded by the listeners; a leader never installs a snapshot (its log is the truth).
+5. The triggers (``snapshot_due``) count from the snapshot's planning, as Kafka's SnapshotGenerator counts from
+   ``scheduleEmit``: :func:`plan_snapshot` resets the committed record bytes and the interval's start, and
+   :func:`add_snapshot` does not, so the bytes committed while a snapshot is encoded off the loop count toward
+   the next (reset at the add, they were lost: a snapshot encoded by a slow child made the next one later by as
+   many bytes, issue 24: two snapshots in a 1M-partition creation instead of three). A fetched snapshot resets
+   them too (Kafka's publishSnapshot).
 """
 
 from __future__ import annotations
@@ -86,8 +92,10 @@ def _check_end(node: NodeContext, end_offset: int) -> None:
 
 
 def plan_snapshot(node: NodeContext, end_offset: int) -> SnapshotPlan:
-    """Invariant 1's checks, and what a snapshot ending at ``end_offset`` is built with."""
+    """Invariant 1's checks, and what a snapshot ending at ``end_offset`` is built with; invariant 5's reset."""
     _check_end(node, end_offset)
+    node.bytes_since_snapshot = 0
+    node.last_snapshot_ms = node.now
     hist = node.voter_history
     return SnapshotPlan(
         OffsetAndEpoch(end_offset, node.log.epoch_at(end_offset - 1)),
@@ -109,8 +117,6 @@ def add_snapshot(node: NodeContext, snap: Snapshot) -> Snapshot:
     node.snapshot = snap
     node.retained[sid] = snap
     node.out.append(WriteSnapshot(snap))
-    node.bytes_since_snapshot = 0
-    node.last_snapshot_ms = node.now
     maybe_clean(node)
     return snap
 

@@ -190,14 +190,17 @@ def test_the_child_encodes_at_the_lowest_cpu_priority(
     seen = tmp_path / "priority"
 
     def noted(image: MetadataImage) -> list[bytes]:
-        seen.write_text(str(os.getpriority(os.PRIO_PROCESS, 0)))
+        seen.write_text(f"{os.getpriority(os.PRIO_PROCESS, 0)} {os.sched_getscheduler(0)}")
         return snapshot_values(image)
 
     monkeypatch.setattr(snapshot_child, "snapshot_values", noted)
     image = _image(2, 2)
     asyncio.run(encode_in_child(image, _plan(image), tmp_path, fsync=False))
-    assert int(seen.read_text()) == snapshot_child.CHILD_NICE == 19
+    nice, policy = (int(v) for v in seen.read_text().split())
+    assert nice == snapshot_child.CHILD_NICE == 19
+    assert policy == os.SCHED_IDLE  # contract 2: a CPU running only the child counts as idle for a woken loop
     assert os.getpriority(os.PRIO_PROCESS, 0) < 19  # the parent's own priority is untouched
+    assert os.sched_getscheduler(0) == os.SCHED_OTHER
 
 
 _ORPHAN = """

@@ -272,3 +272,31 @@ def test_retention_deletes_the_oldest_snapshots_as_kafka_does() -> None:
         if isinstance(e, fx.SendResponse) and e.token == 8
     ]
     assert m.single_partition(resp).error_code == ErrorCode.NONE
+
+
+def test_the_bytes_committed_while_a_snapshot_is_encoded_count_toward_the_next() -> None:
+    """Invariant 5 (Kafka's SnapshotGenerator resets its counters at scheduleEmit): the record bytes committed
+    between plan_snapshot and add_snapshot are not forgotten when the snapshot is added."""
+    cfg = QuorumConfig(snapshot_max_record_bytes=200, snapshot_interval_ms=0)
+    p = Pump(VOTERS, cfg)
+    for k in KEYS:
+        p.add(k)
+    p.run(20_000, stop=lambda: p.leader() is not None and p.leader().high_watermark > 0)  # type: ignore[union-attr]
+    leader = p.leader()
+    assert leader is not None
+
+    def commit(value: bytes) -> None:
+        leader.append([value])
+        p.run(
+            p.now + 1000,
+            stop=lambda: leader.high_watermark == leader.log.end_offset and not leader.data.pending,
+        )  # type: ignore[union-attr]
+
+    while not leader.snapshot_due():
+        commit(b"x" * 50)
+    plan, values = leader.plan_snapshot(leader.high_watermark), snapshot_values(leader)
+    assert not leader.snapshot_due()  # counted from the plan on
+    while not leader.snapshot_due():  # committed while the snapshot is encoded
+        commit(b"y" * 50)
+    leader.add_snapshot(plan.build(values))
+    assert leader.snapshot_due()
