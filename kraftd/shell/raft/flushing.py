@@ -59,6 +59,11 @@ class LogFlusher:
         self._closed = False
         self._sync: syncthread.SyncThread | None = None
 
+    def hands_over(self) -> bool:
+        """Contract 5: whether a flush requested now goes to a thread (a leader's), so that the driver hands it
+        over once the step's sends are written; False: contract 5a's inline fsync, at its effect."""
+        return self.node.core.role is Role.LEADER
+
     def request(self) -> None:
         node = self.node
         if self._flushing:
