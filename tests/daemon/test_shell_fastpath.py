@@ -184,10 +184,12 @@ def test_a_leader_flush_starts_at_its_flush_log_effect() -> None:
     assert stepped == [LogFlushed(0, 7)]
 
 
-def test_the_step_s_answers_go_out_after_its_flush_was_handed_over() -> None:
-    """Contract 5 through the driver: executing a leader's step effects (AppendBatches, FlushLog, then the parked
-    Fetch's answer, in the core's order) hands the flush over before the answer is written, so the fsync
-    overlaps the answers and the round trip."""
+def test_a_leader_s_flush_is_handed_over_after_the_step_s_answers_are_written() -> None:
+    """Contract 5 through the driver (issue 25, session 20): executing a leader's step effects (AppendBatches,
+    FlushLog, then both parked Fetches' answers, in the core's order) writes every answer before the flush is
+    handed to its thread, so the hand-over's wake-up of that thread cannot preempt the loop before the followers
+    have their records; the fsync still starts inside the step, before any apply. (Before: handed over at the
+    FlushLog effect, ahead of the answers.)"""
     from kraftd.core import effects as fx
     from kraftd.shell.raft.driver import RaftDriver
     from kraftd.shell.raft.flushing import LogFlusher
@@ -196,14 +198,19 @@ def test_the_step_s_answers_go_out_after_its_flush_was_handed_over() -> None:
         order: list[str] = []
         flush_node = _FlushNode(order)
         flusher = LogFlusher(flush_node)  # type: ignore[arg-type]
-        node = type("N", (), {"flusher": flusher})()
+        hand_over = flusher._hand_over
+
+        def handed(job: object) -> None:
+            order.append("flush handed over")
+            hand_over(job)  # type: ignore[arg-type]
+
+        flusher._hand_over = handed  # type: ignore[method-assign]
+        flusher._one_fd_job = lambda: False  # type: ignore[method-assign]  # the Python thread: observable
+        node = type("N", (), {"flusher": flusher, "applies": []})()
         driver = RaftDriver(node)  # type: ignore[arg-type]
-
-        def answer(message: object) -> None:  # the flush thread exists once a flush was handed to it
-            order.append("answer written, flush handed over" if flusher._thread else "answer written")
-
-        driver.pending[1] = answer
-        driver.execute([fx.FlushLog(7), fx.SendResponse(1, object())])
+        driver.pending[1] = lambda message: order.append("answer 1 written")
+        driver.pending[2] = lambda message: order.append("answer 2 written")
+        driver.execute([fx.FlushLog(7), fx.SendResponse(1, object()), fx.SendResponse(2, object())])
         order.append("step done")
         for _ in range(200):
             if flush_node.stepped:
@@ -213,7 +220,28 @@ def test_the_step_s_answers_go_out_after_its_flush_was_handed_over() -> None:
         return order
 
     order = asyncio.run(run())
-    assert order[0] == "answer written, flush handed over" and "fsync" in order
+    assert order[:4] == ["answer 1 written", "answer 2 written", "flush handed over", "step done"]
+    assert "fsync" in order
+
+
+def test_a_non_leader_flushes_inline_at_its_flush_log_effect() -> None:
+    """Contract 5a through the driver: a follower's FlushLog fsyncs at its effect, before any later effect of the
+    step (its acknowledgement, the next Fetch, must never go out ahead of the fsync)."""
+    from kraftd.core import effects as fx
+    from kraftd.shell.raft.driver import RaftDriver
+    from kraftd.shell.raft.flushing import LogFlusher
+
+    order: list[str] = []
+    flush_node = _FlushNode(order)
+    flush_node.core.role = Role.FOLLOWER  # type: ignore[attr-defined]
+    flush_node.storage.log.flush = lambda: order.append("fsync") or 7  # type: ignore[attr-defined]
+    flush_node.post = lambda event: order.append("LogFlushed queued")  # type: ignore[attr-defined]
+    flusher = LogFlusher(flush_node)  # type: ignore[arg-type]
+    node = type("N", (), {"flusher": flusher})()
+    driver = RaftDriver(node)  # type: ignore[arg-type]
+    driver.pending[1] = lambda message: order.append("answer written")
+    driver.execute([fx.FlushLog(7), fx.SendResponse(1, object())])
+    assert order == ["fsync", "LogFlushed queued", "answer written"]
 
 
 class _ApplyNode:
@@ -235,7 +263,7 @@ class _ApplyNode:
         self.reads = SimpleNamespace(seal=lambda: None, resolved=lambda e: order.append("read resolved"))
         self.controller = SimpleNamespace(after_step=lambda: order.append("after_step"))
         self.mirror = SimpleNamespace(apply=lambda e: order.append("written"))
-        self.flusher = SimpleNamespace(request=self._flush)
+        self.flusher = SimpleNamespace(request=self._flush, hands_over=lambda: False)
         self.client = _ScriptedClient(order, script)
 
     def _flush(self) -> None:  # kraftd.shell.raft.flushing contract 5a: inline, LogFlushed queued

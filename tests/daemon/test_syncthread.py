@@ -159,3 +159,44 @@ def test_asked_for_the_python_thread_flushes(tmp_path: Path, monkeypatch: pytest
     names = _thread_names_during_one_flush(node)
     assert "kraftd-flush-1" in names and "kraftd-fsync-1" not in names
     assert node.stepped == [LogFlushed(0, 1)] and log.flushed_offset == 1
+
+
+def _policies_during_one_flush(node: _Leader) -> dict[str, int]:
+    """The scheduling policy of each kraftd flush thread alive once one flush completed."""
+
+    async def run() -> dict[str, int]:
+        flusher = LogFlusher(node)  # type: ignore[arg-type]
+        await _flush_once(flusher, node)
+        policies = {
+            t.name: os.sched_getscheduler(t.native_id)
+            for t in threading.enumerate()
+            if t.name.startswith("kraftd-f") and t.native_id is not None
+        }
+        flusher.close()
+        return policies
+
+    return asyncio.run(run())
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="no SCHED_BATCH on this platform")
+def test_the_compiled_flush_thread_runs_under_sched_batch(tmp_path: Path, compiled_thread: None) -> None:
+    """Contract 2a (issue 25, session 20): the thread the leader's loop wakes at every append is under
+    SCHED_BATCH, so its wake-up does not preempt the loop. (Before: the default policy, SCHED_OTHER.)"""
+    log = MetadataLog(tmp_path, 1 << 20)
+    log.append(data_batch(0, 1, [b"a"], 0).data)
+    node = _Leader(log)
+    assert _policies_during_one_flush(node) == {"kraftd-fsync-1": os.SCHED_BATCH}
+    assert node.stepped == [LogFlushed(0, 1)]
+
+
+@pytest.mark.skipif(not hasattr(os, "SCHED_BATCH"), reason="no SCHED_BATCH on this platform")
+def test_the_python_flush_thread_runs_under_sched_batch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 2a for the fallback (kraftd.shell.raft.flushing contract 5): the same policy."""
+    monkeypatch.setattr(syncthread, "_WANTED", False)
+    log = MetadataLog(tmp_path, 1 << 20)
+    log.append(data_batch(0, 1, [b"a"], 0).data)
+    node = _Leader(log)
+    assert _policies_during_one_flush(node) == {"kraftd-flush-1": os.SCHED_BATCH}
+    assert node.stepped == [LogFlushed(0, 1)]

@@ -175,11 +175,15 @@ class RaftDriver:
 
     def execute(self, effects: list[fx.Effect]) -> None:
         node = self.node
+        flush_after_sends = False
         for e in effects:
             if isinstance(e, _STORAGE_EFFECTS):
                 node.mirror.apply(e)
             elif isinstance(e, fx.FlushLog):
-                node.flusher.request()
+                if node.flusher.hands_over():  # kraftd.shell.raft.flushing contract 5: after the sends
+                    flush_after_sends = True
+                else:
+                    node.flusher.request()  # contract 5a: inline, before any later effect
             elif isinstance(e, fx.SendRequest):
                 if not self._send_now(e.destination, e.request_id, e.message):
                     node.spawn_task(self._send(e.destination, e.request_id, e.message))
@@ -194,6 +198,8 @@ class RaftDriver:
                 self.applies.append(e)  # contract 13
             elif isinstance(e, fx.SetDeadline):
                 self.deadline = e.at_ms
+        if flush_after_sends:
+            node.flusher.request()
 
     def apply_deferred(self) -> None:
         """Contract 13: the apply effects of the steps so far, in effect order, listeners first for each."""

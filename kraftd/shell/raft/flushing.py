@@ -3,15 +3,16 @@
 Contracts:
 5. On a leader the fsync runs in the node's flush thread (the loop keeps sending to followers meanwhile); at
    most one flush is in flight and a request arriving meanwhile is coalesced into one more flush. Only its
-   completion feeds ``LogFlushed`` to the core. A flush is handed to its thread at once, at the step's FlushLog
-   effect (issue 25, session 13): the core emits it right after AppendBatches (whose bytes are written by
-   then) and before the step's Fetch answers, so the fsync overlaps the answers' encoding and the followers'
-   round trip instead of starting after them. Sending before the leader's own flush completes is allowed:
+   completion feeds ``LogFlushed`` to the core. A flush is handed to its thread inside the step that asked for
+   it, once the step's sends are written (the driver asks :meth:`LogFlusher.hands_over` at the FlushLog effect
+   and calls :meth:`LogFlusher.request` after the step's other effects but before its applies; issue 25,
+   sessions 13 and 20): the fsync overlaps the followers' round trip, and the thread's wake-up comes after the
+   followers' (kraftd.shell.raft.syncthread contract 2a). Sending before the leader's own flush completes is allowed:
    only the high watermark waits for it (kraftd.core.replication invariant 1; Kafka's ``flushLeaderLog``
    also answers parked fetches first). Its completion reaches the loop as one callback (no task, no executor).
 5b. Where the compiled fsync loop is wanted (the default) and built (kraftd.shell.raft.syncthread), a
    leader's flush of one segment with nothing else to sync (no roll, fsync on, no slow-disk file) goes to that
-   GIL-free thread instead of the Python one: the same hand-over at the FlushLog effect, the same completion
+   GIL-free thread instead of the Python one: the same hand-over, the same completion
    (complete_flush, LogFlushed) on the loop, read from the thread's answer pipe. Anything else takes the Python
    thread.
 5a. A non-leader fsyncs inline instead (nothing waits on its loop while it syncs: its next fetch goes out only
@@ -58,6 +59,11 @@ class LogFlusher:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closed = False
         self._sync: syncthread.SyncThread | None = None
+
+    def hands_over(self) -> bool:
+        """Contract 5: whether a flush requested now goes to a thread (a leader's), so that the driver hands it
+        over once the step's sends are written; False: contract 5a's inline fsync, at its effect."""
+        return self.node.core.role is Role.LEADER
 
     def request(self) -> None:
         node = self.node
@@ -127,6 +133,7 @@ class LogFlusher:
 
     def _work(self) -> None:
         assert self._loop is not None
+        syncthread.disfavor_wakeups()  # kraftd.shell.raft.syncthread contract 2a
         while True:
             with self._cond:
                 while self._ready is None and not self._closed:

@@ -14,6 +14,14 @@ Contracts:
    second pipe without taking the GIL, so neither the start nor the end of an fsync waits for the event loop's
    thread to release it (the Python thread needed it twice, once after its Condition woke it and once to call
    ``call_soon_threadsafe``; under load each could wait a GIL switch interval).
+2a. Both flush threads (this one and the flusher's Python thread) run under ``SCHED_BATCH``
+   (:func:`disfavor_wakeups`, where the platform has it): the leader's loop wakes its flush thread inside the
+   step that appends, and a woken thread of the default policy may preempt the loop inside that write, before the
+   step's other sends and applies (issue 25, session 19's profile: 56 us a hand-over). Under ``SCHED_BATCH`` the
+   kernel does not preempt for that wake-up: the thread runs on an idle core at once, else when the loop or a
+   follower yields the core. Its fsync is seldom on the commit path (a commit needs two of the three voters'
+   flushed offsets, and the followers' round trip is longer than the leader's fsync: docs/PERFORMANCE.md,
+   session 20). Nothing else changes: the same fsync, the same completion.
 3. The answer is read on the event loop (``add_reader``), the fd is closed there, and ``on_done(target,
    failed)`` runs in that callback: ``failed`` is a LogIOError naming the errno, or None. Answers arrive in
    submission order. :meth:`close` ends the thread (end of file on its request pipe) and stops reading.
@@ -52,6 +60,19 @@ def wanted(environ: Mapping[str, str]) -> bool:
 _WANTED = wanted(os.environ)
 
 
+def disfavor_wakeups() -> bool:
+    """Contract 2a: the calling thread (Linux: the policy is per thread) is put under ``SCHED_BATCH``; False
+    where the platform or the sandbox does not allow it (the thread then keeps the default policy)."""
+    policy = getattr(os, "SCHED_BATCH", None)
+    if policy is None or not hasattr(os, "sched_setscheduler"):
+        return False
+    try:
+        os.sched_setscheduler(0, policy, os.sched_param(0))
+    except OSError:
+        return False
+    return True
+
+
 def built() -> bool:
     """Whether the compiled loop was built (contract 1)."""
     return _syncloop is not None
@@ -76,6 +97,7 @@ class SyncThread:
         self._loop.add_reader(self._done_r, self._readable)
 
         def serve() -> None:
+            disfavor_wakeups()
             try:
                 _syncloop.serve(req_r, done_w)
             finally:
