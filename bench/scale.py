@@ -54,7 +54,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from scale_phases import failure_figures, fence_traces, shutdown_figures, swarm_pauses  # noqa: E402
+from scale_phases import catch_up_figures, failure_figures, fence_traces, shutdown_figures, swarm_pauses  # noqa: E402
 from scale_table import table  # noqa: E402
 from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
@@ -200,6 +200,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["memory_after_create"] = memory(c)
     stall["create_topics"] = stalls.take("create_topics")
     progress(out, "created", swarm)
+    out["catch_up"] = catch_up_figures(swarm, out["started"])
 
     delays: list[float] = []
     from_commit: list[float] = []

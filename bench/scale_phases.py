@@ -80,3 +80,27 @@ def swarm_pauses(swarm: Any, started: float, most: int = 12) -> dict[str, Any]:
         "loop_late": [(round(due - started, 2), round(s, 3)) for due, s in sorted(late)],
         "replay_slow": [(round(at - started, 2), round(s, 3), what) for at, s, what in sorted(slow)],
     }
+
+
+def catch_up_figures(swarm: Any, started: float) -> dict[str, Any]:
+    """What the observers read until now (tools.swarm.broker contract 7; docs/SWARM.md, session 20): the Fetch and
+    FetchSnapshot answers read whole and their MB, summed over brokers; per snapshot the transfers started, when
+    (s from the point's start: first, median, last) and from which fetch positions (least, median, most)."""
+    read: dict[str, list[int]] = {"Fetch": [0, 0], "FetchSnapshot": [0, 0]}
+    by_snapshot: dict[int, list[tuple[float, int]]] = {}
+    for b in swarm.brokers.values():
+        for key, name in ((1, "Fetch"), (59, "FetchSnapshot")):
+            answers, size = b.raft_read.get(key, (0, 0))
+            read[name][0], read[name][1] = read[name][0] + answers, read[name][1] + size
+        for at, offset, position in b.transfers:
+            by_snapshot.setdefault(offset, []).append((at - started, position))
+    out: dict[str, Any] = {k: {"answers": n, "mb": round(size / 1e6, 1)} for k, (n, size) in read.items()}
+    out["transfers"] = {}
+    for offset, starts in sorted(by_snapshot.items()):
+        ats, positions = sorted(a for a, _ in starts), sorted(p for _, p in starts)
+        out["transfers"][offset] = {
+            "started": len(starts),
+            "at_s": [round(ats[0], 1), round(ats[len(ats) // 2], 1), round(ats[-1], 1)],
+            "from": [positions[0], positions[len(positions) // 2], positions[-1]],
+        }
+    return out
