@@ -32,9 +32,8 @@ records or more is encoded around them (:func:`spliced`): the encoding before th
 records object itself, the encoding after (the partition's tagged fields and what follows), byte for byte the whole
 encoding, written as three pieces (11d), so the records are never copied into a body. Kafka sends a fetch answer's
 records from its log (FileRecords) the same way. A catch-up answer of 8 MiB was two heap copies (the records
-joined, then the body encoded); it is one (the records joined by kraftd.core.messages.fetch_response). A snapshot
-chunk is a block or a read-only ``memoryview`` of one (kraftd.core.snapshotting invariant 3a), written as it is:
-its pieces are views of the block, which contract 11g counts once however many connections wait on it.
+joined, then the body encoded); it is one (the records joined by kraftd.core.messages.fetch_response; a snapshot
+chunk sliced by kraftd.core.snapshotting).
 
 Contract 11k: the pieces a server's outboxes hand to their transports (contract 11e) are paced server-wide: at most
 ``ROUND`` bytes of them (plus the piece that crosses it) between two rounds. An outbox that finds the round's
@@ -61,19 +60,19 @@ from typing import Any
 from kwire.varint import encode_unsigned_varint
 
 # a whole frame, or (size and header, a large shared body), or (size, header and the body's head, records, its tail)
-Frame = bytes | tuple[bytes, bytes] | tuple[bytes, bytes | memoryview, bytes]
+Frame = bytes | tuple[bytes, bytes] | tuple[bytes, bytes, bytes]
 # contract 11h: (the encoding before the records, the records, after them)
-Spliced = tuple[bytes, bytes | memoryview, bytes]
+Spliced = tuple[bytes, bytes, bytes]
 LARGE = 64 * 1024
 PIECE = 256 * 1024  # contract 11e: the most one connection's transport is handed at a time
 ROUND = 8 * 1024 * 1024  # contract 11k: handed over between two rounds, ~10 ms of socket writes
 KEPT_BYTES, KEPT_S = 32 * 1024 * 1024, 1.0  # contract 11f
 
 
-def pieces(frames: list[Frame]) -> list[bytes | memoryview]:
+def pieces(frames: list[Frame]) -> list[bytes]:
     """The socket writes of ``frames``, in order: small frames joined with the next large body's head, each large
     body alone."""
-    out: list[bytes | memoryview] = []
+    out: list[bytes] = []
     small: list[bytes] = []
     for f in frames:
         small.append(f[0] if isinstance(f, tuple) else f)
@@ -91,10 +90,7 @@ def spliced(body: Any, version: int) -> Spliced | None:
     part = topics[0].partitions[0]
     name = "records" if hasattr(part, "records") else "unaligned_records"  # Fetch, FetchSnapshot
     records = getattr(part, name, None)
-    if (
-        not (type(records) is bytes or (type(records) is memoryview and records.readonly))
-        or len(records) < LARGE
-    ):
+    if type(records) is not bytes or len(records) < LARGE:
         return None
     try:  # the encodings with no records and with one byte differ only there: that is where records go
         setattr(part, name, b"")
@@ -201,7 +197,7 @@ class Outbox:
         self.paced = False  # in the server's FIFO of paced outboxes (contract 11k)
         self.fed: asyncio.Future[None] | None = None  # set by the round that takes it out of that FIFO
 
-    def write(self, data: bytes | memoryview) -> None:
+    def write(self, data: bytes) -> None:
         if self.transport.is_closing():  # nothing more is sent (_feed); never counted (contract 11g)
             return
         if not self.waiting and len(data) <= PIECE:

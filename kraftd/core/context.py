@@ -81,8 +81,6 @@ class NodeContext:
         # Every snapshot still served by FetchSnapshot (kraftd.core.snapshotting invariant 2): the latest and
         # the older ones Kafka's retention has not deleted yet (on restart: the files the shell found).
         self.retained: dict[OffsetAndEpoch, Snapshot] = {s.snapshot_id: s for s in retained}
-        # FetchSnapshot's blocks, shared by every answer within one (kraftd.core.snapshotting invariant 3a)
-        self.snapshot_blocks: dict[tuple[OffsetAndEpoch, int], bytes] = {}
         self.high_watermark = self.log.start_offset
         self.applied = self.log.start_offset
         if snapshot is not None:

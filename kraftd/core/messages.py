@@ -289,7 +289,7 @@ def fetch_snapshot_response(
     snapshot: OffsetAndEpoch | None = None,
     size: int = 0,
     position: int = 0,
-    chunk: bytes | memoryview = b"",
+    chunk: bytes = b"",
 ) -> Any:
     topics = []
     if error == ErrorCode.NONE:
@@ -301,7 +301,7 @@ def fetch_snapshot_response(
             current_leader=SRESP.LeaderIdAndEpoch(leader_id=leader_id, leader_epoch=epoch),
             size=size,
             position=position,
-            unaligned_records=chunk,  # type: ignore[arg-type]  # any bytes-like encodes (snapshotting 3a)
+            unaligned_records=chunk,
         )
         topics = [SRESP.TopicSnapshot(name=METADATA_TOPIC, partitions=[part])]
     return FetchSnapshotResponse(error_code=int(error), topics=topics)

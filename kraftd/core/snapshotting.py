@@ -16,13 +16,6 @@ Invariants:
    checks (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER), SNAPSHOT_NOT_FOUND,
    POSITION_OUT_OF_RANGE; a chunk is at most min(request max bytes, fetch max bytes). A voter's
    FetchSnapshot counts for check-quorum as a Fetch does.
-3a. A chunk never crosses a block boundary (blocks of ``fetch_max_bytes``, from the snapshot's start) and is the
-   block itself (one ``bytes`` object, copied once out of the snapshot and kept among the ``BLOCKS_KEPT`` last
-   used) or a ``memoryview`` of it: every answer within one block shares its bytes. Kafka sends a chunk from the
-   snapshot's file (a FileRecords slice); a slice per answer was an 8 MiB copy per observer, 121 GB over 76,298
-   answers at 1,000 brokers x 1M partitions, and each copy counted on its own against the listener's bound on
-   observers' answers waiting to be written (kraftd.shell.apis.observer_fetches contract 7; docs/SWARM.md,
-   session 20). A chunk is shorter than asked only at a block's end; the fetcher asks again from there.
 4. A follower fetches a snapshot only when its leader answered a Fetch with a snapshot id past its own log
    start; chunks must arrive in order for the same id; any error abandons the transfer and backs off
    (replication invariant 6). A complete, valid snapshot replaces the whole log (InstallSnapshot) and
@@ -43,8 +36,6 @@ from kraftd.core.states import Follower, Leader
 from kraftd.core.types import VoterSet
 from kwire.errors import CorruptRecordError, ErrorCode, LocalProtocolError
 from kwire.records import peek_batch
-
-BLOCKS_KEPT = 8  # invariant 3a: 64 MiB of blocks at Kafka's 8 MiB fetch max bytes
 
 
 class SnapshotOffsetError(LocalProtocolError):
@@ -212,24 +203,8 @@ def handle_fetch_snapshot_request(node: NodeContext, msg: Any) -> Any:
     if node.voters.is_voter(key) and key.id != node.local.id:
         node.note_voter_fetch(d, key.id)
     limit = max(1, min(msg.max_bytes, node.config.fetch_max_bytes))
-    chunk = _chunk(node, snap, part.position, limit)
+    chunk = snap.data[part.position : part.position + limit]
     return build(ErrorCode.NONE, ErrorCode.NONE, leader, node.epoch, wanted, size, part.position, chunk)
-
-
-def _chunk(node: NodeContext, snap: Snapshot, position: int, limit: int) -> bytes | memoryview:
-    """Invariant 3a."""
-    span = node.config.fetch_max_bytes
-    key = (snap.snapshot_id, position // span)
-    blocks = node.snapshot_blocks
-    block = blocks.pop(key, None)
-    if block is None:
-        block = snap.data[key[1] * span : (key[1] + 1) * span]
-        while len(blocks) >= BLOCKS_KEPT:
-            del blocks[next(iter(blocks))]
-    blocks[key] = block  # the most recently used last
-    start = position - key[1] * span
-    end = min(start + limit, len(block))
-    return block if start == 0 and end == len(block) else memoryview(block)[start:end]
 
 
 # ----- follower: FetchSnapshot client -----

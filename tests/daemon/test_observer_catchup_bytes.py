@@ -132,32 +132,3 @@ def _broker_sized(shared: bool) -> Counter[int]:
 
     asyncio.run(main())
     return made
-
-
-def test_snapshot_chunks_of_one_block_count_it_once() -> None:
-    """Contracts 2a, 6 (kraftd.core.snapshotting invariant 3a): 200 observers' FetchSnapshot answers, each its own
-    answer object whose chunk is the same 8 MiB block or a view of it, are stepped ``CHUNK`` and handed over
-    ``CHUNK`` a callback. Before (session 20), each answer counted its 8 MiB: one stepped and one handed over a
-    callback."""
-    block = bytes(8 * MIB)
-    stepped: Counter[int] = Counter()
-    handed: Counter[int] = Counter()
-    answered = []
-
-    async def main() -> None:
-        def step(body: Any, answer: Any) -> bool:
-            stepped[of.callbacks] += 1
-            chunk = block if body % 2 else memoryview(block)[body:]
-            part = SimpleNamespace(unaligned_records=chunk)
-            answer(SimpleNamespace(topics=[SimpleNamespace(partitions=[part])]))
-            return True
-
-        of = ObserverFetches(step)
-        for i in range(200):
-            of.offer(i, lambda resp: (handed.update([of.callbacks]), answered.append(resp)))
-        while len(answered) < 200:
-            await asyncio.sleep(0)
-
-    asyncio.run(main())
-    assert max(stepped.values()) == observer_fetches.CHUNK, stepped  # before: 1
-    assert max(handed.values()) == observer_fetches.CHUNK, handed  # before: 1

@@ -60,12 +60,9 @@ def test_a_queued_observer_fetch_is_answered_shaped_once_its_long_poll_is_spent(
     assert all(b.max_bytes == DUE_BYTES and b.max_wait_ms == 0 for b in bodies)
 
 
-def test_a_queued_fetch_snapshot_is_stepped_whole_after_due_ms() -> None:
-    """A due FetchSnapshot keeps its max_bytes (its chunk is a shared block, kraftd.core.snapshotting invariant
-    3a); before (session 20), it was shaped to ``DUE_BYTES`` as a Fetch is."""
+def test_a_queued_fetch_snapshot_is_stepped_shaped_after_due_ms() -> None:
     bodies = [_snapshot_fetch(100), _fetch(101)]
     before, at_due = _run(bodies, [DUE_MS / 1000 - 0.001, DUE_MS / 1000])
     assert before == []  # the Fetch behind the snapshot fetch waits for it: no one waits past DUE_MS
     assert at_due == bodies
-    assert bodies[0].max_bytes == 8 * MIB  # before: DUE_BYTES
-    assert bodies[1].max_bytes == DUE_BYTES and bodies[1].max_wait_ms == 0
+    assert bodies[0].max_bytes == DUE_BYTES and bodies[1].max_bytes == DUE_BYTES

@@ -20,7 +20,7 @@ from kraftd.core.log import LogBatch, OffsetAndEpoch
 from kwire.errors import ErrorCode
 from kwire.framing import FrameDecoder, encode_frame
 from kwire.headers import encode_request, response_header
-from kwire.large_frames import LARGE, Waiting, pieces, spliced
+from kwire.large_frames import LARGE, pieces, spliced
 from kwire.server import KafkaServer
 
 FETCH, V = 1, 17
@@ -172,31 +172,3 @@ def test_bytes_waiting_count_each_buffer_once_and_none_once_written() -> None:
                 sock.close()
 
     asyncio.run(asyncio.wait_for(main(), 50))
-
-
-def test_a_snapshot_chunk_viewing_a_block_is_spliced_and_counted_by_the_block() -> None:
-    """kraftd.core.snapshotting invariant 3a: a chunk that is a read-only view of a block is written as that view
-    (before, session 20: only ``bytes`` were spliced, so the body was encoded whole, a copy per answer), and the
-    bytes waiting count the block once however many connections wait on views of it (contract 11g)."""
-    block = bytes(range(256)) * (8 * 1024)  # 2 MiB
-    bodies = [
-        m.fetch_snapshot_response(
-            ErrorCode.NONE,
-            ErrorCode.NONE,
-            1,
-            3,
-            OffsetAndEpoch(9, 2),
-            3 * len(block),
-            at,
-            memoryview(block)[at:],
-        )
-        for at in (0, LARGE, 2 * LARGE)
-    ]
-    waiting = Waiting()
-    for body in bodies:
-        got = spliced(body, 0)
-        chunk = body.topics[0].partitions[0].unaligned_records
-        assert got is not None and got[1] is chunk  # before: None
-        assert b"".join(got) == body.encode(0)
-        waiting.add(memoryview(got[1]))
-    assert waiting.bytes == len(block)  # once, not 3 x

@@ -17,8 +17,7 @@ Contracts:
    ``reply_chunk`` of them and steps no Fetch; only a callback that finds none held steps up to ``chunk`` queued
    Fetches. So a wave's answers leave as early as the loop allows (propagation), yet in chunks.
 2a. A callback also stops handing over answers once those it handed over carry ``reply_bytes`` of records or more
-   (at least one answer each callback), each records buffer counted once (:func:`records_buffer`: a commit's wave
-   shares one answer, the snapshot chunks within one block share the block): writing an answer costs about its size
+   (at least one answer each callback), each answer object counted once: writing an answer costs about its size
    (the kernel's copy into the observer's socket and, on loopback, its receive path). A commit of 50 topics x 100
    partitions (5,050 records, ~600 KB) answered to 1,000 observers was ~600 MB of writes, 128 answers (~77 MB) a
    callback: the loop's longest stalls during topic creation at 1,000 brokers (40-100 ms callbacks; logged stalls
@@ -34,8 +33,8 @@ Contracts:
 4. A queued Fetch whose node is stopping meanwhile is not answered (the listener closes its connection).
 5. ``KRAFTD_OBSERVER_REPLY_CHUNK=0`` in the environment (an A/B switch for bench/scale.py, not a setting) hands each
    answer over from inside the step that makes it, as before contract 2.
-6. A callback that steps Fetches also stops once the answers they made carry ``BYTES`` of records (each records
-   buffer counted once, as in contract 2a: a commit's wave shares one; handing answers over is bounded by 2a): a wave of
+6. A callback that steps Fetches also stops once the answers they made carry ``BYTES`` of records (each answer
+   object counted once: a commit's wave shares one; handing answers over is bounded by contract 2a): a wave of
    catch-up answers (observers behind the log end, up to 8 MiB each, each read, joined and encoded) is at most two of them
    a callback, not 64 stepped (1,000 x 1M: stalls of 0.3-1.1 s of loop CPU and the followers' fetch timeout,
    docs/SWARM.md, session 15). ``BYTES`` is a broker's 8 MiB ``max_bytes``: at 32 MiB a callback made up to four
@@ -65,11 +64,7 @@ Contracts:
    parks it in its fetch purgatory for ``maxWaitMs``, then answers with what the log has (javap of
    kafka-raft-4.3.1.jar); it has no such bound (its records are sent from the log's file, not held per answer).
    What the leader holds is then ``PENDING``, one callback's answers, and at most one shaped answer per observer
-   (each has one Fetch in flight): ``DUE_BYTES`` or one batch each. A due FetchSnapshot is stepped as it is, not
-   shaped: its chunk is a block shared by every observer within it, or a view of one (kraftd.core.snapshotting
-   invariant 3a), so a smaller chunk would hold nothing less; shaped to ``DUE_BYTES``, the 76,298 chunks answered
-   at 1,000 x 1M averaged 1.6 MB (about 62,000 of them 64 KiB, each after a wait of ``DUE_MS``; docs/SWARM.md,
-   session 20). ``due`` counts the Fetches so stepped.
+   (each has one Fetch in flight): ``DUE_BYTES`` or one batch each. ``due`` counts the Fetches so stepped.
    ``KRAFTD_OBSERVER_DUE_MS`` in the environment sets ``DUE_MS`` (0: never due, contract 7 alone; an A/B switch).
 8. An observer's FetchSnapshot is queued, stepped and answered as its Fetch is (contracts 1-7; its records are
    the chunk it carries): at 1M partitions the log start moves past lagging brokers (retention, KIP-630), and 1,000
@@ -154,10 +149,9 @@ class ObserverFetches:
 
     def _count(self, resp: Any) -> None:
         """Contract 6."""
-        key, size = records_buffer(resp)
-        if key not in self.seen:
-            self.seen.add(key)
-            self.made += size
+        if id(resp) not in self.seen:
+            self.seen.add(id(resp))
+            self.made += records_bytes(resp)
 
     def _drain(self) -> None:
         """Contracts 2, 2a, 3, 6, 7 and 7a."""
@@ -168,12 +162,11 @@ class ObserverFetches:
             n, budget, counted = 0, self.reply_bytes, set[int]()
             while held and n < self.reply_chunk:  # contracts 2, 2a
                 answer, resp = held[0]
-                key, size = records_buffer(resp)
-                if key not in counted:
+                if id(resp) not in counted:
                     if budget <= 0:
                         break
-                    counted.add(key)
-                    budget -= size
+                    counted.add(id(resp))
+                    budget -= records_bytes(resp)
                 held.popleft()
                 answer(resp)
                 n += 1
@@ -211,10 +204,10 @@ class ObserverFetches:
 
 
 def shape(body: Any) -> None:
-    """Contract 7a: a due Fetch asks for at most ``DUE_BYTES`` and no more long poll; a FetchSnapshot (no long
-    poll) is stepped as it is."""
-    if hasattr(body, "max_wait_ms"):
+    """Contract 7a: a due Fetch (or FetchSnapshot) asks for at most ``DUE_BYTES`` and no more long poll."""
+    if hasattr(body, "max_bytes"):
         body.max_bytes = min(body.max_bytes, DUE_BYTES)
+    if hasattr(body, "max_wait_ms"):
         body.max_wait_ms = 0
 
 
@@ -227,18 +220,3 @@ def records_bytes(resp: Any) -> int:
             if records is not None:
                 total += len(records)
     return total
-
-
-def records_buffer(resp: Any) -> tuple[int, int]:
-    """Contracts 2a, 6: what an answer is counted as, (a key, its bytes): the buffer its one partition's records
-    are, or are a view of (a snapshot chunk's block, kraftd.core.snapshotting invariant 3a), with the buffer's
-    size; else the answer object, with :func:`records_bytes`."""
-    topics = getattr(resp, "responses", None) or getattr(resp, "topics", None) or ()
-    if len(topics) == 1 and len(topics[0].partitions) == 1:
-        part = topics[0].partitions[0]
-        records = getattr(part, "records", None) or getattr(part, "unaligned_records", None)
-        if isinstance(records, memoryview):
-            return id(records.obj), memoryview(records.obj).nbytes
-        if records is not None:
-            return id(records), len(records)
-    return id(resp), records_bytes(resp)
