@@ -57,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_phases import (  # noqa: E402
+    catch_up_figures,
     failure_figures,
     fence_traces,
     kill_delay_s,
@@ -208,6 +209,7 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     out["memory_after_create"] = memory(c)
     stall["create_topics"] = stalls.take("create_topics")
     progress(out, "created", swarm)
+    out["catch_up"] = catch_up_figures(swarm, out["started"])
 
     delays: list[float] = []
     from_commit: list[float] = []

@@ -92,3 +92,27 @@ def kill_delay_s(kill: int) -> float:
     timed out 1.63-1.94 s after the kill in 49 kills (its last writes had just answered their Fetches), Kafka's
     1.39-1.50 s in two (docs/SWARM.md, session 20): a term from the bench's order, not from either controller."""
     return 1.0 + 0.5 * random.Random(kill).random()
+
+
+def catch_up_figures(swarm: Any, started: float) -> dict[str, Any]:
+    """What the observers read until now (tools.swarm.broker contract 7; docs/SWARM.md, session 20): the Fetch and
+    FetchSnapshot answers read whole and their MB, summed over brokers; per snapshot the transfers started, when
+    (s from the point's start: first, median, last) and from which fetch positions (least, median, most)."""
+    read: dict[str, list[int]] = {"Fetch": [0, 0], "FetchSnapshot": [0, 0]}
+    by_snapshot: dict[int, list[tuple[float, int]]] = {}
+    for b in swarm.brokers.values():
+        for key, name in ((1, "Fetch"), (59, "FetchSnapshot")):
+            answers, size = b.raft_read.get(key, (0, 0))
+            read[name][0], read[name][1] = read[name][0] + answers, read[name][1] + size
+        for at, offset, position in b.transfers:
+            by_snapshot.setdefault(offset, []).append((at - started, position))
+    out: dict[str, Any] = {k: {"answers": n, "mb": round(size / 1e6, 1)} for k, (n, size) in read.items()}
+    out["transfers"] = {}
+    for offset, starts in sorted(by_snapshot.items()):
+        ats, positions = sorted(a for a, _ in starts), sorted(p for _, p in starts)
+        out["transfers"][offset] = {
+            "started": len(starts),
+            "at_s": [round(ats[0], 1), round(ats[len(ats) // 2], 1), round(ats[-1], 1)],
+            "from": [positions[0], positions[len(positions) // 2], positions[-1]],
+        }
+    return out

@@ -49,6 +49,9 @@ Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; do
    session 16). A controller that stops sending still times out, as in Kafka's NetworkClient.
 6. Every connection a channel's client closes goes to ``hooks.disconnected(channel, reason)`` (``raft-client``:
    Fetch and FetchSnapshot; ``broker-to-controller``: the rest), with why (kwire.client contract 12).
+7. ``raft_read`` counts the Fetch and FetchSnapshot answers read whole (api key -> [answers, bytes]: what the
+   leader wrote and the broker did not drop); ``transfers`` notes each snapshot transfer started (when, the
+   snapshot's end offset, the broker's fetch position then): the catch-up's cost (docs/SWARM.md, session 20).
 """
 
 from __future__ import annotations
@@ -72,14 +75,8 @@ from tools.swarm.snapshot_fetch import DONE, LOST, SnapshotTransfer
 from tools.swarm.trace import ChannelTrace
 
 FIRST_PENDING_SHUTDOWN_S = 0.05  # contract 2
-STARTING, RECOVERY, RUNNING, PENDING_SHUTDOWN, STOPPED, KILLED = (
-    "STARTING",
-    "RECOVERY",
-    "RUNNING",
-    "PENDING_CONTROLLED_SHUTDOWN",
-    "STOPPED",
-    "KILLED",
-)
+STARTING, RECOVERY, RUNNING, STOPPED, KILLED = "STARTING", "RECOVERY", "RUNNING", "STOPPED", "KILLED"
+PENDING_SHUTDOWN = "PENDING_CONTROLLED_SHUTDOWN"
 _REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
 
 
@@ -137,6 +134,8 @@ class SwarmBroker:
         self.last_target = -1  # the controller the last controller-channel request went to
         self._heartbeat_read = self.heartbeat_loop_read = -1.0  # the last heartbeat answer read (contract 4)
         self.fetch_read = -1.0  # when the last Fetch answer was read and decoded (contract 4)
+        self.raft_read: dict[int, list[int]] = {}  # contract 7
+        self.transfers: list[tuple[float, int, int]] = []  # contract 7
         self.trace = ChannelTrace()  # contract 4b
 
     @property
@@ -217,7 +216,9 @@ class SwarmBroker:
         return self.hooks.decodes.decode(frame, api_key, version)
 
     def _decode_raft(self, frame: bytes, api_key: int, version: int) -> tuple[int, Any]:
-        """Contract 4: the time a Fetch answer was read (one fetch in flight per broker)."""
+        """Contracts 4, 7: the time a Fetch answer was read (one fetch in flight per broker)."""
+        read = self.raft_read.setdefault(api_key, [0, 0])
+        read[0], read[1] = read[0] + 1, read[1] + len(frame)
         if api_key == FETCH:
             self.fetch_read = read_at(self._clients.get("raft", (0, None))[1])
         return self.hooks.decodes.decode(frame, api_key, version)
@@ -389,6 +390,7 @@ class SwarmBroker:
             del resp  # tools.swarm.observer contract 2
             if isinstance(step, OffsetAndEpoch):
                 self._end_transfer()  # tools.swarm.snapshot_fetch contract 1
+                self.transfers.append((time.monotonic(), step.offset, self.fetch_end))  # contract 7
                 self.transfer = SnapshotTransfer(self.id, step, self.hooks.replay)
             elif step:
                 await asyncio.sleep(backoff)
