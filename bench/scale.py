@@ -44,7 +44,6 @@ import os
 import re
 import shutil
 import signal
-import statistics
 import sys
 import tempfile
 import time
@@ -58,6 +57,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from scale_phases import (  # noqa: E402
     catch_up_figures,
+    failover_summary,
     failure_figures,
     fence_traces,
     kill_delay_s,
@@ -69,7 +69,7 @@ from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
 from kraftd.testing.swarm import SwarmCluster  # noqa: E402
 from tools.heap import unpooled_large_buffers  # noqa: E402
-from tools.swarm.broker import STOPPED  # noqa: E402
+from tools.swarm.lifecycle import STOPPED  # noqa: E402
 from tools.swarm.swarm import cpu_seconds, percentile  # noqa: E402
 
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -313,28 +313,6 @@ def steps(c: SwarmCluster, n: int, p: int, args: argparse.Namespace, out: dict[s
     progress(out, "controller_failover", swarm)
     out["mistaken_fences"] = len(swarm.mistaken_fences())
     out["loop_stall_cpu_ms"] = stalls.cpu
-
-
-def failover_summary(kills: list[dict[str, Any]]) -> dict[str, Any]:
-    """One kill: its figures (today's output). Several (``--kills``): the median of each time, its max
-    (``*_max``), the most elections and unanswered brokers of any kill, and every kill's figures."""
-    if len(kills) == 1:
-        return {k: v for k, v in kills[0].items() if k != "killed"}
-    out: dict[str, Any] = {}
-    for key in (
-        "new_leader_s",
-        "all_heartbeats_answered_s",
-        "observers_learned_p50_s",
-        "observers_learned_max_s",
-    ):
-        values = [kill[key] for kill in kills if key in kill]
-        if not values:
-            continue
-        out[key], out[f"{key}_max"] = round(statistics.median(values), 2), max(values)
-    for key in ("elections", "unanswered", "mistaken_fences"):
-        out[key] = max(kill[key] for kill in kills)
-    out["kills"] = kills
-    return out
 
 
 def run_point(kind: str, n: int, p: int, args: argparse.Namespace) -> dict[str, Any]:

@@ -5,6 +5,7 @@ from where in a heartbeat interval the swarm happened to act."""
 from __future__ import annotations
 
 import random
+import statistics
 from typing import Any
 
 Heartbeat = tuple[
@@ -115,4 +116,26 @@ def catch_up_figures(swarm: Any, started: float) -> dict[str, Any]:
             "at_s": [round(ats[0], 1), round(ats[len(ats) // 2], 1), round(ats[-1], 1)],
             "from": [positions[0], positions[len(positions) // 2], positions[-1]],
         }
+    return out
+
+
+def failover_summary(kills: list[dict[str, Any]]) -> dict[str, Any]:
+    """One kill: its figures (today's output). Several (``--kills``): the median of each time, its max
+    (``*_max``), the most elections and unanswered brokers of any kill, and every kill's figures."""
+    if len(kills) == 1:
+        return {k: v for k, v in kills[0].items() if k != "killed"}
+    out: dict[str, Any] = {}
+    for key in (
+        "new_leader_s",
+        "all_heartbeats_answered_s",
+        "observers_learned_p50_s",
+        "observers_learned_max_s",
+    ):
+        values = [kill[key] for kill in kills if key in kill]
+        if not values:
+            continue
+        out[key], out[f"{key}_max"] = round(statistics.median(values), 2), max(values)
+    for key in ("elections", "unanswered", "mistaken_fences"):
+        out[key] = max(kill[key] for kill in kills)
+    out["kills"] = kills
     return out

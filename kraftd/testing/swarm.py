@@ -29,7 +29,7 @@ from typing import Any, TypeVar
 
 from kraftd.testing.quorum import MixedQuorum
 from kwire.quorum_client import QuorumInfo, fetch_quorum
-from tools.swarm.broker import SwarmConfig
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.swarm import Swarm
 
 T = TypeVar("T")

@@ -3,8 +3,9 @@ shared decodes of its own, heartbeats recorded as (rtt, error), nothing else."""
 
 from __future__ import annotations
 
-from tools.swarm.broker import SwarmBroker, SwarmConfig
+from tools.swarm.broker import SwarmBroker
 from tools.swarm.decoding import SharedDecodes
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.replay import SharedReplay
 
 

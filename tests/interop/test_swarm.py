@@ -18,7 +18,7 @@ import pytest
 
 from kraftd.testing.swarm import ELECTION_BACKOFF_S, ELECTION_TIMEOUT_S, FETCH_TIMEOUT_S, SwarmCluster
 from tests.interop.kafka import classpath, protocol_complaints
-from tools.swarm.broker import RUNNING, STOPPED
+from tools.swarm.lifecycle import RUNNING, STOPPED
 from tools.swarm.partition_leader import alter_isr
 from tools.swarm.swarm import percentile
 

@@ -3,7 +3,7 @@ kill, not the whole run's."""
 
 from __future__ import annotations
 
-from tools.swarm.broker import SwarmConfig
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.swarm import Swarm
 
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from tests.helpers.swarm import Hooks
-from tools.swarm.broker import PENDING_SHUTDOWN, RUNNING, STOPPED, SwarmBroker
+from tools.swarm.broker import SwarmBroker
+from tools.swarm.lifecycle import PENDING_SHUTDOWN, RUNNING, STOPPED
 
 
 def test_the_second_shutdown_heartbeat_follows_the_first_answer_after_50_ms() -> None:

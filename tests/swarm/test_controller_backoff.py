@@ -10,7 +10,8 @@ from typing import Any
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from kwire.errors import NetworkError
 from tests.helpers.swarm import Hooks
-from tools.swarm.broker import RUNNING, SwarmBroker
+from tools.swarm.broker import SwarmBroker
+from tools.swarm.lifecycle import RUNNING
 
 
 class FakeClient:

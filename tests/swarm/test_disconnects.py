@@ -11,7 +11,7 @@ import pytest
 from kwire.errors import RequestTimeoutError
 from tests.helpers.kwire import requests_after_api_versions
 from tools.swarm import frames
-from tools.swarm.broker import SwarmConfig
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.swarm import Swarm
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import time
 
-from tools.swarm.broker import KILLED, RUNNING, SwarmConfig
+from tools.swarm.lifecycle import KILLED, RUNNING, SwarmConfig
 from tools.swarm.swarm import Swarm
 from tools.swarm.trace import LATE_S, LoopLag
 

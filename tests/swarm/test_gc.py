@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 from kraftd.shell.observe import looplag
-from tools.swarm.broker import SwarmConfig
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.swarm import GC_MAINTAIN_S, SWARM_GEN0, Swarm
 
 

@@ -11,8 +11,9 @@ from typing import Any
 from generated.broker_heartbeat_response import BrokerHeartbeatResponse
 from kwire.headers import encode_response
 from tests.helpers.swarm import Hooks
-from tools.swarm.broker import RUNNING, SwarmBroker, SwarmConfig
+from tools.swarm.broker import SwarmBroker
 from tools.swarm.decoding import BROKER_HEARTBEAT
+from tools.swarm.lifecycle import RUNNING, SwarmConfig
 from tools.swarm.swarm import Swarm
 
 QUEUED_S = 0.2  # other brokers' continuations run between the answer's read and this broker's

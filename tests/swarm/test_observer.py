@@ -18,8 +18,9 @@ from kraftd.core.batches import data_batch
 from kraftd.core.log import OffsetAndEpoch
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from kwire.metadata_frame import encode_record
-from tools.swarm.broker import STOPPED, SwarmBroker, SwarmConfig
+from tools.swarm.broker import SwarmBroker
 from tools.swarm.decoding import SharedDecodes
+from tools.swarm.lifecycle import STOPPED, SwarmConfig
 from tools.swarm.replay import SharedReplay
 from tools.swarm.snapshot_fetch import SnapshotTransfer
 

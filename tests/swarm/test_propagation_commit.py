@@ -8,7 +8,7 @@ import time
 from typing import Any
 
 from generated.create_topics_response import CreatableTopicResult, CreateTopicsResponse
-from tools.swarm.broker import SwarmConfig
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.swarm import Swarm
 
 

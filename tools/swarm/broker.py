@@ -1,22 +1,7 @@
 """One emulated Kafka 4.3.1 broker: its lifecycle against the active controller and its metadata observer.
 
 Contracts (Kafka's BrokerLifecycleManager and KafkaRaftClient as an observer; docs/SWARM.md):
-1. Lifecycle: STARTING (registered, WantFence) -> RECOVERY once a heartbeat answer says IsCaughtUp -> RUNNING
-   once an answer says not fenced. STARTING heartbeats again after 10 ms, the other states after
-   ``heartbeat_interval_ms``; a failed heartbeat is retried after an exponential backoff (100 ms doubling, capped at
-   the session timeout: Kafka's ExponentialBackoff(100, 2, broker.session.timeout.ms)). STALE_BROKER_EPOCH and
-   BROKER_ID_NOT_REGISTERED make the broker register again (same incarnation id).
-1a. A controller request is never handed to the connection of a controller in its reconnect backoff: it waits
-   ``retry_backoff_ms`` and looks up the active controller again, as Kafka's NodeToControllerRequestThread does (a
-   node in backoff is not ready; each poll rebuilds the request for the controller the metadata names then). Handed
-   to that connection, a heartbeat waited out the dead controller's backoff (up to 1 s +20%) after the broker's
-   observer had learned the new leader: 0.7-1.0 s of "every heartbeat answered" after a failover, on both kinds
-   (docs/SWARM.md, session 20).
-2. Controlled shutdown (:meth:`SwarmBroker.begin_shutdown`): a heartbeat with WantShutDown goes out at once; after
-   the first answer without ShouldShutDown the next goes out 50 ms later, then every interval, until an answer
-   carries ShouldShutDown (Kafka 4.3.1 BrokerLifecycleManager: "schedule our next heartbeat a little bit sooner
-   than we usually would" on its first pending controlled shutdown response); the broker then stops (STOPPED).
-   :meth:`SwarmBroker.kill` stops everything at once, as kill -9 would (no more heartbeats or fetches).
+1-2. The lifecycle and controlled shutdown: :mod:`tools.swarm.lifecycle` (its contracts 1, 1a, 2).
 3. Observer: Fetch long-polls go to the leader this broker knows, else (at start, an answer naming no leader) to the
    voters in turn; after one to the leader failed the next goes to a voter and the leader is kept for heartbeats
    (KafkaRaftClient.pollFollowerAsObserver; docs/SWARM.md session 18). Every answer's CurrentLeader with a newer
@@ -61,34 +46,18 @@ import functools
 import random
 import time
 import uuid
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 from kraftd.core.log import OffsetAndEpoch
 from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
-from tools.swarm import frames
+from tools.swarm import frames, lifecycle
 from tools.swarm.decoding import BROKER_HEARTBEAT, FETCH, SharedDecodes, read_at, read_instants, send_request
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.observer import on_fetch
 from tools.swarm.replay import SharedReplay
 from tools.swarm.snapshot_fetch import DONE, LOST, SnapshotTransfer
 from tools.swarm.trace import ChannelTrace
-
-FIRST_PENDING_SHUTDOWN_S = 0.05  # contract 2
-STARTING, RECOVERY, RUNNING, STOPPED, KILLED = "STARTING", "RECOVERY", "RUNNING", "STOPPED", "KILLED"
-PENDING_SHUTDOWN = "PENDING_CONTROLLED_SHUTDOWN"
-_REREGISTER = {ErrorCode.STALE_BROKER_EPOCH, ErrorCode.BROKER_ID_NOT_REGISTERED}
-
-
-@dataclass
-class SwarmConfig:
-    cluster_id: str
-    voters: dict[int, tuple[str, int]]
-    heartbeat_interval_ms: int = 2000  # broker.heartbeat.interval.ms
-    retry_backoff_ms: int = 50  # between observer fetches that found no leader
-    request_timeout_s: float = 5.0  # heartbeats, registrations, AlterPartition (retried within it)
-    session_timeout_ms: int = 9000  # broker.session.timeout.ms: caps the backoff after failed requests
-    quorum_request_timeout_s: float = 2.0  # controller.quorum.request.timeout.ms, on top of the long poll
 
 
 class Hooks(Protocol):
@@ -112,7 +81,7 @@ class SwarmBroker:
         # Random, as a real broker's: a controller refuses a log directory another broker registered (Kafka's
         # INVALID_REGISTRATION), so two swarms against one quorum must never share one.
         self.incarnation, self.log_dir, self.metadata_dir = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
-        self.state = STARTING
+        self.state = lifecycle.STARTING
         self.epoch = -1
         # observer
         # An empty log's end is (offset 0, epoch 0) and the quorum epoch starts at 0, as in KafkaRaftClient.
@@ -145,23 +114,23 @@ class SwarmBroker:
 
     @property
     def alive(self) -> bool:
-        return self.state not in (STOPPED, KILLED)
+        return self.state not in (lifecycle.STOPPED, lifecycle.KILLED)
 
     def start(self) -> None:
         self._tasks = [asyncio.create_task(self._lifecycle()), asyncio.create_task(self._observe())]
 
     def begin_shutdown(self) -> None:
         """Contract 2."""
-        if self.state in (STOPPED, KILLED, PENDING_SHUTDOWN):
+        if self.state in (lifecycle.STOPPED, lifecycle.KILLED, lifecycle.PENDING_SHUTDOWN):
             return
-        self.state = PENDING_SHUTDOWN
+        self.state = lifecycle.PENDING_SHUTDOWN
         self.shutdown_at = time.monotonic()
         self._wake = True
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
     async def kill(self) -> None:
-        self.state = KILLED
+        self.state = lifecycle.KILLED
         await self.close()
 
     async def close(self) -> None:
@@ -281,28 +250,25 @@ class SwarmBroker:
                 resp = await self.controller_send(req)
                 if resp is None or resp.error_code != ErrorCode.NONE:
                     failures += 1
-                    await self._pause(self._backoff(failures))
+                    await self._pause(lifecycle.backoff_s(failures, self.cfg.session_timeout_ms))
                     continue
-                self.epoch, self.state, failures = resp.broker_epoch, STARTING, 0
+                self.epoch, self.state, failures = resp.broker_epoch, lifecycle.STARTING, 0
                 self.registered_at = time.monotonic()
             delay = self._heartbeat_delay(await self._heartbeat(), interval)
             failures = failures + 1 if delay is None else 0
             if not self.alive:
                 break
-            pause = delay if delay is not None else self._backoff(failures)
+            pause = delay if delay is not None else lifecycle.backoff_s(failures, self.cfg.session_timeout_ms)
             self.trace.note("pause", round(pause, 3))
             await self._pause(pause)
 
-    def _backoff(self, failures: int) -> float:
-        return float(min(0.1 * 2 ** min(failures - 1, 10), self.cfg.session_timeout_ms / 1000))
-
     async def _heartbeat(self) -> Any | None:
-        shutting = self.state == PENDING_SHUTDOWN
+        shutting = self.state == lifecycle.PENDING_SHUTDOWN
         req = frames.heartbeat(
             self.id,
             self.epoch,
             self.committed_offset,
-            want_fence=self.state == STARTING,
+            want_fence=self.state == lifecycle.STARTING,
             want_shut_down=shutting,
         )
         sent = time.monotonic()
@@ -320,27 +286,27 @@ class SwarmBroker:
         """The broker's next state from one answer; the pause before the next heartbeat (None: back off)."""
         if resp is None or not self.alive:
             return None
-        if resp.error_code in _REREGISTER:
-            self.epoch, self.state = -1, STARTING
+        if resp.error_code in lifecycle.REREGISTER:
+            self.epoch, self.state = -1, lifecycle.STARTING
             return 0.0
         if resp.error_code != ErrorCode.NONE:
             return None
         self.heartbeats_ok += 1
-        if self.state == STARTING:
+        if self.state == lifecycle.STARTING:
             if resp.is_caught_up:
-                self.state = RECOVERY
+                self.state = lifecycle.RECOVERY
             return 0.01
-        if self.state == RECOVERY and not resp.is_fenced:
-            self.state, self.running_at = RUNNING, time.monotonic()
-        elif self.state == RUNNING and resp.is_fenced:
+        if self.state == lifecycle.RECOVERY and not resp.is_fenced:
+            self.state, self.running_at = lifecycle.RUNNING, time.monotonic()
+        elif self.state == lifecycle.RUNNING and resp.is_fenced:
             self.hooks.fenced_while_running(self)
-            self.state = RECOVERY  # ask to be unfenced again
-        elif self.state == PENDING_SHUTDOWN and resp.should_shut_down:
-            self.state, self.stopped_at = STOPPED, time.monotonic()
+            self.state = lifecycle.RECOVERY  # ask to be unfenced again
+        elif self.state == lifecycle.PENDING_SHUTDOWN and resp.should_shut_down:
+            self.state, self.stopped_at = lifecycle.STOPPED, time.monotonic()
             asyncio.ensure_future(self.close())
-        elif self.state == PENDING_SHUTDOWN and not self._pending_answered:
+        elif self.state == lifecycle.PENDING_SHUTDOWN and not self._pending_answered:
             self._pending_answered = True  # contract 2: the first pending answer
-            return FIRST_PENDING_SHUTDOWN_S
+            return lifecycle.FIRST_PENDING_SHUTDOWN_S
         return interval
 
     # ---- observer (contract 3) -------------------------------------------------------------------------------

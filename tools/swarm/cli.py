@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from tools.heap import unpooled_large_buffers
-from tools.swarm.broker import SwarmConfig
+from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.swarm import Swarm, cpu_seconds
 
 

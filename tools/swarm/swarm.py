@@ -52,8 +52,9 @@ from kwire.client import KafkaClient
 from kwire.errors import ErrorCode, NetworkError, RequestTimeoutError
 from kwire.headers import decode_response
 from tools.swarm import frames
-from tools.swarm.broker import KILLED, RUNNING, STOPPED, SwarmBroker, SwarmConfig
+from tools.swarm.broker import SwarmBroker
 from tools.swarm.decoding import SharedDecodes, read_at
+from tools.swarm.lifecycle import KILLED, RUNNING, STOPPED, SwarmConfig
 from tools.swarm.replay import SharedReplay
 from tools.swarm.trace import LoopLag
 
