@@ -30,7 +30,7 @@ from typing import Any, TypeVar
 from kraftd.testing.quorum import MixedQuorum
 from kwire.quorum_client import QuorumInfo, fetch_quorum
 from tools.swarm.lifecycle import SwarmConfig
-from tools.swarm.swarm import Swarm
+from tools.swarm.swarm import Swarm, percentile
 
 T = TypeVar("T")
 FETCH_TIMEOUT_S, ELECTION_TIMEOUT_S, ELECTION_BACKOFF_S = 2.0, 1.0, 1.0
@@ -55,10 +55,6 @@ class Failover:
     # kill -> each running broker's observer knew the new epoch (sampled every 20 ms): median and last (inf: never)
     learned_p50_s: float = float("inf")
     learned_max_s: float = float("inf")
-
-
-def _median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2] if values else float("inf")
 
 
 class SwarmCluster:
@@ -148,6 +144,7 @@ class SwarmCluster:
         time.sleep(max(0.0, killed_at + settle - time.monotonic()))
         after = self.quorum(3000)
         last = max(running, key=lambda b: answered.get(b, float("inf")), default=-1)
+        learned_s = [learned.get(b, float("inf")) for b in running]  # kill -> each broker knew the new leader
         trace = [
             (round(sent - killed_at, 3), round(rtt, 3), error)
             for sent, rtt, error, b, _ in self.swarm.heartbeats
@@ -163,8 +160,8 @@ class SwarmCluster:
             unanswered=sorted(running - answered.keys()),
             mistaken_fences=len(self.swarm.mistaken_fences()),
             slowest=trace[:6],
-            learned_p50_s=_median([learned.get(b, float("inf")) for b in running]),
-            learned_max_s=max((learned.get(b, float("inf")) for b in running), default=float("inf")),
+            learned_p50_s=percentile(learned_s, 0.5) if learned_s else float("inf"),
+            learned_max_s=max(learned_s, default=float("inf")),
         )
 
     def restart(self, node_id: int, timeout: float = 120) -> None:

@@ -90,9 +90,8 @@ class SwarmBroker:
         self._voter_ids = sorted(self.cfg.voters)
         self._next_voter, self._ask_voter = rng.randrange(len(self._voter_ids)), False  # contract 3
         self._clients: dict[str, tuple[int, KafkaClient]] = {}
-        self._raft_idle: dict[
-            int, KafkaClient
-        ] = {}  # contract 3b: the raft connections to voters not asked now
+        # contract 3b: the raft connections to voters not asked now
+        self._raft_idle: dict[int, KafkaClient] = {}
         self.transfer: SnapshotTransfer | None = None  # contract 3a: Kafka's FollowerState.fetchingSnapshot
         self._wake = False  # begin_shutdown asked for a heartbeat now
         self._pending_answered = False  # an answer said not yet ShouldShutDown (contract 2)
