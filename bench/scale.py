@@ -69,6 +69,7 @@ from startup import KAFKA_JVM, heap_used_kib, rss_kib  # noqa: E402
 
 from kraftd.testing.swarm import SwarmCluster  # noqa: E402
 from tools.heap import unpooled_large_buffers  # noqa: E402
+from tools.process_limits import raise_open_files_limit  # noqa: E402
 from tools.swarm.lifecycle import STOPPED  # noqa: E402
 from tools.swarm.swarm import cpu_seconds, percentile  # noqa: E402
 
@@ -357,6 +358,7 @@ def keep_logs(root: Path) -> Path:
 
 
 def main() -> None:
+    raise_open_files_limit()  # tools.process_limits: the swarm's connections, a thousand brokers'
     unpooled_large_buffers()  # tools.heap: the swarm runs in this process (its 8 MiB answers, as the leader's)
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vs-kafka", action="store_true", help="also run Kafka 4.3.1's controllers (same swarm)")

@@ -5,6 +5,9 @@ pytest.mark.usefixtures("codec_path")`` and then run twice, once on the compiled
 pure-Python generated code (kwire/fastpath.py). Without the extension the compiled run skips, except under
 CI=true, where it fails: CI must build and test both (:func:`require_compiled`).
 
+The run raises its soft open-files limit to the hard one (tools.process_limits, as ``kraftd start`` and the
+JVM of Kafka's processes do): the chaos harness's proxy and the processes the tests start inherit it.
+
 A pytest run from an interpreter without the project's dependencies stops with one line naming them and the
 command that installs them (``./test.sh``), not one import traceback per test module.
 """
@@ -30,6 +33,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 from kwire import compiled, fastpath, record_codec  # noqa: E402 - after the dependency check above
+from tools.process_limits import raise_open_files_limit  # noqa: E402
+
+raise_open_files_limit()
 
 
 def require_compiled(available: bool) -> None:

@@ -14,6 +14,9 @@ Contracts:
    of the largest mmapped block freed (up to 32 MiB), after which such buffers come from the heap and are kept
    there: a leader answering 1,000 brokers catching up at 1,000 x 1M grew from 1.3 to 2.3 GB in 300 s (followers
    flat); with the threshold fixed its RSS went up and down between 0.7 and 1.3 GB (docs/SWARM.md, session 16).
+5. ``start`` raises the soft open-files limit to the hard one (:func:`tools.process_limits.raise_open_files_limit`,
+   the JVM's ``MaxFDLimit`` for Kafka's controllers) and logs the change: a controller's connections and segments
+   never stop at a login session's 1,024 while the system allows more.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from kraftd.storage.errors import LogIOError, StorageError
 from kwire.errors import KraftError
 from tools.heap import unpooled_large_buffers
 from tools.perf_client import run_perf
+from tools.process_limits import raise_open_files_limit
 from tools.quorum_cli import parse_hosts
 
 log = logging.getLogger("kraftd.main")
@@ -110,6 +114,9 @@ def start(
 ) -> None:
     unpooled_large_buffers()
     configure_logging(log_level, log_dir)
+    raised = raise_open_files_limit()
+    if raised is not None:
+        log.info("open files limit raised from %d to %d (the hard limit)", *raised)
     try:
         config = load_config(config_path)
         node = ControllerNode(config, fsync=not no_fsync)

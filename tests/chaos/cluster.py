@@ -114,6 +114,14 @@ class ChaosCluster:
     def data_dir(self, i: int) -> Path:
         return self.root / f"data-{i}"
 
+    def last_words(self, i: int) -> str:
+        """The last line node ``i`` wrote (its fatal error, when it died of one), for the harness's report."""
+        try:
+            lines = self.log_file(i).read_bytes().decode(errors="replace").splitlines()
+        except OSError as exc:
+            return f"(no log: {exc})"
+        return next((ln.strip()[:300] for ln in reversed(lines) if ln.strip()), "(empty log)")
+
     def config(self, i: int) -> Path:
         return self.root / f"server-{i}.properties"
 

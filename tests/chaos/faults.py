@@ -84,8 +84,9 @@ class Schedule:
                 self.t.disk_full_exits += 1
                 self.t.log(f"node {i} stopped on its full disk (exit 2: fatal storage error), as designed")
                 continue
-            self.t.unexpected_deaths.append(f"node {i} exited with {code}")
-            self.t.log(f"UNEXPECTED: node {i} exited with {code}; restarting it")
+            why = self.c.last_words(i)
+            self.t.unexpected_deaths.append(f"node {i} exited with {code}: {why}")
+            self.t.log(f"UNEXPECTED: node {i} exited with {code} ({why}); restarting it")
             self.c.start(i)
 
     def _failover(self, old: tuple[int, int], what: str) -> None:

@@ -5,7 +5,10 @@ Contracts:
    bytes flow unchanged while both directions are ``PASS``.
 2. ``link.set(up=..., down=...)`` changes each direction at once for existing and new connections: ``PASS``
    forwards, ``DROP`` stalls the direction (bytes are held, never discarded, so a stream is never spliced; the
-   sender sees a live connection that stops answering: a one-way cut),
+   sender sees a live connection that stops answering: a one-way cut); a stalled direction still reads, up to
+   ``HOLD_BYTES`` held (then TCP back-pressure), so a sender that gives up and closes is seen at once and the
+   connection pair is closed, its held bytes dropped (a muted node's peers reconnecting every request timeout
+   left one idle pair per attempt open in this process and in the target node until the heal),
    ``CUT`` on either direction closes every connection and refuses new ones (a partition as TCP shows it:
    connection reset / refused). ``up`` is client -> target, ``down`` is target -> client.
 3. ``record`` (optional) is called with (direction, frame payload) for every complete Kafka frame that was
@@ -35,6 +38,8 @@ class Mode(Enum):
 
 
 Recorder = Callable[[str, bytes], None]
+HOLD_BYTES = 4 << 20  # contract 2: bytes a stalled direction holds before it stops reading
+POLL_S = 0.02
 
 
 class Link:
@@ -91,19 +96,34 @@ class Link:
                 with contextlib.suppress(Exception):
                     w.transport.abort()
 
+    def _mode(self, direction: str) -> Mode:
+        return self.up if direction == "up" else self.down
+
     async def _pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, direction: str) -> None:
         frames: FrameDecoder | None = FrameDecoder() if self.record is not None else None
+        held: list[bytes] = []
+        held_bytes = 0
         while True:
-            data = await src.read(65536)
-            if not data:
+            mode = self._mode(direction)
+            if mode is Mode.CUT:
                 return
-            # DROP stalls the direction: bytes are held (and TCP back-pressure builds up), never discarded, as a
-            # one-way packet loss looks to TCP; they flow on after the heal unless a peer gave up on the
-            # connection meanwhile. Discarding bytes mid-stream would splice frames, which TCP never does.
-            while (self.up if direction == "up" else self.down) is Mode.DROP:
-                await asyncio.sleep(0.02)
-            if (self.up if direction == "up" else self.down) is Mode.CUT:
-                return
+            if mode is Mode.PASS and held:  # the heal: held bytes flow on, in order
+                data, held, held_bytes = b"".join(held), [], 0
+            elif mode is Mode.DROP and held_bytes >= HOLD_BYTES:
+                await asyncio.sleep(POLL_S)
+                continue
+            else:
+                try:
+                    read = src.read(65536)
+                    data = await (asyncio.wait_for(read, POLL_S) if mode is Mode.DROP else read)
+                except TimeoutError:
+                    continue
+                if not data:  # the sender closed: contract 2 closes the pair (held bytes go with it)
+                    return
+                if held or self._mode(direction) is not Mode.PASS:
+                    held.append(data)
+                    held_bytes += len(data)
+                    continue
             dst.write(data)
             await dst.drain()
             if frames is not None and self.record is not None:

@@ -41,9 +41,9 @@ def test_seeded_chaos_run_loses_nothing(
     )
     print("\n" + summary(r))
     assert r["records_acked"] > 200, summary(r)
+    assert not r["unexpected_deaths"], (r["unexpected_deaths"], summary(r))  # a cause before its consequences
     assert r["records_lost"] == 0 and r["duplicates"] == 0, (r["lost_sample"], summary(r))
     assert not r["divergent"], r["divergent"]
     assert r["caught_up"], summary(r)
     assert not r["liveness_violations"], r["liveness_violations"]
-    assert not r["unexpected_deaths"], r["unexpected_deaths"]
     assert sum(r["faults"].values()) >= 5, r["faults"]

@@ -21,6 +21,7 @@ from typing import Any
 import click
 
 from tools.heap import unpooled_large_buffers
+from tools.process_limits import raise_open_files_limit
 from tools.swarm.lifecycle import SwarmConfig
 from tools.swarm.swarm import Swarm, cpu_seconds
 
@@ -136,6 +137,7 @@ async def run(opts: dict[str, Any]) -> dict[str, Any]:
 def main(**kw: Any) -> None:
     kw["json"] = kw.pop("as_json")
     unpooled_large_buffers()  # tools.heap: the brokers' 8 MiB Fetch answers go back to the system once read
+    raise_open_files_limit()  # tools.process_limits: a connection or more per broker
     try:
         summary = asyncio.run(run(kw))
     except KeyboardInterrupt:
