@@ -11,6 +11,15 @@ Invariants:
    one's timestamp is older than ``retention_ms`` (-1 disables either); the latest snapshot is never
    deleted. Deleting one deletes every snapshot before the new log start (DeleteLogBefore); nothing else
    does, except a fetched snapshot, which replaces the whole log and every older snapshot.
+2a. A leader's cleaning stops before the log start would pass what a replica is reading (kraftd's own rule;
+   Kafka's leader does not look): the offset of a replica's last Fetch, or of the snapshot its last
+   FetchSnapshot asked a chunk of, when that came within ``reading_window_ms`` (two of a broker's Fetch
+   lifetimes, its long poll plus the request timeout) and is at or past the log start. Kafka cleans on a 60 s
+   timer; kraftd cleans at each snapshot, and at 1,000 brokers x 1M partitions every snapshot taken during the
+   creation moved the log start past the lagging observers and deleted the snapshot they were copying: each
+   observer started up to four transfers of a ~100 MB snapshot, each restarted at 0, 125-170 GB read for
+   ~110 MB of log each (docs/SWARM.md, sessions 20-21). A replica silent for the window holds nothing back, and
+   the rule never keeps a snapshot or log the next cleaning after the readers catch up would not delete.
 3. Only the leader serves FetchSnapshot, from any retained snapshot (invariant 2; Kafka's readSnapshot), so a
    transfer survives newer snapshots; errors as Kafka answers them: epoch
    checks (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER), SNAPSHOT_NOT_FOUND,
@@ -135,20 +144,46 @@ def snapshot_due(node: NodeContext) -> bool:
 
 
 def maybe_clean(node: NodeContext) -> None:
-    """Invariant 2: Kafka's cleanSnapshotsRetentionSize, then cleanSnapshotsRetentionMs."""
+    """Invariant 2: Kafka's cleanSnapshotsRetentionSize, then cleanSnapshotsRetentionMs (within 2a)."""
     cfg = node.config
+    reading = reading_from(node)
     if cfg.retention_bytes >= 0:
         total = sum(size for _, size, _ in _oldest_first(node))
         log_size = sum(len(b.data) for b in node.log.batches)
         for _, size, _ in _oldest_first(node)[:-1]:
-            if log_size + total <= cfg.retention_bytes or not _delete_oldest(node):
+            if log_size + total <= cfg.retention_bytes or not _delete_oldest(node, reading):
                 break
             total -= size
             log_size = sum(len(b.data) for b in node.log.batches)
     if cfg.retention_ms >= 0:
         for _, _, ts in _oldest_first(node)[:-1]:
-            if node.now - ts <= cfg.retention_ms or not _delete_oldest(node):
+            if node.now - ts <= cfg.retention_ms or not _delete_oldest(node, reading):
                 break
+
+
+def reading_window_ms(node: NodeContext) -> int:
+    """Invariant 2a: how recently a replica fetched to count as reading."""
+    cfg = node.config
+    return 2 * (cfg.fetch_max_wait_ms + cfg.request_timeout_ms)
+
+
+def reading_from(node: NodeContext) -> int | None:
+    """Invariant 2a: the lowest offset at or past the log start that a replica is reading from this leader
+    (None on a follower, or when no replica is)."""
+    d = node.data
+    if not isinstance(d, Leader):
+        return None
+    since = node.now - reading_window_ms(node)
+    start = node.log.start_offset
+    low: int | None = None
+    for p in d.replicas.values():
+        if p.last_snapshot_fetch_ms > p.last_fetch_ms:
+            at, when = p.snapshot_offset, p.last_snapshot_fetch_ms
+        else:
+            at, when = p.end_offset, p.last_fetch_ms
+        if when >= 0 and when >= since and at >= start and (low is None or at < low):
+            low = at
+    return low
 
 
 def _oldest_first(node: NodeContext) -> list[tuple[OffsetAndEpoch | None, int, int]]:
@@ -164,9 +199,10 @@ def _oldest_first(node: NodeContext) -> list[tuple[OffsetAndEpoch | None, int, i
     return out
 
 
-def _delete_oldest(node: NodeContext) -> bool:
+def _delete_oldest(node: NodeContext, reading: int | None = None) -> bool:
     """Kafka's deleteBeforeSnapshot(next oldest): advance the log start to the second-oldest snapshot and forget
-    every snapshot before it; False when the log cannot move there (nothing is deleted then)."""
+    every snapshot before it; False when the log cannot move there, or past ``reading`` (invariant 2a), and
+    nothing is deleted then."""
     order = _oldest_first(node)
     if len(order) < 2:
         return False
@@ -174,6 +210,8 @@ def _delete_oldest(node: NodeContext) -> bool:
     assert nxt is not None
     log = node.log
     if not (log.start_offset < nxt.offset <= min(log.end_offset, node.high_watermark)):
+        return False
+    if reading is not None and nxt.offset > reading:
         return False
     log.advance_start(nxt.offset, nxt.epoch)
     node.retained = {k: v for k, v in node.retained.items() if k.offset >= nxt.offset}
@@ -208,6 +246,9 @@ def handle_fetch_snapshot_request(node: NodeContext, msg: Any) -> Any:
     key = m.key_of(msg.replica_id, part.replica_directory_id)
     if node.voters.is_voter(key) and key.id != node.local.id:
         node.note_voter_fetch(d, key.id)
+    progress = d.replicas.get(key.id)
+    if progress is not None and progress.key == key:  # invariant 2a
+        progress.snapshot_offset, progress.last_snapshot_fetch_ms = wanted.offset, node.now
     limit = max(1, min(msg.max_bytes, node.config.fetch_max_bytes))
     chunk = snap.data[part.position : part.position + limit]
     return build(ErrorCode.NONE, ErrorCode.NONE, leader, node.epoch, wanted, size, part.position, chunk)

@@ -49,6 +49,9 @@ class ReplicaProgress:
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
     leader_end_at_last_fetch: int = -1
+    # kraftd.core.snapshotting invariant 2a: the snapshot this replica last asked a chunk of, and when.
+    snapshot_offset: int = -1
+    last_snapshot_fetch_ms: int = -1
 
     def update(self, now_ms: int, fetch_offset: int, leader_end: int) -> None:
         """Kafka's caught-up rule: caught up now if at the leader's end; else as of the previous fetch if

@@ -300,3 +300,67 @@ def test_the_bytes_committed_while_a_snapshot_is_encoded_count_toward_the_next()
         commit(b"y" * 50)
     leader.add_snapshot(plan.build(values))
     assert leader.snapshot_due()
+
+
+def _commit(p: Any, leader: Any, value: bytes, held: dict[int, list[Any]] | None = None) -> None:
+    leader.append([value])
+    committed = lambda: leader.high_watermark == leader.log.end_offset and not leader.data.pending  # noqa: E731
+    step_until(p, committed, held=held)
+
+
+def test_a_newer_snapshot_does_not_delete_the_one_a_replica_is_copying() -> None:
+    """Invariant 2a. Retention 0 cleans everything before the latest snapshot at each one (invariant 2); a replica copying
+    snapshot 1 keeps it, and the log after it, through snapshot 2: one transfer, no SNAPSHOT_NOT_FOUND. Once it
+    reads at the log end, the next snapshot cleans as before."""
+    p, leader = grown_cluster(retention_bytes=0, fetch_max_bytes=100)
+    first = leader.create_snapshot(leader.high_watermark, BIG_STATE)
+    p.effects[leader.local.id].extend(leader.poll())
+    assert leader.log.start_offset == first.snapshot_id.offset
+    p.down.discard(3)
+    three = p.nodes[3]
+    step_until(p, lambda: len(getattr(getattr(three.data, "snapshot_fetch", None), "received", b"")) > 0)
+    held: dict[int, list[Any]] = {3: []}  # node 3 is slow: the leader commits and snapshots meanwhile
+    _commit(p, leader, b"newer", held)
+    second = leader.create_snapshot(leader.high_watermark, BIG_STATE + [b"newer"])
+    p.effects[leader.local.id].extend(leader.poll())
+    assert leader.log.start_offset == first.snapshot_id.offset  # main: the second snapshot's offset
+    assert set(leader.retained) == {first.snapshot_id, second.snapshot_id}
+    p._queue.extend(held[3])
+    step_until(
+        p,
+        lambda: (
+            three.log.end_offset == leader.log.end_offset and three.high_watermark == leader.high_watermark
+        ),
+    )
+    installs = [e.snapshot.snapshot_id for e in p.effects[3] if isinstance(e, fx.InstallSnapshot)]
+    assert installs == [first.snapshot_id]
+    answers = [e.message for e in p.effects[leader.local.id] if isinstance(e, fx.SendResponse)]
+    errors = {m.single_partition(r).error_code for r in answers if isinstance(r, m.FetchSnapshotResponse)}
+    assert errors == {ErrorCode.NONE}
+    _commit(p, leader, b"third")
+    step_until(p, lambda: leader.data.replicas[3].end_offset == leader.log.end_offset)  # type: ignore[union-attr]
+    third = leader.create_snapshot(leader.high_watermark, BIG_STATE + [b"third"])
+    leader.poll()
+    assert leader.log.start_offset == third.snapshot_id.offset and set(leader.retained) == {third.snapshot_id}
+
+
+def test_a_snapshot_does_not_move_the_log_start_past_a_replica_reading_the_log() -> None:
+    """Invariant 2a. A replica reading the log behind the leader's HWM (one batch a Fetch) is not sent to a snapshot taken
+    meanwhile: it reads the log to the end; a replica silent for the window holds nothing back."""
+    p, leader = grown_cluster(retention_bytes=0, fetch_max_bytes=100)
+    p.down.discard(3)
+    three = p.nodes[3]
+    step_until(p, lambda: 0 < three.log.end_offset < leader.high_watermark // 2)
+    held: dict[int, list[Any]] = {3: []}
+    snap = leader.create_snapshot(leader.high_watermark, snapshot_values(leader))
+    p.effects[leader.local.id].extend(leader.poll())
+    assert leader.log.start_offset == 0 and snap.snapshot_id in leader.retained  # main: the snapshot's offset
+    p._queue.extend(held[3])
+    step_until(p, lambda: three.log.end_offset == leader.log.end_offset)
+    assert not [e for e in p.effects[3] if isinstance(e, fx.InstallSnapshot)]
+    p.down.add(3)
+    _commit(p, leader, b"more")
+    p.run(p.now + 6000)  # past the window (2 x (500 + 2000) ms): node 3 is no longer reading
+    later = leader.create_snapshot(leader.high_watermark, snapshot_values(leader))
+    leader.poll()
+    assert leader.log.start_offset == later.snapshot_id.offset
