@@ -99,6 +99,16 @@ async def _times(port: int, n: int, kind: bytes) -> list[float]:
     return out
 
 
+def _free_ports() -> tuple[int, int]:
+    socks = [socket.socket() for _ in range(2)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports[0], ports[1]
+
+
 def _pct(xs: list[float], p: float) -> float:
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(p * len(xs)))]
@@ -108,12 +118,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=2000, help="reads of each kind")
     ap.add_argument("--slices", type=int, default=10)
-    ap.add_argument("--base-port", type=int, default=25010)
+    ap.add_argument("--base-port", type=int, default=None, help="2 ports from here (default: free ones)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
     ctx = multiprocessing.get_context("spawn")
-    leader = ctx.Process(target=_serve, args=(args.base_port, None), daemon=True)
-    follower = ctx.Process(target=_serve, args=(args.base_port + 1, args.base_port), daemon=True)
+    lead, fol = _free_ports() if args.base_port is None else (args.base_port, args.base_port + 1)
+    leader = ctx.Process(target=_serve, args=(lead, None), daemon=True)
+    follower = ctx.Process(target=_serve, args=(fol, lead), daemon=True)
     leader.start()
     time.sleep(0.5)
     follower.start()
@@ -121,10 +132,10 @@ def main() -> None:
     try:
         lat: dict[str, list[float]] = {"direct": [], "relayed": []}
         per = max(1, args.samples // args.slices)
-        asyncio.run(_times(args.base_port + 1, 200, b"r"))  # warm-up
+        asyncio.run(_times(fol, 200, b"r"))  # warm-up
         for _ in range(args.slices):
-            lat["relayed"] += asyncio.run(_times(args.base_port + 1, per, b"r"))
-            lat["direct"] += asyncio.run(_times(args.base_port + 1, per, b"d"))
+            lat["relayed"] += asyncio.run(_times(fol, per, b"r"))
+            lat["direct"] += asyncio.run(_times(fol, per, b"d"))
     finally:
         follower.terminate()
         leader.terminate()

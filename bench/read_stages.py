@@ -60,7 +60,7 @@ def schedstat(pid: int) -> list[int]:
     return tot
 
 
-def measure(samples: int, base_port: int, trace: Path) -> dict[str, Any]:
+def measure(samples: int, base_port: int | None, trace: Path) -> dict[str, Any]:
     """Run both quorums and the reads (this process must have imported kwire with the trace on)."""
     import asyncio
     import shutil
@@ -69,7 +69,7 @@ def measure(samples: int, base_port: int, trace: Path) -> dict[str, Any]:
     from bench.reads_load import DESCRIBE
     from kwire import stagetrace
     from kwire.client import KafkaClient
-    from tools.local_quorum import LocalQuorum
+    from tools.local_quorum import LocalQuorum, free_ports
 
     async def reads(port: int, n: int, windows: list[tuple[int, int]]) -> None:
         c = KafkaClient("127.0.0.1", port, client_id="bench-latency")
@@ -81,10 +81,9 @@ def measure(samples: int, base_port: int, trace: Path) -> dict[str, Any]:
         await c.close()
 
     roots = [Path(tempfile.mkdtemp(prefix="kraftd-bench-stages-")) for _ in MODES]
+    ports = free_ports(6) if base_port is None else [base_port + i for i in range(6)]
     qs = {
-        mode: LocalQuorum(
-            root, 3, ports=[base_port + 3 * k + i for i in range(3)], extra={"kraftd.read.consistency": mode}
-        )
+        mode: LocalQuorum(root, 3, ports=ports[3 * k : 3 * k + 3], extra={"kraftd.read.consistency": mode})
         for k, (mode, root) in enumerate(zip(MODES, roots, strict=True))
     }
     run: dict[str, Any] = {
@@ -199,7 +198,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--samples", type=int, default=2000, help="reads per consistency")
     ap.add_argument("--out", type=Path, default=None, help="keep the traces here (default: a temp dir)")
-    ap.add_argument("--base-port", type=int, default=25000, help="6 ports from here (2 quorums)")
+    ap.add_argument("--base-port", type=int, default=None, help="6 ports from here (default: free ones)")
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="kraftd-read-stages-"))
     trace = out / "trace"
