@@ -18,8 +18,10 @@ Invariants:
    timer; kraftd cleans at each snapshot, and at 1,000 brokers x 1M partitions every snapshot taken during the
    creation moved the log start past the lagging observers and deleted the snapshot they were copying: each
    observer started up to four transfers of a ~100 MB snapshot, each restarted at 0, 125-170 GB read for
-   ~110 MB of log each (docs/SWARM.md, sessions 20-21). A replica silent for the window holds nothing back, and
-   the rule never keeps a snapshot or log the next cleaning after the readers catch up would not delete.
+   ~110 MB of log each (docs/SWARM.md, sessions 20-21). A replica silent for the window holds nothing back, nor
+   does one whose reading position (its Fetch offset; its snapshot and position in it) has not moved forward
+   within the window (a reader stuck at one offset would otherwise keep the log forever), and the rule never
+   keeps a snapshot or log the next cleaning after the readers catch up would not delete.
 3. Only the leader serves FetchSnapshot, from any retained snapshot (invariant 2; Kafka's readSnapshot), so a
    transfer survives newer snapshots; errors as Kafka answers them: epoch
    checks (FENCED_LEADER_EPOCH / UNKNOWN_LEADER_EPOCH / NOT_LEADER_OR_FOLLOWER), SNAPSHOT_NOT_FOUND,
@@ -181,7 +183,8 @@ def reading_from(node: NodeContext) -> int | None:
             at, when = p.snapshot_offset, p.last_snapshot_fetch_ms
         else:
             at, when = p.end_offset, p.last_fetch_ms
-        if when >= 0 and when >= since and at >= start and (low is None or at < low):
+        moving = p.advanced_ms >= since
+        if when >= 0 and when >= since and moving and at >= start and (low is None or at < low):
             low = at
     return low
 
@@ -248,7 +251,10 @@ def handle_fetch_snapshot_request(node: NodeContext, msg: Any) -> Any:
         node.note_voter_fetch(d, key.id)
     progress = d.replicas.get(key.id)
     if progress is not None and progress.key == key:  # invariant 2a
-        progress.snapshot_offset, progress.last_snapshot_fetch_ms = wanted.offset, node.now
+        if wanted.offset != progress.snapshot_offset or part.position > progress.snapshot_position:
+            progress.advanced_ms = node.now
+        progress.snapshot_offset, progress.snapshot_position = wanted.offset, part.position
+        progress.last_snapshot_fetch_ms = node.now
     limit = max(1, min(msg.max_bytes, node.config.fetch_max_bytes))
     chunk = snap.data[part.position : part.position + limit]
     return build(ErrorCode.NONE, ErrorCode.NONE, leader, node.epoch, wanted, size, part.position, chunk)

@@ -49,9 +49,12 @@ class ReplicaProgress:
     last_fetch_ms: int = -1
     last_caught_up_ms: int = -1
     leader_end_at_last_fetch: int = -1
-    # kraftd.core.snapshotting invariant 2a: the snapshot this replica last asked a chunk of, and when.
+    # kraftd.core.snapshotting invariant 2a: the snapshot this replica last asked a chunk of, where, and when;
+    # when its reading position (a Fetch offset, a snapshot and position in it) last moved forward.
     snapshot_offset: int = -1
+    snapshot_position: int = -1
     last_snapshot_fetch_ms: int = -1
+    advanced_ms: int = -1
 
     def update(self, now_ms: int, fetch_offset: int, leader_end: int) -> None:
         """Kafka's caught-up rule: caught up now if at the leader's end; else as of the previous fetch if
@@ -60,6 +63,8 @@ class ReplicaProgress:
             self.last_caught_up_ms = max(self.last_caught_up_ms, now_ms)
         elif fetch_offset >= self.leader_end_at_last_fetch >= 0:
             self.last_caught_up_ms = max(self.last_caught_up_ms, self.last_fetch_ms)
+        if fetch_offset > self.end_offset:
+            self.advanced_ms = now_ms
         self.end_offset = fetch_offset
         self.last_fetch_ms = now_ms
         self.leader_end_at_last_fetch = leader_end

@@ -17,6 +17,7 @@ from kraftd.core.batches import split_batches
 from kraftd.core.events import RequestReceived, Tick
 from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.snapshots import read_snapshot
+from kraftd.core import snapshotting
 from kraftd.core.snapshotting import SnapshotOffsetError
 from kraftd.core.types import Listener
 from kraftd.core.voters import control_entries
@@ -364,3 +365,18 @@ def test_a_snapshot_does_not_move_the_log_start_past_a_replica_reading_the_log()
     later = leader.create_snapshot(leader.high_watermark, snapshot_values(leader))
     leader.poll()
     assert leader.log.start_offset == later.snapshot_id.offset
+
+
+def test_a_replica_fetching_without_progress_holds_nothing_back() -> None:
+    """Invariant 2a. A replica that keeps fetching one offset (stuck: its position never moves) holds the log
+    back only for the window after its position last moved; then a snapshot cleans as invariant 2 says."""
+    p, leader = grown_cluster(retention_bytes=0, fetch_max_bytes=100)
+    progress = leader.data.replicas[3]  # type: ignore[union-attr]
+    for _ in range(14):  # node 3's Fetches at offset 1, every 500 ms for 7 s (past the 5 s window)
+        progress.update(leader.now, 1, leader.log.end_offset)
+        p.run(p.now + 500)
+    progress.update(leader.now, 1, leader.log.end_offset)
+    assert snapshotting.reading_from(leader) is None
+    snap = leader.create_snapshot(leader.high_watermark, snapshot_values(leader))
+    leader.poll()
+    assert leader.log.start_offset == snap.snapshot_id.offset
