@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kraftd.core import effects as fx
 from kraftd.core.events import Event, RequestReceived, ResponseReceived, Tick
 from kraftd.core.types import LeaderAndEpoch
-from kraftd.shell.controller.glue import ControllerGlue
+from kraftd.shell.controller.glue import SLICE_S, ControllerGlue
 from kraftd.shell.net import peers
 from kraftd.shell.observe.metrics import NodeMetrics
 from kraftd.shell.observe.observer import NodeObserver
@@ -28,7 +28,7 @@ from kraftd.shell.raft.snapshot_writer import SnapshotWriter
 from kwire import stagetrace
 
 log = logging.getLogger("kraftd.node")
-DRIVE_SLICE_S = 0.02  # node contract 4b: stepping queued events for longer gives the loop a turn first
+DRIVE_SLICE_S = SLICE_S  # node contract 4b: stepping queued events for longer gives the loop a turn first
 # Effects the disk mirror executes in order, before any later effect of the step (node contract 4).
 _STORAGE_EFFECTS = fx.PersistElectionState | fx.TruncateLog | fx.AppendBatches | fx.WriteSnapshot
 _STORAGE_EFFECTS |= fx.InstallSnapshot | fx.DeleteLogBefore
