@@ -257,9 +257,9 @@ class ControllerNode:
         """Let the core run its poll soon (one queued Tick is enough)."""
         self.driver.queue_tick()
 
-    def ask_core_now(self, body: Any, answer: Any) -> bool:
+    def ask_core_now(self, body: Any, answer: Any, later: bool = False) -> bool:
         """Contract 12 (kraftd.shell.raft.driver)."""
-        return self.driver.ask_core_now(body, answer)
+        return self.driver.ask_core_now(body, answer, later)
 
     def answer_read_offset(self, body: Any, answer: Any) -> bool:
         """kraftd.shell.apis.fast contract 1a (kraftd.shell.raft.driver)."""

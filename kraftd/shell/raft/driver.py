@@ -126,11 +126,15 @@ class RaftDriver:
         node.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.raft.snapshot_writer)
         return busy
 
-    def step_now(self, event: Event) -> None:
-        """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does."""
+    def step_now(self, event: Event, later: bool = False) -> None:
+        """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does (``later``:
+        in the observers' lane, kraftd.shell.raft.inbox contract 5)."""
         due = self.deadline <= now_ms() and not isinstance(event, Tick)
         if due or self.stepping or self.node.closing or self.task is None or not self.events.idle():
-            self.events.put_nowait(event)
+            if later:
+                self.events.put_later(event)
+            else:
+                self.events.put_nowait(event)
             return
         deadline = self.deadline
         try:
@@ -231,15 +235,16 @@ class RaftDriver:
         resp = await peers.exchange(self.node, dest, message)  # kraftd.shell.net.peers
         self.events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
 
-    def ask_core_now(self, body: Any, answer: Any) -> bool:
-        """Step ``body`` for the core now (queued if the driver is busy); ``answer`` is called with its
-        SendResponse from inside the step that makes it. False once the node is stopping."""
+    def ask_core_now(self, body: Any, answer: Any, later: bool = False) -> bool:
+        """Step ``body`` for the core now (queued if the driver is busy; ``later``: an observer's, queued behind
+        the Raft traffic, kraftd.shell.raft.inbox contract 5); ``answer`` is called with its SendResponse from
+        inside the step that makes it. False once the node is stopping."""
         if self.node.stopping:
             return False
         token = self.next_token
         self.next_token += 1
         self.pending[token] = answer
-        self.step_now(RequestReceived(now_ms(), token, body))
+        self.step_now(RequestReceived(now_ms(), token, body), later)
         return True
 
     def answer_read_offset(self, body: Any, answer: Any) -> bool:
