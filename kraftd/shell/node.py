@@ -11,13 +11,18 @@ Contracts (numbers continue kraftd.shell's):
    answer. PersistElectionState, TruncateLog and AppendBatches complete (fsync for the first) before any later
    effect of the same step, so a vote or epoch is durable before a peer sees it.
 4b. The driver takes queued events one after another within one callback of the loop for at most
-   ``DRIVE_SLICE_S`` (20 ms); with events still queued after that it gives the loop one turn (``sleep(0)``) before
+   ``DRIVE_SLICE_S``; with events still queued after that it gives the loop one turn (``sleep(0)``) before
    the next. Events queue while a step runs and, under 4a, while the core asked for a step now, so a wave of
    observers' Fetches can queue behind one step (kraftd.shell.apis.observer_fetches chunks them only when they are
    stepped at once): at 1M partitions and 100 brokers one callback stepped ~100 queued observer Fetches with
    catch-up answers of up to 8 MiB each, 640 ms of the loop's CPU (2.5 s wall at load 11), and the leader lost its
    quorum (issue 24, session 14). Order is unchanged (contract 4: events in inbox order, each step's effects
-   before the next event).
+   before the next event). ``DRIVE_SLICE_S`` is the controller's slice (kraftd.shell.controller.glue ``SLICE_S``,
+   10 ms), not twice it: during a 1M creation with hundreds of observers catching up, a busy leader's every turn
+   held one driver slice and one replay slice (glue contract 9), and the lag probe's timer waits about three
+   turns (its handle, then its task's wake-up behind the slicers' continuations); with 20 ms driver slices the
+   turns averaged 32 ms (16 of them the driver) and the probe logged stalls of 100-134 ms (docs/PERFORMANCE.md,
+   session 21).
 5. Log flushes: kraftd.shell.raft.flushing (contracts 5, 5a, 11 there).
 6. Which part answers a request: kraftd.shell.apis.routing (contracts 6, 9, 10 there).
 7. :meth:`ControllerNode.append` resolves with the last offset once committed, under kraftd.shell.raft.commits'
@@ -252,9 +257,9 @@ class ControllerNode:
         """Let the core run its poll soon (one queued Tick is enough)."""
         self.driver.queue_tick()
 
-    def ask_core_now(self, body: Any, answer: Any) -> bool:
+    def ask_core_now(self, body: Any, answer: Any, later: bool = False) -> bool:
         """Contract 12 (kraftd.shell.raft.driver)."""
-        return self.driver.ask_core_now(body, answer)
+        return self.driver.ask_core_now(body, answer, later)
 
     def answer_read_offset(self, body: Any, answer: Any) -> bool:
         """kraftd.shell.apis.fast contract 1a (kraftd.shell.raft.driver)."""

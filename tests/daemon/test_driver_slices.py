@@ -52,3 +52,33 @@ def test_a_queued_wave_is_stepped_over_many_turns_of_the_loop(
     # before contract 4b the driver stepped all WAVE queued events in one callback first
     assert out["waited"] <= 8, out
     assert out["yields"] >= WAVE - 8, out
+
+
+class _StepClock:
+    """``perf_counter`` for the driver module: advances 1 ms per core step, so the slice is counted in steps."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        return self.now
+
+
+def test_a_driver_slice_is_no_longer_than_the_controllers_turn_budget(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Contract 4b (session 21): the driver yields after ``SLICE_S`` of stepping (glue contract 9's 10 ms), not 20
+    ms; each step here costs 1 ms of a fake clock. Before, the callback ready meanwhile waited for 20 steps."""
+    clock = _StepClock()
+    monkeypatch.setattr(driver_mod, "time", clock)
+    real_step = driver_mod.RaftDriver.step
+
+    def step(self: Any, event: Any) -> None:
+        clock.now += 0.001
+        real_step(self, event)
+
+    monkeypatch.setattr(driver_mod.RaftDriver, "step", step)
+    out = asyncio.run(_run(tmp_path))
+    assert out["answers"] == WAVE
+    assert 5 <= out["waited"] <= 11, out
+    assert out["yields"] >= WAVE // 11, out

@@ -49,7 +49,8 @@ class FastPath:
         """``node``: the router's port (kraftd.shell.apis.routing.RouterPort)."""
         self.node = node
         self.observer_fetches = ObserverFetches(
-            lambda body, answer: bool(self.node.ask_core_now(body, answer)),
+            # queued behind the Raft traffic while the driver is busy (kraftd.shell.raft.inbox contract 5)
+            lambda body, answer: bool(self.node.ask_core_now(body, answer, later=True)),
             waiting=lambda: self.node.server.waiting.bytes,  # observer_fetches contract 7
         )
 

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from kraftd.core import effects as fx
 from kraftd.core.events import Event, RequestReceived, ResponseReceived, Tick
 from kraftd.core.types import LeaderAndEpoch
-from kraftd.shell.controller.glue import ControllerGlue
+from kraftd.shell.controller.glue import SLICE_S, ControllerGlue
 from kraftd.shell.net import peers
 from kraftd.shell.observe.metrics import NodeMetrics
 from kraftd.shell.observe.observer import NodeObserver
@@ -28,7 +28,7 @@ from kraftd.shell.raft.snapshot_writer import SnapshotWriter
 from kwire import stagetrace
 
 log = logging.getLogger("kraftd.node")
-DRIVE_SLICE_S = 0.02  # node contract 4b: stepping queued events for longer gives the loop a turn first
+DRIVE_SLICE_S = SLICE_S  # node contract 4b: stepping queued events for longer gives the loop a turn first
 # Effects the disk mirror executes in order, before any later effect of the step (node contract 4).
 _STORAGE_EFFECTS = fx.PersistElectionState | fx.TruncateLog | fx.AppendBatches | fx.WriteSnapshot
 _STORAGE_EFFECTS |= fx.InstallSnapshot | fx.DeleteLogBefore
@@ -126,11 +126,15 @@ class RaftDriver:
         node.snapshots.poll()  # KIP-630, encoded off the loop (kraftd.shell.raft.snapshot_writer)
         return busy
 
-    def step_now(self, event: Event) -> None:
-        """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does."""
+    def step_now(self, event: Event, later: bool = False) -> None:
+        """Contract 4a: step ``event`` at once when the driver is idle, else queue it as ``post`` does (``later``:
+        in the observers' lane, kraftd.shell.raft.inbox contract 5)."""
         due = self.deadline <= now_ms() and not isinstance(event, Tick)
         if due or self.stepping or self.node.closing or self.task is None or not self.events.idle():
-            self.events.put_nowait(event)
+            if later:
+                self.events.put_later(event)
+            else:
+                self.events.put_nowait(event)
             return
         deadline = self.deadline
         try:
@@ -231,15 +235,16 @@ class RaftDriver:
         resp = await peers.exchange(self.node, dest, message)  # kraftd.shell.net.peers
         self.events.put_nowait(ResponseReceived(now_ms(), dest, request_id, resp))
 
-    def ask_core_now(self, body: Any, answer: Any) -> bool:
-        """Step ``body`` for the core now (queued if the driver is busy); ``answer`` is called with its
-        SendResponse from inside the step that makes it. False once the node is stopping."""
+    def ask_core_now(self, body: Any, answer: Any, later: bool = False) -> bool:
+        """Step ``body`` for the core now (queued if the driver is busy; ``later``: an observer's, queued behind
+        the Raft traffic, kraftd.shell.raft.inbox contract 5); ``answer`` is called with its SendResponse from
+        inside the step that makes it. False once the node is stopping."""
         if self.node.stopping:
             return False
         token = self.next_token
         self.next_token += 1
         self.pending[token] = answer
-        self.step_now(RequestReceived(now_ms(), token, body))
+        self.step_now(RequestReceived(now_ms(), token, body), later)
         return True
 
     def answer_read_offset(self, body: Any, answer: Any) -> bool:
