@@ -30,7 +30,9 @@ and the most CPU time the loop's thread used during a logged stall (``loop_stall
 stall far longer than its CPU time was other processes, not the loop's work).
 Each phase also records the brokers' closed connections by channel and reason (``disconnects``: request timeouts on
 ``raft-client`` are observers' Fetches the leader held past their timeout; tools.swarm.swarm contract 6), also for
-a point that stopped early (phase ``stopped``). Each kraftd/Kafka ratio is printed. Cold start and restart on the P-partition log are bench/startup.py's.
+a point that stopped early (phase ``stopped``). Printed: each point's kraftd/Kafka ratios, then each cost's growth
+with N and with P, linear or better in P or not (bench/scale_growth.py); one table from several runs' ``--json``
+or stderr files: ``bench/scale_table.py a.json b.json``. Cold start and restart are bench/startup.py's.
 
 Usage: .venv/bin/python bench/scale.py [--vs-kafka] [--json] [--brokers 100,300] [--partitions 10000,100000]
        [--steady 60] [--propagation-topics 10] [--kills 1]
@@ -372,9 +374,7 @@ def main() -> None:
     ap.add_argument("--propagation-topics", type=int, default=10)
     ap.add_argument("--kafka-log-level", default="INFO")
     ap.add_argument("--dir", default=None, help="parent of the temporary directories")
-    ap.add_argument(
-        "--keep-logs", action="store_true", help="keep each point's controller logs (<dir>/...-logs)"
-    )
+    ap.add_argument("--keep-logs", action="store_true", help="keep each point's controller logs (*-logs)")
     args = ap.parse_args()
     signal.signal(signal.SIGTERM, on_sigterm)
     kinds = ["kraftd", "kafka"] if args.vs_kafka else ["kraftd"]

@@ -1,8 +1,19 @@
-"""bench/scale.py's table: each (N, P) point's figures for both kinds beside their kraftd/Kafka ratio."""
+"""bench/scale.py's table: each (N, P) point's figures for both kinds beside their kraftd/Kafka ratio, then how
+each cost grows with N and with P (bench/scale_growth.py).
+
+Points from several runs or windows make one table: ``.venv/bin/python bench/scale_table.py a.json b.json ...``
+(each file bench/scale.py's ``--json`` output, or its stderr: the points a run finished before it was stopped).
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from scale_growth import growth, load, pick, series, values  # noqa: E402
 
 PHASES = ("create_topics", "steady", "controlled_shutdown", "broker_failure", "controller_failover")
 # (label, path) of the numbers compared between the kinds
@@ -45,14 +56,6 @@ ROWS = [
 ]
 
 
-def pick(d: dict[str, Any], path: tuple[str, ...]) -> Any:
-    for key in path:
-        if not isinstance(d, dict) or key not in d:
-            return None
-        d = d[key]
-    return d
-
-
 def table(points: list[dict[str, Any]]) -> str:
     lines = []
     for n, p in sorted({(pt["brokers"], pt["partitions"]) for pt in points}):
@@ -72,4 +75,15 @@ def table(points: list[dict[str, Any]]) -> str:
                 lines.append(f"  {kind} disconnects, {phase}: {counts or 'none'}")
             if "error" in pt:
                 lines.append(f"  {kind} stopped early: {pt['error']}")
+    vals = values(points)
+    if any(series(vals, kind, along) for kind in {k for k, _, _ in vals} for along in ("N", "P")):
+        lines += ["", growth(points)]
     return "\n".join(lines)
+
+
+def main() -> None:
+    print(table(load(sys.argv[1:])))
+
+
+if __name__ == "__main__":
+    main()
