@@ -10,14 +10,13 @@ from typing import Any
 
 import pytest
 
-from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet
+from kraftd.core import QuorumConfig, RaftNode, ReplicaKey, VoterSet, snapshotting
 from kraftd.core import effects as fx
 from kraftd.core import messages as m
 from kraftd.core.batches import split_batches
 from kraftd.core.events import RequestReceived, Tick
 from kraftd.core.log import OffsetAndEpoch
 from kraftd.core.snapshots import read_snapshot
-from kraftd.core import snapshotting
 from kraftd.core.snapshotting import SnapshotOffsetError
 from kraftd.core.types import Listener
 from kraftd.core.voters import control_entries
