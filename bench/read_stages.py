@@ -199,6 +199,7 @@ def main() -> None:
     ap.add_argument("--samples", type=int, default=2000, help="reads per consistency")
     ap.add_argument("--out", type=Path, default=None, help="keep the traces here (default: a temp dir)")
     ap.add_argument("--base-port", type=int, default=None, help="6 ports from here (default: free ones)")
+    ap.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = ap.parse_args()
     out = args.out or Path(tempfile.mkdtemp(prefix="kraftd-read-stages-"))
     trace = out / "trace"
@@ -207,6 +208,10 @@ def main() -> None:
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     run = measure(args.samples, args.base_port, trace)
     report = split(run, load(trace, run["roles"]))
+    (out / "report.json").write_text(json.dumps(report))
+    if args.json:
+        print(json.dumps(report))
+        return
     print("stage: p50 / p90 / p99 / mean of the slowest 1% (us)")
     for mode, rep in report.items():
         print(f"{mode}: {rep['reads']} reads, p50 / p99 {rep['total_p50_p99_us']} us")
@@ -215,7 +220,6 @@ def main() -> None:
                 print(f"  {key:32} {value}")
         for row in rep["slowest"]:
             print(f"  slow {row}")
-    (out / "report.json").write_text(json.dumps(report))
 
 
 if __name__ == "__main__":

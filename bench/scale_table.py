@@ -7,6 +7,8 @@ Points from several runs or windows make one table: ``.venv/bin/python bench/sca
 
 from __future__ import annotations
 
+import argparse
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -82,7 +84,14 @@ def table(points: list[dict[str, Any]]) -> str:
 
 
 def main() -> None:
-    print(table(load(sys.argv[1:])))
+    ap = argparse.ArgumentParser(
+        description="bench/scale.py points from several runs as one table (ratios, growth)"
+    )
+    ap.add_argument("files", nargs="+", help="bench/scale.py --json output, or the stderr of a run")
+    ap.add_argument("--json", action="store_true", help="print the points read, as one JSON list")
+    args = ap.parse_args()
+    points = load(args.files)
+    print(json.dumps(points) if args.json else table(points))
 
 
 if __name__ == "__main__":
