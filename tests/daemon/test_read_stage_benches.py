@@ -3,24 +3,15 @@ both quorums, and the bare relay times both kinds of read."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.helpers.bench import bench_json
 
 
 def test_read_stages_splits_every_read_into_its_hops(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "bench/read_stages.py", "--samples", "20", "--out", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
+    report = bench_json(
+        "bench/read_stages.py", "--samples", "20", "--out", str(tmp_path), "--json", timeout=120
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads((tmp_path / "report.json").read_text())
     lin, stale = report["linearizable"], report["stale"]
     assert lin["reads"] == stale["reads"] == 20, report
     for stage in ("c->F", "F ask", "F->L", "L answer", "L->F", "F answer", "F->c", "c decode"):
@@ -30,14 +21,6 @@ def test_read_stages_splits_every_read_into_its_hops(tmp_path: Path) -> None:
 
 
 def test_read_hops_times_the_direct_and_the_relayed_read() -> None:
-    done = subprocess.run(
-        [sys.executable, "bench/read_hops.py", "--samples", "40", "--slices", "2", "--json"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    res = json.loads(done.stdout.strip().splitlines()[-1])
+    res = bench_json("bench/read_hops.py", "--samples", "40", "--slices", "2", "--json", timeout=60)
     assert 0 < res["direct_p50_us"] <= res["direct_p99_us"], res
     assert 0 < res["relayed_p50_us"] <= res["relayed_p99_us"], res

@@ -10,40 +10,23 @@ Invariants, observed on real processes:
 
 from __future__ import annotations
 
-import json
-import subprocess
 from pathlib import Path
 
 import pytest
 
+from tests.helpers.bench import bench_json
 from tests.interop.kafka import classpath
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
-ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_startup_bench_loads_the_same_directory_in_both_kinds(tmp_path: Path) -> None:
     classpath()
-    done = subprocess.run(
-        [
-            str(ROOT / ".venv/bin/python"),
-            "bench/startup.py",
-            "--records",
-            "3000",
-            "--json",
-            "--no-restart",
-            "--settle",
-            "0.2",
-            "--keep",
-            str(tmp_path),
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
+    res = bench_json(
+        "bench/startup.py",
+        *("--records", "3000", "--json", "--no-restart", "--settle", "0.2", "--keep", str(tmp_path)),
         timeout=240,
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    res = json.loads(done.stdout.strip().splitlines()[-1])
     assert res["records"] == 3000
     for case in ("log", "snapshot"):
         for kind in ("kraftd", "kafka"):
@@ -57,25 +40,9 @@ def test_controller_bench_creates_and_alters_through_a_real_broker_on_both_kinds
     """``bench/controller.py`` at 3 topics: every CreateTopics and IncrementalAlterConfigs answer through the broker
     succeeds on both kinds of controller (the bench exits non-zero otherwise) and every rate is measured."""
     classpath()
-    done = subprocess.run(
-        [
-            str(ROOT / ".venv/bin/python"),
-            "bench/controller.py",
-            "--topics",
-            "3",
-            "--batch",
-            "2",
-            "--controllers",
-            "1",
-            "--json",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
+    res = bench_json(
+        "bench/controller.py", *("--topics", "3", "--batch", "2", "--controllers", "1", "--json"), timeout=240
     )
-    assert done.returncode == 0, done.stderr[-3000:]
-    res = json.loads(done.stdout.strip().splitlines()[-1])
     for kind in ("kraftd", "kafka"):
         for mode in ("single", "batched"):
             assert res[kind][mode]["create_topics_per_s"] > 0
